@@ -1,0 +1,28 @@
+/*
+ * app: the application context that main() builds and passes down.
+ *
+ * State lives here, not in globals. Modules keep their own structs behind pointers; this struct only wires them.
+ */
+#ifndef ACCELD_APP_H
+#define ACCELD_APP_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+
+struct http_server;
+struct store;
+
+struct app {
+	struct config cfg;          /* read-only after start-up */
+	struct http_server *http;
+	struct store *store;        /* NULL while the database cannot be opened */
+	atomic_bool started;        /* start-up work is done */
+	atomic_bool draining;       /* SIGTERM received */
+	int64_t started_at_ms;      /* wall clock at start */
+	uint64_t startup_ns;        /* time from start to ready */
+};
+
+#endif

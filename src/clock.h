@@ -1,0 +1,28 @@
+/*
+ * clock: monotonic and wall-clock time, and RFC 3339 UTC text.
+ */
+#ifndef ACCELD_CLOCK_H
+#define ACCELD_CLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CLOCK_RFC3339_LEN 32 /* room for "2026-11-22T03:16:09.123Z" and a NUL */
+
+/* Nanoseconds on the monotonic clock, for durations. */
+uint64_t clock_mono_ns(void);
+
+/* Milliseconds since the Unix epoch on the wall clock. */
+int64_t clock_real_ms(void);
+
+/* Formats unix_ms as RFC 3339 UTC with milliseconds ("...T03:16:09.123Z") into out. */
+void clock_rfc3339(int64_t unix_ms, char out[CLOCK_RFC3339_LEN]);
+
+/*
+ * Parses an RFC 3339 date-time ("2026-11-22T03:16:09Z", fractional seconds and numeric offsets allowed) into
+ * milliseconds since the epoch. Returns 0, or -1 when the text is not a valid RFC 3339 date-time between the years
+ * 1970 and 9999.
+ */
+int clock_parse_rfc3339(const char *s, int64_t *unix_ms);
+
+#endif

@@ -1,0 +1,81 @@
+/*
+ * config: every setting of acceld, from flags > environment > config file > defaults.
+ *
+ * The settings are described once, in a table in config.c: each has a flag (--listen), an environment twin
+ * (ACCELD_LISTEN, or the seeds' COMPUTE_* names), a type with its accepted values, a default and a help line.
+ * Every value is validated when it is read; after config_load() the struct is not changed again.
+ */
+#ifndef ACCELD_CONFIG_H
+#define ACCELD_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+enum prefer { PREFER_AUTO, PREFER_CPU, PREFER_GPU, PREFER_TPU };
+
+struct config {
+	char *listen;              /* "HOST:PORT" as given; split into listen_host and listen_port */
+	char *listen_host;
+	unsigned listen_port;
+	char *db_path;
+	char *config_file;
+	int log_level;             /* enum log_level */
+	bool access_log;
+	unsigned threads;          /* HTTP worker threads; 0 = one per CPU the process may use */
+	unsigned max_connections;
+	unsigned max_connections_per_ip; /* 0 = no per-address limit */
+	uint64_t idle_timeout_ms;
+	uint64_t conn_memory;      /* bytes of request memory per connection (headers and buffers) */
+	uint64_t max_body;         /* largest request body accepted, bytes */
+	unsigned max_json_depth;
+	uint64_t shutdown_grace_ms;
+	char *token;               /* bearer token for mutating endpoints; secret */
+	char *token_file;
+	char *static_dir;          /* the dashboard's files */
+	int prefer;                /* enum prefer */
+	bool allow_tpu;
+	unsigned tpu_batch_factor;
+	unsigned gpu_batch_factor;
+	unsigned cpu_batch_factor;
+	char *sysfs_root;
+	char *dev_root;
+	char *proc_root;
+	char *nvml_library;
+	char *gce_metadata_url;
+	uint64_t telemetry_interval_ms;
+	uint64_t topology_interval_ms;
+	uint64_t sample_interval_ms;
+	char *prices_file;
+};
+
+/*
+ * Loads the configuration. argv[0..argc) holds only option arguments ("--listen", "x", "--db=y"); a bare "--help"
+ * makes it return 1. env is NULL for the process environment or a lookup function for tests. On a bad value it
+ * returns -1 and writes a message naming the setting, the accepted values and what was given into err.
+ */
+typedef const char *(*config_getenv_fn)(const char *name);
+int config_load(struct config *cfg, int argc, char **argv, config_getenv_fn env, char *err, size_t errsz);
+
+/* Frees what config_load allocated; the struct may be loaded again afterwards. */
+void config_release(struct config *cfg);
+
+/* The effective configuration as a new JSON object, with secrets redacted. */
+json_t *config_to_json(const struct config *cfg);
+
+/* Prints every setting with its environment twin, default and accepted values. */
+void config_usage(FILE *out);
+
+/* Names of enum prefer values: "auto", "cpu", "gpu", "tpu". */
+const char *config_prefer_name(int prefer);
+
+/* Parsers shared with request validation. Each returns 0, or -1 when the text is not of that form. */
+int config_parse_duration_ms(const char *text, uint64_t *ms);  /* "30", "30s", "500ms", "2m", "1h" */
+int config_parse_size(const char *text, uint64_t *bytes);       /* "1048576", "64KiB", "1M", "2GiB" */
+int config_parse_bool(const char *text, bool *out);             /* true|false|1|0|yes|no|on|off */
+int config_parse_u64(const char *text, uint64_t *out);          /* decimal digits only */
+
+#endif

@@ -1,0 +1,154 @@
+/*
+ * device: one compute device as acceld describes it, whatever APIs saw it.
+ *
+ * Unknown stays unknown: numbers use DEVICE_UNKNOWN (NaN) or 0 where 0 cannot be a real value (memory, counts,
+ * clocks), strings are empty, and device_to_json leaves such fields out. Never store a sentinel such as -1 or
+ * 4294967295 that a driver returned for "not available".
+ */
+#ifndef ACCELD_DEVICE_H
+#define ACCELD_DEVICE_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#define DEVICE_UNKNOWN NAN
+
+enum device_type { DEVICE_CPU, DEVICE_GPU, DEVICE_TPU };
+
+/* Where a device was seen; a merged device carries several. */
+enum device_backend {
+	BACKEND_NATIVE = 1u << 0, /* acceld's own CPU executor */
+	BACKEND_OPENCL = 1u << 1,
+	BACKEND_NVML = 1u << 2,
+	BACKEND_SYSFS = 1u << 3,
+	BACKEND_HWLOC = 1u << 4,
+	BACKEND_PCI = 1u << 5,
+	BACKEND_DEVNODE = 1u << 6,
+	BACKEND_ENV = 1u << 7,
+	BACKEND_METADATA = 1u << 8,
+	BACKEND_CGROUP = 1u << 9,
+};
+
+struct device_peak {
+	double fp32_tflops;
+	double bf16_tflops;
+	double int8_tops;
+	double memory_bandwidth_gbps;
+	char source[160];
+};
+
+struct device_telemetry {
+	double utilization_ratio;   /* 0..1 */
+	double temperature_celsius;
+	double power_watts;
+	double power_limit_watts;
+	double energy_joules;       /* counter since driver load, where the device gives one */
+	uint64_t memory_used_bytes; /* 0 unknown */
+	int64_t sampled_at_ms;      /* 0 = never sampled */
+};
+
+struct device_price {
+	double usd_per_hour;       /* on demand; NAN unknown */
+	double usd_per_hour_spot;  /* NAN unknown */
+	char unit[16];             /* "chip", "gpu", "host" */
+	char source[160];
+};
+
+struct device_cpu {
+	unsigned packages;
+	unsigned cores;
+	unsigned pus;              /* hardware threads visible to the process (cpuset) */
+	unsigned numa_nodes;
+	double effective_cpus;     /* after the cgroup quota; NAN unknown */
+	double quota_cpus;         /* cpu.max or cfs quota/period; NAN when unlimited */
+	char cpuset[256];          /* "0-3,8" */
+	uint64_t cache_bytes[4];   /* L1d, L2, L3, L4 per instance; 0 unknown */
+	char isa[64];              /* "avx512f", "avx2", ... the widest vector extension found */
+};
+
+struct device_gpu {
+	char driver_version[32];
+	char cuda_version[16];
+	char compute_capability[8]; /* "9.0" */
+	int mig_mode;               /* -1 unknown, 0 off, 1 on */
+	unsigned clock_max_mhz;
+	unsigned memory_clock_mhz;
+	unsigned pci_device_id;     /* 0 unknown */
+	char driver[32];            /* kernel driver: "amdgpu", "i915", "xe", "nvidia" */
+};
+
+struct device_tpu {
+	char generation[16];        /* "v4", "v5e", "v5p", "v6e", "tpu7x" */
+	char accelerator_type[32];  /* as GCP names the slice: "v6e-8" */
+	char topology[32];          /* "2x4" */
+	int worker_id;              /* -1 unknown */
+	unsigned chips;             /* chips on this host */
+	unsigned cores_per_chip;
+	unsigned chip_index;        /* this chip's index on the host */
+	char device_node[64];       /* "/dev/accel0" or "/dev/vfio/12" */
+};
+
+struct device_opencl {
+	bool present;
+	char platform[64];
+	char name[128];
+	char version[64];
+	char driver_version[64];
+	uint64_t global_mem_bytes;
+	uint64_t local_mem_bytes;
+	uint64_t max_alloc_bytes;
+	unsigned compute_units;
+	unsigned clock_mhz;
+	char extensions_summary[256]; /* the extensions acceld cares about, space-separated */
+	unsigned platform_index;    /* indices for the executor to find the cl_device_id again */
+	unsigned device_index;
+};
+
+struct device {
+	char id[16];                /* "cpu:0", "gpu:1", "tpu:3": stable, assigned by detect */
+	enum device_type type;
+	char vendor[32];            /* "NVIDIA", "AMD", "Intel", "Google", or the CPU vendor */
+	char model[128];
+	char accelerator_type[32];  /* normalised: "H100", "MI300X", "TPU-V6E"; "" unknown */
+	char spec_key[32];          /* row of the accelerator table, "" when the model is not in it */
+	char uuid[96];
+	char pci_bus_id[32];        /* "0000:65:00.0", lower case */
+	int numa_node;              /* -1 unknown */
+	uint64_t memory_total_bytes;
+	uint64_t memory_available_bytes;
+	unsigned compute_units;
+	unsigned clock_mhz;
+	unsigned backends;          /* enum device_backend bits */
+	bool executable;            /* /run has a backend for it */
+	struct device_peak peak;
+	struct device_telemetry telemetry;
+	struct device_price price;
+	struct device_cpu cpu;      /* type == DEVICE_CPU */
+	struct device_gpu gpu;      /* type == DEVICE_GPU */
+	struct device_tpu tpu;      /* type == DEVICE_TPU */
+	struct device_opencl opencl;
+};
+
+/* Sets every field to unknown (NaN, 0, "", -1 where documented). */
+void device_init(struct device *d, enum device_type type);
+
+const char *device_type_name(enum device_type type); /* "cpu", "gpu", "tpu" */
+
+/* Parses "cpu"|"gpu"|"tpu"; returns 0, or -1. */
+int device_type_parse(const char *text, enum device_type *out);
+
+/* The names of the backend bits, in a fixed order, as a new JSON array. */
+json_t *device_backends_json(unsigned backends);
+
+/* The device as the API shows it (/devices/{id}): a new object, unknown fields left out. */
+json_t *device_to_json(const struct device *d);
+
+/* Copies src into a fixed-size field, cutting at the field's size. */
+#define DEVICE_SET(field, src) device_set_str((field), sizeof(field), (src))
+void device_set_str(char *dst, size_t dstsz, const char *src);
+
+#endif

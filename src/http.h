@@ -1,0 +1,178 @@
+/*
+ * http: the HTTP server (libmicrohttpd), its limits, request ids, problem+json answers and the access log.
+ *
+ * http.c is the only file that includes microhttpd.h. A request is handed to one dispatch function as a
+ * struct http_req (everything already read: path, query, the headers acceld uses, the whole body), which fills a
+ * struct http_resp. Handlers never see libmicrohttpd, so unit tests call them with a request they build.
+ */
+#ifndef ACCELD_HTTP_H
+#define ACCELD_HTTP_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "err.h"
+
+enum http_method { HTTP_GET, HTTP_HEAD, HTTP_POST, HTTP_PUT, HTTP_DELETE, HTTP_PATCH, HTTP_OPTIONS, HTTP_OTHER };
+
+#define HTTP_MAX_QUERY 32      /* query parameters per request */
+#define HTTP_MAX_PARAMS 2      /* captures of {name} segments in a route pattern */
+#define HTTP_PARAM_MAX 128     /* bytes of one path capture */
+#define HTTP_MAX_HEADERS 8     /* extra response headers */
+#define HTTP_REQUEST_ID_MAX 64 /* longest X-Request-Id taken from a client */
+
+struct http_kv {
+	const char *key;
+	const char *value;
+};
+
+/* A complete request. Every pointer is borrowed and lives until the response has been queued. */
+struct http_req {
+	enum http_method method;
+	const char *method_name;
+	const char *path;          /* decoded path, no query */
+	const char *request_id;
+	const char *content_type;  /* NULL when absent */
+	const char *if_none_match; /* NULL when absent */
+	const char *authorization; /* NULL when absent */
+	const char *remote_addr;
+	const char *body;          /* NUL-terminated; "" when there is none */
+	size_t body_len;
+	bool has_body;             /* a body was sent, even an empty one with Content-Length: 0 is not */
+	json_t *json;              /* the parsed body, for routes that take JSON; borrowed */
+	struct http_kv query[HTTP_MAX_QUERY];
+	size_t nquery;
+	char params[HTTP_MAX_PARAMS][HTTP_PARAM_MAX];
+	size_t nparams;
+	unsigned max_json_depth;
+};
+
+struct http_header {
+	char name[32];
+	char value[256];
+};
+
+/* The answer a handler fills. Start from http_resp_init; the body is set by exactly one http_resp_* call. */
+struct http_resp {
+	int status;
+	const char *content_type;  /* static string */
+	json_t *json;              /* owned; serialised after the handler returns */
+	char *body;                /* owned unless release is set */
+	size_t body_len;
+	void (*release)(void *arg); /* for a shared body: called when libmicrohttpd is done with it */
+	void *release_arg;
+	struct http_header headers[HTTP_MAX_HEADERS];
+	size_t nheaders;
+	const char *request_id;    /* copied into problem bodies */
+};
+
+typedef void (*http_dispatch_fn)(void *ctx, struct http_req *req, struct http_resp *resp);
+
+struct http_server_opts {
+	const char *host;
+	unsigned port;                    /* 0 picks a free port; see http_server_port */
+	unsigned threads;                 /* at least 1 */
+	unsigned max_connections;
+	unsigned max_connections_per_ip;  /* 0 = no limit */
+	unsigned idle_timeout_s;
+	size_t conn_memory;
+	size_t max_body;
+	unsigned max_json_depth;
+	bool access_log;
+	http_dispatch_fn dispatch;
+	void *ctx;
+};
+
+struct http_server;
+
+/* Binds, listens and starts the worker threads. Returns 0, or -1 with a message in err. */
+int http_server_start(const struct http_server_opts *opts, struct http_server **out, char *err, size_t errsz);
+
+/* The bound port (useful when 0 was asked for). */
+unsigned http_server_port(const struct http_server *srv);
+
+/* Stops accepting connections; requests already received are still answered. */
+void http_server_quiesce(struct http_server *srv);
+
+/* Requests received whose response has not completed yet. */
+unsigned http_server_inflight(const struct http_server *srv);
+
+/* Closes every connection, joins the threads and frees the server. NULL is allowed. */
+void http_server_stop(struct http_server *srv);
+
+/* Marks every later response with Connection: close (used while draining). */
+void http_server_set_closing(struct http_server *srv);
+
+/* --- requests --- */
+
+/* The first value of query parameter key, or NULL. */
+const char *http_req_query(const struct http_req *req, const char *key);
+
+/*
+ * Checks that every query parameter is one of allowed (NULL-terminated) and appears once; otherwise fills a 400
+ * naming the parameter and returns false.
+ */
+bool http_req_check_query(const struct http_req *req, struct http_resp *resp, const char *const *allowed);
+
+/*
+ * Parses the body as JSON for req->json: 415 when the content type is not JSON, 400 naming line and column when it
+ * is malformed or nested deeper than req->max_json_depth. Returns true when req->json is set.
+ */
+bool http_req_parse_json(struct http_req *req, struct http_resp *resp);
+
+/* True when s is an acceptable X-Request-Id (1..64 of [A-Za-z0-9._:-]). */
+bool http_request_id_valid(const char *s);
+
+/* Writes a fresh random request id (32 hex digits) into out. */
+void http_request_id_new(char out[HTTP_REQUEST_ID_MAX + 1]);
+
+/* Deepest nesting of arrays and objects in a JSON text (strings skipped); stops counting past limit. */
+unsigned http_json_depth(const char *text, size_t len, unsigned limit);
+
+/* --- responses --- */
+
+void http_resp_init(struct http_resp *resp, const char *request_id);
+
+/* Frees whatever the response still owns. */
+void http_resp_release(struct http_resp *resp);
+
+/* A JSON answer; doc is stolen. */
+void http_resp_json(struct http_resp *resp, int status, json_t *doc);
+
+/* A text/plain answer; text is copied. */
+void http_resp_text(struct http_resp *resp, int status, const char *text);
+
+/* A body the response now owns (freed with free()). */
+void http_resp_bytes(struct http_resp *resp, int status, const char *content_type, char *body, size_t len);
+
+/* A body shared with others: release(arg) is called once libmicrohttpd no longer needs it. */
+void http_resp_shared(struct http_resp *resp, int status, const char *content_type, const char *body, size_t len,
+		      void (*release)(void *), void *arg);
+
+/* Adds a header (name and value are copied; over-long ones are cut). */
+void http_resp_header(struct http_resp *resp, const char *name, const char *value);
+
+/*
+ * An RFC 9457 problem+json answer: type, title, status, detail, reason and request_id. Returns the document
+ * (borrowed) so the caller may add members. 429 and 503 get a Retry-After of 1 s unless one is set afterwards.
+ */
+json_t *http_resp_problem(struct http_resp *resp, int status, const char *reason, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+json_t *http_resp_vproblem(struct http_resp *resp, int status, const char *reason, const char *fmt, va_list ap)
+	__attribute__((format(printf, 4, 0)));
+
+/* A problem answer for a service error code: status and reason from the error table. */
+json_t *http_resp_error(struct http_resp *resp, enum acceld_err err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* The standard reason phrase of a status ("Not Found"). */
+const char *http_status_title(int status);
+
+/* "GET", "POST", ... for a method. */
+const char *http_method_name(enum http_method method);
+
+#endif

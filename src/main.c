@@ -1,0 +1,247 @@
+/*
+ * acceld: accelerator broker. main() reads the command, loads the configuration and wires the modules in order;
+ * teardown runs in reverse.
+ */
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "app.h"
+#include "clock.h"
+#include "http.h"
+#include "log.h"
+#include "routes.h"
+#include "store.h"
+#include "version.h"
+
+#define EXIT_USAGE 2
+#define STORE_RETRY_NS (5ull * 1000000000ull)
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: acceld COMMAND [OPTIONS]\n"
+		"\n"
+		"Commands:\n"
+		"  serve      run the HTTP service (default address 127.0.0.1:9470)\n"
+		"  version    print version, commit, build time and library versions as JSON\n"
+		"  routes     print the HTTP routes the service answers\n"
+		"  help       print this text\n"
+		"\n"
+		"Every command takes the settings below; `acceld COMMAND --help` prints them too.\n\n");
+	config_usage(out);
+}
+
+/* Loads the configuration for a command; returns 0, or the exit code to leave with. */
+static int load_config(struct config *cfg, int argc, char **argv)
+{
+	char err[1024];
+	int rc = config_load(cfg, argc, argv, NULL, err, sizeof(err));
+
+	if (rc == 1) {
+		usage(stdout);
+		config_release(cfg);
+		return -1;
+	}
+	if (rc != 0) {
+		fprintf(stderr, "acceld: %s\n", err);
+		config_release(cfg);
+		return EXIT_USAGE;
+	}
+	log_set_level((enum log_level)cfg->log_level);
+	return 0;
+}
+
+static unsigned usable_cpus(void)
+{
+	cpu_set_t set;
+	int n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) != 0)
+		return 1;
+	n = CPU_COUNT(&set);
+	return n > 0 ? (unsigned)n : 1;
+}
+
+static void try_open_store(struct app *app)
+{
+	char err[512];
+
+	if (store_open(app->cfg.db_path, &app->store, err, sizeof(err)) != ACCELD_OK)
+		log_msg(LOGL_ERROR, "store", "%s; retrying every 5 s", err);
+	else
+		log_fields(LOGL_INFO, "store", "database open", (struct log_field[]){LOG_S("path", app->cfg.db_path)},
+			   1);
+}
+
+/* Waits for in-flight requests to finish, at most the grace period; a second signal cuts the wait short. */
+static void drain(struct app *app, const sigset_t *signals, int sig)
+{
+	uint64_t deadline = clock_mono_ns() + app->cfg.shutdown_grace_ms * 1000000ull;
+	struct timespec tick = {0, 10 * 1000 * 1000};
+	unsigned left;
+
+	atomic_store(&app->draining, true);
+	http_server_set_closing(app->http);
+	http_server_quiesce(app->http);
+	log_fields(LOGL_INFO, "main", "draining",
+		   (struct log_field[]){LOG_S("signal", sig == SIGINT ? "SIGINT" : "SIGTERM"),
+					LOG_I("grace_ms", app->cfg.shutdown_grace_ms),
+					LOG_I("inflight", http_server_inflight(app->http))},
+		   3);
+	while ((left = http_server_inflight(app->http)) > 0 && clock_mono_ns() < deadline) {
+		if (sigtimedwait(signals, NULL, &tick) > 0) {
+			log_msg(LOGL_WARN, "main", "second signal: stopping now");
+			break;
+		}
+	}
+	log_fields(LOGL_INFO, "main", "stopping", (struct log_field[]){LOG_I("inflight_abandoned", left)}, 1);
+}
+
+static int cmd_serve(int argc, char **argv)
+{
+	struct app app;
+	struct http_server_opts hopts;
+	sigset_t signals;
+	char err[512];
+	int sig = 0;
+	uint64_t t0 = clock_mono_ns();
+	uint64_t last_store_try;
+	int rc;
+	json_t *cfg_json;
+
+	memset(&app, 0, sizeof(app));
+	rc = load_config(&app.cfg, argc, argv);
+	if (rc != 0)
+		return rc < 0 ? 0 : rc;
+	app.started_at_ms = clock_real_ms();
+
+	/* signals are taken synchronously by this thread; every thread started later inherits the mask */
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&signals);
+	sigaddset(&signals, SIGTERM);
+	sigaddset(&signals, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &signals, NULL);
+
+	cfg_json = config_to_json(&app.cfg);
+	log_json(LOGL_INFO, "main", "starting", "config", cfg_json);
+	json_decref(cfg_json);
+
+	hopts = (struct http_server_opts){
+		.host = app.cfg.listen_host,
+		.port = app.cfg.listen_port,
+		.threads = app.cfg.threads ? app.cfg.threads : usable_cpus(),
+		.max_connections = app.cfg.max_connections,
+		.max_connections_per_ip = app.cfg.max_connections_per_ip,
+		.idle_timeout_s = (unsigned)((app.cfg.idle_timeout_ms + 999) / 1000),
+		.conn_memory = app.cfg.conn_memory,
+		.max_body = app.cfg.max_body,
+		.max_json_depth = app.cfg.max_json_depth,
+		.access_log = app.cfg.access_log,
+		.dispatch = routes_dispatch,
+		.ctx = &app,
+	};
+	/* serve first, so /livez answers while start-up work runs */
+	if (http_server_start(&hopts, &app.http, err, sizeof(err)) != 0) {
+		log_msg(LOGL_ERROR, "http", "%s", err);
+		config_release(&app.cfg);
+		return 1;
+	}
+	log_fields(LOGL_INFO, "http", "listening",
+		   (struct log_field[]){LOG_S("host", app.cfg.listen_host), LOG_I("port", http_server_port(app.http)),
+					LOG_I("threads", hopts.threads)},
+		   3);
+
+	try_open_store(&app);
+	last_store_try = clock_mono_ns();
+	app.startup_ns = clock_mono_ns() - t0;
+	atomic_store(&app.started, true);
+	log_fields(LOGL_INFO, "main", "ready", (struct log_field[]){LOG_D("startup_ms", (double)app.startup_ns / 1e6)},
+		   1);
+
+	while (sig <= 0) {
+		struct timespec tick = {1, 0};
+
+		sig = sigtimedwait(&signals, NULL, &tick);
+		if (app.store == NULL && clock_mono_ns() - last_store_try >= STORE_RETRY_NS) {
+			try_open_store(&app);
+			last_store_try = clock_mono_ns();
+		}
+	}
+
+	drain(&app, &signals, sig);
+	http_server_stop(app.http);
+	store_close(app.store);
+	log_msg(LOGL_INFO, "main", "stopped");
+	config_release(&app.cfg);
+	return 0;
+}
+
+static int cmd_version(int argc, char **argv)
+{
+	json_t *v;
+
+	(void)argv;
+	if (argc > 0) {
+		fprintf(stderr, "acceld: version takes no options\n");
+		return EXIT_USAGE;
+	}
+	v = version_json();
+	json_dumpf(v, stdout, JSON_INDENT(2));
+	fputc('\n', stdout);
+	json_decref(v);
+	return 0;
+}
+
+static int cmd_routes(int argc, char **argv)
+{
+	size_t n;
+	const struct route *t = routes_table(&n);
+
+	(void)argv;
+	if (argc > 0) {
+		fprintf(stderr, "acceld: routes takes no options\n");
+		return EXIT_USAGE;
+	}
+	for (size_t i = 0; i < n; i++)
+		printf("%s %s%s\n", http_method_name(t[i].method), t[i].pattern,
+		       (t[i].flags & ROUTE_AUTH) ? " auth" : "");
+	return 0;
+}
+
+static int cmd_help(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	usage(stdout);
+	return 0;
+}
+
+static const struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+} commands[] = {
+	{"serve", cmd_serve},
+	{"version", cmd_version},
+	{"routes", cmd_routes},
+	{"help", cmd_help},
+	{"--help", cmd_help},
+	{"-h", cmd_help},
+	{"--version", cmd_version},
+};
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(argv[1], commands[i].name) == 0)
+			return commands[i].fn(argc - 2, argv + 2);
+	fprintf(stderr, "acceld: unknown command '%s' (see acceld --help)\n", argv[1]);
+	return EXIT_USAGE;
+}

@@ -1,0 +1,146 @@
+/* routes: the route table and the dispatcher's shared checks. */
+#include "routes.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "api.h"
+#include "app.h"
+#include "mem.h"
+
+static const struct route table[] = {
+	{HTTP_GET, "/livez", api_livez, 0},
+	{HTTP_GET, "/readyz", api_readyz, 0},
+	{HTTP_GET, "/healthz", api_readyz, 0},
+	{HTTP_GET, "/version", api_version, 0},
+};
+
+const struct route *routes_table(size_t *n)
+{
+	*n = sizeof(table) / sizeof(table[0]);
+	return table;
+}
+
+bool routes_match(const char *pattern, const char *path, struct http_req *req)
+{
+	const char *p = pattern;
+	const char *s = path;
+	size_t nparams = 0;
+
+	while (*p && *s) {
+		if (*p == '{') {
+			size_t seg = strcspn(s, "/");
+			const char *close = strchr(p, '}');
+
+			if (close == NULL || seg == 0 || seg >= HTTP_PARAM_MAX || nparams >= HTTP_MAX_PARAMS)
+				return false;
+			if (req) {
+				memcpy(req->params[nparams], s, seg);
+				req->params[nparams][seg] = '\0';
+			}
+			nparams++;
+			p = close + 1;
+			s += seg;
+			continue;
+		}
+		if (*p != *s)
+			return false;
+		p++;
+		s++;
+	}
+	if (*p != '\0' || *s != '\0')
+		return false;
+	if (req)
+		req->nparams = nparams;
+	return true;
+}
+
+bool routes_token_ok(const char *authorization, const char *token)
+{
+	size_t tlen = strlen(token);
+	size_t alen;
+	unsigned char diff = 0;
+
+	if (authorization == NULL || strncasecmp(authorization, "Bearer ", 7) != 0)
+		return false;
+	authorization += 7;
+	alen = strlen(authorization);
+	/* compare every byte of the token whatever the given length, so timing says nothing of the prefix */
+	for (size_t i = 0; i < tlen; i++)
+		diff |= (unsigned char)(token[i] ^ (i < alen ? authorization[i] : 0));
+	return diff == 0 && alen == tlen;
+}
+
+/* Writes "GET, HEAD, POST" for the methods of every route whose pattern matches path. */
+static void allow_list(const struct route *t, size_t n, const char *path, char *out, size_t outsz)
+{
+	size_t len = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		const char *m = http_method_name(t[i].method);
+
+		if (!routes_match(t[i].pattern, path, NULL) || strstr(out, m) != NULL)
+			continue;
+		len += (size_t)snprintf(out + len, len < outsz ? outsz - len : 0, "%s%s", len ? ", " : "", m);
+		if (t[i].method == HTTP_GET)
+			len += (size_t)snprintf(out + len, len < outsz ? outsz - len : 0, ", HEAD");
+	}
+	len += (size_t)snprintf(out + len, len < outsz ? outsz - len : 0, ", OPTIONS");
+}
+
+void routes_dispatch_table(const struct route *t, size_t n, struct app *app, struct http_req *req,
+			   struct http_resp *resp)
+{
+	const struct route *found = NULL;
+	bool path_known = false;
+	enum http_method m = req->method == HTTP_HEAD ? HTTP_GET : req->method;
+	char allow[128];
+
+	for (size_t i = 0; i < n && found == NULL; i++) {
+		if (!routes_match(t[i].pattern, req->path, req))
+			continue;
+		path_known = true;
+		if (t[i].method == m)
+			found = &t[i];
+	}
+	if (!path_known) {
+		http_resp_problem(resp, 404, "NOT_FOUND", "no resource at %.200s", req->path);
+		return;
+	}
+	if (found == NULL) {
+		allow_list(t, n, req->path, allow, sizeof(allow));
+		if (req->method == HTTP_OPTIONS) {
+			http_resp_bytes(resp, 204, NULL, NULL, 0);
+		} else {
+			json_t *doc = http_resp_problem(resp, 405, "METHOD_NOT_ALLOWED",
+							"%.200s does not support %.16s; allowed: %s", req->path,
+							req->method_name, allow);
+			json_object_set_new(doc, "allow", json_string(allow));
+		}
+		http_resp_header(resp, "Allow", allow);
+		return;
+	}
+	if ((found->flags & ROUTE_AUTH) && app != NULL && app->cfg.token != NULL &&
+	    !routes_token_ok(req->authorization, app->cfg.token)) {
+		http_resp_problem(resp, 401, "UNAUTHORIZED", "%s %s needs a bearer token (Authorization: Bearer ...)",
+				  req->method_name, found->pattern);
+		http_resp_header(resp, "WWW-Authenticate",
+				 req->authorization ? "Bearer realm=\"acceld\", error=\"invalid_token\""
+						    : "Bearer realm=\"acceld\"");
+		return;
+	}
+	if ((found->flags & ROUTE_JSON) || ((found->flags & ROUTE_JSON_OPTIONAL) && req->has_body)) {
+		if (!http_req_parse_json(req, resp))
+			return;
+	}
+	found->fn(app, req, resp);
+}
+
+void routes_dispatch(void *ctx, struct http_req *req, struct http_resp *resp)
+{
+	size_t n;
+	const struct route *t = routes_table(&n);
+
+	routes_dispatch_table(t, n, ctx, req, resp);
+}

@@ -1,0 +1,199 @@
+"""Black-box harness: starts build/acceld on a free loopback port and speaks HTTP to it.
+
+The server is started with --listen 127.0.0.1:0; its 'listening' log line names the port. Every log line is kept
+(server.logs, parsed JSON) for assertions. Nothing here is shared between tests except through the server.
+"""
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.join(ROOT, os.environ.get("ACCELD_BIN", "build/acceld"))
+FIXTURES = os.path.join(ROOT, "tests", "fixtures")
+FAKES = os.path.join(ROOT, os.environ.get("ACCELD_BUILD", "build"), "fakes")
+
+
+class Response:
+    def __init__(self, status, headers, body):
+        self.status = status
+        self.headers = headers
+        self.body = body
+
+    def header(self, name):
+        for k, v in self.headers:
+            if k.lower() == name.lower():
+                return v
+        return None
+
+    def json(self):
+        return json.loads(self.body)
+
+    @property
+    def text(self):
+        return self.body.decode("utf-8", "replace")
+
+    def __repr__(self):
+        return f"<Response {self.status} {self.body[:300]!r}>"
+
+
+class Server:
+    """One acceld process. Use as a context manager or call start()/stop()."""
+
+    def __init__(self, args=(), env=None, db=None, wait_ready=True, isolate=True):
+        self.tmp = tempfile.TemporaryDirectory(prefix="acceld-test-")
+        self.db = db or os.path.join(self.tmp.name, "acceld.db")
+        self.args = list(args)
+        self.env = dict(os.environ)
+        if isolate:
+            # no real NVML, and a fixture-free default unless a test names roots of its own
+            self.env.setdefault("ACCELD_NVML_LIBRARY", os.path.join(self.tmp.name, "no-nvml.so"))
+        self.env.update(env or {})
+        self.wait_ready = wait_ready
+        self.proc = None
+        self.port = None
+        self.logs = []
+        self.raw_logs = []
+        self._lines = threading.Condition()
+
+    def start(self):
+        cmd = [BIN, "serve", "--listen", "127.0.0.1:0", "--db", self.db] + self.args
+        self.proc = subprocess.Popen(cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+        threading.Thread(target=self._read, daemon=True).start()
+        deadline = time.monotonic() + 20
+        with self._lines:
+            while self.port is None:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"acceld exited with {self.proc.returncode}: {self.raw_logs[-5:]}")
+                if time.monotonic() > deadline:
+                    raise RuntimeError("acceld did not say where it listens")
+                self._lines.wait(0.1)
+        if self.wait_ready:
+            self.wait_for(lambda l: l.get("msg") == "ready", 20)
+        return self
+
+    def _read(self):
+        for raw in self.proc.stderr:
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            with self._lines:
+                self.raw_logs.append(line)
+                try:
+                    obj = json.loads(line)
+                except ValueError:
+                    obj = {"unparsed": line}
+                self.logs.append(obj)
+                if obj.get("msg") == "listening" and self.port is None:
+                    self.port = obj["port"]
+                self._lines.notify_all()
+
+    def wait_for(self, pred, timeout=10):
+        deadline = time.monotonic() + timeout
+        with self._lines:
+            while True:
+                for l in self.logs:
+                    if pred(l):
+                        return l
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"no log line matched within {timeout}s; last: {self.raw_logs[-5:]}")
+                self._lines.wait(0.1)
+
+    def stop(self, sig=signal.SIGTERM, timeout=20):
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        self.tmp.cleanup()
+
+    def conn(self, timeout=10):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+
+    def request(self, method, path, body=None, headers=None, conn=None, json_body=None):
+        hdrs = dict(headers or {})
+        if json_body is not None:
+            body = json.dumps(json_body).encode()
+            hdrs.setdefault("Content-Type", "application/json")
+        own = conn is None
+        c = conn or self.conn()
+        try:
+            c.request(method, path, body=body, headers=hdrs)
+            r = c.getresponse()
+            return Response(r.status, r.getheaders(), r.read())
+        finally:
+            if own:
+                c.close()
+
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def raw(self, data, timeout=5, read=True):
+        """Sends raw bytes on a new socket and returns what comes back until the server closes or times out."""
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
+        try:
+            s.sendall(data)
+            if not read:
+                return b""
+            out = b""
+            while True:
+                try:
+                    chunk = s.recv(65536)
+                except socket.timeout:
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            return out
+        finally:
+            s.close()
+
+
+def run_cli(*args, env=None, timeout=60):
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run([BIN] + list(args), capture_output=True, text=True, env=e, timeout=timeout, cwd=ROOT)
+
+
+class ServerTestCase(unittest.TestCase):
+    """A test class sharing one server; subclasses may set server_args and server_env."""
+
+    server_args = ()
+    server_env = {}
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server(args=cls.server_args, env=cls.server_env).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        code = cls.server.stop()
+        cls.server.tmp.cleanup()
+        assert code == 0, f"acceld exited with {code}"
+
+    def assertProblem(self, r, status, reason=None):
+        """Asserts an RFC 9457 problem+json answer with every member the contract names."""
+        self.assertEqual(r.status, status, r)
+        self.assertTrue(r.header("Content-Type").startswith("application/problem+json"), r.header("Content-Type"))
+        doc = r.json()
+        for key in ("type", "title", "status", "detail", "reason", "request_id"):
+            self.assertIn(key, doc)
+        self.assertEqual(doc["status"], status)
+        self.assertEqual(doc["request_id"], r.header("X-Request-Id"))
+        if reason:
+            self.assertEqual(doc["reason"], reason, doc)
+        return doc
