@@ -14,4 +14,14 @@ void api_livez(struct app *app, struct http_req *req, struct http_resp *resp);
 void api_readyz(struct app *app, struct http_req *req, struct http_resp *resp);
 void api_version(struct app *app, struct http_req *req, struct http_resp *resp);
 
+/* api_devices.c */
+
+/* api_select.c, api_batch.c */
+
+/* api_history.c, api_cost.c */
+
+/* api_run.c */
+
+/* api_metrics.c, api_static.c */
+
 #endif

@@ -14,6 +14,10 @@
 
 struct http_server;
 struct store;
+struct detect;
+struct exec;
+struct sampler;
+struct metrics;
 
 struct app {
 	struct config cfg;          /* read-only after start-up */
@@ -23,6 +27,10 @@ struct app {
 	atomic_bool draining;       /* SIGTERM received */
 	int64_t started_at_ms;      /* wall clock at start */
 	uint64_t startup_ns;        /* time from start to ready */
+	struct detect *detect;      /* device registry (detect.c) */
+	struct exec *exec;          /* job executor (exec.c) */
+	struct sampler *sampler;    /* telemetry sampler (sampler.c) */
+	struct metrics *metrics;    /* Prometheus counters (metrics.c) */
 };
 
 #endif

@@ -155,6 +155,7 @@ static int cmd_serve(int argc, char **argv)
 					LOG_I("threads", hopts.threads)},
 		   3);
 
+	/* start-up work, in dependency order: store, detection, executor, sampler */
 	try_open_store(&app);
 	last_store_try = clock_mono_ns();
 	app.startup_ns = clock_mono_ns() - t0;
@@ -174,6 +175,7 @@ static int cmd_serve(int argc, char **argv)
 
 	drain(&app, &signals, sig);
 	http_server_stop(app.http);
+	/* teardown in reverse order of start-up */
 	store_close(app.store);
 	log_msg(LOGL_INFO, "main", "stopped");
 	config_release(&app.cfg);

@@ -13,6 +13,11 @@ static const struct route table[] = {
 	{HTTP_GET, "/readyz", api_readyz, 0},
 	{HTTP_GET, "/healthz", api_readyz, 0},
 	{HTTP_GET, "/version", api_version, 0},
+	/* devices (api_devices.c) */
+	/* selection and batch configuration (api_select.c, api_batch.c) */
+	/* history and cost (api_history.c, api_cost.c) */
+	/* jobs (api_run.c) */
+	/* observability and the dashboard (api_metrics.c, api_static.c) */
 };
 
 const struct route *routes_table(size_t *n)

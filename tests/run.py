@@ -45,13 +45,21 @@ def run_unit():
     return passed, failed
 
 
+BLACKBOX_DIRS = ("http", "deploy")  # tests/<dir>/test_*.py, run with Python's unittest
+
+
 def run_http():
-    sys.path.insert(0, os.path.join(ROOT, "tests", "http"))
     loader = unittest.TestLoader()
     suite = unittest.TestSuite()
-    for fn in sorted(os.listdir(os.path.join(ROOT, "tests", "http"))):
-        if fn.startswith("test_") and fn.endswith(".py") and wanted(fn):
-            suite.addTests(loader.loadTestsFromName(fn[:-3]))
+    sys.path.insert(0, os.path.join(ROOT, "tests", "http"))  # harness.py
+    for d in BLACKBOX_DIRS:
+        folder = os.path.join(ROOT, "tests", d)
+        if not os.path.isdir(folder):
+            continue
+        sys.path.insert(0, folder)
+        for fn in sorted(os.listdir(folder)):
+            if fn.startswith("test_") and fn.endswith(".py") and wanted(fn):
+                suite.addTests(loader.loadTestsFromName(fn[:-3]))
     result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite)
     bad = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
     return result.testsRun - bad - len(result.skipped), bad

@@ -1,0 +1,66 @@
+/*
+ * detect: the device registry. It runs every probe, merges the views of one device into one entry, names devices
+ * (cpu:0, gpu:N by PCI bus id, tpu:N by PCI address), fills peak figures and prices from the spec table, and keeps
+ * an immutable, reference-counted snapshot that readers take without waiting for a refresh.
+ */
+#ifndef ACCELD_DETECT_H
+#define ACCELD_DETECT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "device.h"
+#include "err.h"
+#include "probe.h"
+
+struct detect;
+
+/* What one probe said in the refresh that built a snapshot. */
+struct detect_probe_status {
+	const char *name;
+	struct probe_result result;
+};
+
+/* An immutable view of the devices. Take it with detect_acquire, give it back with detect_release. */
+struct detect_snapshot {
+	const struct device *devices; /* ordered: cpu:0, gpu:0.., tpu:0.. */
+	size_t n;
+	uint64_t generation;          /* grows with every refresh */
+	int64_t taken_at_ms;          /* wall clock */
+	const char *json;             /* the GET /devices body, pre-serialised */
+	size_t json_len;
+	char etag[40];                /* quoted, e.g. "\"3-9f2c...\"" */
+	const struct detect_probe_status *probes;
+	size_t nprobes;
+};
+
+/*
+ * Creates the registry with the given probes (NULL and 0 for the built-in set) and runs a first full probe, so a
+ * snapshot exists when it returns. The config is borrowed and must outlive the registry.
+ */
+enum acceld_err detect_new(const struct config *cfg, const struct probe_ops *const *probes, size_t nprobes,
+			   struct detect **out);
+
+/* Stops the refresher thread if running and frees the registry; snapshots still held stay valid until released. */
+void detect_free(struct detect *det);
+
+/* Re-probes now: topology (every probe's probe()) when full is true, otherwise telemetry only (refresh()). */
+void detect_refresh(struct detect *det, bool full);
+
+/* Starts a thread that refreshes telemetry every cfg->telemetry_interval_ms and topology every
+ * cfg->topology_interval_ms. */
+enum acceld_err detect_start(struct detect *det);
+
+/* The current snapshot (never NULL once detect_new succeeded); release it with detect_release. */
+const struct detect_snapshot *detect_acquire(struct detect *det);
+void detect_release(const struct detect_snapshot *snap);
+
+/* The device with this id in the snapshot, or NULL. */
+const struct device *detect_find(const struct detect_snapshot *snap, const char *id);
+
+/* The pre-serialised /devices/{id} body of a device in the snapshot, or NULL. */
+const char *detect_device_json(const struct detect_snapshot *snap, const char *id, size_t *len);
+
+#endif
