@@ -37,6 +37,8 @@ CFLAGS     ?= -O2 -g
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -DCL_TARGET_OPENCL_VERSION=300 $(WARN) $(CFLAGS) $(PKG_CFLAGS) \
               -Isrc -DACCELD_VERSION='"$(VERSION)"' -MMD -MP -pthread
 LDLIBS     := $(PKG_LIBS) -ldl -lm -pthread
+# the accelerator table (db/accelerators.csv) is embedded at build time as a generated header
+ALL_CFLAGS += -I$(BUILD)/gen
 ifneq ($(SANITIZE),)
 ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS    += -fsanitize=$(SANITIZE)
@@ -76,6 +78,15 @@ $(BUILD)/obj/%.o: src/%.c
 $(BUILD)/obj/version.o: ALL_CFLAGS += -DACCELD_COMMIT='"$(GIT_COMMIT)"' -DACCELD_BUILD_TIME='"$(BUILD_TIME)"'
 $(BUILD)/obj/version.o: .git/index $(wildcard .git/HEAD)
 .git/index:
+
+$(BUILD)/gen/accelerators_csv.h: db/accelerators.csv
+	@mkdir -p $(@D)
+	{ echo '/* generated from db/accelerators.csv; do not edit */'; \
+	  echo 'static const char accelerators_csv[] = {'; \
+	  od -An -v -tx1 $< | sed -e 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	  echo '0x00};'; } > $@
+
+$(BUILD)/obj/specs.o: $(BUILD)/gen/accelerators_csv.h
 
 $(BUILD)/libacceld.a: $(LIB_OBJ)
 	@rm -f $@

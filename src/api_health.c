@@ -1,10 +1,12 @@
 /* api_health: /livez, /readyz (and /healthz), /version. */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "api.h"
 #include "app.h"
 #include "buf.h"
+#include "mem.h"
 #include "store.h"
 #include "version.h"
 
@@ -88,9 +90,33 @@ void api_readyz(struct app *app, struct http_req *req, struct http_resp *resp)
 	buf_release(&text);
 }
 
+/* The version never changes while the process runs: it is serialised once. */
+static char *version_body;
+static size_t version_len;
+static pthread_once_t version_once = PTHREAD_ONCE_INIT;
+
+static void version_serialise(void)
+{
+	json_t *v = version_json();
+	char *text = json_dumps(v, JSON_COMPACT);
+	size_t len = strlen(text);
+
+	version_body = xrealloc(text, len + 2);
+	version_body[len] = '\n';
+	version_body[len + 1] = '\0';
+	version_len = len + 1;
+	json_decref(v);
+}
+
+static void no_release(void *arg)
+{
+	(void)arg;
+}
+
 void api_version(struct app *app, struct http_req *req, struct http_resp *resp)
 {
 	(void)app;
 	(void)req;
-	http_resp_json(resp, 200, version_json());
+	pthread_once(&version_once, version_serialise);
+	http_resp_shared(resp, 200, "application/json", version_body, version_len, no_release, NULL);
 }

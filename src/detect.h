@@ -34,6 +34,8 @@ struct detect_snapshot {
 	char etag[40];                /* quoted, e.g. "\"3-9f2c...\"" */
 	const struct detect_probe_status *probes;
 	size_t nprobes;
+	double refresh_ms;            /* how long the refresh that built this snapshot took */
+	bool full;                    /* built by a full probe (true) or a telemetry refresh (false) */
 };
 
 /*
@@ -62,5 +64,14 @@ const struct device *detect_find(const struct detect_snapshot *snap, const char 
 
 /* The pre-serialised /devices/{id} body of a device in the snapshot, or NULL. */
 const char *detect_device_json(const struct detect_snapshot *snap, const char *id, size_t *len);
+
+/* The quoted ETag of one device's body in the snapshot (it changes only when that body changes), or NULL. */
+const char *detect_device_etag(const struct detect_snapshot *snap, const char *id);
+
+/*
+ * Normalises a PCI address ("00000000:65:00.0", "65:00.0", "0000:65:00.0") to "dddd:bb:dd.f" in lower case.
+ * Returns 0, or -1 (out untouched) when text is not a PCI address.
+ */
+int detect_pci_normalise(const char *text, char *out, size_t outsz);
 
 #endif

@@ -46,6 +46,7 @@ struct conn_req {
 	bool has_body;
 	bool too_large;
 	bool answered;
+	size_t discarded;          /* body bytes read and dropped after the cap was passed */
 	int status;
 	size_t bytes_out;
 	char request_id[HTTP_REQUEST_ID_MAX + 1];
@@ -495,6 +496,12 @@ static enum MHD_Result answer_too_large(struct conn_req *cr, struct MHD_Connecti
 	return answer_problem(cr, conn, 413, "BODY_TOO_LARGE", detail);
 }
 
+/* How much of an over-long chunked body is read and dropped before the connection is cut. */
+static size_t discard_allowance(const struct http_server *srv)
+{
+	return srv->opts.max_body > 1048576 ? srv->opts.max_body : 1048576;
+}
+
 static enum MHD_Result answer(struct conn_req *cr, struct MHD_Connection *conn, const char *url,
 			      const char *method)
 {
@@ -600,16 +607,21 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		size_t n = *upload_data_size;
 
 		*upload_data_size = 0;
-		if (cr->too_large)
+		if (!cr->too_large && buf_append(&cr->body, upload_data, n) == 0)
 			return MHD_YES;
-		if (buf_append(&cr->body, upload_data, n) != 0) {
-			/* a chunked body went over the cap: answer now and let the connection close */
+		if (!cr->too_large) {
+			/* a chunked body went over the cap: drop it and keep discarding, so the 413 at the end reaches
+			 * a client that is still sending (closing with unread data would reset the connection) */
 			cr->too_large = true;
 			buf_release(&cr->body);
-			return answer_too_large(cr, conn);
 		}
+		cr->discarded += n;
+		if (cr->discarded > discard_allowance(srv) && !cr->answered)
+			return answer_too_large(cr, conn); /* a client that keeps sending is cut off */
 		return MHD_YES;
 	}
+	if (cr->too_large && !cr->answered)
+		return answer_too_large(cr, conn);
 	if (cr->answered)
 		return MHD_YES;
 	return answer(cr, conn, url, method);
@@ -720,7 +732,7 @@ static unsigned bound_port(int fd)
 int http_server_start(const struct http_server_opts *opts, struct http_server **out, char *err, size_t errsz)
 {
 	struct http_server *srv = xcalloc(1, sizeof(*srv));
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO |
 			 MHD_USE_ERROR_LOG;
 	bool ipv6 = false;
 

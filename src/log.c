@@ -9,8 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "clock.h"
+#include <pthread.h>
+#include <stdbool.h>
+#include <time.h>
 
 #define LOG_LINE_MAX (64 * 1024)
 
@@ -40,101 +41,147 @@ int log_parse_level(const char *text, enum log_level *out)
 	return -1;
 }
 
-/* Appends s as a JSON string literal; control characters and invalid bytes are escaped. */
-static void put_str(struct buf *b, const char *s)
+/*
+ * Lines are built in a per-thread fixed buffer (no allocation on the hot path of the access log); a line that
+ * would not fit is replaced by a short notice so every line stays one valid JSON object.
+ */
+struct line {
+	char buf[LOG_LINE_MAX];
+	size_t len;
+	bool overflow;
+};
+
+static _Thread_local struct line tl_line;
+
+/* The "2026-11-22T03:16:09" part is formatted once per second per thread. */
+static _Thread_local struct {
+	time_t sec;
+	char text[24];
+} tl_clock;
+
+static void put(struct line *l, const void *p, size_t n)
+{
+	if (l->overflow || n > sizeof(l->buf) - l->len) {
+		l->overflow = true;
+		return;
+	}
+	memcpy(l->buf + l->len, p, n);
+	l->len += n;
+}
+
+static void put_lit(struct line *l, const char *s)
+{
+	put(l, s, strlen(s));
+}
+
+static void put_fmt(struct line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void put_fmt(struct line *l, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (l->overflow)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(l->buf + l->len, sizeof(l->buf) - l->len, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(l->buf) - l->len)
+		l->overflow = true;
+	else
+		l->len += (size_t)n;
+}
+
+/* Appends s as a JSON string literal; control characters and non-ASCII bytes are escaped. */
+static void put_str(struct line *l, const char *s)
 {
 	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)s;
 
-	buf_append(b, "\"", 1);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+	put(l, "\"", 1);
+	while (*p) {
+		const unsigned char *run = p;
 		char esc[6] = {'\\', 'u', '0', '0', 0, 0};
 
+		while (*p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\')
+			p++;
+		put(l, run, (size_t)(p - run));
+		if (*p == '\0')
+			break;
 		switch (*p) {
 		case '"':
-			buf_append(b, "\\\"", 2);
+			put(l, "\\\"", 2);
 			break;
 		case '\\':
-			buf_append(b, "\\\\", 2);
+			put(l, "\\\\", 2);
 			break;
 		case '\n':
-			buf_append(b, "\\n", 2);
-			break;
-		case '\r':
-			buf_append(b, "\\r", 2);
+			put(l, "\\n", 2);
 			break;
 		case '\t':
-			buf_append(b, "\\t", 2);
+			put(l, "\\t", 2);
 			break;
 		default:
-			if (*p < 0x20 || *p >= 0x7f) {
-				/* non-ASCII is escaped byte-wise so a line is always valid JSON */
-				esc[4] = hex[*p >> 4];
-				esc[5] = hex[*p & 15];
-				buf_append(b, esc, 6);
-			} else {
-				buf_append(b, p, 1);
-			}
+			/* non-ASCII is escaped byte-wise so a line is always valid JSON */
+			esc[4] = hex[*p >> 4];
+			esc[5] = hex[*p & 15];
+			put(l, esc, 6);
 		}
+		p++;
 	}
-	buf_append(b, "\"", 1);
+	put(l, "\"", 1);
 }
 
-static void put_head(struct buf *b, enum log_level level, const char *component, const char *msg)
+static void put_head(struct line *l, enum log_level level, const char *component, const char *msg)
 {
-	char ts[CLOCK_RFC3339_LEN];
+	struct timespec ts;
 
-	clock_rfc3339(clock_real_ms(), ts);
-	buf_printf(b, "{\"time\":\"%s\",\"level\":\"%s\",\"severity\":\"%s\",\"msg\":", ts, level_names[level],
-		   severity_names[level]);
-	put_str(b, msg);
-	buf_append(b, ",\"component\":", 13);
-	put_str(b, component ? component : "main");
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (ts.tv_sec != tl_clock.sec || tl_clock.text[0] == '\0') {
+		struct tm tm;
+
+		gmtime_r(&ts.tv_sec, &tm);
+		strftime(tl_clock.text, sizeof(tl_clock.text), "%Y-%m-%dT%H:%M:%S", &tm);
+		tl_clock.sec = ts.tv_sec;
+	}
+	l->len = 0;
+	l->overflow = false;
+	put_fmt(l, "{\"time\":\"%s.%03dZ\",\"level\":\"%s\",\"severity\":\"%s\",\"msg\":", tl_clock.text,
+		(int)(ts.tv_nsec / 1000000), level_names[level], severity_names[level]);
+	put_str(l, msg);
+	put_lit(l, ",\"component\":");
+	put_str(l, component ? component : "main");
 }
 
-static void put_field(struct buf *b, const struct log_field *f)
+static void put_field(struct line *l, const struct log_field *f)
 {
-	buf_append(b, ",", 1);
-	put_str(b, f->key);
-	buf_append(b, ":", 1);
+	put(l, ",", 1);
+	put_str(l, f->key);
+	put(l, ":", 1);
 	switch (f->type) {
 	case LOGF_STR:
 		if (f->s)
-			put_str(b, f->s);
+			put_str(l, f->s);
 		else
-			buf_append(b, "null", 4);
+			put_lit(l, "null");
 		break;
 	case LOGF_INT:
-		buf_printf(b, "%lld", f->i);
+		put_fmt(l, "%lld", f->i);
 		break;
 	case LOGF_DBL:
 		if (isfinite(f->d))
-			buf_printf(b, "%.6g", f->d);
+			put_fmt(l, "%.6g", f->d);
 		else
-			buf_append(b, "null", 4);
+			put_lit(l, "null");
 		break;
 	case LOGF_BOOL:
-		buf_append(b, f->b ? "true" : "false", f->b ? 4 : 5);
+		put_lit(l, f->b ? "true" : "false");
 		break;
 	}
 }
 
-static void emit(struct buf *b)
+static void write_all(const char *p, size_t left)
 {
-	const char *p;
-	size_t left;
-
-	if (b->data == NULL)
-		return;
-	if (buf_append(b, "}\n", 2) != 0) {
-		/* a line over the cap is replaced rather than cut, so every line stays one valid JSON object */
-		static const char too_long[] = "{\"level\":\"warn\",\"severity\":\"WARNING\","
-					       "\"msg\":\"log line over 64 KiB dropped\",\"component\":\"log\"}\n";
-
-		buf_release(b);
-		buf_append(b, too_long, sizeof(too_long) - 1);
-	}
-	p = b->data;
-	left = b->len;
 	while (left > 0) {
 		ssize_t n = write(STDERR_FILENO, p, left);
 
@@ -143,21 +190,125 @@ static void emit(struct buf *b)
 		p += n;
 		left -= (size_t)n;
 	}
-	buf_release(b);
+}
+
+/*
+ * Output buffering: while started, debug and info lines (the access log above all) collect in one buffer that a
+ * thread writes out every LOG_FLUSH_MS, so a request costs no system call; warnings and errors flush it and are
+ * written at once. A full buffer is written by the caller, so nothing is dropped.
+ */
+#define LOG_BUF_MAX (256 * 1024)
+#define LOG_FLUSH_MS 100
+
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	pthread_t thread;
+	bool running;
+	bool stop;
+	size_t len;
+	char data[LOG_BUF_MAX];
+} out = {.mu = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+
+static void out_flush_locked(void)
+{
+	write_all(out.data, out.len);
+	out.len = 0;
+}
+
+static void out_line(const char *p, size_t n, enum log_level level)
+{
+	pthread_mutex_lock(&out.mu);
+	if (!out.running || level >= LOGL_WARN) {
+		out_flush_locked();
+		write_all(p, n);
+	} else {
+		if (n > sizeof(out.data) - out.len)
+			out_flush_locked();
+		if (n > sizeof(out.data)) {
+			write_all(p, n);
+		} else {
+			memcpy(out.data + out.len, p, n);
+			out.len += n;
+		}
+	}
+	pthread_mutex_unlock(&out.mu);
+}
+
+static void *flusher(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&out.mu);
+	while (!out.stop) {
+		struct timespec until;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += LOG_FLUSH_MS * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&out.cond, &out.mu, &until);
+		out_flush_locked();
+	}
+	pthread_mutex_unlock(&out.mu);
+	return NULL;
+}
+
+int log_buffering_start(void)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&out.mu);
+	if (!out.running) {
+		out.stop = false;
+		rc = pthread_create(&out.thread, NULL, flusher, NULL) == 0 ? 0 : -1;
+		out.running = rc == 0;
+	}
+	pthread_mutex_unlock(&out.mu);
+	return rc;
+}
+
+void log_buffering_stop(void)
+{
+	bool joined;
+
+	pthread_mutex_lock(&out.mu);
+	joined = out.running;
+	out.stop = true;
+	pthread_cond_signal(&out.cond);
+	pthread_mutex_unlock(&out.mu);
+	if (joined)
+		pthread_join(out.thread, NULL);
+	pthread_mutex_lock(&out.mu);
+	out.running = false;
+	out_flush_locked();
+	pthread_mutex_unlock(&out.mu);
+}
+
+static void emit(struct line *l, enum log_level level)
+{
+	static const char too_long[] = "{\"level\":\"warn\",\"severity\":\"WARNING\","
+				       "\"msg\":\"log line over 64 KiB dropped\",\"component\":\"log\"}\n";
+
+	put(l, "}\n", 2);
+	if (l->overflow)
+		out_line(too_long, sizeof(too_long) - 1, LOGL_WARN);
+	else
+		out_line(l->buf, l->len, level);
 }
 
 void log_fields(enum log_level level, const char *component, const char *msg, const struct log_field *fields,
 		size_t n)
 {
-	struct buf b;
+	struct line *l = &tl_line;
 
 	if (!log_enabled(level))
 		return;
-	buf_init(&b, LOG_LINE_MAX);
-	put_head(&b, level, component, msg);
+	put_head(l, level, component, msg);
 	for (size_t i = 0; i < n; i++)
-		put_field(&b, &fields[i]);
-	emit(&b);
+		put_field(l, &fields[i]);
+	emit(l, level);
 }
 
 void log_msg(enum log_level level, const char *component, const char *fmt, ...)
@@ -175,17 +326,17 @@ void log_msg(enum log_level level, const char *component, const char *fmt, ...)
 
 void log_json(enum log_level level, const char *component, const char *msg, const char *key, const json_t *value)
 {
-	struct buf b;
+	struct line *l = &tl_line;
 	char *text;
 
 	if (!log_enabled(level))
 		return;
-	buf_init(&b, LOG_LINE_MAX);
-	put_head(&b, level, component, msg);
+	put_head(l, level, component, msg);
 	text = json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY | JSON_ENSURE_ASCII);
-	buf_append(&b, ",", 1);
-	put_str(&b, key);
-	buf_printf(&b, ":%s", text ? text : "null");
+	put(l, ",", 1);
+	put_str(l, key);
+	put(l, ":", 1);
+	put_lit(l, text ? text : "null");
 	free(text);
-	emit(&b);
+	emit(l, level);
 }

@@ -2,7 +2,7 @@
  * log: one JSON object per line on stderr.
  *
  * Every line has time (RFC 3339 UTC), level, severity (the Cloud Logging name), msg and component, then any
- * fields the caller adds. Each line is written with a single write(2), so lines from threads never interleave.
+ * fields the caller adds. Lines are whole when written, so lines from threads never interleave.
  */
 #ifndef ACCELD_LOG_H
 #define ACCELD_LOG_H
@@ -35,6 +35,15 @@ int log_enabled(enum log_level level);
 
 /* Parses "debug|info|warn|error"; returns 0, or -1 when the text is none of them. */
 int log_parse_level(const char *text, enum log_level *out);
+
+/*
+ * Starts buffering debug and info lines, written out by a thread every 100 ms (warnings and errors still go out at
+ * once, after whatever is buffered). Returns 0, or -1 when the thread cannot start (lines are then unbuffered).
+ */
+int log_buffering_start(void);
+
+/* Writes out what is buffered and stops buffering. */
+void log_buffering_stop(void);
 
 /* Writes a line with a printf-formatted message. */
 void log_msg(enum log_level level, const char *component, const char *fmt, ...)

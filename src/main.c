@@ -7,13 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "app.h"
 #include "clock.h"
 #include "http.h"
 #include "log.h"
 #include "routes.h"
+#include "signals.h"
 #include "store.h"
 #include "version.h"
 
@@ -78,10 +78,9 @@ static void try_open_store(struct app *app)
 }
 
 /* Waits for in-flight requests to finish, at most the grace period; a second signal cuts the wait short. */
-static void drain(struct app *app, const sigset_t *signals, int sig)
+static void drain(struct app *app, int sig)
 {
 	uint64_t deadline = clock_mono_ns() + app->cfg.shutdown_grace_ms * 1000000ull;
-	struct timespec tick = {0, 10 * 1000 * 1000};
 	unsigned left;
 
 	atomic_store(&app->draining, true);
@@ -93,7 +92,7 @@ static void drain(struct app *app, const sigset_t *signals, int sig)
 					LOG_I("inflight", http_server_inflight(app->http))},
 		   3);
 	while ((left = http_server_inflight(app->http)) > 0 && clock_mono_ns() < deadline) {
-		if (sigtimedwait(signals, NULL, &tick) > 0) {
+		if (signals_wait(10) > 0) {
 			log_msg(LOGL_WARN, "main", "second signal: stopping now");
 			break;
 		}
@@ -105,7 +104,6 @@ static int cmd_serve(int argc, char **argv)
 {
 	struct app app;
 	struct http_server_opts hopts;
-	sigset_t signals;
 	char err[512];
 	int sig = 0;
 	uint64_t t0 = clock_mono_ns();
@@ -119,12 +117,13 @@ static int cmd_serve(int argc, char **argv)
 		return rc < 0 ? 0 : rc;
 	app.started_at_ms = clock_real_ms();
 
-	/* signals are taken synchronously by this thread; every thread started later inherits the mask */
-	signal(SIGPIPE, SIG_IGN);
-	sigemptyset(&signals);
-	sigaddset(&signals, SIGTERM);
-	sigaddset(&signals, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &signals, NULL);
+	log_buffering_start();
+	if (signals_init() != 0) {
+		log_msg(LOGL_ERROR, "main", "cannot install signal handlers");
+		log_buffering_stop();
+		config_release(&app.cfg);
+		return 1;
+	}
 
 	cfg_json = config_to_json(&app.cfg);
 	log_json(LOGL_INFO, "main", "starting", "config", cfg_json);
@@ -147,6 +146,7 @@ static int cmd_serve(int argc, char **argv)
 	/* serve first, so /livez answers while start-up work runs */
 	if (http_server_start(&hopts, &app.http, err, sizeof(err)) != 0) {
 		log_msg(LOGL_ERROR, "http", "%s", err);
+		log_buffering_stop();
 		config_release(&app.cfg);
 		return 1;
 	}
@@ -164,20 +164,19 @@ static int cmd_serve(int argc, char **argv)
 		   1);
 
 	while (sig <= 0) {
-		struct timespec tick = {1, 0};
-
-		sig = sigtimedwait(&signals, NULL, &tick);
+		sig = signals_wait(1000);
 		if (app.store == NULL && clock_mono_ns() - last_store_try >= STORE_RETRY_NS) {
 			try_open_store(&app);
 			last_store_try = clock_mono_ns();
 		}
 	}
 
-	drain(&app, &signals, sig);
+	drain(&app, sig);
 	http_server_stop(app.http);
 	/* teardown in reverse order of start-up */
 	store_close(app.store);
 	log_msg(LOGL_INFO, "main", "stopped");
+	log_buffering_stop();
 	config_release(&app.cfg);
 	return 0;
 }

@@ -46,7 +46,7 @@ class Response:
 class Server:
     """One acceld process. Use as a context manager or call start()/stop()."""
 
-    def __init__(self, args=(), env=None, db=None, wait_ready=True, isolate=True):
+    def __init__(self, args=(), env=None, db=None, wait_ready=True, isolate=True, port=None):
         self.tmp = tempfile.TemporaryDirectory(prefix="acceld-test-")
         self.db = db or os.path.join(self.tmp.name, "acceld.db")
         self.args = list(args)
@@ -56,6 +56,7 @@ class Server:
             self.env.setdefault("ACCELD_NVML_LIBRARY", os.path.join(self.tmp.name, "no-nvml.so"))
         self.env.update(env or {})
         self.wait_ready = wait_ready
+        self.fixed_port = port  # when set, listen there and find readiness by connecting (quiet log levels)
         self.proc = None
         self.port = None
         self.logs = []
@@ -63,10 +64,21 @@ class Server:
         self._lines = threading.Condition()
 
     def start(self):
-        cmd = [BIN, "serve", "--listen", "127.0.0.1:0", "--db", self.db] + self.args
+        listen = f"127.0.0.1:{self.fixed_port or 0}"
+        cmd = [BIN, "serve", "--listen", listen, "--db", self.db] + self.args
         self.proc = subprocess.Popen(cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
         threading.Thread(target=self._read, daemon=True).start()
         deadline = time.monotonic() + 20
+        if self.fixed_port:
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", self.fixed_port), timeout=1).close()
+                    self.port = self.fixed_port
+                    return self
+                except OSError:
+                    if self.proc.poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError(f"acceld did not start: {self.raw_logs[-5:]}")
+                    time.sleep(0.05)
         with self._lines:
             while self.port is None:
                 if self.proc.poll() is not None:
@@ -145,15 +157,18 @@ class Server:
     def raw(self, data, timeout=5, read=True):
         """Sends raw bytes on a new socket and returns what comes back until the server closes or times out."""
         s = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
+        out = b""
         try:
-            s.sendall(data)
+            try:
+                s.sendall(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the server may refuse early; read what it said
             if not read:
                 return b""
-            out = b""
             while True:
                 try:
                     chunk = s.recv(65536)
-                except socket.timeout:
+                except (socket.timeout, ConnectionResetError):
                     break
                 if not chunk:
                     break
@@ -161,6 +176,12 @@ class Server:
             return out
         finally:
             s.close()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def run_cli(*args, env=None, timeout=60):

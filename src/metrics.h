@@ -1,0 +1,92 @@
+/*
+ * metrics: Prometheus counters, gauges and histograms kept in memory, and their text exposition (format 0.0.4).
+ *
+ * Modules record what happens (a request answered, a job finished, a store batch written) with metrics_* calls
+ * that take one mutex for a moment and never do I/O. A scrape renders those values together with a device
+ * snapshot it is handed, so it never waits on a device or the database. Every family has a fixed label set and
+ * holds at most METRICS_MAX_SERIES label combinations; observations for further combinations are dropped and
+ * counted in acceld_metrics_dropped_observations_total. Label values are copied (cut at METRICS_LABEL_MAX - 1
+ * bytes) and escaped when rendered; invalid UTF-8 is rendered as U+FFFD.
+ *
+ * Names: prefix acceld_, base units (_bytes, _seconds, _celsius, _watts, _ratio, _joules), counters end in _total.
+ * Unknown device values are left out, never written as a sentinel.
+ */
+#ifndef ACCELD_METRICS_H
+#define ACCELD_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+#define METRICS_MAX_SERIES 512 /* label combinations per family */
+#define METRICS_LABEL_MAX 96   /* bytes of one stored label value, NUL included */
+#define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+struct metrics;
+struct detect_snapshot;
+
+/* A new, empty registry; never NULL (allocation failure aborts, see mem.h). Free with metrics_free. */
+struct metrics *metrics_new(void);
+
+/* Frees the registry; NULL is allowed. No metrics_* call may run concurrently or afterwards. */
+void metrics_free(struct metrics *m);
+
+/*
+ * One HTTP request answered: handler is the route pattern ("/devices/{id}") or "unmatched", method the method
+ * name ("GET"; anything else should be "OTHER"), code the status sent, seconds from the first byte read to the
+ * last byte queued. Counts acceld_http_requests_total{handler,method,code} and observes
+ * acceld_http_request_duration_seconds{handler}. Strings are copied. m NULL is a no-op.
+ */
+void metrics_http_observe(struct metrics *m, const char *handler, const char *method, int code, double seconds);
+
+/* The same with the signature of http_observe_fn (http.h): ctx is the struct metrics; route NULL = "unmatched". */
+void metrics_http_hook(void *ctx, const char *method, const char *route, int status, double seconds);
+
+/*
+ * One job finished: kernel ("saxpy", "sgemm", ...), device id ("cpu:0"), outcome (one of "succeeded", "failed",
+ * "timeout", "rejected", "cancelled"), seconds from submission to completion. Counts
+ * acceld_jobs_total{kernel,device,outcome} and observes acceld_job_duration_seconds{kernel,device}. Strings are
+ * copied. m NULL is a no-op.
+ */
+void metrics_job_observe(struct metrics *m, const char *kernel, const char *device, const char *outcome,
+			 double seconds);
+
+/* The executor's queue for a device: jobs waiting (acceld_job_queue_depth) and running (acceld_jobs_running). */
+void metrics_set_queue_depth(struct metrics *m, const char *device, unsigned queued, unsigned running);
+
+/* The database writer's state, as the store last saw it. */
+struct metrics_store_stats {
+	bool up;                /* the last write or health check succeeded */
+	uint64_t write_backlog; /* rows waiting to be written */
+};
+
+/*
+ * Sets acceld_store_up (together with metrics_view.store_open) and acceld_store_write_backlog. Until it is first
+ * called, acceld_store_up follows store_open alone and the backlog is 0.
+ */
+void metrics_set_store_stats(struct metrics *m, const struct metrics_store_stats *st);
+
+/*
+ * Adds to the store counters: rows written (acceld_store_rows_written_total), samples dropped because the backlog
+ * was full (acceld_store_dropped_samples_total) and failed write batches (acceld_store_write_errors_total).
+ */
+void metrics_store_count(struct metrics *m, uint64_t rows_written, uint64_t samples_dropped, uint64_t write_errors);
+
+/* What a scrape shows besides the registry; every member is read, none is kept. */
+struct metrics_view {
+	const struct detect_snapshot *devices; /* borrowed; NULL while there is no registry yet */
+	bool store_open;                       /* a database connection exists */
+	int64_t started_at_ms;                 /* process start, wall clock; 0 leaves the series out */
+	unsigned http_inflight;                /* requests received and not yet answered */
+};
+
+/*
+ * Renders every family in the Prometheus text format 0.0.4. On success *out is a new NUL-terminated text the
+ * caller frees with free(), *len its length. Process figures are read from /proc/self. Returns ACCELD_OK, or
+ * ACCELD_ENOMEM when the text would pass its cap (64 MiB), leaving *out untouched.
+ */
+enum acceld_err metrics_render(struct metrics *m, const struct metrics_view *view, char **out, size_t *len);
+
+#endif
