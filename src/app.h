@@ -18,6 +18,7 @@ struct detect;
 struct exec;
 struct sampler;
 struct metrics;
+struct cost;
 
 struct app {
 	struct config cfg;          /* read-only after start-up */
@@ -31,6 +32,7 @@ struct app {
 	struct exec *exec;          /* job executor (exec.c) */
 	struct sampler *sampler;    /* telemetry sampler (sampler.c) */
 	struct metrics *metrics;    /* Prometheus counters (metrics.c) */
+	struct cost *cost;          /* prices and accrued cost (cost.c) */
 };
 
 #endif

@@ -58,8 +58,8 @@ static const struct opt opts[] = {
 	 "bearer token required by mutating endpoints"},
 	{"token-file", "ACCELD_TOKEN_FILE", OPT_PATH, F(token_file), NULL, 0, 0, NULL, 0,
 	 "file holding the bearer token"},
-	{"static-dir", "ACCELD_STATIC_DIR", OPT_PATH, F(static_dir), "static", 0, 0, NULL, 0,
-	 "folder of the dashboard page"},
+	{"static-dir", "ACCELD_STATIC_DIR", OPT_PATH, F(static_dir), NULL, 0, 0, NULL, 0,
+	 "serve the dashboard from this folder's index.html instead of the built-in copy (for development)"},
 	{"prefer", "COMPUTE_PREFER", OPT_ENUM, F(prefer), "auto", 0, 0, "auto|cpu|gpu|tpu", 0,
 	 "default device preference (auto = TPU > GPU > CPU)"},
 	{"allow-tpu", "COMPUTE_ALLOW_TPU", OPT_BOOL, F(allow_tpu), "true", 0, 0, NULL, 0,
@@ -87,6 +87,24 @@ static const struct opt opts[] = {
 	 NULL, 0, "how often utilisation samples are stored"},
 	{"prices-file", "ACCELD_PRICES_FILE", OPT_PATH, F(prices_file), NULL, 0, 0, NULL, 0,
 	 "prices overriding the built-in table"},
+	{"retention-raw", "ACCELD_RETENTION_RAW", OPT_DURATION, F(retention_raw_ms), "24h", 60000, 2592000000ull, NULL,
+	 0, "how long raw samples are kept"},
+	{"retention-minute", "ACCELD_RETENTION_MINUTE", OPT_DURATION, F(retention_minute_ms), "336h", 3600000,
+	 31622400000ull, NULL, 0, "how long minute rollups are kept (336h = 14 days)"},
+	{"retention-hour", "ACCELD_RETENTION_HOUR", OPT_DURATION, F(retention_hour_ms), "9600h", 86400000,
+	 315360000000ull, NULL, 0, "how long hour rollups are kept (9600h = 400 days)"},
+	{"exec-max-elements", "ACCELD_EXEC_MAX_ELEMENTS", OPT_UINT, F(exec_max_elements), "268435456", 1, 4000000000u,
+	 NULL, 0, "float32 elements one /run job may use in all its buffers (413 beyond)"},
+	{"exec-queue-depth", "ACCELD_EXEC_QUEUE_DEPTH", OPT_UINT, F(exec_queue_depth), "64", 1, 100000, NULL, 0,
+	 "jobs waiting per device (429 beyond)"},
+	{"exec-default-timeout", "ACCELD_EXEC_DEFAULT_TIMEOUT", OPT_DURATION, F(exec_default_timeout_ms), "60s", 1,
+	 3600000, NULL, 0, "timeout of a /run job that names none"},
+	{"exec-max-timeout", "ACCELD_EXEC_MAX_TIMEOUT", OPT_DURATION, F(exec_max_timeout_ms), "10m", 1, 86400000,
+	 NULL, 0, "longest timeout_ms a /run job may ask for"},
+	{"exec-recent-jobs", "ACCELD_EXEC_RECENT_JOBS", OPT_UINT, F(exec_recent_jobs), "256", 1, 100000, NULL, 0,
+	 "finished jobs kept in memory for GET /run"},
+	{"pocl-cache-dir", "ACCELD_POCL_CACHE_DIR", OPT_PATH, F(pocl_cache_dir), NULL, 0, 0, NULL, 0,
+	 "where PoCL keeps built OpenCL programs (default: pocl-cache next to the database)"},
 };
 
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
@@ -132,47 +150,43 @@ static int split_unit(const char *text, uint64_t *num, const char **unit)
 	return config_parse_u64(digits, num);
 }
 
-static int scale(uint64_t num, uint64_t mult, uint64_t *out)
+struct unit {
+	const char *name;
+	uint64_t mult;
+};
+
+/* Parses "<digits><unit>" with one of units (n of them) and scales it, refusing overflow. */
+static int parse_units(const char *text, const struct unit *units, size_t n, uint64_t *out)
 {
-	if (mult != 0 && num > UINT64_MAX / mult)
+	uint64_t num;
+	const char *unit;
+
+	if (split_unit(text, &num, &unit) != 0)
 		return -1;
-	*out = num * mult;
-	return 0;
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(unit, units[i].name) != 0)
+			continue;
+		if (num > UINT64_MAX / units[i].mult)
+			return -1;
+		*out = num * units[i].mult;
+		return 0;
+	}
+	return -1;
 }
 
 int config_parse_duration_ms(const char *text, uint64_t *ms)
 {
-	static const struct {
-		const char *unit;
-		uint64_t mult;
-	} units[] = {{"", 1000}, {"s", 1000}, {"ms", 1}, {"m", 60000}, {"h", 3600000}};
-	uint64_t num;
-	const char *unit;
+	static const struct unit units[] = {{"", 1000}, {"s", 1000}, {"ms", 1}, {"m", 60000}, {"h", 3600000}};
 
-	if (split_unit(text, &num, &unit) != 0)
-		return -1;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-		if (strcmp(unit, units[i].unit) == 0)
-			return scale(num, units[i].mult, ms);
-	return -1;
+	return parse_units(text, units, sizeof(units) / sizeof(units[0]), ms);
 }
 
 int config_parse_size(const char *text, uint64_t *bytes)
 {
-	static const struct {
-		const char *unit;
-		uint64_t mult;
-	} units[] = {{"", 1}, {"B", 1}, {"K", 1024}, {"KiB", 1024}, {"M", 1048576}, {"MiB", 1048576},
-		     {"G", 1073741824}, {"GiB", 1073741824}};
-	uint64_t num;
-	const char *unit;
+	static const struct unit units[] = {{"", 1},	     {"B", 1},		{"K", 1024},	   {"KiB", 1024},
+					    {"M", 1048576}, {"MiB", 1048576}, {"G", 1073741824}, {"GiB", 1073741824}};
 
-	if (split_unit(text, &num, &unit) != 0)
-		return -1;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-		if (strcmp(unit, units[i].unit) == 0)
-			return scale(num, units[i].mult, bytes);
-	return -1;
+	return parse_units(text, units, sizeof(units) / sizeof(units[0]), bytes);
 }
 
 int config_parse_bool(const char *text, bool *out)

@@ -35,7 +35,7 @@ struct config {
 	uint64_t shutdown_grace_ms;
 	char *token;               /* bearer token for mutating endpoints; secret */
 	char *token_file;
-	char *static_dir;          /* the dashboard's files */
+	char *static_dir;          /* NULL: the built-in dashboard; else a folder holding index.html */
 	int prefer;                /* enum prefer */
 	bool allow_tpu;
 	unsigned tpu_batch_factor;
@@ -50,6 +50,16 @@ struct config {
 	uint64_t topology_interval_ms;
 	uint64_t sample_interval_ms;
 	char *prices_file;
+	uint64_t retention_raw_ms;    /* how long raw samples, minute and hour rollups are kept */
+	uint64_t retention_minute_ms;
+	uint64_t retention_hour_ms;
+	/* executor (exec.c) */
+	unsigned exec_max_elements;     /* float32 elements of all buffers of one job together */
+	unsigned exec_queue_depth;      /* queued jobs per device */
+	uint64_t exec_default_timeout_ms;
+	uint64_t exec_max_timeout_ms;
+	unsigned exec_recent_jobs;      /* jobs kept in memory for GET /run */
+	char *pocl_cache_dir;           /* NULL: "pocl-cache" next to the database */
 };
 
 /*

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,27 @@ struct http_server {
 	unsigned port;
 	atomic_uint inflight;
 	atomic_bool closing;
+	pthread_mutex_t defer_mu;  /* guards the list of deferred requests */
+	struct http_deferred *deferred_head;
+};
+
+/*
+ * A deferred answer. Two references: the finisher's (dropped by http_deferred_finish) and the connection's
+ * (dropped when the request completes). mu orders suspend against resume: the connection is resumed only after
+ * it was suspended, and an answer that arrives before the suspension is queued at once instead.
+ */
+struct http_deferred {
+	pthread_mutex_t mu;
+	int refs;
+	bool suspended;
+	bool finished;             /* the answer is in resp */
+	bool taken;                /* the answer was queued */
+	bool gone;                 /* the connection completed or the server stopped */
+	struct MHD_Connection *conn;
+	struct http_server *srv;
+	struct http_resp resp;
+	char request_id[HTTP_REQUEST_ID_MAX + 1];
+	struct http_deferred *prev, *next; /* the server's list */
 };
 
 /* Per-request state kept by libmicrohttpd between the calls of the access handler. */
@@ -52,6 +74,8 @@ struct conn_req {
 	char request_id[HTTP_REQUEST_ID_MAX + 1];
 	char method[16];
 	char path[LOG_PATH_MAX];
+	const char *route;         /* the matched route pattern (static), for the observe hook; NULL none */
+	struct http_deferred *deferred; /* the handler answers later */
 };
 
 /* --- request ids --- */
@@ -273,6 +297,89 @@ json_t *http_resp_error(struct http_resp *resp, enum acceld_err err, const char 
 	doc = http_resp_vproblem(resp, acceld_err_http(err), acceld_err_reason(err), fmt, ap);
 	va_end(ap);
 	return doc;
+}
+
+/* --- deferred answers --- */
+
+struct http_deferred *http_resp_defer(struct http_resp *resp)
+{
+	struct http_deferred *d = xcalloc(1, sizeof(*d));
+
+	resp_clear_body(resp);
+	pthread_mutex_init(&d->mu, NULL);
+	d->refs = 2;
+	strlcpy_checked(d->request_id, resp->request_id ? resp->request_id : "", sizeof(d->request_id));
+	http_resp_init(&d->resp, d->request_id);
+	resp->deferred = d;
+	resp->status = 0;
+	return d;
+}
+
+const char *http_deferred_request_id(const struct http_deferred *d)
+{
+	return d->request_id;
+}
+
+static void deferred_unref(struct http_deferred *d)
+{
+	bool last;
+
+	pthread_mutex_lock(&d->mu);
+	last = --d->refs == 0;
+	pthread_mutex_unlock(&d->mu);
+	if (!last)
+		return;
+	http_resp_release(&d->resp);
+	pthread_mutex_destroy(&d->mu);
+	free(d);
+}
+
+/* Moves src's answer into dst (dst's old body is released; src is left empty). */
+static void resp_move(struct http_resp *dst, struct http_resp *src)
+{
+	http_resp_release(dst);
+	*dst = *src;
+	dst->deferred = NULL;
+	src->json = NULL;
+	src->body = NULL;
+	src->release = NULL;
+	src->body_len = 0;
+}
+
+void http_deferred_finish(struct http_deferred *d, struct http_resp *resp)
+{
+	pthread_mutex_lock(&d->mu);
+	if (d->finished || d->gone) {
+		pthread_mutex_unlock(&d->mu);
+		http_resp_release(resp);
+		deferred_unref(d);
+		return;
+	}
+	resp_move(&d->resp, resp);
+	d->resp.request_id = d->request_id;
+	d->finished = true;
+	if (d->suspended) {
+		d->suspended = false;
+		MHD_resume_connection(d->conn); /* the access handler runs again and queues the answer */
+	}
+	pthread_mutex_unlock(&d->mu);
+	deferred_unref(d);
+}
+
+bool http_deferred_take(struct http_deferred *d, struct http_resp *resp)
+{
+	bool done;
+
+	pthread_mutex_lock(&d->mu);
+	done = d->finished && !d->taken;
+	if (done) {
+		d->taken = true;
+		resp_move(resp, &d->resp);
+	}
+	pthread_mutex_unlock(&d->mu);
+	if (done)
+		deferred_unref(d);
+	return done;
 }
 
 /* --- requests --- */
@@ -502,6 +609,70 @@ static size_t discard_allowance(const struct http_server *srv)
 	return srv->opts.max_body > 1048576 ? srv->opts.max_body : 1048576;
 }
 
+/* Queues the answer of a finished deferred request, or suspends again when it has not finished. */
+static enum MHD_Result answer_deferred(struct conn_req *cr, struct MHD_Connection *conn)
+{
+	struct http_deferred *d = cr->deferred;
+	struct http_resp resp;
+	enum MHD_Result rc;
+
+	pthread_mutex_lock(&d->mu);
+	if (!d->finished) {
+		MHD_suspend_connection(conn);
+		d->suspended = true;
+		pthread_mutex_unlock(&d->mu);
+		return MHD_YES;
+	}
+	http_resp_init(&resp, cr->request_id);
+	resp_move(&resp, &d->resp);
+	d->taken = true;
+	pthread_mutex_unlock(&d->mu);
+	rc = queue(cr, conn, &resp);
+	http_resp_release(&resp);
+	return rc;
+}
+
+/* Holds the connection until the deferred answer comes (the handler has returned). */
+static enum MHD_Result suspend_deferred(struct conn_req *cr, struct MHD_Connection *conn, struct http_deferred *d)
+{
+	struct http_server *srv = cr->srv;
+
+	cr->deferred = d;
+	pthread_mutex_lock(&srv->defer_mu);
+	d->srv = srv;
+	d->conn = conn;
+	d->next = srv->deferred_head;
+	if (srv->deferred_head)
+		srv->deferred_head->prev = d;
+	srv->deferred_head = d;
+	pthread_mutex_unlock(&srv->defer_mu);
+	return answer_deferred(cr, conn);
+}
+
+/* The request completed: the connection's reference goes, and a late answer will be dropped. */
+static void release_deferred(struct conn_req *cr)
+{
+	struct http_deferred *d = cr->deferred;
+	struct http_server *srv = cr->srv;
+
+	if (d == NULL)
+		return;
+	pthread_mutex_lock(&srv->defer_mu);
+	if (d->prev)
+		d->prev->next = d->next;
+	else if (srv->deferred_head == d)
+		srv->deferred_head = d->next;
+	if (d->next)
+		d->next->prev = d->prev;
+	d->prev = d->next = NULL;
+	pthread_mutex_unlock(&srv->defer_mu);
+	pthread_mutex_lock(&d->mu);
+	d->gone = true;
+	pthread_mutex_unlock(&d->mu);
+	cr->deferred = NULL;
+	deferred_unref(d);
+}
+
 static enum MHD_Result answer(struct conn_req *cr, struct MHD_Connection *conn, const char *url,
 			      const char *method)
 {
@@ -550,7 +721,15 @@ static enum MHD_Result answer(struct conn_req *cr, struct MHD_Connection *conn, 
 
 	http_resp_init(&resp, cr->request_id);
 	srv->opts.dispatch(srv->opts.ctx, &req, &resp);
+	cr->route = resp.route;
 	json_decref(req.json);
+	if (resp.deferred != NULL) {
+		struct http_deferred *d = resp.deferred;
+
+		resp.deferred = NULL;
+		http_resp_release(&resp);
+		return suspend_deferred(cr, conn, d);
+	}
 	rc = queue(cr, conn, &resp);
 	http_resp_release(&resp);
 	return rc;
@@ -622,6 +801,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 	}
 	if (cr->too_large && !cr->answered)
 		return answer_too_large(cr, conn);
+	if (cr->deferred != NULL && !cr->answered)
+		return answer_deferred(cr, conn); /* resumed: the answer has come */
 	if (cr->answered)
 		return MHD_YES;
 	return answer(cr, conn, url, method);
@@ -636,6 +817,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	(void)conn;
 	if (cr == NULL)
 		return;
+	if (srv->opts.observe != NULL && cr->answered)
+		srv->opts.observe(srv->opts.observe_ctx, http_method_name(method_of(cr->method)), cr->route,
+				  cr->status, (double)(clock_mono_ns() - cr->start_ns) / 1e9);
 	if (srv->opts.access_log) {
 		double ms = (double)(clock_mono_ns() - cr->start_ns) / 1e6;
 		struct log_field f[] = {
@@ -651,6 +835,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 		log_fields(LOGL_INFO, "http", "request", f, sizeof(f) / sizeof(f[0]));
 	}
+	release_deferred(cr);
 	buf_release(&cr->body);
 	free(cr);
 	*con_cls = NULL;
@@ -737,6 +922,7 @@ int http_server_start(const struct http_server_opts *opts, struct http_server **
 	bool ipv6 = false;
 
 	srv->opts = *opts;
+	pthread_mutex_init(&srv->defer_mu, NULL);
 	srv->listen_fd = -1;
 	if (bind_listen(opts->host, opts->port, &srv->listen_fd, &ipv6, err, errsz) != 0) {
 		free(srv);
@@ -793,6 +979,22 @@ void http_server_stop(struct http_server *srv)
 {
 	if (srv == NULL)
 		return;
+	/* libmicrohttpd refuses to stop with suspended connections: answer every waiting request first */
+	pthread_mutex_lock(&srv->defer_mu);
+	for (struct http_deferred *d = srv->deferred_head; d != NULL; d = d->next) {
+		pthread_mutex_lock(&d->mu);
+		if (!d->finished) {
+			http_resp_problem(&d->resp, 503, "SHUTTING_DOWN", "the service stopped before the answer was ready");
+			d->finished = true;
+		}
+		if (d->suspended) {
+			d->suspended = false;
+			MHD_resume_connection(d->conn);
+		}
+		pthread_mutex_unlock(&d->mu);
+	}
+	pthread_mutex_unlock(&srv->defer_mu);
 	MHD_stop_daemon(srv->daemon); /* closes the listen socket unless it was quiesced */
+	pthread_mutex_destroy(&srv->defer_mu);
 	free(srv);
 }

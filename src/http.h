@@ -68,9 +68,18 @@ struct http_resp {
 	struct http_header headers[HTTP_MAX_HEADERS];
 	size_t nheaders;
 	const char *request_id;    /* copied into problem bodies */
+	const char *route;         /* the route pattern the path matched (static), set by the dispatcher; NULL none */
+	struct http_deferred *deferred; /* set by http_resp_defer: the answer comes later */
 };
 
 typedef void (*http_dispatch_fn)(void *ctx, struct http_req *req, struct http_resp *resp);
+
+/*
+ * Called once per answered request when it completes: method is a static name from http_method_name ("OTHER" for
+ * any other), route the pattern the dispatcher matched or NULL, status the code sent, seconds since the request
+ * began. Runs on a server thread; it must not block.
+ */
+typedef void (*http_observe_fn)(void *ctx, const char *method, const char *route, int status, double seconds);
 
 struct http_server_opts {
 	const char *host;
@@ -85,6 +94,8 @@ struct http_server_opts {
 	bool access_log;
 	http_dispatch_fn dispatch;
 	void *ctx;
+	http_observe_fn observe;          /* may be NULL */
+	void *observe_ctx;
 };
 
 struct http_server;
@@ -168,6 +179,36 @@ json_t *http_resp_vproblem(struct http_resp *resp, int status, const char *reaso
 /* A problem answer for a service error code: status and reason from the error table. */
 json_t *http_resp_error(struct http_resp *resp, enum acceld_err err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* --- deferred answers --- */
+
+/*
+ * A request answered later, from another thread (a job that runs for a while), without holding an HTTP thread:
+ * the handler calls http_resp_defer and returns; the connection is suspended until http_deferred_finish supplies
+ * the answer, which is queued on the next call of the access handler.
+ */
+struct http_deferred;
+
+/*
+ * Marks resp as answered later and returns the handle, holding one reference for the caller, who must pass it to
+ * http_deferred_finish exactly once. Whatever body resp had is dropped.
+ */
+struct http_deferred *http_resp_defer(struct http_resp *resp);
+
+/* The request id of a deferred request (for http_resp_init); valid until http_deferred_finish. */
+const char *http_deferred_request_id(const struct http_deferred *d);
+
+/*
+ * Answers a deferred request with resp (its body is taken over and resp is left released) and drops the caller's
+ * reference. Safe from any thread. When the client has gone or the server has stopped, the answer is dropped.
+ */
+void http_deferred_finish(struct http_deferred *d, struct http_resp *resp);
+
+/*
+ * For handlers run without a server (unit tests): takes the answer of a finished deferred request into resp
+ * (initialised by the caller) and drops the connection's reference. Returns false when it has not finished yet.
+ */
+bool http_deferred_take(struct http_deferred *d, struct http_resp *resp);
 
 /* The standard reason phrase of a status ("Not Found"). */
 const char *http_status_title(int status);

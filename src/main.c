@@ -2,6 +2,7 @@
  * acceld: accelerator broker. main() reads the command, loads the configuration and wires the modules in order;
  * teardown runs in reverse.
  */
+#include <math.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -9,16 +10,23 @@
 #include <string.h>
 
 #include "app.h"
+#include "cli_select.h"
 #include "clock.h"
+#include "cost.h"
+#include "detect.h"
+#include "exec.h"
+#include "cli_run.h"
 #include "http.h"
 #include "log.h"
+#include "metrics.h"
+#include "report.h"
 #include "routes.h"
+#include "sampler.h"
 #include "signals.h"
 #include "store.h"
 #include "version.h"
 
 #define EXIT_USAGE 2
-#define STORE_RETRY_NS (5ull * 1000000000ull)
 
 static void usage(FILE *out)
 {
@@ -29,6 +37,10 @@ static void usage(FILE *out)
 		"  serve      run the HTTP service (default address 127.0.0.1:9470)\n"
 		"  version    print version, commit, build time and library versions as JSON\n"
 		"  routes     print the HTTP routes the service answers\n"
+		"  report     print the devices found (--json, --verbose, --nfd PATH)\n"
+		"  select     print the device to use and the environment to export (--format env)\n"
+		"  batch      print the batch size for a device, step by step\n"
+		"  run        run a kernel on the best device: run KERNEL [--n N] [--m M --k K] [--device ID] ...\n"
 		"  help       print this text\n"
 		"\n"
 		"Every command takes the settings below; `acceld COMMAND --help` prints them too.\n\n");
@@ -70,8 +82,16 @@ static void try_open_store(struct app *app)
 {
 	char err[512];
 
-	if (store_open(app->cfg.db_path, &app->store, err, sizeof(err)) != ACCELD_OK)
-		log_msg(LOGL_ERROR, "store", "%s; retrying every 5 s", err);
+	struct store_opts sopts = {.path = app->cfg.db_path,
+				   .retention_raw_ms = (int64_t)app->cfg.retention_raw_ms,
+				   .retention_minute_ms = (int64_t)app->cfg.retention_minute_ms,
+				   .retention_hour_ms = (int64_t)app->cfg.retention_hour_ms};
+
+	/* the store keeps retrying a database it cannot use yet; /readyz says why meanwhile */
+	if (store_open_opts(&sopts, &app->store, err, sizeof(err)) != ACCELD_OK)
+		log_msg(LOGL_ERROR, "store", "%s", err);
+	else if (err[0] != '\0')
+		log_fields(LOGL_WARN, "store", "database not usable yet", (struct log_field[]){LOG_S("error", err)}, 1);
 	else
 		log_fields(LOGL_INFO, "store", "database open", (struct log_field[]){LOG_S("path", app->cfg.db_path)},
 			   1);
@@ -100,6 +120,106 @@ static void drain(struct app *app, int sig)
 	log_fields(LOGL_INFO, "main", "stopping", (struct log_field[]){LOG_I("inflight_abandoned", left)}, 1);
 }
 
+/* Finds the devices (the first snapshot exists when detect_new returns) and starts the periodic refresher. */
+static void start_detect(struct app *app)
+{
+	const struct detect_snapshot *snap;
+
+	detect_new(&app->cfg, NULL, 0, &app->detect);
+	if (detect_start(app->detect) != ACCELD_OK)
+		log_msg(LOGL_ERROR, "detect", "cannot start the refresher thread; devices are probed once");
+	snap = detect_acquire(app->detect);
+	log_fields(LOGL_INFO, "detect", "devices found",
+		   (struct log_field[]){LOG_I("devices", snap->n), LOG_I("generation", snap->generation),
+					LOG_D("duration_ms", snap->refresh_ms)},
+		   3);
+	detect_release(snap);
+}
+
+/* on_job_done: every finished job goes to the history store and the job metrics. */
+static void record_job(void *ctx, const struct exec_job_record *rec)
+{
+	struct app *app = ctx;
+	struct store_job job = {.submitted_ms = rec->created_ms,
+				.started_ms = rec->started_ms,
+				.finished_ms = rec->finished_ms,
+				.n = rec->n,
+				.m = rec->m,
+				.k = rec->k,
+				.flops = rec->flops,
+				.bytes = rec->bytes,
+				.kernel_ms = rec->kernel_ms,
+				.total_ms = rec->total_ms,
+				.cost_usd = rec->cost_usd};
+
+	snprintf(job.id, sizeof(job.id), "%s", rec->id);
+	snprintf(job.device, sizeof(job.device), "%s", rec->device_id ? rec->device_id : "");
+	snprintf(job.kernel, sizeof(job.kernel), "%s", rec->kernel);
+	snprintf(job.backend, sizeof(job.backend), "%s", rec->backend ? rec->backend : "");
+	/* the store names an overrun "timeout" */
+	snprintf(job.state, sizeof(job.state), "%s", strcmp(rec->state, "timed_out") == 0 ? "timeout" : rec->state);
+	snprintf(job.error, sizeof(job.error), "%s", rec->error ? rec->error : "");
+	store_job_record(app->store, &job);
+	metrics_job_observe(app->metrics, rec->kernel, rec->device_id ? rec->device_id : "none", rec->state,
+			    rec->total_ms / 1000.0);
+}
+
+/* The sampler's busy fraction for devices with no telemetry of their own: the executor's. */
+static double exec_busy(void *ctx, const char *device_id, uint64_t window_ms)
+{
+	struct app *app = ctx;
+
+	return app->exec != NULL ? exec_busy_fraction(app->exec, device_id, window_ms) : NAN;
+}
+
+/* Starts the executor on the devices detection found (after start_detect). */
+static void start_exec(struct app *app)
+{
+	const struct detect_snapshot *snap = detect_acquire(app->detect);
+	struct exec_opts eopts;
+
+	exec_opts_from_config(&app->cfg, &eopts);
+	eopts.devices = snap->devices;
+	eopts.ndevices = snap->n;
+	eopts.on_job_done = record_job;
+	eopts.on_job_done_ctx = app;
+	if (exec_new(&eopts, &app->exec) != ACCELD_OK)
+		log_msg(LOGL_ERROR, "exec", "cannot start the executor; POST /run answers 503");
+	detect_release(snap);
+}
+
+static const struct device *sampler_acquire(void *ctx, size_t *n, void **token)
+{
+	const struct detect_snapshot *snap = detect_acquire(ctx);
+
+	*token = (void *)(uintptr_t)snap;
+	*n = snap->n;
+	return snap->devices;
+}
+
+static void sampler_release(void *ctx, void *token)
+{
+	(void)ctx;
+	detect_release((const struct detect_snapshot *)(uintptr_t)token);
+}
+
+/* Prices, accrued cost and the sampler (after detection, whose snapshots it samples). */
+static void start_history(struct app *app)
+{
+	char err[512];
+	struct sampler_opts so = {.cfg = &app->cfg, .store = app->store,
+				  .devices = {.acquire = sampler_acquire, .release = sampler_release, .ctx = app->detect},
+				  .busy = exec_busy,
+				  .busy_ctx = app};
+
+	store_jobs_mark_interrupted(app->store);
+	if (cost_new(app->store, app->cfg.prices_file, &app->cost, err, sizeof(err)) != ACCELD_OK)
+		log_msg(LOGL_ERROR, "cost", "%s; /cost answers 503 until it is fixed and acceld restarted", err);
+	if (app->detect == NULL || sampler_new(&so, &app->sampler) != ACCELD_OK ||
+	    sampler_start(app->sampler) != ACCELD_OK)
+		log_msg(LOGL_ERROR, "sampler", "cannot start the sampler; no history is recorded");
+}
+
 static int cmd_serve(int argc, char **argv)
 {
 	struct app app;
@@ -107,7 +227,6 @@ static int cmd_serve(int argc, char **argv)
 	char err[512];
 	int sig = 0;
 	uint64_t t0 = clock_mono_ns();
-	uint64_t last_store_try;
 	int rc;
 	json_t *cfg_json;
 
@@ -129,6 +248,7 @@ static int cmd_serve(int argc, char **argv)
 	log_json(LOGL_INFO, "main", "starting", "config", cfg_json);
 	json_decref(cfg_json);
 
+	app.metrics = metrics_new(); /* before the server, which reports every request to it */
 	hopts = (struct http_server_opts){
 		.host = app.cfg.listen_host,
 		.port = app.cfg.listen_port,
@@ -142,10 +262,20 @@ static int cmd_serve(int argc, char **argv)
 		.access_log = app.cfg.access_log,
 		.dispatch = routes_dispatch,
 		.ctx = &app,
+		.observe = metrics_http_hook,
+		.observe_ctx = app.metrics,
 	};
+	{
+		char pocl_dir[4096];
+
+		/* before any thread or OpenCL call: PoCL's cache folder and OpenBLAS's core type (exec.h) */
+		exec_pocl_cache_dir(&app.cfg, pocl_dir, sizeof(pocl_dir));
+		exec_prepare_process(pocl_dir);
+	}
 	/* serve first, so /livez answers while start-up work runs */
 	if (http_server_start(&hopts, &app.http, err, sizeof(err)) != 0) {
 		log_msg(LOGL_ERROR, "http", "%s", err);
+		metrics_free(app.metrics);
 		log_buffering_stop();
 		config_release(&app.cfg);
 		return 1;
@@ -157,24 +287,26 @@ static int cmd_serve(int argc, char **argv)
 
 	/* start-up work, in dependency order: store, detection, executor, sampler */
 	try_open_store(&app);
-	last_store_try = clock_mono_ns();
+	start_detect(&app);
+	start_exec(&app);
+	start_history(&app);
 	app.startup_ns = clock_mono_ns() - t0;
 	atomic_store(&app.started, true);
 	log_fields(LOGL_INFO, "main", "ready", (struct log_field[]){LOG_D("startup_ms", (double)app.startup_ns / 1e6)},
 		   1);
 
-	while (sig <= 0) {
+	while (sig <= 0)
 		sig = signals_wait(1000);
-		if (app.store == NULL && clock_mono_ns() - last_store_try >= STORE_RETRY_NS) {
-			try_open_store(&app);
-			last_store_try = clock_mono_ns();
-		}
-	}
 
 	drain(&app, sig);
 	http_server_stop(app.http);
 	/* teardown in reverse order of start-up */
+	sampler_free(app.sampler);
+	cost_free(app.cost);
+	exec_free(app.exec);
+	detect_free(app.detect);
 	store_close(app.store);
+	metrics_free(app.metrics);
 	log_msg(LOGL_INFO, "main", "stopped");
 	log_buffering_stop();
 	config_release(&app.cfg);
@@ -228,6 +360,10 @@ static const struct command {
 	{"serve", cmd_serve},
 	{"version", cmd_version},
 	{"routes", cmd_routes},
+	{"report", report_main},
+	{"select", cli_select_main},
+	{"batch", cli_batch_main},
+	{"run", cli_run_main},
 	{"help", cmd_help},
 	{"--help", cmd_help},
 	{"-h", cmd_help},

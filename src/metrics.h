@@ -45,8 +45,8 @@ void metrics_http_observe(struct metrics *m, const char *handler, const char *me
 void metrics_http_hook(void *ctx, const char *method, const char *route, int status, double seconds);
 
 /*
- * One job finished: kernel ("saxpy", "sgemm", ...), device id ("cpu:0"), outcome (one of "succeeded", "failed",
- * "timeout", "rejected", "cancelled"), seconds from submission to completion. Counts
+ * One job finished: kernel ("saxpy", "sgemm", ...), device id ("cpu:0"), outcome (the job's final state:
+ * "succeeded", "failed", "timed_out", "cancelled"; "rejected" for a refused submission), seconds from submission to completion. Counts
  * acceld_jobs_total{kernel,device,outcome} and observes acceld_job_duration_seconds{kernel,device}. Strings are
  * copied. m NULL is a no-op.
  */
@@ -56,23 +56,20 @@ void metrics_job_observe(struct metrics *m, const char *kernel, const char *devi
 /* The executor's queue for a device: jobs waiting (acceld_job_queue_depth) and running (acceld_jobs_running). */
 void metrics_set_queue_depth(struct metrics *m, const char *device, unsigned queued, unsigned running);
 
-/* The database writer's state, as the store last saw it. */
+/* The database writer's state, as the store last saw it. The counts are totals since start (the store keeps them). */
 struct metrics_store_stats {
-	bool up;                /* the last write or health check succeeded */
-	uint64_t write_backlog; /* rows waiting to be written */
+	bool up;                  /* the last write or health check succeeded */
+	uint64_t write_backlog;   /* rows waiting to be written */
+	uint64_t rows_written;    /* acceld_store_rows_written_total */
+	uint64_t samples_dropped; /* acceld_store_dropped_samples_total: pushed out of a full backlog */
+	uint64_t write_errors;    /* acceld_store_write_errors_total: failed write batches */
 };
 
 /*
- * Sets acceld_store_up (together with metrics_view.store_open) and acceld_store_write_backlog. Until it is first
- * called, acceld_store_up follows store_open alone and the backlog is 0.
+ * Sets the store series: acceld_store_up (together with metrics_view.store_open), the backlog and the counters.
+ * Until it is first called, acceld_store_up follows store_open alone and the rest are 0.
  */
 void metrics_set_store_stats(struct metrics *m, const struct metrics_store_stats *st);
-
-/*
- * Adds to the store counters: rows written (acceld_store_rows_written_total), samples dropped because the backlog
- * was full (acceld_store_dropped_samples_total) and failed write batches (acceld_store_write_errors_total).
- */
-void metrics_store_count(struct metrics *m, uint64_t rows_written, uint64_t samples_dropped, uint64_t write_errors);
 
 /* What a scrape shows besides the registry; every member is read, none is kept. */
 struct metrics_view {

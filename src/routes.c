@@ -14,10 +14,27 @@ static const struct route table[] = {
 	{HTTP_GET, "/healthz", api_readyz, 0},
 	{HTTP_GET, "/version", api_version, 0},
 	/* devices (api_devices.c) */
+	{HTTP_GET, "/devices", api_devices_list, 0},
+	{HTTP_GET, "/devices/{id}", api_devices_get, 0},
+	{HTTP_POST, "/devices/refresh", api_devices_refresh, ROUTE_AUTH},
 	/* selection and batch configuration (api_select.c, api_batch.c) */
+	{HTTP_GET, "/select", api_select_get, 0},
+	{HTTP_POST, "/select", api_select_post, ROUTE_JSON},
+	{HTTP_GET, "/batch-config", api_batch_config, 0},
 	/* history and cost (api_history.c, api_cost.c) */
+	{HTTP_GET, "/history", api_history, 0},
+	{HTTP_GET, "/cost", api_cost, 0},
+	{HTTP_GET, "/cost/estimate", api_cost_estimate, 0},
+	{HTTP_GET, "/cost/prices", api_cost_prices_get, 0},
+	{HTTP_PUT, "/cost/prices", api_cost_prices_put, ROUTE_AUTH | ROUTE_JSON},
 	/* jobs (api_run.c) */
+	{HTTP_POST, "/run", api_run_post, ROUTE_AUTH | ROUTE_JSON},
+	{HTTP_GET, "/run", api_run_list, 0},
+	{HTTP_GET, "/run/{id}", api_run_get, 0},
+	{HTTP_DELETE, "/run/{id}", api_run_delete, ROUTE_AUTH},
 	/* observability and the dashboard (api_metrics.c, api_static.c) */
+	{HTTP_GET, "/", api_static_index, 0},
+	{HTTP_GET, "/metrics", api_metrics, 0},
 };
 
 const struct route *routes_table(size_t *n)
@@ -105,10 +122,14 @@ void routes_dispatch_table(const struct route *t, size_t n, struct app *app, str
 	for (size_t i = 0; i < n && found == NULL; i++) {
 		if (!routes_match(t[i].pattern, req->path, req))
 			continue;
+		if (!path_known)
+			resp->route = t[i].pattern;
 		path_known = true;
 		if (t[i].method == m)
 			found = &t[i];
 	}
+	if (found != NULL)
+		resp->route = found->pattern; /* for metrics: the pattern, never the raw path */
 	if (!path_known) {
 		http_resp_problem(resp, 404, "NOT_FOUND", "no resource at %.200s", req->path);
 		return;

@@ -4,10 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <cblas.h>
 #include <hwloc.h>
 #include <microhttpd.h>
 
+#include "exec_cpu.h"
 #include "store.h"
 
 #ifndef ACCELD_VERSION
@@ -40,7 +40,7 @@ json_t *version_json(void)
 	unsigned hw = hwloc_get_api_version();
 	char hwloc[32];
 	char blas[128];
-	const char *cfg = openblas_get_config();
+	const char *cfg = exec_cpu_blas_config(); /* OpenBLAS is loaded at run time, not linked */
 
 	snprintf(hwloc, sizeof(hwloc), "%u.%u.%u", hw >> 16, (hw >> 8) & 0xff, hw & 0xff);
 	/* "OpenBLAS 0.3.21 DYNAMIC_ARCH ..." -> "0.3.21" */

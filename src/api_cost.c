@@ -1,0 +1,229 @@
+/* api_cost: GET /cost, GET /cost/estimate, GET and PUT /cost/prices. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "app.h"
+#include "clock.h"
+#include "config.h"
+#include "cost.h"
+#include "detect.h"
+#include "history.h"
+#include "store.h"
+
+#define DEFAULT_SPAN_MS (24LL * 3600LL * 1000LL)
+#define MAX_SECONDS 1e9
+#define MAX_VECTOR_N 1000000000000ull
+#define MAX_MATRIX_DIM 1000000ull
+
+static void bad_param(struct http_resp *resp, const char *reason, const char *param, const char *detail)
+{
+	json_t *doc = http_resp_problem(resp, 400, reason, "%s", detail);
+
+	json_object_set_new(doc, "parameter", json_string(param));
+}
+
+/* The devices present now (snap may be NULL before detection has run). */
+static const struct device *present(struct app *app, const struct detect_snapshot **snap, size_t *n)
+{
+	*snap = app->detect ? detect_acquire(app->detect) : NULL;
+	*n = *snap ? (*snap)->n : 0;
+	return *snap ? (*snap)->devices : NULL;
+}
+
+static void done(const struct detect_snapshot *snap)
+{
+	if (snap)
+		detect_release(snap);
+}
+
+static bool ready(struct app *app, struct http_resp *resp)
+{
+	if (app->cost != NULL && app->store != NULL)
+		return true;
+	http_resp_problem(resp, 503, "NOT_READY", "cost accounting is not set up yet");
+	return false;
+}
+
+void api_cost(struct app *app, struct http_req *req, struct http_resp *resp)
+{
+	static const char *const allowed[] = {"device", "start_time", "end_time", "group_by", NULL};
+	const char *group = http_req_query(req, "group_by");
+	struct cost_query q = {.device = http_req_query(req, "device"), .bucket_ms = STORE_HOUR_MS};
+	struct history_window w;
+	const struct detect_snapshot *snap;
+	const struct device *devs;
+	const char *param, *reason;
+	char why[256];
+	int64_t raw, minute, hour;
+	size_t n;
+	json_t *doc = NULL;
+	enum acceld_err e;
+
+	if (!http_req_check_query(req, resp, allowed) || !ready(app, resp))
+		return;
+	if (group != NULL && strcmp(group, "hour") != 0 && strcmp(group, "day") != 0) {
+		bad_param(resp, "INVALID_PARAMETER", "group_by", "group_by must be hour or day");
+		return;
+	}
+	if (group != NULL && strcmp(group, "day") == 0)
+		q.bucket_ms = STORE_DAY_MS;
+	store_retention(app->store, &raw, &minute, &hour);
+	if (history_window_parse(http_req_query(req, "start_time"), http_req_query(req, "end_time"), clock_real_ms(),
+				 DEFAULT_SPAN_MS, hour, &w, &param, &reason, why, sizeof(why)) != ACCELD_OK) {
+		bad_param(resp, reason, param, why);
+		return;
+	}
+	q.start_ms = w.start_ms;
+	q.end_ms = w.end_ms;
+	if (history_buckets(&w, q.bucket_ms) > HISTORY_MAX_POINTS) {
+		json_t *p = http_resp_problem(resp, 400, "TOO_MANY_POINTS", "the window holds more than %d groups",
+					      HISTORY_MAX_POINTS);
+
+		json_object_set_new(p, "parameter", json_string("group_by"));
+		json_object_set_new(p, "limit", json_integer(HISTORY_MAX_POINTS));
+		return;
+	}
+	devs = present(app, &snap, &n);
+	e = cost_report(app->cost, devs, n, &q, &doc);
+	done(snap);
+	if (e == ACCELD_ENOTFOUND) {
+		json_t *p = http_resp_error(resp, e, "no device %.64s, now or in history", q.device);
+
+		json_object_set_new(p, "parameter", json_string("device"));
+		return;
+	}
+	if (e != ACCELD_OK) {
+		http_resp_error(resp, e, "cannot read usage: the database is unavailable (see /readyz)");
+		return;
+	}
+	http_resp_json(resp, 200, doc);
+}
+
+/* Parses a positive integer parameter up to max; false (and a 400) when it is not one. */
+static bool u64_param(struct http_req *req, struct http_resp *resp, const char *name, uint64_t max, uint64_t *out)
+{
+	const char *text = http_req_query(req, name);
+	char why[160];
+
+	if (text == NULL) {
+		snprintf(why, sizeof(why), "%s is required for this kernel", name);
+		bad_param(resp, "MISSING_PARAMETER", name, why);
+		return false;
+	}
+	if (config_parse_u64(text, out) != 0 || *out < 1 || *out > max) {
+		snprintf(why, sizeof(why), "%s must be an integer from 1 to %llu", name, (unsigned long long)max);
+		bad_param(resp, "INVALID_PARAMETER", name, why);
+		return false;
+	}
+	return true;
+}
+
+void api_cost_estimate(struct app *app, struct http_req *req, struct http_resp *resp)
+{
+	static const char *const allowed[] = {"device", "seconds", "kernel", "n", "m", "k", NULL};
+	struct cost_estimate_query q = {.device = http_req_query(req, "device"), .kernel = http_req_query(req, "kernel")};
+	const char *secs = http_req_query(req, "seconds");
+	const struct detect_snapshot *snap;
+	const struct device *devs;
+	double flops, bytes;
+	size_t n;
+	json_t *doc = NULL;
+	enum acceld_err e;
+
+	if (!http_req_check_query(req, resp, allowed) || !ready(app, resp))
+		return;
+	if ((secs == NULL) == (q.kernel == NULL)) {
+		bad_param(resp, "MISSING_PARAMETER", secs ? "kernel" : "seconds",
+			  "give either seconds, or kernel with its sizes (n; m, n, k for sgemm), not both");
+		return;
+	}
+	if (secs != NULL) {
+		char *end = NULL;
+
+		errno = 0;
+		q.seconds = strtod(secs, &end);
+		if (errno != 0 || end == secs || *end != '\0' || !isfinite(q.seconds) || q.seconds <= 0 ||
+		    q.seconds > MAX_SECONDS) {
+			bad_param(resp, "INVALID_PARAMETER", "seconds", "seconds must be a number above 0, at most 1e9");
+			return;
+		}
+		if (http_req_query(req, "n") || http_req_query(req, "m") || http_req_query(req, "k")) {
+			bad_param(resp, "INVALID_PARAMETER", http_req_query(req, "n") ? "n" : http_req_query(req, "m") ? "m" : "k",
+				  "n, m and k go with kernel, not with seconds");
+			return;
+		}
+	} else if (cost_kernel_work(q.kernel, 1, 1, 1, &flops, &bytes) != ACCELD_OK) {
+		bad_param(resp, "INVALID_PARAMETER", "kernel", "kernel must be one of saxpy, dot, triad, softmax, sgemm");
+		return;
+	} else if (strcmp(q.kernel, "sgemm") == 0) {
+		if (!u64_param(req, resp, "m", MAX_MATRIX_DIM, &q.m) || !u64_param(req, resp, "n", MAX_MATRIX_DIM, &q.n) ||
+		    !u64_param(req, resp, "k", MAX_MATRIX_DIM, &q.k))
+			return;
+	} else {
+		if (http_req_query(req, "m") || http_req_query(req, "k")) {
+			bad_param(resp, "INVALID_PARAMETER", http_req_query(req, "m") ? "m" : "k",
+				  "m and k are for sgemm; vector kernels take n");
+			return;
+		}
+		if (!u64_param(req, resp, "n", MAX_VECTOR_N, &q.n))
+			return;
+	}
+	devs = present(app, &snap, &n);
+	e = cost_estimate(app->cost, devs, n, &q, &doc);
+	done(snap);
+	if (e == ACCELD_ENOTFOUND) {
+		json_t *p = http_resp_error(resp, e, "no device %.64s on this host", q.device);
+
+		json_object_set_new(p, "parameter", json_string("device"));
+		return;
+	}
+	if (e != ACCELD_OK) {
+		http_resp_error(resp, e, "cannot estimate");
+		return;
+	}
+	http_resp_json(resp, 200, doc);
+}
+
+void api_cost_prices_get(struct app *app, struct http_req *req, struct http_resp *resp)
+{
+	static const char *const allowed[] = {NULL};
+	const struct detect_snapshot *snap;
+	const struct device *devs;
+	size_t n;
+	json_t *doc;
+
+	if (!http_req_check_query(req, resp, allowed) || !ready(app, resp))
+		return;
+	devs = present(app, &snap, &n);
+	doc = cost_prices_json(app->cost, devs, n);
+	done(snap);
+	http_resp_json(resp, 200, doc);
+}
+
+void api_cost_prices_put(struct app *app, struct http_req *req, struct http_resp *resp)
+{
+	static const char *const allowed[] = {NULL};
+	struct store_price *v = NULL;
+	size_t n = 0;
+	char path[128], why[160];
+
+	if (!http_req_check_query(req, resp, allowed) || !ready(app, resp))
+		return;
+	if (cost_parse_prices(req->json, &v, &n, path, sizeof(path), why, sizeof(why)) != ACCELD_OK) {
+		const char *reason = strncmp(why, "unknown field", 13) == 0 ? "UNKNOWN_FIELD"
+				     : strncmp(why, "must be a", 9) == 0 || strncmp(why, "must be an", 10) == 0
+					     ? "WRONG_TYPE"
+					     : "INVALID_VALUE";
+		json_t *p = http_resp_problem(resp, 400, reason, "%s %s", path, why);
+
+		json_object_set_new(p, "path", json_string(path));
+		return;
+	}
+	cost_set_overrides(app->cost, v, n);
+	free(v);
+	api_cost_prices_get(app, req, resp);
+}

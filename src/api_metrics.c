@@ -1,0 +1,66 @@
+/* api_metrics: GET /metrics, the Prometheus text exposition of the registry and the current device snapshot. */
+#include <stdlib.h>
+
+#include "api.h"
+#include "app.h"
+#include "detect.h"
+#include "exec.h"
+#include "http.h"
+#include "metrics.h"
+#include "store.h"
+
+void api_metrics(struct app *app, struct http_req *req, struct http_resp *resp)
+{
+	static const char *const allowed[] = {NULL};
+	const struct detect_snapshot *snap = NULL;
+	struct metrics_view view;
+	enum acceld_err err;
+	char *text = NULL;
+	size_t len = 0;
+
+	if (!http_req_check_query(req, resp, allowed))
+		return;
+	if (app->metrics == NULL) {
+		http_resp_problem(resp, 503, "NOT_READY", "metrics are not set up yet");
+		return;
+	}
+	/* the snapshot is immutable: taking it never waits for a refresh in progress */
+	if (app->detect != NULL)
+		snap = detect_acquire(app->detect);
+	/* queue and store figures are in-memory counters: reading them never waits on a device or the disk */
+	for (size_t i = 0; snap != NULL && app->exec != NULL && i < snap->n; i++) {
+		unsigned queued;
+		unsigned running;
+
+		if (exec_device_load(app->exec, snap->devices[i].id, &queued, &running) == ACCELD_OK)
+			metrics_set_queue_depth(app->metrics, snap->devices[i].id, queued, running);
+	}
+	if (app->store != NULL) {
+		struct store_stats ss;
+		char why[256];
+
+		store_stats(app->store, &ss);
+		metrics_set_store_stats(app->metrics, &(struct metrics_store_stats){
+							      .up = store_healthy(app->store, why, sizeof(why)),
+							      .write_backlog = ss.backlog,
+							      .rows_written = ss.written_samples + ss.written_records,
+							      .samples_dropped = ss.dropped_samples,
+							      .write_errors = ss.write_errors,
+						      });
+	}
+	view = (struct metrics_view){
+		.devices = snap,
+		.store_open = app->store != NULL,
+		.started_at_ms = app->started_at_ms,
+		.http_inflight = app->http != NULL ? http_server_inflight(app->http) : 0,
+	};
+	err = metrics_render(app->metrics, &view, &text, &len);
+	if (snap != NULL)
+		detect_release(snap);
+	if (err != ACCELD_OK) {
+		http_resp_error(resp, err, "the metrics text could not be rendered");
+		return;
+	}
+	http_resp_bytes(resp, 200, METRICS_CONTENT_TYPE, text, len);
+	http_resp_header(resp, "Cache-Control", "no-store");
+}

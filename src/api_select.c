@@ -1,0 +1,257 @@
+/*
+ * api_select: GET /select (query) and POST /select (the same fields as a JSON object): which device to use, why,
+ * every candidate, and the environment to export -- as JSON, or with format=env as `export NAME='value'` lines.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "api.h"
+#include "app.h"
+#include "detect.h"
+#include "exec.h"
+#include "http.h"
+#include "select.h"
+#include "store.h"
+
+/* JSON types of the POST fields: s string, b boolean, i integer. */
+static const struct {
+	const char *name;
+	char kind;
+} json_fields[] = {
+	{"prefer", 's'},  {"allow_tpu", 'b'}, {"policy", 's'}, {"device", 's'},	{"min_memory_bytes", 'i'},
+	{"executable", 'b'}, {"kernel", 's'},	  {"format", 's'}, {"tpu_scope", 's'},
+};
+
+static void bad_value(struct http_resp *resp, const char *param, const char *msg)
+{
+	json_t *doc = http_resp_problem(resp, 400, "INVALID_PARAMETER", "%s", msg);
+
+	json_object_set_new(doc, "parameter", json_string(param));
+	json_object_set_new(doc, "accepted", json_string(select_param_accepted(param)));
+}
+
+/* {constraint: [{id, why}]} for every excluded device. */
+static json_t *exclusions_json(const struct select_result *res)
+{
+	json_t *o = json_object();
+
+	for (size_t i = 0; i < res->ncandidates; i++) {
+		const struct select_candidate *c = &res->candidates[i];
+		json_t *list;
+
+		if (c->eligible || c->excluded_by == NULL)
+			continue;
+		list = json_object_get(o, c->excluded_by);
+		if (list == NULL) {
+			list = json_array();
+			json_object_set_new(o, c->excluded_by, list);
+		}
+		json_array_append_new(list, json_pack("{s:s, s:s}", "id", c->dev->id, "why", c->why));
+	}
+	return o;
+}
+
+/*
+ * Measured throughput of the hinted kernel (sgemm without a hint) on each device, from the jobs history; fills
+ * out[0..return). Devices with no finished job of that kernel are left out, so their peak figures count.
+ */
+static size_t measured_from_history(struct app *app, const struct detect_snapshot *snap, const char *kernel,
+				    struct select_measured *out, size_t cap)
+{
+	enum exec_kernel k;
+	double bytes_per_flop;
+	size_t n = 0;
+
+	if (app->store == NULL || exec_kernel_parse(kernel, &k) != 0)
+		return 0;
+	bytes_per_flop = exec_bytes(k, 64, 64, 64) / exec_flops(k, 64, 64, 64);
+	for (size_t i = 0; i < snap->n && n < cap; i++) {
+		double flops_per_s;
+		unsigned jobs;
+
+		if (store_throughput(app->store, snap->devices[i].id, kernel, &flops_per_s, &jobs) != ACCELD_OK ||
+		    jobs == 0)
+			continue;
+		out[n++] = (struct select_measured){.device_id = snap->devices[i].id,
+						    .kernel = kernel,
+						    .gflops = flops_per_s / 1e9,
+						    .gbytes_per_s = flops_per_s * bytes_per_flop / 1e9};
+	}
+	return n;
+}
+
+static void answer(struct app *app, const struct select_request *sreq, struct http_resp *resp)
+{
+	const struct detect_snapshot *snap;
+	struct select_result res;
+	struct select_measured measured[64];
+	size_t nmeasured;
+	enum acceld_err rc;
+	json_t *doc;
+
+	if (app->detect == NULL) {
+		http_resp_error(resp, ACCELD_EUNAVAILABLE, "device detection has not finished yet");
+		return;
+	}
+	snap = detect_acquire(app->detect);
+	nmeasured = measured_from_history(app, snap,
+					  sreq->kernel != SELECT_KERNEL_NONE ? select_kernel_name(sreq->kernel) : "sgemm",
+					  measured, sizeof(measured) / sizeof(measured[0]));
+	rc = select_choose(snap->devices, snap->n, sreq, measured, nmeasured, &res);
+	if (rc == ACCELD_ENOTFOUND) {
+		json_t *ids = json_array();
+
+		for (size_t i = 0; i < snap->n; i++)
+			json_array_append_new(ids, json_string(snap->devices[i].id));
+		doc = http_resp_error(resp, rc, "%s", res.reason);
+		json_object_set_new(doc, "parameter", json_string("device"));
+		json_object_set_new(doc, "devices", ids);
+	} else if (rc != ACCELD_OK) {
+		doc = http_resp_error(resp, rc, "%s", res.reason);
+		json_object_set_new(doc, "constraints", exclusions_json(&res));
+		json_object_set_new(doc, "candidates", select_candidates_json(&res));
+	} else if (sreq->format == SELECT_FORMAT_ENV) {
+		size_t len;
+		char *text = envfmt_to_text(&res.env, &len);
+
+		http_resp_bytes(resp, 200, "text/plain; charset=utf-8", text, len);
+	} else {
+		http_resp_json(resp, 200, select_result_to_json(&res, sreq));
+	}
+	select_result_release(&res);
+	detect_release(snap);
+}
+
+void api_select_get(struct app *app, struct http_req *req, struct http_resp *resp)
+{
+	struct select_request sreq;
+	char err[256];
+
+	if (!http_req_check_query(req, resp, select_param_names))
+		return;
+	select_request_init(&sreq, &app->cfg);
+	for (size_t i = 0; i < req->nquery; i++) {
+		const char *value = req->query[i].value ? req->query[i].value : "";
+
+		if (select_request_set(&sreq, req->query[i].key, value, err, sizeof(err)) != ACCELD_OK) {
+			bad_value(resp, req->query[i].key, err);
+			return;
+		}
+	}
+	answer(app, &sreq, resp);
+}
+
+static char field_kind(const char *name)
+{
+	for (size_t i = 0; i < sizeof(json_fields) / sizeof(json_fields[0]); i++)
+		if (strcmp(json_fields[i].name, name) == 0)
+			return json_fields[i].kind;
+	return 0;
+}
+
+/* Checks the body's field names; on unknown ones fills a 400 naming every one of them and returns false. */
+static bool known_fields(json_t *body, struct http_resp *resp)
+{
+	const char *key;
+	json_t *value;
+	json_t *unknown = json_array();
+	char list[256] = "";
+	size_t len = 0;
+
+	json_object_foreach(body, key, value) {
+		(void)value;
+		if (field_kind(key) != 0)
+			continue;
+		json_array_append_new(unknown, json_string(key));
+		if (len < sizeof(list))
+			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s'%.64s'", len ? ", " : "", key);
+	}
+	if (json_array_size(unknown) == 0) {
+		json_decref(unknown);
+		return true;
+	}
+	{
+		json_t *doc = http_resp_problem(resp, 400, "UNKNOWN_FIELD",
+						"unknown field%s %s; accepted: prefer, allow_tpu, policy, device, "
+						"min_memory_bytes, executable, kernel, format, tpu_scope",
+						json_array_size(unknown) > 1 ? "s" : "", list);
+
+		json_object_set_new(doc, "fields", unknown);
+	}
+	return false;
+}
+
+static void wrong_type(struct http_resp *resp, const char *key, const char *expected)
+{
+	char path[80];
+	json_t *doc;
+
+	snprintf(path, sizeof(path), "$.%.64s", key);
+	doc = http_resp_problem(resp, 400, "WRONG_TYPE", "%s must be %s", path, expected);
+	json_object_set_new(doc, "parameter", json_string(key));
+	json_object_set_new(doc, "path", json_string(path));
+}
+
+void api_select_post(struct app *app, struct http_req *req, struct http_resp *resp)
+{
+	static const char *const no_query[] = {NULL};
+	struct select_request sreq;
+	const char *key;
+	json_t *value;
+	char err[256];
+
+	if (!http_req_check_query(req, resp, no_query))
+		return;
+	if (!json_is_object(req->json)) {
+		http_resp_problem(resp, 400, "WRONG_TYPE", "the body must be a JSON object with the fields of GET "
+				  "/select");
+		return;
+	}
+	if (!known_fields(req->json, resp))
+		return;
+	select_request_init(&sreq, &app->cfg);
+	json_object_foreach(req->json, key, value) {
+		char text[64];
+		const char *s = text;
+		char kind = field_kind(key);
+
+		/* null leaves the default in place, as if the field were absent */
+		if (json_is_null(value))
+			continue;
+		if (kind == 's') {
+			if (!json_is_string(value)) {
+				wrong_type(resp, key, "a string");
+				return;
+			}
+			s = json_string_value(value);
+			if (strlen(s) != json_string_length(value)) {
+				bad_value(resp, key, "the value holds a NUL character");
+				return;
+			}
+		} else if (kind == 'b') {
+			if (!json_is_boolean(value)) {
+				wrong_type(resp, key, "a boolean");
+				return;
+			}
+			s = json_is_true(value) ? "true" : "false";
+		} else {
+			if (!json_is_integer(value)) {
+				wrong_type(resp, key, "an integer");
+				return;
+			}
+			if (json_integer_value(value) < 0) {
+				snprintf(err, sizeof(err), "invalid %s %" JSON_INTEGER_FORMAT "; accepted: %s", key,
+					 json_integer_value(value), select_param_accepted(key));
+				bad_value(resp, key, err);
+				return;
+			}
+			snprintf(text, sizeof(text), "%" JSON_INTEGER_FORMAT, json_integer_value(value));
+		}
+		if (select_request_set(&sreq, key, s, err, sizeof(err)) != ACCELD_OK) {
+			bad_value(resp, key, err);
+			return;
+		}
+	}
+	answer(app, &sreq, resp);
+}

@@ -1,0 +1,755 @@
+/* cost: the price book (built-in, file, API overrides), accrued cost from the store, and estimates. */
+#include "cost.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "log.h"
+#include "mem.h"
+
+struct cost {
+	struct store *store;
+	char *file;
+	pthread_mutex_t mu;
+	struct store_price *file_prices;
+	size_t nfile;
+	struct store_price *api_prices;
+	size_t napi;
+	bool api_loaded;            /* the stored overrides have been read (or replaced) */
+};
+
+static const char *const selectors[] = {"device", "accelerator_type", "type"};
+
+static int add_json(json_t *o, const char *key, json_t *v)
+{
+	return json_object_set_new(o, key, v);
+}
+
+static json_t *num_or_null(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* --- the prices document --- */
+
+static enum acceld_err bad(char *path, size_t pathsz, char *why, size_t whysz, const char *p, const char *w)
+{
+	snprintf(path, pathsz, "%s", p);
+	snprintf(why, whysz, "%s", w);
+	return ACCELD_EINVAL;
+}
+
+static enum acceld_err parse_entry(json_t *e, size_t idx, struct store_price *p, char *path, size_t pathsz,
+				   char *why, size_t whysz)
+{
+	char base[48];
+	char at[112];
+	const char *key;
+	json_t *v;
+	int nsel = 0;
+
+	snprintf(base, sizeof(base), "$.prices[%zu]", idx);
+	if (!json_is_object(e))
+		return bad(path, pathsz, why, whysz, base, "must be an object");
+	memset(p, 0, sizeof(*p));
+	p->usd_per_hour = NAN;
+	p->usd_per_hour_spot = NAN;
+	json_object_foreach(e, key, v) {
+		snprintf(at, sizeof(at), "%s.%.60s", base, key);
+		if (strcmp(key, "device") == 0 || strcmp(key, "accelerator_type") == 0 || strcmp(key, "type") == 0) {
+			const char *s = json_string_value(v);
+
+			if (s == NULL || *s == '\0' || strlen(s) >= sizeof(p->value))
+				return bad(path, pathsz, why, whysz, at, "must be a non-empty string of at most 39 bytes");
+			if (strcmp(key, "type") == 0 && strcmp(s, "cpu") != 0 && strcmp(s, "gpu") != 0 &&
+			    strcmp(s, "tpu") != 0)
+				return bad(path, pathsz, why, whysz, at, "must be one of cpu, gpu, tpu");
+			snprintf(p->selector, sizeof(p->selector), "%s", key);
+			snprintf(p->value, sizeof(p->value), "%s", s);
+			nsel++;
+		} else if (strcmp(key, "usd_per_hour") == 0 || strcmp(key, "usd_per_hour_spot") == 0) {
+			bool spot = key[12] == '_';
+			double d;
+
+			if (spot && json_is_null(v))
+				continue;
+			if (!json_is_number(v))
+				return bad(path, pathsz, why, whysz, at, "must be a number");
+			d = json_number_value(v);
+			if (!isfinite(d) || d < 0 || d > 1e6)
+				return bad(path, pathsz, why, whysz, at, "must be from 0 to 1000000");
+			if (spot)
+				p->usd_per_hour_spot = d;
+			else
+				p->usd_per_hour = d;
+		} else if (strcmp(key, "unit") == 0 || strcmp(key, "note") == 0) {
+			const char *s = json_string_value(v);
+			size_t cap = key[0] == 'u' ? sizeof(p->unit) : sizeof(p->note);
+
+			if (s == NULL || strlen(s) >= cap)
+				return bad(path, pathsz, why, whysz, at,
+					   key[0] == 'u' ? "must be a string of at most 15 bytes"
+							 : "must be a string of at most 159 bytes");
+			snprintf(key[0] == 'u' ? p->unit : p->note, cap, "%s", s);
+		} else {
+			return bad(path, pathsz, why, whysz, at, "unknown field");
+		}
+	}
+	if (nsel != 1)
+		return bad(path, pathsz, why, whysz, base,
+			   "must name exactly one of device, accelerator_type or type");
+	if (!isfinite(p->usd_per_hour)) {
+		snprintf(at, sizeof(at), "%s.usd_per_hour", base);
+		return bad(path, pathsz, why, whysz, at, "is required");
+	}
+	return ACCELD_OK;
+}
+
+enum acceld_err cost_parse_prices(json_t *doc, struct store_price **out, size_t *n, char *path, size_t pathsz,
+				  char *why, size_t whysz)
+{
+	struct store_price *v = NULL;
+	json_t *list;
+	const char *key;
+	json_t *val;
+	size_t len;
+	enum acceld_err e = ACCELD_OK;
+
+	*out = NULL;
+	*n = 0;
+	if (!json_is_object(doc))
+		return bad(path, pathsz, why, whysz, "$", "must be an object with a prices array");
+	json_object_foreach(doc, key, val) {
+		char at[80];
+
+		snprintf(at, sizeof(at), "$.%.60s", key);
+		if (strcmp(key, "currency") == 0) {
+			if (!json_is_string(val) || strcmp(json_string_value(val), "USD") != 0)
+				return bad(path, pathsz, why, whysz, at, "must be \"USD\"");
+		} else if (strcmp(key, "prices") != 0) {
+			return bad(path, pathsz, why, whysz, at, "unknown field");
+		}
+	}
+	list = json_object_get(doc, "prices");
+	if (!json_is_array(list))
+		return bad(path, pathsz, why, whysz, "$.prices", "must be an array");
+	len = json_array_size(list);
+	if (len > COST_MAX_PRICES)
+		return bad(path, pathsz, why, whysz, "$.prices", "has more than 1024 entries");
+	v = len ? xcalloc(len, sizeof(*v)) : NULL;
+	for (size_t i = 0; i < len && e == ACCELD_OK; i++) {
+		e = parse_entry(json_array_get(list, i), i, &v[i], path, pathsz, why, whysz);
+		for (size_t j = 0; j < i && e == ACCELD_OK; j++) {
+			if (strcmp(v[j].selector, v[i].selector) == 0 && strcmp(v[j].value, v[i].value) == 0) {
+				char at[48];
+
+				snprintf(at, sizeof(at), "$.prices[%zu]", i);
+				e = bad(path, pathsz, why, whysz, at, "repeats an earlier entry's selector");
+			}
+		}
+	}
+	if (e != ACCELD_OK) {
+		free(v);
+		return e;
+	}
+	*out = v;
+	*n = len;
+	return ACCELD_OK;
+}
+
+static enum acceld_err load_file(struct cost *c, char *err, size_t errsz)
+{
+	json_error_t je;
+	json_t *doc = json_load_file(c->file, JSON_REJECT_DUPLICATES, &je);
+	char path[128], why[160];
+	enum acceld_err e;
+
+	if (doc == NULL) {
+		snprintf(err, errsz, "prices file %s (ACCELD_PRICES_FILE): %s at line %d", c->file, je.text, je.line);
+		return ACCELD_EINVAL;
+	}
+	e = cost_parse_prices(doc, &c->file_prices, &c->nfile, path, sizeof(path), why, sizeof(why));
+	json_decref(doc);
+	if (e != ACCELD_OK)
+		snprintf(err, errsz, "prices file %s (ACCELD_PRICES_FILE): %s %s", c->file, path, why);
+	return e;
+}
+
+/* Reads the stored API overrides once the database answers. Called with c->mu held. */
+static void load_api_locked(struct cost *c)
+{
+	struct store_price *v = NULL;
+	size_t n = 0;
+
+	if (c->api_loaded || c->store == NULL)
+		return;
+	if (store_prices_load(c->store, &v, &n) != ACCELD_OK)
+		return;
+	free(c->api_prices);
+	c->api_prices = v;
+	c->napi = n;
+	c->api_loaded = true;
+}
+
+enum acceld_err cost_new(struct store *store, const char *prices_file, struct cost **out, char *err, size_t errsz)
+{
+	struct cost *c = xcalloc(1, sizeof(*c));
+
+	c->store = store;
+	pthread_mutex_init(&c->mu, NULL);
+	if (prices_file != NULL) {
+		c->file = xstrdup(prices_file);
+		if (load_file(c, err, errsz) != ACCELD_OK) {
+			cost_free(c);
+			return ACCELD_EINVAL;
+		}
+	}
+	pthread_mutex_lock(&c->mu);
+	load_api_locked(c);
+	pthread_mutex_unlock(&c->mu);
+	*out = c;
+	return ACCELD_OK;
+}
+
+void cost_free(struct cost *c)
+{
+	if (c == NULL)
+		return;
+	pthread_mutex_destroy(&c->mu);
+	free(c->file_prices);
+	free(c->api_prices);
+	free(c->file);
+	free(c);
+}
+
+void cost_set_overrides(struct cost *c, const struct store_price *v, size_t n)
+{
+	struct store_price *copy = n ? xcalloc(n, sizeof(*copy)) : NULL;
+	int64_t now = clock_real_ms();
+
+	for (size_t i = 0; i < n; i++) {
+		copy[i] = v[i];
+		copy[i].updated_ms = now;
+	}
+	pthread_mutex_lock(&c->mu);
+	free(c->api_prices);
+	c->api_prices = copy;
+	c->napi = n;
+	c->api_loaded = true;
+	store_prices_replace(c->store, copy, n);
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* --- effective prices --- */
+
+static const struct store_price *find(const struct store_price *v, size_t n, const char *sel, const char *value)
+{
+	if (value == NULL || *value == '\0')
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i].selector, sel) == 0 && strcmp(v[i].value, value) == 0)
+			return &v[i];
+	return NULL;
+}
+
+void cost_price_lookup(struct cost *c, const char *id, const char *type, const char *accelerator_type,
+		       const struct device_price *def, struct cost_price *out)
+{
+	const char *values[] = {id, accelerator_type, type};
+	const struct store_price *hit = NULL;
+	const char *origin = NULL;
+
+	memset(out, 0, sizeof(*out));
+	out->usd_per_hour = NAN;
+	out->usd_per_hour_spot = NAN;
+	pthread_mutex_lock(&c->mu);
+	load_api_locked(c);
+	for (size_t s = 0; s < 3 && hit == NULL; s++) {
+		hit = find(c->api_prices, c->napi, selectors[s], values[s]);
+		origin = "api override";
+		if (hit == NULL) {
+			hit = find(c->file_prices, c->nfile, selectors[s], values[s]);
+			origin = "prices file";
+		}
+	}
+	if (hit != NULL) {
+		out->usd_per_hour = hit->usd_per_hour;
+		out->usd_per_hour_spot = hit->usd_per_hour_spot;
+		snprintf(out->unit, sizeof(out->unit), "%s", hit->unit);
+		snprintf(out->source, sizeof(out->source), "%s%s%s (%s %s)%s%.80s", origin,
+			 strcmp(origin, "prices file") == 0 ? " " : "",
+			 strcmp(origin, "prices file") == 0 ? c->file : "", hit->selector, hit->value,
+			 hit->note[0] ? ": " : "", hit->note);
+	} else if (def != NULL && isfinite(def->usd_per_hour)) {
+		out->usd_per_hour = def->usd_per_hour;
+		out->usd_per_hour_spot = def->usd_per_hour_spot;
+		snprintf(out->unit, sizeof(out->unit), "%s", def->unit);
+		snprintf(out->source, sizeof(out->source), "built-in table%s%.180s", def->source[0] ? ": " : "",
+			 def->source);
+	} else if (type != NULL && strcmp(type, "cpu") == 0) {
+		out->usd_per_hour = 0;
+		snprintf(out->unit, sizeof(out->unit), "host");
+		snprintf(out->source, sizeof(out->source), "default: a CPU costs 0 USD/h unless a price is configured");
+	} else {
+		snprintf(out->source, sizeof(out->source),
+			 "none: no price known for this device; set one with PUT /cost/prices or ACCELD_PRICES_FILE");
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
+static void price_of_device(struct cost *c, const struct device *d, struct cost_price *out)
+{
+	cost_price_lookup(c, d->id, device_type_name(d->type), d->accelerator_type, &d->price, out);
+}
+
+static json_t *price_json(const struct cost_price *p)
+{
+	json_t *o = json_object();
+
+	add_json(o, "usd_per_hour", num_or_null(p->usd_per_hour));
+	add_json(o, "usd_per_hour_spot", num_or_null(p->usd_per_hour_spot));
+	if (p->unit[0])
+		add_json(o, "unit", json_string(p->unit));
+	add_json(o, "source", json_string(p->source));
+	return o;
+}
+
+static json_t *overrides_json(const struct store_price *v, size_t n)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < n; i++) {
+		json_t *o = json_object();
+
+		add_json(o, v[i].selector, json_string(v[i].value));
+		add_json(o, "usd_per_hour", json_real(v[i].usd_per_hour));
+		if (isfinite(v[i].usd_per_hour_spot))
+			add_json(o, "usd_per_hour_spot", json_real(v[i].usd_per_hour_spot));
+		if (v[i].unit[0])
+			add_json(o, "unit", json_string(v[i].unit));
+		if (v[i].note[0])
+			add_json(o, "note", json_string(v[i].note));
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
+json_t *cost_prices_json(struct cost *c, const struct device *devs, size_t n)
+{
+	json_t *doc = json_object();
+	json_t *list = json_array();
+
+	for (size_t i = 0; i < n; i++) {
+		struct cost_price p;
+		json_t *o;
+
+		price_of_device(c, &devs[i], &p);
+		o = price_json(&p);
+		add_json(o, "device", json_string(devs[i].id));
+		add_json(o, "type", json_string(device_type_name(devs[i].type)));
+		if (devs[i].accelerator_type[0])
+			add_json(o, "accelerator_type", json_string(devs[i].accelerator_type));
+		json_array_append_new(list, o);
+	}
+	add_json(doc, "currency", json_string("USD"));
+	add_json(doc, "prices", list);
+	pthread_mutex_lock(&c->mu);
+	add_json(doc, "overrides", overrides_json(c->api_prices, c->napi));
+	add_json(doc, "file_overrides", overrides_json(c->file_prices, c->nfile));
+	if (c->file)
+		add_json(doc, "prices_file", json_string(c->file));
+	pthread_mutex_unlock(&c->mu);
+	return doc;
+}
+
+/* --- accrued cost --- */
+
+static json_t *time_json(int64_t ms)
+{
+	char t[CLOCK_RFC3339_LEN];
+
+	clock_rfc3339(ms, t);
+	return json_string(t);
+}
+
+static double usd(double ms, double usd_per_hour)
+{
+	return isfinite(usd_per_hour) ? ms / 3600000.0 * usd_per_hour : NAN;
+}
+
+/* One entry of the report: a device present now, or one only history knows. */
+struct subject {
+	char id[16];
+	char type[8];
+	char accelerator_type[32];
+	struct device_price def;
+	bool present;
+};
+
+struct totals {
+	double allocated_usd, utilized_usd, jobs_usd;
+	bool unpriced;
+	json_t *groups;             /* start_time -> {allocated_usd, utilized_usd} */
+};
+
+static void add_group_total(struct totals *t, const char *when, double alloc, double util)
+{
+	json_t *g = json_object_get(t->groups, when);
+
+	if (g == NULL) {
+		g = json_object();
+		add_json(g, "start_time", json_string(when));
+		add_json(g, "allocated_usd", json_real(0));
+		add_json(g, "utilized_usd", json_real(0));
+		json_object_set_new(t->groups, when, g);
+	}
+	if (isfinite(alloc))
+		add_json(g, "allocated_usd", json_real(json_real_value(json_object_get(g, "allocated_usd")) + alloc));
+	if (isfinite(util))
+		add_json(g, "utilized_usd", json_real(json_real_value(json_object_get(g, "utilized_usd")) + util));
+}
+
+static enum acceld_err report_one(struct cost *c, const struct subject *s, const struct cost_query *q,
+				  struct totals *t, json_t **out)
+{
+	struct store_usage *u = NULL;
+	struct store_jobs_usage ju;
+	struct cost_price p;
+	size_t n = 0;
+	double present = 0, busy = 0;
+	json_t *o, *groups, *x;
+	enum acceld_err e = store_usage(c->store, s->id, q->start_ms, q->end_ms, q->bucket_ms, &u, &n);
+
+	if (e == ACCELD_ENOTFOUND)
+		e = ACCELD_OK;
+	if (e != ACCELD_OK)
+		return e;
+	e = store_jobs_usage(c->store, s->id, q->start_ms, q->end_ms, &ju);
+	if (e != ACCELD_OK) {
+		free(u);
+		return e;
+	}
+	if (!s->present && n == 0 && ju.jobs == 0) {
+		*out = NULL;
+		free(u);
+		return ACCELD_OK;
+	}
+	cost_price_lookup(c, s->id, s->type, s->accelerator_type, &s->def, &p);
+	groups = json_array();
+	for (size_t i = 0; i < n; i++) {
+		json_t *g = json_object();
+		char when[CLOCK_RFC3339_LEN];
+		double a = usd(u[i].present_ms, p.usd_per_hour), b = usd(u[i].busy_ms, p.usd_per_hour);
+
+		clock_rfc3339(u[i].t_ms, when);
+		add_json(g, "start_time", json_string(when));
+		add_json(g, "allocated_seconds", json_real(u[i].present_ms / 1000.0));
+		add_json(g, "utilized_seconds", json_real(u[i].busy_ms / 1000.0));
+		add_json(g, "allocated_usd", num_or_null(a));
+		add_json(g, "utilized_usd", num_or_null(b));
+		json_array_append_new(groups, g);
+		add_group_total(t, when, a, b);
+		present += u[i].present_ms;
+		busy += u[i].busy_ms;
+	}
+	free(u);
+	o = json_object();
+	add_json(o, "device", json_string(s->id));
+	add_json(o, "type", json_string(s->type));
+	if (s->accelerator_type[0])
+		add_json(o, "accelerator_type", json_string(s->accelerator_type));
+	add_json(o, "present", json_boolean(s->present));
+	add_json(o, "usd_per_hour", num_or_null(p.usd_per_hour));
+	add_json(o, "price", price_json(&p));
+	x = json_object();
+	add_json(x, "seconds", json_real(present / 1000.0));
+	add_json(x, "usd", num_or_null(usd(present, p.usd_per_hour)));
+	add_json(o, "allocated", x);
+	x = json_object();
+	add_json(x, "seconds", json_real(busy / 1000.0));
+	add_json(x, "usd", num_or_null(usd(busy, p.usd_per_hour)));
+	add_json(o, "utilized", x);
+	x = json_object();
+	add_json(x, "count", json_integer(ju.jobs));
+	add_json(x, "seconds", json_real(ju.seconds));
+	{
+		/* the cost the jobs recorded when they all did, else the current price over their time */
+		double jusd = ju.jobs > 0 && ju.priced == ju.jobs ? ju.cost_usd : usd(ju.seconds * 1000.0, p.usd_per_hour);
+
+		add_json(x, "usd", num_or_null(jusd));
+		if (isfinite(jusd))
+			t->jobs_usd += jusd;
+	}
+	add_json(o, "jobs", x);
+	add_json(o, "groups", groups);
+	if (isfinite(p.usd_per_hour)) {
+		t->allocated_usd += usd(present, p.usd_per_hour);
+		t->utilized_usd += usd(busy, p.usd_per_hour);
+	} else if (present > 0) {
+		t->unpriced = true;
+	}
+	*out = o;
+	return ACCELD_OK;
+}
+
+static void subject_from_device(struct subject *s, const struct device *d)
+{
+	memset(s, 0, sizeof(*s));
+	snprintf(s->id, sizeof(s->id), "%s", d->id);
+	snprintf(s->type, sizeof(s->type), "%s", device_type_name(d->type));
+	snprintf(s->accelerator_type, sizeof(s->accelerator_type), "%s", d->accelerator_type);
+	s->def = d->price;
+	s->present = true;
+}
+
+static void subject_from_row(struct subject *s, const struct store_device_row *r)
+{
+	memset(s, 0, sizeof(*s));
+	snprintf(s->id, sizeof(s->id), "%s", r->id);
+	snprintf(s->type, sizeof(s->type), "%s", r->type);
+	snprintf(s->accelerator_type, sizeof(s->accelerator_type), "%s", r->accelerator_type);
+	s->def.usd_per_hour = r->usd_per_hour;
+	s->def.usd_per_hour_spot = NAN;
+	snprintf(s->def.source, sizeof(s->def.source), "%s", r->price_source);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+enum acceld_err cost_report(struct cost *c, const struct device *devs, size_t n, const struct cost_query *q,
+			    json_t **out)
+{
+	struct store_device_row *rows = NULL;
+	size_t nrows = 0, nsub = 0;
+	struct subject *subs;
+	struct totals t = {.groups = json_object()};
+	json_t *list = json_array();
+	json_t *doc, *tot, *garr;
+	const char *k;
+	json_t *v;
+	enum acceld_err e = store_devices_list(c->store, &rows, &nrows);
+
+	if (e != ACCELD_OK)
+		goto out;
+	subs = xcalloc(n + nrows, sizeof(*subs));
+	for (size_t i = 0; i < n; i++)
+		if (q->device == NULL || strcmp(q->device, devs[i].id) == 0)
+			subject_from_device(&subs[nsub++], &devs[i]);
+	for (size_t i = 0; i < nrows; i++) {
+		bool known = false;
+
+		for (size_t j = 0; j < n && !known; j++)
+			known = strcmp(devs[j].id, rows[i].id) == 0;
+		if (!known && (q->device == NULL || strcmp(q->device, rows[i].id) == 0))
+			subject_from_row(&subs[nsub++], &rows[i]);
+	}
+	if (q->device != NULL && nsub == 0)
+		e = ACCELD_ENOTFOUND;
+	for (size_t i = 0; i < nsub && e == ACCELD_OK; i++) {
+		json_t *one = NULL;
+
+		e = report_one(c, &subs[i], q, &t, &one);
+		if (one != NULL)
+			json_array_append_new(list, one);
+	}
+	free(subs);
+	if (e != ACCELD_OK)
+		goto out;
+	doc = json_object();
+	add_json(doc, "currency", json_string("USD"));
+	add_json(doc, "start_time", time_json(q->start_ms));
+	add_json(doc, "end_time", time_json(q->end_ms));
+	add_json(doc, "group_by", json_string(q->bucket_ms == STORE_DAY_MS ? "day" : "hour"));
+	add_json(doc, "devices", list);
+	tot = json_object();
+	add_json(tot, "allocated_usd", json_real(t.allocated_usd));
+	add_json(tot, "utilized_usd", json_real(t.utilized_usd));
+	add_json(tot, "jobs_usd", json_real(t.jobs_usd));
+	add_json(tot, "complete", json_boolean(!t.unpriced));
+	garr = json_array();
+	/* object keys are RFC 3339 times of the same form, so sorting them sorts by time */
+	{
+		size_t ng = json_object_size(t.groups), i = 0;
+		const char **keys = xcalloc(ng ? ng : 1, sizeof(*keys));
+
+		json_object_foreach(t.groups, k, v)
+			keys[i++] = k;
+		qsort(keys, ng, sizeof(*keys), cmp_str);
+		for (i = 0; i < ng; i++)
+			json_array_append(garr, json_object_get(t.groups, keys[i]));
+		free(keys);
+	}
+	add_json(tot, "groups", garr);
+	add_json(doc, "totals", tot);
+	add_json(doc, "note", json_string("current prices applied to the whole window; allocated = time the device was "
+					  "present, utilized = that time weighted by utilisation"));
+	*out = doc;
+	list = NULL;
+out:
+	json_decref(list);
+	json_decref(t.groups);
+	free(rows);
+	return e;
+}
+
+/* --- estimates --- */
+
+enum acceld_err cost_kernel_work(const char *kernel, uint64_t n, uint64_t m, uint64_t k, double *flops,
+				 double *bytes)
+{
+	double dn = (double)n;
+
+	if (kernel == NULL)
+		return ACCELD_EINVAL;
+	if (strcmp(kernel, "saxpy") == 0 || strcmp(kernel, "triad") == 0) {
+		*flops = 2 * dn; /* y = a*x + y: read two vectors, write one */
+		*bytes = 12 * dn;
+	} else if (strcmp(kernel, "dot") == 0) {
+		*flops = 2 * dn;
+		*bytes = 8 * dn;
+	} else if (strcmp(kernel, "softmax") == 0) {
+		*flops = 4 * dn; /* max, subtract and exp, sum, divide */
+		*bytes = 8 * dn;
+	} else if (strcmp(kernel, "sgemm") == 0) {
+		*flops = 2.0 * (double)m * dn * (double)k;
+		*bytes = 4.0 * ((double)m * (double)k + (double)k * dn + (double)m * dn);
+	} else {
+		return ACCELD_EINVAL;
+	}
+	return ACCELD_OK;
+}
+
+struct estimate {
+	const struct device *d;
+	double seconds, usd;
+	struct cost_price p;
+	char basis[96];
+	double gflops;
+};
+
+static int cmp_estimate(const void *a, const void *b)
+{
+	const struct estimate *x = a, *y = b;
+	bool xk = isfinite(x->usd), yk = isfinite(y->usd);
+
+	if (xk != yk)
+		return xk ? -1 : 1;
+	if (xk && x->usd != y->usd)
+		return x->usd < y->usd ? -1 : 1;
+	if (isfinite(x->seconds) != isfinite(y->seconds))
+		return isfinite(x->seconds) ? -1 : 1;
+	if (isfinite(x->seconds) && x->seconds != y->seconds)
+		return x->seconds < y->seconds ? -1 : 1;
+	return strcmp(x->d->id, y->d->id);
+}
+
+/* Seconds for the work on d: measured throughput of earlier jobs, else the slower of compute and memory peaks. */
+static void estimate_time(struct cost *c, const struct device *d, const char *kernel, double flops, double bytes,
+			  struct estimate *e)
+{
+	double fps = NAN;
+	unsigned jobs = 0;
+	double t_flops = NAN, t_bytes = NAN;
+
+	e->seconds = NAN;
+	e->gflops = NAN;
+	if (store_throughput(c->store, d->id, kernel, &fps, &jobs) == ACCELD_OK && jobs > 0 && fps > 0) {
+		e->seconds = flops / fps;
+		e->gflops = fps / 1e9;
+		snprintf(e->basis, sizeof(e->basis), "measured: %u earlier %s job%s on this device", jobs, kernel,
+			 jobs == 1 ? "" : "s");
+		return;
+	}
+	if (isfinite(d->peak.fp32_tflops) && d->peak.fp32_tflops > 0)
+		t_flops = flops / (d->peak.fp32_tflops * 1e12);
+	if (isfinite(d->peak.memory_bandwidth_gbps) && d->peak.memory_bandwidth_gbps > 0)
+		t_bytes = bytes / (d->peak.memory_bandwidth_gbps * 1e9);
+	if (isfinite(t_flops) || isfinite(t_bytes)) {
+		e->seconds = !isfinite(t_flops) ? t_bytes : !isfinite(t_bytes) ? t_flops : fmax(t_flops, t_bytes);
+		e->gflops = flops / e->seconds / 1e9;
+		snprintf(e->basis, sizeof(e->basis), "peak figures (%s)",
+			 isfinite(t_flops) && isfinite(t_bytes) ? "fp32 and memory bandwidth"
+			 : isfinite(t_flops)		     ? "fp32 only"
+							     : "memory bandwidth only");
+		return;
+	}
+	snprintf(e->basis, sizeof(e->basis), "unknown: no earlier jobs and no peak figures");
+}
+
+enum acceld_err cost_estimate(struct cost *c, const struct device *devs, size_t n,
+			      const struct cost_estimate_query *q, json_t **out)
+{
+	struct estimate *v = xcalloc(n ? n : 1, sizeof(*v));
+	double flops = 0, bytes = 0;
+	size_t len = 0;
+	json_t *doc, *list;
+	enum acceld_err e = ACCELD_OK;
+
+	if (q->seconds <= 0 && cost_kernel_work(q->kernel, q->n, q->m, q->k, &flops, &bytes) != ACCELD_OK) {
+		free(v);
+		return ACCELD_EINVAL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct estimate *x;
+
+		if (q->device != NULL && strcmp(q->device, devs[i].id) != 0)
+			continue;
+		x = &v[len++];
+		x->d = &devs[i];
+		price_of_device(c, &devs[i], &x->p);
+		if (q->seconds > 0) {
+			x->seconds = q->seconds;
+			snprintf(x->basis, sizeof(x->basis), "given");
+			x->gflops = NAN;
+		} else {
+			estimate_time(c, &devs[i], q->kernel, flops, bytes, x);
+		}
+		x->usd = isfinite(x->seconds) ? usd(x->seconds * 1000.0, x->p.usd_per_hour) : NAN;
+	}
+	if (q->device != NULL && len == 0) {
+		free(v);
+		return ACCELD_ENOTFOUND;
+	}
+	qsort(v, len, sizeof(*v), cmp_estimate);
+	doc = json_object();
+	list = json_array();
+	add_json(doc, "currency", json_string("USD"));
+	if (q->seconds > 0) {
+		add_json(doc, "seconds", json_real(q->seconds));
+	} else {
+		add_json(doc, "kernel", json_string(q->kernel));
+		add_json(doc, "n", json_integer((json_int_t)q->n));
+		if (strcmp(q->kernel, "sgemm") == 0) {
+			add_json(doc, "m", json_integer((json_int_t)q->m));
+			add_json(doc, "k", json_integer((json_int_t)q->k));
+		}
+		add_json(doc, "flops", json_real(flops));
+		add_json(doc, "bytes", json_real(bytes));
+	}
+	for (size_t i = 0; i < len; i++) {
+		json_t *o = json_object();
+
+		add_json(o, "device", json_string(v[i].d->id));
+		add_json(o, "type", json_string(device_type_name(v[i].d->type)));
+		add_json(o, "executable", json_boolean(v[i].d->executable));
+		add_json(o, "seconds", num_or_null(v[i].seconds));
+		add_json(o, "usd", num_or_null(v[i].usd));
+		add_json(o, "usd_per_hour", num_or_null(v[i].p.usd_per_hour));
+		add_json(o, "price_source", json_string(v[i].p.source));
+		add_json(o, "basis", json_string(v[i].basis));
+		if (isfinite(v[i].gflops))
+			add_json(o, "gflops", json_real(v[i].gflops));
+		json_array_append_new(list, o);
+	}
+	add_json(doc, "estimates", list);
+	free(v);
+	*out = doc;
+	return e;
+}

@@ -1,0 +1,657 @@
+/*
+ * exec_cpu: native kernels on a fork-join pool, and OpenBLAS loaded at run time for sgemm.
+ *
+ * The memory-bound loops are written so GCC vectorises them at -O3 (the Makefile builds this file with -O3) and
+ * carry target_clones, so one binary runs AVX-512 code where the CPU has it and stays portable elsewhere.
+ */
+#include "exec_cpu.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "exec.h"
+#include "log.h"
+#include "mem.h"
+
+#if defined(__x86_64__) && !defined(__clang__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define EXEC_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+#endif
+#ifndef EXEC_CLONES
+#define EXEC_CLONES
+#endif
+
+#define SERIAL_GRAIN 65536 /* elements below which waking the pool costs more than it saves */
+#define MAX_THREADS 256
+
+/* --- the pool --- */
+
+struct exec_cpu {
+	unsigned nthreads;       /* parts per task; the caller runs part 0 */
+	pthread_t *threads;      /* nthreads - 1 helpers */
+	pthread_mutex_t run_mu;  /* one task at a time */
+	pthread_mutex_t mu;
+	pthread_cond_t go;
+	pthread_cond_t done;
+	uint64_t gen;
+	unsigned pending;
+	bool stop;
+	exec_cpu_fn fn;
+	void *arg;
+	size_t n;
+	size_t align;
+};
+
+struct helper_arg {
+	struct exec_cpu *cpu;
+	unsigned part;
+};
+
+static void part_range(size_t n, unsigned parts, unsigned part, size_t align, size_t *begin, size_t *end)
+{
+	size_t chunk = (n + parts - 1) / parts;
+
+	chunk = (chunk + align - 1) / align * align;
+	*begin = chunk * part < n ? chunk * part : n;
+	*end = *begin + chunk < n ? *begin + chunk : n;
+}
+
+static void *helper_main(void *p)
+{
+	struct helper_arg ha = *(struct helper_arg *)p;
+	struct exec_cpu *cpu = ha.cpu;
+	uint64_t seen = 0;
+
+	free(p);
+	pthread_mutex_lock(&cpu->mu);
+	for (;;) {
+		size_t b;
+		size_t e;
+
+		while (!cpu->stop && cpu->gen == seen)
+			pthread_cond_wait(&cpu->go, &cpu->mu);
+		if (cpu->stop)
+			break;
+		seen = cpu->gen;
+		pthread_mutex_unlock(&cpu->mu);
+		part_range(cpu->n, cpu->nthreads, ha.part, cpu->align, &b, &e);
+		if (b < e)
+			cpu->fn(cpu->arg, ha.part, b, e);
+		pthread_mutex_lock(&cpu->mu);
+		if (--cpu->pending == 0)
+			pthread_cond_signal(&cpu->done);
+	}
+	pthread_mutex_unlock(&cpu->mu);
+	return NULL;
+}
+
+unsigned exec_cpu_usable(void)
+{
+	cpu_set_t set;
+	int n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) != 0)
+		return 1;
+	n = CPU_COUNT(&set);
+	return n > 0 ? (unsigned)n : 1;
+}
+
+enum acceld_err exec_cpu_new(unsigned threads, struct exec_cpu **out)
+{
+	struct exec_cpu *cpu = xcalloc(1, sizeof(*cpu));
+	unsigned started = 0;
+
+	if (threads == 0)
+		threads = exec_cpu_usable();
+	if (threads > MAX_THREADS)
+		threads = MAX_THREADS;
+	cpu->nthreads = threads;
+	pthread_mutex_init(&cpu->run_mu, NULL);
+	pthread_mutex_init(&cpu->mu, NULL);
+	pthread_cond_init(&cpu->go, NULL);
+	pthread_cond_init(&cpu->done, NULL);
+	cpu->threads = xcalloc(threads, sizeof(pthread_t));
+	for (unsigned i = 1; i < threads; i++) {
+		struct helper_arg *ha = xmalloc(sizeof(*ha));
+
+		ha->cpu = cpu;
+		ha->part = i;
+		if (pthread_create(&cpu->threads[i - 1], NULL, helper_main, ha) != 0) {
+			free(ha);
+			break;
+		}
+		started++;
+	}
+	/* fewer helpers than asked (thread limits) still make a working pool */
+	cpu->nthreads = started + 1;
+	*out = cpu;
+	return ACCELD_OK;
+}
+
+void exec_cpu_free(struct exec_cpu *cpu)
+{
+	if (cpu == NULL)
+		return;
+	pthread_mutex_lock(&cpu->mu);
+	cpu->stop = true;
+	pthread_cond_broadcast(&cpu->go);
+	pthread_mutex_unlock(&cpu->mu);
+	for (unsigned i = 1; i < cpu->nthreads; i++)
+		pthread_join(cpu->threads[i - 1], NULL);
+	free(cpu->threads);
+	pthread_cond_destroy(&cpu->go);
+	pthread_cond_destroy(&cpu->done);
+	pthread_mutex_destroy(&cpu->mu);
+	pthread_mutex_destroy(&cpu->run_mu);
+	free(cpu);
+}
+
+unsigned exec_cpu_threads(const struct exec_cpu *cpu)
+{
+	return cpu->nthreads;
+}
+
+void exec_cpu_parallel(struct exec_cpu *cpu, size_t n, size_t grain, size_t align, exec_cpu_fn fn, void *arg)
+{
+	size_t b;
+	size_t e;
+
+	if (n == 0)
+		return;
+	if (align == 0)
+		align = 1;
+	if (cpu->nthreads <= 1 || n < grain) {
+		fn(arg, 0, 0, n);
+		return;
+	}
+	pthread_mutex_lock(&cpu->run_mu);
+	pthread_mutex_lock(&cpu->mu);
+	cpu->fn = fn;
+	cpu->arg = arg;
+	cpu->n = n;
+	cpu->align = align;
+	cpu->pending = cpu->nthreads - 1;
+	cpu->gen++;
+	pthread_cond_broadcast(&cpu->go);
+	pthread_mutex_unlock(&cpu->mu);
+	part_range(n, cpu->nthreads, 0, align, &b, &e);
+	if (b < e)
+		fn(arg, 0, b, e);
+	pthread_mutex_lock(&cpu->mu);
+	while (cpu->pending > 0)
+		pthread_cond_wait(&cpu->done, &cpu->mu);
+	pthread_mutex_unlock(&cpu->mu);
+	pthread_mutex_unlock(&cpu->run_mu);
+}
+
+/* --- memory-bound kernels --- */
+
+EXEC_CLONES static void saxpy_loop(size_t n, float alpha, const float *restrict x, const float *restrict y,
+				   float *restrict out)
+{
+	for (size_t i = 0; i < n; i++)
+		out[i] = alpha * x[i] + y[i];
+}
+
+EXEC_CLONES static void triad_loop(size_t n, float s, const float *restrict b, const float *restrict c,
+				   float *restrict out)
+{
+	for (size_t i = 0; i < n; i++)
+		out[i] = b[i] + s * c[i];
+}
+
+EXEC_CLONES static void fill_loop(size_t n, float v, float *restrict p)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = v;
+}
+
+#define DOT_LANES 16
+#define DOT_BLOCK 4096 /* elements summed in float lanes before the block's sum moves to double */
+
+/* 16 independent float lanes vectorise without reassociation flags; blocks end in double to keep accuracy */
+EXEC_CLONES static double dot_loop(size_t n, const float *restrict x, const float *restrict y)
+{
+	double total = 0.0;
+	size_t i = 0;
+
+	while (i + DOT_LANES <= n) {
+		float acc[DOT_LANES] = {0};
+		size_t end = i + DOT_BLOCK <= n ? i + DOT_BLOCK : n - (n - i) % DOT_LANES;
+		double block = 0.0;
+
+		for (; i < end; i += DOT_LANES)
+			for (size_t j = 0; j < DOT_LANES; j++)
+				acc[j] += x[i + j] * y[i + j];
+		for (size_t j = 0; j < DOT_LANES; j++)
+			block += acc[j];
+		total += block;
+	}
+	for (; i < n; i++)
+		total += (double)x[i] * y[i];
+	return total;
+}
+
+struct vec_task {
+	float alpha;
+	const float *x;
+	const float *y;
+	float *out;
+	double partial[MAX_THREADS];
+};
+
+static void saxpy_part(void *arg, unsigned part, size_t b, size_t e)
+{
+	struct vec_task *t = arg;
+
+	(void)part;
+	saxpy_loop(e - b, t->alpha, t->x + b, t->y + b, t->out + b);
+}
+
+static void triad_part(void *arg, unsigned part, size_t b, size_t e)
+{
+	struct vec_task *t = arg;
+
+	(void)part;
+	triad_loop(e - b, t->alpha, t->x + b, t->y + b, t->out + b);
+}
+
+static void dot_part(void *arg, unsigned part, size_t b, size_t e)
+{
+	struct vec_task *t = arg;
+
+	t->partial[part] = dot_loop(e - b, t->x + b, t->y + b);
+}
+
+static void fill_part(void *arg, unsigned part, size_t b, size_t e)
+{
+	struct vec_task *t = arg;
+
+	(void)part;
+	fill_loop(e - b, t->alpha, t->out + b);
+}
+
+void exec_cpu_saxpy(struct exec_cpu *cpu, size_t n, float alpha, const float *x, const float *y, float *out)
+{
+	struct vec_task t = {.alpha = alpha, .x = x, .y = y, .out = out};
+
+	exec_cpu_parallel(cpu, n, SERIAL_GRAIN, 16, saxpy_part, &t);
+}
+
+void exec_cpu_triad(struct exec_cpu *cpu, size_t n, float s, const float *b, const float *c, float *out)
+{
+	struct vec_task t = {.alpha = s, .x = b, .y = c, .out = out};
+
+	exec_cpu_parallel(cpu, n, SERIAL_GRAIN, 16, triad_part, &t);
+}
+
+double exec_cpu_dot(struct exec_cpu *cpu, size_t n, const float *x, const float *y)
+{
+	struct vec_task t = {.x = x, .y = y};
+	double sum = 0.0;
+
+	exec_cpu_parallel(cpu, n, SERIAL_GRAIN, 16, dot_part, &t);
+	for (unsigned i = 0; i < cpu->nthreads && n > 0; i++)
+		sum += t.partial[i];
+	return sum;
+}
+
+void exec_cpu_fill(struct exec_cpu *cpu, float *p, size_t n, float v)
+{
+	struct vec_task t = {.alpha = v, .out = p};
+
+	exec_cpu_parallel(cpu, n, SERIAL_GRAIN, 1024, fill_part, &t);
+}
+
+/* --- softmax --- */
+
+struct softmax_task {
+	size_t cols;
+	const float *x;
+	float *out;
+};
+
+EXEC_CLONES static float row_max(size_t n, const float *restrict x)
+{
+	float m = x[0];
+
+	for (size_t i = 1; i < n; i++)
+		m = x[i] > m ? x[i] : m;
+	return m;
+}
+
+EXEC_CLONES static void row_scale(size_t n, float f, float *restrict p)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] *= f;
+}
+
+static void softmax_part(void *arg, unsigned part, size_t b, size_t e)
+{
+	struct softmax_task *t = arg;
+
+	(void)part;
+	for (size_t r = b; r < e; r++) {
+		const float *x = t->x + r * t->cols;
+		float *o = t->out + r * t->cols;
+		float m = row_max(t->cols, x); /* subtracting the maximum keeps expf finite */
+		double sum = 0.0;
+
+		for (size_t i = 0; i < t->cols; i++) {
+			o[i] = expf(x[i] - m);
+			sum += o[i];
+		}
+		row_scale(t->cols, (float)(1.0 / sum), o);
+	}
+}
+
+void exec_cpu_softmax(struct exec_cpu *cpu, size_t rows, size_t cols, const float *x, float *out)
+{
+	struct softmax_task t = {.cols = cols, .x = x, .out = out};
+
+	if (cols == 0)
+		return;
+	exec_cpu_parallel(cpu, rows, rows * cols < SERIAL_GRAIN ? rows + 1 : 1, 1, softmax_part, &t);
+}
+
+/* --- sgemm --- */
+
+typedef void (*sgemm_fn)(int order, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
+			 const float *b, int ldb, float beta, float *c, int ldc);
+
+static struct {
+	pthread_once_t once;
+	void *handle;
+	sgemm_fn sgemm;
+	void (*set_threads)(int);
+	char config[160];
+	char core[32];
+	char note[256];
+	bool usable;
+} blas = {.once = PTHREAD_ONCE_INIT};
+
+#define CBLAS_ROW_MAJOR 101
+#define CBLAS_NO_TRANS 111
+#define GEMM_MC 4   /* rows of the built-in kernel's block */
+#define GEMM_KC 128
+#define GEMM_NC 512
+
+struct gemm_task {
+	size_t m, n, k;
+	float alpha, beta;
+	const float *a, *b, *c;
+	float *out;
+};
+
+EXEC_CLONES static void axpy_row(size_t n, float a, const float *restrict b, float *restrict o)
+{
+	for (size_t j = 0; j < n; j++)
+		o[j] += a * b[j];
+}
+
+/* The built-in kernel: rows of C split over threads, blocked so a panel of B stays in L2. */
+static void gemm_part(void *arg, unsigned part, size_t rb, size_t re)
+{
+	struct gemm_task *t = arg;
+
+	(void)part;
+	for (size_t i = rb; i < re; i++) {
+		float *o = t->out + i * t->n;
+
+		for (size_t j = 0; j < t->n; j++)
+			o[j] = (t->beta == 0.0f || t->c == NULL) ? 0.0f : t->beta * t->c[i * t->n + j];
+	}
+	for (size_t ib = rb; ib < re; ib += GEMM_MC) {
+		size_t ie = ib + GEMM_MC < re ? ib + GEMM_MC : re;
+
+		for (size_t jb = 0; jb < t->n; jb += GEMM_NC) {
+			size_t nj = jb + GEMM_NC < t->n ? GEMM_NC : t->n - jb;
+
+			for (size_t pb = 0; pb < t->k; pb += GEMM_KC) {
+				size_t pe = pb + GEMM_KC < t->k ? pb + GEMM_KC : t->k;
+
+				for (size_t i = ib; i < ie; i++)
+					for (size_t p = pb; p < pe; p++)
+						axpy_row(nj, t->alpha * t->a[i * t->k + p], t->b + p * t->n + jb,
+							 t->out + i * t->n + jb);
+			}
+		}
+	}
+}
+
+static void sgemm_builtin(struct exec_cpu *cpu, const struct gemm_task *t)
+{
+	exec_cpu_parallel(cpu, t->m, t->m * t->n * t->k < 1000000 ? t->m + 1 : 1, GEMM_MC, gemm_part,
+			  (void *)(uintptr_t)t);
+}
+
+void exec_cpu_sgemm(struct exec_cpu *cpu, size_t m, size_t n, size_t k, float alpha, const float *a, const float *b,
+		    float beta, const float *c, float *out)
+{
+	struct gemm_task t = {.m = m, .n = n, .k = k, .alpha = alpha, .beta = beta, .a = a, .b = b, .c = c, .out = out};
+
+	if (m == 0 || n == 0)
+		return;
+	exec_cpu_blas_prepare();
+	if (!blas.usable || m > INT_MAX || n > INT_MAX || k > INT_MAX || k == 0) {
+		sgemm_builtin(cpu, &t);
+		return;
+	}
+	if (beta != 0.0f && c != NULL)
+		memcpy(out, c, m * n * sizeof(float));
+	else
+		beta = 0.0f; /* BLAS ignores C when beta is 0, so out need not be cleared */
+	blas.sgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_NO_TRANS, (int)m, (int)n, (int)k, alpha, a, (int)k, b, (int)n,
+		   beta, out, (int)n);
+}
+
+static void *blas_sym(const char *name)
+{
+	return dlsym(blas.handle, name);
+}
+
+/* Compares the library's sgemm with a double reference on shapes that take its small and its blocked paths. */
+static bool blas_self_check(void)
+{
+	static const size_t shapes[][3] = {{33, 45, 67}, {191, 257, 130}};
+	bool ok = true;
+
+	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]) && ok; s++) {
+		size_t m = shapes[s][0];
+		size_t n = shapes[s][1];
+		size_t k = shapes[s][2];
+		float *a = xmalloc(m * k * sizeof(float));
+		float *b = xmalloc(k * n * sizeof(float));
+		float *c = xmalloc(m * n * sizeof(float));
+
+		for (size_t i = 0; i < m * k; i++)
+			a[i] = (float)((int)(i * 7 % 13) - 6) / 8.0f;
+		for (size_t i = 0; i < k * n; i++)
+			b[i] = (float)((int)(i * 5 % 11) - 5) / 4.0f;
+		for (size_t i = 0; i < m * n; i++)
+			c[i] = (float)(i % 3);
+		blas.sgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_NO_TRANS, (int)m, (int)n, (int)k, 1.5f, a, (int)k, b,
+			   (int)n, -0.5f, c, (int)n);
+		for (size_t i = 0; i < m && ok; i++) {
+			for (size_t j = 0; j < n && ok; j++) {
+				double ref = -0.5 * (double)((i * n + j) % 3);
+				double mag = fabs(ref);
+
+				for (size_t p = 0; p < k; p++) {
+					ref += 1.5 * (double)a[i * k + p] * b[p * n + j];
+					mag += fabs(1.5 * (double)a[i * k + p] * b[p * n + j]);
+				}
+				if (!(fabs(c[i * n + j] - ref) <= 1e-5 * mag + 1e-6))
+					ok = false;
+			}
+		}
+		free(a);
+		free(b);
+		free(c);
+	}
+	return ok;
+}
+
+static bool cpu_has_skylakex_isa(void)
+{
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+	       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+	       __builtin_cpu_supports("avx512cd");
+#else
+	return false;
+#endif
+}
+
+static void blas_load(void)
+{
+	static const char *const names[] = {"libopenblas.so.0", "libopenblas.so"};
+	const char *user = getenv("OPENBLAS_CORETYPE");
+	bool force = user == NULL && cpu_has_skylakex_isa();
+	char *(*get_config)(void) = NULL;
+	char *(*get_core)(void) = NULL;
+	void *p;
+
+	if (force)
+		setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && blas.handle == NULL; i++)
+		blas.handle = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+	if (force)
+		unsetenv("OPENBLAS_CORETYPE"); /* read only while the library initialised; children stay unaffected */
+	if (blas.handle == NULL) {
+		snprintf(blas.note, sizeof(blas.note), "OpenBLAS not found (%s); sgemm uses the built-in kernel",
+			 dlerror());
+		return;
+	}
+	p = blas_sym("cblas_sgemm");
+	memcpy(&blas.sgemm, &p, sizeof(p));
+	p = blas_sym("openblas_set_num_threads");
+	memcpy(&blas.set_threads, &p, sizeof(p));
+	p = blas_sym("openblas_get_config");
+	memcpy(&get_config, &p, sizeof(p));
+	p = blas_sym("openblas_get_corename");
+	memcpy(&get_core, &p, sizeof(p));
+	if (blas.sgemm == NULL) {
+		snprintf(blas.note, sizeof(blas.note), "the BLAS library has no cblas_sgemm; using the built-in kernel");
+		return;
+	}
+	if (get_config)
+		snprintf(blas.config, sizeof(blas.config), "%s", get_config());
+	if (get_core)
+		snprintf(blas.core, sizeof(blas.core), "%s", get_core());
+	blas.usable = blas_self_check();
+	if (!blas.usable)
+		snprintf(blas.note, sizeof(blas.note),
+			 "OpenBLAS core %s gave wrong sgemm results in the self-check; using the built-in kernel",
+			 blas.core[0] ? blas.core : "?");
+	else if (force)
+		snprintf(blas.note, sizeof(blas.note), "OpenBLAS core %s (OPENBLAS_CORETYPE=SkylakeX set for AVX-512)",
+			 blas.core);
+	else
+		snprintf(blas.note, sizeof(blas.note), "OpenBLAS core %s%s", blas.core,
+			 user ? " (OPENBLAS_CORETYPE from the environment)" : "");
+}
+
+void exec_cpu_blas_prepare(void)
+{
+	pthread_once(&blas.once, blas_load);
+}
+
+const char *exec_cpu_blas_config(void)
+{
+	exec_cpu_blas_prepare();
+	return blas.config[0] ? blas.config : NULL;
+}
+
+const char *exec_cpu_blas_core(void)
+{
+	exec_cpu_blas_prepare();
+	return blas.usable && blas.core[0] ? blas.core : NULL;
+}
+
+const char *exec_cpu_blas_note(void)
+{
+	exec_cpu_blas_prepare();
+	return blas.note;
+}
+
+/* --- the backend --- */
+
+static enum acceld_err native_open(const struct device *dev, unsigned threads, void **state, char *err,
+				   size_t errsz)
+{
+	struct exec_cpu *cpu = NULL;
+	enum acceld_err rc;
+
+	(void)dev;
+	exec_cpu_blas_prepare();
+	rc = exec_cpu_new(threads, &cpu);
+	if (rc != ACCELD_OK) {
+		snprintf(err, errsz, "cannot start CPU threads");
+		return rc;
+	}
+	if (blas.usable && blas.set_threads)
+		blas.set_threads((int)exec_cpu_threads(cpu));
+	*state = cpu;
+	return ACCELD_OK;
+}
+
+static enum acceld_err native_run(void *state, struct exec_work *w, struct exec_backend_timing *t, char *err,
+				  size_t errsz)
+{
+	struct exec_cpu *cpu = state;
+	uint64_t t0;
+
+	(void)err;
+	(void)errsz;
+	/* fault the output's pages in first so the timed kernel sees warm memory, as a STREAM loop does */
+	if (w->out != NULL)
+		exec_cpu_fill(cpu, w->out, exec_output_len(w->kernel, w->m, w->n, w->k), 0.0f);
+	t0 = clock_mono_ns();
+	switch (w->kernel) {
+	case EXEC_SAXPY:
+		exec_cpu_saxpy(cpu, w->n, w->alpha, w->in[0], w->in[1], w->out);
+		break;
+	case EXEC_TRIAD:
+		exec_cpu_triad(cpu, w->n, w->s, w->in[0], w->in[1], w->out);
+		break;
+	case EXEC_DOT:
+		w->dot = exec_cpu_dot(cpu, w->n, w->in[0], w->in[1]);
+		break;
+	case EXEC_SGEMM:
+		exec_cpu_sgemm(cpu, w->m, w->n, w->k, w->alpha, w->in[0], w->in[1], w->beta, w->in[2], w->out);
+		break;
+	case EXEC_SOFTMAX:
+		exec_cpu_softmax(cpu, w->m, w->n, w->in[0], w->out);
+		break;
+	case EXEC_KERNEL_COUNT:
+		break;
+	}
+	t->kernel_ms = (double)(clock_mono_ns() - t0) / 1e6;
+	t->transfer_ms = 0.0;
+	return ACCELD_OK;
+}
+
+static void native_close(void *state)
+{
+	exec_cpu_free(state);
+}
+
+const struct exec_backend_ops exec_native_ops = {
+	.name = "native",
+	.kind = EXEC_BACKEND_NATIVE,
+	.open = native_open,
+	.run = native_run,
+	.close = native_close,
+};

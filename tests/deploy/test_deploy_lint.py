@@ -1,0 +1,456 @@
+"""Deployment files: lint (yamllint, shellcheck, promtool, systemd-analyze), the GCP scripts' dry runs against a fake
+gcloud, the Kubernetes manifests' shape, the Grafana dashboard against a live /metrics scrape, the image's health
+check against a live server, and the runtime-library check of the Dockerfile."""
+import glob
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import tempfile
+import unittest
+
+import yaml
+
+from harness import BIN, ROOT, Server, free_port
+
+DEPLOY = os.path.join(ROOT, "deploy")
+GCP = os.path.join(DEPLOY, "gcp")
+K8S = os.path.join(DEPLOY, "k8s")
+DOCKERFILE = os.path.join(ROOT, "docker", "Dockerfile")
+CHECK_LIBS = os.path.join(ROOT, "tests", "deploy", "check_runtime_libs.sh")
+HEALTHCHECK = os.path.join(ROOT, "docker", "healthcheck.sh")
+
+
+def tool(name):
+    path = shutil.which(name)
+    assert path, f"{name} is missing; `make deps` installs it (DEB_PKGS)"
+    return path
+
+
+def run(args, **kw):
+    kw.setdefault("capture_output", True)
+    kw.setdefault("text", True)
+    kw.setdefault("timeout", 120)
+    return subprocess.run(args, **kw)
+
+
+def yaml_files():
+    files = glob.glob(os.path.join(DEPLOY, "**", "*.yaml"), recursive=True)
+    return sorted(files + [os.path.join(ROOT, ".yamllint")])
+
+
+def shell_files():
+    pats = ["deploy/**/*.sh", "docker/*.sh", "tests/deploy/*.sh"]
+    return sorted(f for p in pats for f in glob.glob(os.path.join(ROOT, p), recursive=True))
+
+
+class Lint(unittest.TestCase):
+    def test_yamllint(self):
+        files = yaml_files()
+        self.assertGreaterEqual(len(files), 10, files)
+        p = run([tool("yamllint"), "-c", os.path.join(ROOT, ".yamllint"), "-s", "-f", "parsable"] + files)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
+    def test_shellcheck(self):
+        files = shell_files()
+        self.assertGreaterEqual(len(files), 8, files)
+        p = run([tool("shellcheck"), "-x", "-S", "style"] + files, cwd=ROOT)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
+    def test_scripts_are_strict_and_executable(self):
+        for f in shell_files():
+            with open(f) as fh:
+                text = fh.read()
+            if f.endswith("/lib.sh"):  # sourced, never run
+                self.assertTrue(text.startswith("# shellcheck shell=bash"), f)
+                continue
+            self.assertTrue(text.startswith("#!/bin/bash\n"), f)
+            self.assertIn("\nset -euo pipefail\n", text, f)
+            self.assertTrue(os.stat(f).st_mode & stat.S_IXUSR, f"{f} is not executable")
+
+    def test_systemd_unit(self):
+        unit = os.path.join(DEPLOY, "systemd", "acceld.service")
+        with open(unit) as fh:
+            text = fh.read()
+        for line in ("DynamicUser=yes", "StateDirectory=acceld", "ProtectSystem=strict", "NoNewPrivileges=yes",
+                     "ProtectHome=yes", "PrivateTmp=yes", "CapabilityBoundingSet=",
+                     "ExecStart=/usr/local/bin/acceld serve", "Environment=ACCELD_DB=/var/lib/acceld/acceld.db"):
+            self.assertIn("\n" + line + "\n", text, line)
+        grace = int(re.search(r"^Environment=ACCELD_SHUTDOWN_GRACE=(\d+)s$", text, re.M).group(1))
+        stop = int(re.search(r"^TimeoutStopSec=(\d+)$", text, re.M).group(1))
+        self.assertGreater(stop, grace)
+        with tempfile.TemporaryDirectory() as tmp:
+            copy = os.path.join(tmp, "acceld.service")
+            with open(copy, "w") as fh:
+                fh.write(text.replace("/usr/local/bin/acceld", BIN))
+            p = run([tool("systemd-analyze"), "verify", copy])
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertNotIn("acceld.service", p.stderr, p.stderr)
+
+
+FAKE_GCLOUD = """#!/bin/bash
+# a stand-in for gcloud/kubectl: records each call, answers the project lookup
+printf '%s\\n' "$(basename "$0") $*" >> "$FAKE_LOG"
+if [ "$*" = "config get-value project" ]; then echo fake-project-1; fi
+exit 0
+"""
+
+REPO = "https://github.com/example/acceld"
+
+# script, extra arguments, commands the run must print (and, without --dry-run, make)
+GCP_CASES = [
+    ("gce-gpu-vm.sh", ["--repo", REPO], [
+        "gcloud compute instances create acceld-gpu --project=fake-project-1 --zone=us-central1-a "
+        "--machine-type=g2-standard-4 --accelerator=type=nvidia-l4,count=1 --maintenance-policy=TERMINATE"]),
+    ("gce-gpu-vm.sh", ["--repo", REPO, "--project", "my-proj-42", "--allow-from", "10.0.0.0/8", "--spot"], [
+        "gcloud compute instances create acceld-gpu --project=my-proj-42",
+        "--provisioning-model=SPOT",
+        "gcloud compute firewall-rules create acceld-gpu-acceld --project=my-proj-42 --network=default "
+        "--direction=INGRESS --allow=tcp:9470 --source-ranges=10.0.0.0/8 --target-tags=acceld"]),
+    ("gce-tpu-vm.sh", ["--repo", REPO], [
+        "gcloud compute tpus tpu-vm create acceld-tpu --project=fake-project-1 --zone=us-west4-a "
+        "--accelerator-type=v5litepod-1 --version=v2-alpha-tpuv5-lite"]),
+    ("gce-tpu-vm.sh", ["--repo", REPO, "--accelerator-type", "v6e-8", "--zone", "us-east5-b"], [
+        "--accelerator-type=v6e-8 --version=v2-alpha-tpuv6e"]),
+    ("gke-cluster.sh", ["--apply"], [
+        "gcloud container clusters create acceld --project=fake-project-1 --zone=us-central1-a",
+        "gcloud container clusters get-credentials acceld --project=fake-project-1 --zone=us-central1-a",
+        "kubectl apply -k "]),
+    ("gke-gpu-pool.sh", [], [
+        "gcloud container node-pools create gpu-pool --project=fake-project-1 --zone=us-central1-a "
+        "--cluster=acceld --machine-type=g2-standard-4 "
+        "--accelerator=type=nvidia-l4,count=1,gpu-driver-version=default --num-nodes=1"]),
+    ("gke-tpu-pool.sh", ["--topology", "2x2", "--machine-type", "ct5lp-hightpu-4t"], [
+        "gcloud container node-pools create tpu-pool --project=fake-project-1 --zone=us-central1-a "
+        "--cluster=acceld --machine-type=ct5lp-hightpu-4t --num-nodes=1 --tpu-topology=2x2"]),
+]
+
+
+class GcpScripts(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        bindir = os.path.join(self.tmp.name, "bin")
+        os.mkdir(bindir)
+        for name in ("gcloud", "kubectl"):
+            path = os.path.join(bindir, name)
+            with open(path, "w") as fh:
+                fh.write(FAKE_GCLOUD)
+            os.chmod(path, 0o755)
+        self.log = os.path.join(self.tmp.name, "calls.log")
+        self.env = dict(os.environ, PATH=bindir + os.pathsep + os.environ["PATH"], FAKE_LOG=self.log)
+
+    def calls(self):
+        if not os.path.exists(self.log):
+            return []
+        with open(self.log) as fh:
+            out = fh.read().splitlines()
+        os.unlink(self.log)
+        return out
+
+    def script(self, name, *args):
+        return run([os.path.join(GCP, name)] + list(args), env=self.env, cwd=self.tmp.name)
+
+    def test_dry_run_prints_and_makes_no_changes(self):
+        for name, args, want in GCP_CASES:
+            with self.subTest(script=name, args=args):
+                p = self.script(name, *args, "--dry-run")
+                self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+                printed = [l[2:] for l in p.stdout.splitlines() if l.startswith("+ ")]
+                for w in want:
+                    self.assertTrue(any(w in l for l in printed), f"{w!r} not in {printed}")
+                # only the read-only project lookup may reach gcloud in a dry run
+                self.assertTrue(all(c == "gcloud config get-value project" for c in self.calls()))
+
+    def test_real_run_makes_the_printed_calls(self):
+        for name, args, want in GCP_CASES:
+            with self.subTest(script=name, args=args):
+                p = self.script(name, *args)
+                self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+                made = [c for c in self.calls() if c != "gcloud config get-value project"]
+                printed = [l[2:] for l in p.stdout.splitlines() if l.startswith("+ ")]
+                self.assertEqual(len(made), len(printed), (made, printed))
+                for w in want:
+                    self.assertTrue(any(w in c for c in made), f"{w!r} not in {made}")
+
+    def test_bad_values_are_refused_before_any_call(self):
+        bad = [("gce-gpu-vm.sh", ["--zone", "us-central1-a;reboot"]),
+               ("gce-gpu-vm.sh", ["--repo", "file:///etc"]),
+               ("gce-gpu-vm.sh", ["--repo", REPO, "--count", "0"]),
+               ("gce-gpu-vm.sh", ["--repo", REPO, "--allow-from", "0.0.0.0/0 --x"]),
+               ("gce-tpu-vm.sh", ["--repo", REPO, "--name", "Bad_Name"]),
+               ("gce-tpu-vm.sh", ["--repo", REPO, "--accelerator-type", "v9-8"]),
+               ("gke-cluster.sh", ["--nodes", "many"]),
+               ("gke-cluster.sh", ["--no-such-option"]),
+               ("gke-gpu-pool.sh", ["--cluster"]),
+               ("gke-tpu-pool.sh", ["--topology", "2x2;id"])]
+        for name, args in bad:
+            with self.subTest(script=name, args=args):
+                base = [] if "--repo" in args or not name.startswith("gce") else ["--repo", REPO]
+                p = self.script(name, *(base + args))
+                self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+                self.assertTrue(p.stderr.strip(), "no message")
+                made = [c for c in self.calls() if c != "gcloud config get-value project"]
+                self.assertEqual(made, [])
+
+    def test_help(self):
+        for path in sorted(glob.glob(os.path.join(GCP, "*.sh"))):
+            if path.endswith("lib.sh") or path.endswith("vm-startup.sh"):
+                continue
+            p = run([path, "--help"], env=self.env)
+            self.assertEqual(p.returncode, 0, path)
+            self.assertIn("--dry-run", p.stdout, path)
+
+
+def load_k8s():
+    docs = {}
+    for f in sorted(glob.glob(os.path.join(K8S, "*.yaml"))):
+        with open(f) as fh:
+            for d in yaml.safe_load_all(fh):
+                if d:
+                    docs[(d["kind"], d["metadata"]["name"] if "metadata" in d else os.path.basename(f))] = d
+    return docs
+
+
+def seconds(text):
+    m = re.fullmatch(r"(\d+)(s|m)", text)
+    return int(m.group(1)) * (60 if m.group(2) == "m" else 1)
+
+
+class Kubernetes(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.docs = load_k8s()
+        cls.daemonsets = {n: d for (k, n), d in cls.docs.items() if k == "DaemonSet"}
+
+    def test_kustomization_lists_every_manifest(self):
+        with open(os.path.join(K8S, "kustomization.yaml")) as fh:
+            k = yaml.safe_load(fh)
+        files = sorted(os.path.basename(f) for f in glob.glob(os.path.join(K8S, "*.yaml")))
+        files.remove("kustomization.yaml")
+        self.assertEqual(sorted(k["resources"]), files)
+        self.assertEqual(k["namespace"], "acceld")
+
+    def test_three_daemonsets(self):
+        self.assertEqual(sorted(self.daemonsets), ["acceld-cpu", "acceld-gpu", "acceld-tpu"])
+        selectors = [tuple(sorted(d["spec"]["selector"]["matchLabels"].items())) for d in self.daemonsets.values()]
+        self.assertEqual(len(set(selectors)), 3, "DaemonSet selectors overlap")
+
+    def test_pod_security_probes_and_scraping(self):
+        cfg = self.docs[("ConfigMap", "acceld")]["data"]
+        self.assertEqual(cfg["ACCELD_LISTEN"], "0.0.0.0:9470")
+        grace = seconds(cfg["ACCELD_SHUTDOWN_GRACE"])
+        for name, ds in self.daemonsets.items():
+            with self.subTest(daemonset=name):
+                tpl = ds["spec"]["template"]
+                spec = tpl["spec"]
+                ann = tpl["metadata"]["annotations"]
+                self.assertEqual(ann["prometheus.io/scrape"], "true")
+                self.assertEqual(ann["prometheus.io/port"], "9470")
+                self.assertEqual(ann["prometheus.io/path"], "/metrics")
+                self.assertGreater(spec["terminationGracePeriodSeconds"], grace)
+                self.assertFalse(spec["automountServiceAccountToken"])
+                psc = spec["securityContext"]
+                self.assertTrue(psc["runAsNonRoot"])
+                self.assertEqual(psc["seccompProfile"]["type"], "RuntimeDefault")
+                for c in spec["containers"]:
+                    sc = c["securityContext"]
+                    self.assertFalse(sc["allowPrivilegeEscalation"], c["name"])
+                    self.assertTrue(sc["readOnlyRootFilesystem"], c["name"])
+                    self.assertEqual(sc["capabilities"]["drop"], ["ALL"], c["name"])
+                    self.assertNotIn("add", sc["capabilities"], c["name"])
+                    self.assertNotIn("privileged", sc, c["name"])
+                    self.assertIn("limits", c["resources"], c["name"])
+                    self.assertIn("requests", c["resources"], c["name"])
+                main = next(c for c in spec["containers"] if c["name"] == "acceld")
+                self.assertTrue(main["securityContext"]["runAsNonRoot"])
+                self.assertEqual(main["livenessProbe"]["httpGet"]["path"], "/livez")
+                self.assertEqual(main["readinessProbe"]["httpGet"]["path"], "/readyz")
+                self.assertEqual(main["startupProbe"]["httpGet"]["path"], "/livez")
+                mounts = {m["mountPath"]: m["name"] for m in main["volumeMounts"]}
+                self.assertIn("/var/lib/acceld", mounts)
+                self.assertIn("/tmp", mounts)
+                vols = {v["name"]: v for v in spec["volumes"]}
+                self.assertIn("emptyDir", vols[mounts["/var/lib/acceld"]])
+
+    def test_nfd_sidecar(self):
+        path = "/etc/kubernetes/node-feature-discovery/features.d"
+        for name, ds in self.daemonsets.items():
+            with self.subTest(daemonset=name):
+                spec = ds["spec"]["template"]["spec"]
+                nfd = next(c for c in spec["containers"] if c["name"] == "nfd")
+                self.assertIn(f"acceld report --nfd {path}/acceld", "\n".join(nfd["args"]))
+                mount = next(m for m in nfd["volumeMounts"] if m["mountPath"] == path)
+                vol = next(v for v in spec["volumes"] if v["name"] == mount["name"])
+                self.assertEqual(vol["hostPath"]["path"], path)
+
+    def affinity(self, name):
+        return self.daemonsets[name]["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+
+    def test_gpu_daemonset(self):
+        spec = self.daemonsets["acceld-gpu"]["spec"]["template"]["spec"]
+        self.assertIn({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}, spec["tolerations"])
+        env = {e["name"]: e["value"] for e in next(c for c in spec["containers"] if c["name"] == "acceld")["env"]}
+        self.assertEqual(env["NVIDIA_DRIVER_CAPABILITIES"], "compute,utility")
+        self.assertEqual(env["NVIDIA_VISIBLE_DEVICES"], "all")
+        keys = {e["key"] for t in self.affinity("acceld-gpu") for e in t["matchExpressions"]}
+        self.assertIn("cloud.google.com/gke-accelerator", keys)
+        for c in spec["containers"]:
+            self.assertNotIn("nvidia.com/gpu", json.dumps(c["resources"]), "acceld must not take a GPU")
+
+    def test_tpu_daemonset(self):
+        spec = self.daemonsets["acceld-tpu"]["spec"]["template"]["spec"]
+        self.assertIn({"key": "google.com/tpu", "operator": "Exists"}, spec["tolerations"])
+        self.assertEqual(self.affinity("acceld-tpu"),
+                         [{"matchExpressions": [{"key": "cloud.google.com/gke-tpu-accelerator",
+                                                 "operator": "Exists"}]}])
+        for c in spec["containers"]:
+            self.assertNotIn("google.com/tpu", json.dumps(c["resources"]), "acceld must not take a TPU")
+
+    def test_cpu_daemonset_avoids_accelerator_nodes(self):
+        exprs = self.affinity("acceld-cpu")[0]["matchExpressions"]
+        self.assertEqual({e["key"] for e in exprs if e["operator"] == "DoesNotExist"},
+                         {"cloud.google.com/gke-accelerator", "cloud.google.com/gke-tpu-accelerator",
+                          "nvidia.com/gpu.present"})
+        self.assertNotIn("tolerations", self.daemonsets["acceld-cpu"]["spec"]["template"]["spec"])
+
+    def test_service(self):
+        svc = self.docs[("Service", "acceld")]["spec"]
+        self.assertEqual(svc["internalTrafficPolicy"], "Local")
+        self.assertEqual(svc["selector"], {"app.kubernetes.io/name": "acceld"})
+        self.assertEqual(svc["ports"][0]["port"], 9470)
+
+
+class Image(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        with open(DOCKERFILE) as fh:
+            cls.text = fh.read()
+
+    def arg(self, name):
+        joined = re.sub(r"\\\n", "", self.text)
+        return re.search(rf'^ARG {name}="([^"]*)"', joined, re.M).group(1).split()
+
+    def test_dockerfile_shape(self):
+        t = self.text
+        self.assertIn("ARG DEBIAN_IMAGE=debian:12-slim\n", t)
+        self.assertEqual(re.findall(r"^FROM (\S+)", t, re.M), ["${DEBIAN_IMAGE}", "${DEBIAN_IMAGE}"])
+        self.assertRegex(t, r"\nRUN make deps DEB_PKGS=")
+        user = re.findall(r"^USER (\S+)$", t, re.M)
+        self.assertEqual(len(user), 1)
+        self.assertNotIn(user[0].split(":")[0], ("root", "0"))
+        self.assertRegex(t, r'\nVOLUME \["/var/lib/acceld"\]\n')
+        self.assertRegex(t, r"\nHEALTHCHECK .*CMD \[\"/usr/local/lib/acceld/healthcheck.sh\"\]\n")
+        self.assertIn("ACCELD_LISTEN=0.0.0.0:9470", t)
+        self.assertIn("NVIDIA_DRIVER_CAPABILITIES=compute,utility", t)
+        self.assertIn("NVIDIA_VISIBLE_DEVICES=all", t)
+        self.assertIn("COPY docker/nvidia.icd /etc/OpenCL/vendors/nvidia.icd", t)
+        for label in ("title", "description", "version", "revision", "created"):
+            self.assertIn(f"org.opencontainers.image.{label}=", t)
+        with open(os.path.join(ROOT, "docker", "nvidia.icd")) as fh:
+            self.assertEqual(fh.read(), "libnvidia-opencl.so.1\n")
+
+    def test_build_packages_cover_the_makefile(self):
+        """Every compiler, header and -dev package of the Makefile's DEB_PKGS is installed by the build stage."""
+        with open(os.path.join(ROOT, "Makefile")) as fh:
+            mk = re.sub(r"\\\n", " ", fh.read())
+        pkgs = set()
+        for m in re.finditer(r"^DEB_PKGS\s*[:+]?=(.*)$", mk, re.M):
+            pkgs.update(m.group(1).split("#")[0].split())
+        build = {p for p in pkgs if p.endswith("-dev") or p in ("make", "gcc", "pkg-config", "opencl-c-headers")}
+        build.discard("check")
+        self.assertTrue(build)
+        self.assertEqual(sorted(build - set(self.arg("BUILD_PACKAGES"))), [])
+
+    def test_dockerignore(self):
+        with open(os.path.join(ROOT, ".dockerignore")) as fh:
+            lines = {l.strip() for l in fh if l.strip() and not l.startswith("#")}
+        for entry in (".git", "build", "var"):
+            self.assertIn(entry, lines)
+
+    def test_runtime_packages_are_exactly_what_the_binary_links(self):
+        p = run([CHECK_LIBS, BIN, DOCKERFILE])
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("libmicrohttpd.so.12 -> libmicrohttpd12", p.stdout)
+
+    def test_runtime_check_catches_drift(self):
+        pkgs = self.arg("RUNTIME_PACKAGES")
+        with tempfile.TemporaryDirectory() as tmp:
+            cases = {"missing": pkgs[1:], "not needed": pkgs + ["libpng16-16"]}
+            for what, listed in cases.items():
+                df = os.path.join(tmp, "Dockerfile")
+                with open(df, "w") as fh:
+                    fh.write('FROM x\nARG RUNTIME_PACKAGES="' + " ".join(listed) + '"\n')
+                p = run([CHECK_LIBS, BIN, df])
+                self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+                self.assertIn(what, p.stdout)
+
+
+def scrape_families():
+    with Server() as srv:
+        r = srv.get("/metrics")
+        assert r.status == 200, r
+        text = r.text
+    return {m.group(1): m.group(2) for m in re.finditer(r"^# TYPE (\S+) (\S+)$", text, re.M)}
+
+
+class Grafana(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        with open(os.path.join(DEPLOY, "grafana", "acceld-dashboard.json")) as fh:
+            cls.dash = json.load(fh)
+        cls.exprs = [t["expr"] for p in cls.dash["panels"] for t in p.get("targets", [])]
+
+    def test_shape(self):
+        self.assertEqual(self.dash["uid"], "acceld-fleet")
+        self.assertGreaterEqual(len(self.exprs), 20)
+        ids = [p["id"] for p in self.dash["panels"]]
+        self.assertEqual(len(ids), len(set(ids)))
+        names = {v["name"] for v in self.dash["templating"]["list"]}
+        self.assertEqual(names, {"datasource", "instance", "device"})
+
+    def test_every_metric_is_in_a_live_scrape(self):
+        families = scrape_families()
+        used = set(re.findall(r"\bacceld_[a-z0-9_]+", " ".join(self.exprs) + json.dumps(self.dash["templating"])))
+        self.assertTrue(used)
+        for name in sorted(used):
+            base = re.sub(r"_(bucket|sum|count)$", "", name)
+            if name in families:
+                continue
+            self.assertIn(base, families, f"{name} is not exposed by /metrics")
+            self.assertEqual(families[base], "histogram", name)
+
+    def test_queries_parse(self):
+        rules = {"groups": [{"name": "dashboard", "rules": [
+            {"record": f"acceld:dashboard_{i}", "expr": e.replace("$instance", ".*").replace("$device", ".*")}
+            for i, e in enumerate(self.exprs)]}]}
+        with tempfile.NamedTemporaryFile("w", suffix=".yml") as fh:
+            yaml.safe_dump(rules, fh)
+            fh.flush()
+            p = run([tool("promtool"), "check", "rules", fh.name])
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
+
+class HealthCheck(unittest.TestCase):
+    def test_live_server_is_healthy(self):
+        with Server() as srv:
+            env = dict(os.environ, ACCELD_LISTEN=f"0.0.0.0:{srv.port}")
+            p = run([HEALTHCHECK], env=env)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
+    def test_nothing_listening_is_unhealthy(self):
+        env = dict(os.environ, ACCELD_LISTEN=f"127.0.0.1:{free_port()}")
+        p = run([HEALTHCHECK], env=env)
+        self.assertNotEqual(p.returncode, 0)
+
+    def test_bad_listen_value(self):
+        p = run([HEALTHCHECK], env=dict(os.environ, ACCELD_LISTEN="localhost"))
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("cannot read a port", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

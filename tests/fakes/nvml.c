@@ -1,0 +1,503 @@
+/*
+ * A fake libnvidia-ml for the NVML probe's tests, built as $(BUILD)/fakes/libnvml.so.
+ *
+ * Four GPUs are described; FAKE_NVML_COUNT (default 2) says how many exist: 0 "NVIDIA H100 80GB HBM3" (80 GiB),
+ * 1 "NVIDIA L4" (24 GiB), 2 "NVIDIA A100-SXM4-40GB", 3 "Tesla T4". Switches, read on every call:
+ *   FAKE_NVML_INIT_FAIL=1         nvmlInit fails with "Driver Not Loaded"
+ *   FAKE_NVML_COUNT_FAIL=1        nvmlDeviceGetCount fails
+ *   FAKE_NVML_FAIL=call[,call]    these calls fail with "Unknown Error" on GPU FAKE_NVML_FAIL_GPU (default 1);
+ *                                 calls: handle name uuid pci memory utilization temperature power power_limit
+ *                                 energy clock cc mig numa
+ *   FAKE_NVML_FAIL_AFTER=K        every per-GPU call after the K-th one fails with "GPU is lost"
+ *   FAKE_NVML_UTIL=P              every GPU reports P% utilisation (default 50 and 10, ...)
+ *   FAKE_NVML_MIG=1               GPU 0 is in MIG mode with two instances (MIG-aaaa..., MIG-bbbb...)
+ *   FAKE_NVML_NOT_SUPPORTED=call  that call answers "Not Supported" on every GPU
+ * fake_nvml_calls(name) tells a test how often an entry point was called (by its exported name).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#define OK 0
+#define ERR_UNINITIALIZED 1
+#define ERR_INVALID_ARGUMENT 2
+#define ERR_NOT_SUPPORTED 3
+#define ERR_INSUFFICIENT_SIZE 7
+#define ERR_DRIVER_NOT_LOADED 9
+#define ERR_NOT_FOUND 6
+#define ERR_GPU_IS_LOST 15
+#define ERR_UNKNOWN 999
+
+typedef int nvmlReturn_t;
+typedef struct fake_gpu *nvmlDevice_t;
+
+typedef struct {
+	unsigned long long total, free, used;
+} nvmlMemory_t;
+
+typedef struct {
+	unsigned int version;
+	unsigned long long total, reserved, free, used;
+} nvmlMemory_v2_t;
+
+typedef struct {
+	unsigned int gpu, memory;
+} nvmlUtilization_t;
+
+typedef struct {
+	char busIdLegacy[16];
+	unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+	char busId[32];
+} nvmlPciInfo_t;
+
+struct fake_gpu {
+	const char *name;
+	const char *uuid;
+	const char *bus_id;
+	unsigned bus;
+	unsigned device_id;
+	unsigned long long memory;
+	unsigned util;
+	unsigned temp;
+	unsigned power_mw;
+	unsigned limit_mw;
+	unsigned sm_max, mem_max;
+	int cc_major, cc_minor;
+	unsigned numa;
+	int index;
+};
+
+#define GIB (1024ull * 1024 * 1024)
+
+static struct fake_gpu gpus[] = {
+	{"NVIDIA H100 80GB HBM3", "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6", "00000000:65:00.0", 0x65, 0x2330,
+	 80 * GIB, 50, 41, 312000, 700000, 1980, 2619, 9, 0, 0, 0},
+	{"NVIDIA L4", "GPU-89a1c3e0-1111-2222-3333-444455556666", "00000000:CA:00.0", 0xca, 0x27b8, 24 * GIB, 10,
+	 55, 27000, 72000, 2040, 6251, 8, 9, 1, 1},
+	{"NVIDIA A100-SXM4-40GB", "GPU-5e3c0c9a-aaaa-bbbb-cccc-ddddeeeeffff", "00000000:07:00.0", 0x07, 0x20b0,
+	 40 * GIB, 0, 30, 60000, 400000, 1410, 1215, 8, 0, 0, 2},
+	{"Tesla T4", "GPU-5e3d0000-aaaa-bbbb-cccc-000000000004", "00000000:08:00.0", 0x08, 0x1eb8, 16 * GIB, 0, 30,
+	 20000, 70000, 1590, 5001, 7, 5, 0, 3},
+};
+
+static struct fake_gpu migs[] = {
+	{"MIG 1g.10gb", "MIG-aaaa1111-0000-0000-0000-000000000001", "", 0, 0, 10 * GIB, 0, 0, 0, 0, 0, 0, 9, 0, 0, 100},
+	{"MIG 1g.10gb", "MIG-bbbb2222-0000-0000-0000-000000000002", "", 0, 0, 10 * GIB, 0, 0, 0, 0, 0, 0, 9, 0, 0, 101},
+};
+
+static int inits;
+static long device_calls;
+
+/* call counters by exported name, for fake_nvml_calls */
+static const char *counted[] = {"nvmlInit", "nvmlInit_v2", "nvmlDeviceGetCount", "nvmlDeviceGetCount_v2",
+				"nvmlDeviceGetHandleByIndex", "nvmlDeviceGetHandleByIndex_v2",
+				"nvmlDeviceGetMemoryInfo", "nvmlDeviceGetMemoryInfo_v2", "nvmlDeviceGetPciInfo_v3",
+				"nvmlShutdown", "nvmlDeviceGetHandleByUUID"};
+static long counts[sizeof(counted) / sizeof(counted[0])];
+
+long fake_nvml_calls(const char *name);
+nvmlReturn_t nvmlInit(void);
+nvmlReturn_t nvmlInit_v2(void);
+nvmlReturn_t nvmlShutdown(void);
+const char *nvmlErrorString(nvmlReturn_t rc);
+nvmlReturn_t nvmlSystemGetDriverVersion(char *buf, unsigned int len);
+nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *v);
+nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *v);
+nvmlReturn_t nvmlDeviceGetCount(unsigned int *n);
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *n);
+nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int i, nvmlDevice_t *h);
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t *h);
+nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *h);
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t h, char *buf, unsigned int len);
+nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t h, char *buf, unsigned int len);
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t h, nvmlPciInfo_t *p);
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t h, nvmlMemory_t *m);
+nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t h, nvmlMemory_v2_t *m);
+nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t h, nvmlUtilization_t *u);
+nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t h, int sensor, unsigned int *t);
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t h, unsigned int *mw);
+nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t h, unsigned int *mw);
+nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t h, unsigned long long *mj);
+nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t h, int type, unsigned int *mhz);
+nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t h, int *major, int *minor);
+nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t h, unsigned int *cur, unsigned int *pending);
+nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t h, unsigned int *node);
+nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t h, unsigned int *n);
+nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t h, unsigned int i, nvmlDevice_t *mig);
+
+static void count(const char *name)
+{
+	for (size_t i = 0; i < sizeof(counted) / sizeof(counted[0]); i++)
+		if (strcmp(counted[i], name) == 0)
+			counts[i]++;
+}
+
+long fake_nvml_calls(const char *name)
+{
+	for (size_t i = 0; i < sizeof(counted) / sizeof(counted[0]); i++)
+		if (strcmp(counted[i], name) == 0)
+			return counts[i];
+	return -1;
+}
+
+static unsigned env_uint(const char *name, unsigned dflt)
+{
+	const char *v = getenv(name);
+	char *end;
+	unsigned long n;
+
+	if (v == NULL || *v == '\0')
+		return dflt;
+	n = strtoul(v, &end, 10);
+	return *end == '\0' ? (unsigned)n : dflt;
+}
+
+static unsigned gpu_count(void)
+{
+	unsigned n = env_uint("FAKE_NVML_COUNT", 2);
+
+	return n > 4 ? 4 : n;
+}
+
+/* Whether name is in the comma-separated list held by the variable. */
+static int listed(const char *var, const char *name)
+{
+	const char *v = getenv(var);
+	size_t len = strlen(name);
+
+	while (v != NULL && *v != '\0') {
+		const char *comma = strchr(v, ',');
+		size_t n = comma ? (size_t)(comma - v) : strlen(v);
+
+		if (n == len && strncmp(v, name, n) == 0)
+			return 1;
+		v = comma ? comma + 1 : NULL;
+	}
+	return 0;
+}
+
+/* The outcome of a per-GPU call before it does anything. */
+static nvmlReturn_t gate(nvmlDevice_t h, const char *call)
+{
+	long after = (long)env_uint("FAKE_NVML_FAIL_AFTER", 0);
+
+	if (inits == 0)
+		return ERR_UNINITIALIZED;
+	if (h == NULL)
+		return ERR_INVALID_ARGUMENT;
+	device_calls++;
+	if (after > 0 && device_calls > after)
+		return ERR_GPU_IS_LOST;
+	if (listed("FAKE_NVML_NOT_SUPPORTED", call))
+		return ERR_NOT_SUPPORTED;
+	if (h->index == (int)env_uint("FAKE_NVML_FAIL_GPU", 1) && listed("FAKE_NVML_FAIL", call))
+		return ERR_UNKNOWN;
+	return OK;
+}
+
+static nvmlReturn_t copy_text(char *buf, unsigned int len, const char *text)
+{
+	if (strlen(text) + 1 > len)
+		return ERR_INSUFFICIENT_SIZE;
+	memcpy(buf, text, strlen(text) + 1);
+	return OK;
+}
+
+nvmlReturn_t nvmlInit(void)
+{
+	count("nvmlInit");
+	if (env_uint("FAKE_NVML_INIT_FAIL", 0))
+		return ERR_DRIVER_NOT_LOADED;
+	inits++;
+	return OK;
+}
+
+nvmlReturn_t nvmlInit_v2(void)
+{
+	count("nvmlInit_v2");
+	if (env_uint("FAKE_NVML_INIT_FAIL", 0))
+		return ERR_DRIVER_NOT_LOADED;
+	inits++;
+	return OK;
+}
+
+nvmlReturn_t nvmlShutdown(void)
+{
+	count("nvmlShutdown");
+	if (inits == 0)
+		return ERR_UNINITIALIZED;
+	inits--;
+	return OK;
+}
+
+const char *nvmlErrorString(nvmlReturn_t rc)
+{
+	switch (rc) {
+	case OK:
+		return "Success";
+	case ERR_UNINITIALIZED:
+		return "Uninitialized";
+	case ERR_INVALID_ARGUMENT:
+		return "Invalid Argument";
+	case ERR_NOT_SUPPORTED:
+		return "Not Supported";
+	case ERR_DRIVER_NOT_LOADED:
+		return "Driver Not Loaded";
+	case ERR_GPU_IS_LOST:
+		return "GPU is lost";
+	default:
+		return "Unknown Error";
+	}
+}
+
+nvmlReturn_t nvmlSystemGetDriverVersion(char *buf, unsigned int len)
+{
+	return inits ? copy_text(buf, len, "550.54.15") : ERR_UNINITIALIZED;
+}
+
+nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *v)
+{
+	*v = 12040;
+	return OK;
+}
+
+nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *v)
+{
+	*v = 12040;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetCount(unsigned int *n)
+{
+	count("nvmlDeviceGetCount");
+	if (inits == 0)
+		return ERR_UNINITIALIZED;
+	*n = gpu_count();
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *n)
+{
+	count("nvmlDeviceGetCount_v2");
+	if (inits == 0)
+		return ERR_UNINITIALIZED;
+	if (env_uint("FAKE_NVML_COUNT_FAIL", 0))
+		return ERR_UNKNOWN;
+	*n = gpu_count();
+	return OK;
+}
+
+static nvmlReturn_t handle_by_index(unsigned int i, nvmlDevice_t *h)
+{
+	nvmlReturn_t rc;
+
+	if (inits == 0)
+		return ERR_UNINITIALIZED;
+	if (i >= gpu_count())
+		return ERR_INVALID_ARGUMENT;
+	rc = gate(&gpus[i], "handle");
+	if (rc == OK)
+		*h = &gpus[i];
+	return rc;
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int i, nvmlDevice_t *h)
+{
+	count("nvmlDeviceGetHandleByIndex");
+	return handle_by_index(i, h);
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t *h)
+{
+	count("nvmlDeviceGetHandleByIndex_v2");
+	return handle_by_index(i, h);
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *h)
+{
+	count("nvmlDeviceGetHandleByUUID");
+	for (unsigned i = 0; i < gpu_count(); i++) {
+		if (strcmp(gpus[i].uuid, uuid) == 0) {
+			nvmlReturn_t rc = gate(&gpus[i], "handle");
+
+			if (rc == OK)
+				*h = &gpus[i];
+			return rc;
+		}
+	}
+	return ERR_NOT_FOUND;
+}
+
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t h, char *buf, unsigned int len)
+{
+	nvmlReturn_t rc = gate(h, "name");
+
+	return rc == OK ? copy_text(buf, len, h->name) : rc;
+}
+
+nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t h, char *buf, unsigned int len)
+{
+	nvmlReturn_t rc = gate(h, "uuid");
+
+	return rc == OK ? copy_text(buf, len, h->uuid) : rc;
+}
+
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t h, nvmlPciInfo_t *p)
+{
+	nvmlReturn_t rc = gate(h, "pci");
+
+	count("nvmlDeviceGetPciInfo_v3");
+	if (rc != OK)
+		return rc;
+	memset(p, 0, sizeof(*p));
+	memcpy(p->busIdLegacy, h->bus_id + 4, strlen(h->bus_id + 4) + 1);
+	memcpy(p->busId, h->bus_id, strlen(h->bus_id) + 1);
+	p->bus = h->bus;
+	p->pciDeviceId = h->device_id << 16 | 0x10de;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t h, nvmlMemory_t *m)
+{
+	nvmlReturn_t rc = gate(h, "memory");
+
+	count("nvmlDeviceGetMemoryInfo");
+	if (rc != OK)
+		return rc;
+	m->total = h->memory;
+	m->used = h->memory / 4;
+	m->free = h->memory - m->used;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t h, nvmlMemory_v2_t *m)
+{
+	nvmlReturn_t rc = gate(h, "memory");
+
+	count("nvmlDeviceGetMemoryInfo_v2");
+	if (rc != OK)
+		return rc;
+	if (m->version != (unsigned)(sizeof(nvmlMemory_v2_t) | (2u << 24)))
+		return ERR_INVALID_ARGUMENT;
+	m->total = h->memory;
+	m->reserved = 0;
+	m->used = h->memory / 4;
+	m->free = h->memory - m->used;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t h, nvmlUtilization_t *u)
+{
+	nvmlReturn_t rc = gate(h, "utilization");
+
+	if (rc != OK)
+		return rc;
+	u->gpu = env_uint("FAKE_NVML_UTIL", h->util);
+	u->memory = u->gpu / 2;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t h, int sensor, unsigned int *t)
+{
+	nvmlReturn_t rc = gate(h, "temperature");
+
+	if (rc != OK)
+		return rc;
+	if (sensor != 0)
+		return ERR_INVALID_ARGUMENT;
+	*t = h->temp;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t h, unsigned int *mw)
+{
+	nvmlReturn_t rc = gate(h, "power");
+
+	if (rc == OK)
+		*mw = h->power_mw;
+	return rc;
+}
+
+nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t h, unsigned int *mw)
+{
+	nvmlReturn_t rc = gate(h, "power_limit");
+
+	if (rc == OK)
+		*mw = h->limit_mw;
+	return rc;
+}
+
+nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t h, unsigned long long *mj)
+{
+	nvmlReturn_t rc = gate(h, "energy");
+
+	if (rc == OK)
+		*mj = 123456789ull + (unsigned long long)h->index;
+	return rc;
+}
+
+nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t h, int type, unsigned int *mhz)
+{
+	nvmlReturn_t rc = gate(h, "clock");
+
+	if (rc != OK)
+		return rc;
+	if (type == 1)
+		*mhz = h->sm_max;
+	else if (type == 2)
+		*mhz = h->mem_max;
+	else
+		return ERR_INVALID_ARGUMENT;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t h, int *major, int *minor)
+{
+	nvmlReturn_t rc = gate(h, "cc");
+
+	if (rc == OK) {
+		*major = h->cc_major;
+		*minor = h->cc_minor;
+	}
+	return rc;
+}
+
+nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t h, unsigned int *cur, unsigned int *pending)
+{
+	nvmlReturn_t rc = gate(h, "mig");
+
+	if (rc != OK)
+		return rc;
+	*cur = h->index == 0 && env_uint("FAKE_NVML_MIG", 0) ? 1 : 0;
+	*pending = *cur;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t h, unsigned int *node)
+{
+	nvmlReturn_t rc = gate(h, "numa");
+
+	if (rc == OK)
+		*node = h->numa;
+	return rc;
+}
+
+nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t h, unsigned int *n)
+{
+	nvmlReturn_t rc = gate(h, "mig");
+
+	if (rc == OK)
+		*n = h->index == 0 && env_uint("FAKE_NVML_MIG", 0) ? 7 : 0;
+	return rc;
+}
+
+nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t h, unsigned int i, nvmlDevice_t *mig)
+{
+	nvmlReturn_t rc = gate(h, "mig");
+
+	if (rc != OK)
+		return rc;
+	if (h->index != 0 || !env_uint("FAKE_NVML_MIG", 0) || i >= 2)
+		return ERR_NOT_FOUND;
+	*mig = &migs[i];
+	return OK;
+}

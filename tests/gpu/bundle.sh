@@ -1,0 +1,28 @@
+#!/bin/sh
+# Packs build/acceld with every shared library it needs that a bare host may lack, for check_nvidia.sh.
+#
+#   tests/gpu/bundle.sh [BIN] [OUT]     (defaults: build/acceld, build/gpu-bundle)
+#
+# OUT gets acceld, lib/ (each library `ldd` lists, except the C library and the loader, which must come from the
+# host), check_nvidia.sh and a tar of all of it beside the folder (OUT.tar.gz). PoCL's ICD file and its own
+# libraries are not copied: the OpenCL check relies on the host's vendor ICD (NVIDIA's).
+set -eu
+
+BIN=${1:-build/acceld}
+OUT=${2:-build/gpu-bundle}
+HERE=$(dirname "$0")
+[ -x "$BIN" ] || { echo "bundle: $BIN is not built (make)" >&2; exit 2; }
+
+rm -rf "$OUT"
+mkdir -p "$OUT/lib"
+cp "$BIN" "$OUT/acceld"
+cp "$HERE/check_nvidia.sh" "$OUT/"
+ldd "$BIN" | awk '/=> \// { print $3 }' | while read -r lib; do
+	case "$(basename "$lib")" in
+	# the C runtime and the loader belong to the host; mixing them with the host's is unsafe
+	libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*|ld-linux*|libresolv.so.*) ;;
+	*) cp -L "$lib" "$OUT/lib/" ;;
+	esac
+done
+tar -C "$(dirname "$OUT")" -czf "$OUT.tar.gz" "$(basename "$OUT")"
+echo "bundle: $OUT ($(ls "$OUT/lib" | wc -l) libraries), $OUT.tar.gz"

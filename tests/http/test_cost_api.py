@@ -1,0 +1,126 @@
+"""GET /cost, /cost/estimate, GET and PUT /cost/prices against the real binary: every price names its source,
+overrides need the token, persist across a restart and follow the documented precedence."""
+import json
+import os
+import tempfile
+import time
+import unittest
+
+from harness import Server, ServerTestCase
+
+TOKEN = "cost-secret"
+AUTH = {"Authorization": "Bearer " + TOKEN}
+
+
+class Cost(ServerTestCase):
+    server_args = ("--sample-interval", "100ms", "--token", TOKEN)
+
+    def test_report_has_every_part_in_usd(self):
+        deadline = time.monotonic() + 15
+        while True:
+            r = self.server.get("/cost?group_by=hour")
+            self.assertEqual(r.status, 200, r)
+            doc = r.json()
+            cpu = [d for d in doc["devices"] if d["device"] == "cpu:0"][0]
+            if cpu["allocated"]["seconds"] > 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        self.assertEqual(doc["currency"], "USD")
+        self.assertEqual(doc["group_by"], "hour")
+        cpu = [d for d in doc["devices"] if d["device"] == "cpu:0"][0]
+        self.assertTrue(cpu["present"])
+        self.assertIn("source", cpu["price"])
+        for key in ("allocated", "utilized", "jobs", "groups"):
+            self.assertIn(key, cpu)
+        self.assertGreater(cpu["allocated"]["seconds"], 0)
+        self.assertLessEqual(cpu["utilized"]["seconds"], cpu["allocated"]["seconds"] + 1e-9)
+        for key in ("allocated_usd", "utilized_usd", "jobs_usd", "groups"):
+            self.assertIn(key, doc["totals"])
+
+    def test_bad_windows_and_groups(self):
+        doc = self.assertProblem(self.server.get("/cost?group_by=week"), 400, "INVALID_PARAMETER")
+        self.assertEqual(doc["parameter"], "group_by")
+        doc = self.assertProblem(self.server.get("/cost?start_time=2026-01-02T00:00:00Z&end_time=2026-01-01T00:00:00Z"),
+                                 400, "INVALID_WINDOW")
+        self.assertEqual(doc["parameter"], "end_time")
+        doc = self.assertProblem(self.server.get("/cost?start_time=1999-01-01T00:00:00Z"), 400, "BEYOND_RETENTION")
+        self.assertEqual(doc["parameter"], "start_time")
+        doc = self.assertProblem(self.server.get("/cost?end_time=noon"), 400, "INVALID_TIME")
+        self.assertEqual(doc["parameter"], "end_time")
+        self.assertProblem(self.server.get("/cost?device=tpu:77"), 404)
+
+    def test_estimates(self):
+        r = self.server.get("/cost/estimate?seconds=3600")
+        self.assertEqual(r.status, 200, r)
+        est = r.json()["estimates"]
+        self.assertEqual(est[0]["device"], "cpu:0")
+        self.assertEqual(est[0]["seconds"], 3600)
+        self.assertEqual(est[0]["basis"], "given")
+        self.assertIn("price_source", est[0])
+        r = self.server.get("/cost/estimate?kernel=saxpy&n=1000000")
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json()["flops"], 2e6)
+        for path, param in [("/cost/estimate", "seconds"), ("/cost/estimate?seconds=-1", "seconds"),
+                            ("/cost/estimate?kernel=fft&n=4", "kernel"), ("/cost/estimate?kernel=sgemm&m=4&n=4", "k"),
+                            ("/cost/estimate?kernel=dot&n=4&m=2", "m"), ("/cost/estimate?kernel=dot&n=0", "n"),
+                            ("/cost/estimate?seconds=5&kernel=dot", "kernel")]:
+            with self.subTest(path=path):
+                doc = self.assertProblem(self.server.get(path), 400)
+                self.assertEqual(doc["parameter"], param)
+
+    def test_put_prices(self):
+        body = {"prices": [{"type": "cpu", "usd_per_hour": 0.25, "note": "rack rate"}]}
+        self.assertProblem(self.server.request("PUT", "/cost/prices", json_body=body), 401)
+        doc = self.assertProblem(self.server.request("PUT", "/cost/prices", headers=AUTH,
+                                                     json_body={"prices": [{"type": "cpu", "usd_per_hour": 1, "x": 2}]}),
+                                 400, "UNKNOWN_FIELD")
+        self.assertEqual(doc["path"], "$.prices[0].x")
+        doc = self.assertProblem(self.server.request("PUT", "/cost/prices", headers=AUTH,
+                                                     json_body={"prices": [{"type": "cpu", "usd_per_hour": "1"}]}),
+                                 400, "WRONG_TYPE")
+        self.assertEqual(doc["path"], "$.prices[0].usd_per_hour")
+        r = self.server.request("PUT", "/cost/prices", headers=AUTH, json_body=body)
+        self.assertEqual(r.status, 200, r)
+        cpu = [p for p in r.json()["prices"] if p["device"] == "cpu:0"][0]
+        self.assertEqual(cpu["usd_per_hour"], 0.25)
+        self.assertIn("api override", cpu["source"])
+        r = self.server.get("/cost/estimate?seconds=3600&device=cpu:0")
+        self.assertAlmostEqual(r.json()["estimates"][0]["usd"], 0.25)
+        r = self.server.request("PUT", "/cost/prices", headers=AUTH, json_body={"prices": []})
+        self.assertEqual(r.status, 200, r)
+
+
+class PricesPersist(unittest.TestCase):
+    def test_file_and_api_overrides_survive_a_restart(self):
+        tmp = tempfile.TemporaryDirectory()
+        prices = os.path.join(tmp.name, "prices.json")
+        with open(prices, "w") as f:
+            json.dump({"currency": "USD", "prices": [{"device": "cpu:0", "usd_per_hour": 0.5}]}, f)
+        db = os.path.join(tmp.name, "p.db")
+        with Server(db=db, env={"ACCELD_PRICES_FILE": prices}) as s:
+            cpu = s.get("/cost/prices").json()["prices"][0]
+            self.assertEqual(cpu["usd_per_hour"], 0.5)
+            self.assertIn("prices file", cpu["source"])
+            # an API override of the same specificity wins over the file
+            r = s.request("PUT", "/cost/prices", json_body={"prices": [{"device": "cpu:0", "usd_per_hour": 0.75}]})
+            self.assertEqual(r.status, 200, r)
+            time.sleep(1.5)  # the writer commits about once a second
+        with Server(db=db, env={"ACCELD_PRICES_FILE": prices}) as s:
+            doc = s.get("/cost/prices").json()
+            self.assertEqual(doc["prices"][0]["usd_per_hour"], 0.75)
+            self.assertEqual(doc["overrides"], [{"device": "cpu:0", "usd_per_hour": 0.75}])
+        tmp.cleanup()
+
+    def test_a_bad_prices_file_is_reported(self):
+        tmp = tempfile.TemporaryDirectory()
+        prices = os.path.join(tmp.name, "prices.json")
+        with open(prices, "w") as f:
+            f.write('{"prices": [{"device": "cpu:0"}]}')
+        with Server(env={"ACCELD_PRICES_FILE": prices}) as s:
+            s.wait_for(lambda l: l.get("component") == "cost" and "usd_per_hour" in l.get("msg", ""))
+            self.assertEqual(s.get("/cost/prices").status, 503)
+        tmp.cleanup()
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,267 @@
+"""Black-box tests of /run against the built binary: every kernel natively and through OpenCL (PoCL's CPU device,
+merged into cpu:0), verification against the double-precision reference, inline-input validation (named 400s with
+the JSON path), wait=false with Location, listing and cancelling, limits (413), estimates refused up front (422),
+queue full (429), overruns (504), many jobs at once, and the command-line twin `acceld run`.
+
+Sizes stay small: CI has two cores, and PoCL's programs are cached in $ACCELD_BUILD/pocl-cache between runs."""
+import json
+import os
+import threading
+import time
+import unittest
+
+from harness import ROOT, Server, ServerTestCase, run_cli
+
+BUILD = os.environ.get("ACCELD_BUILD", "build")
+POCL_CACHE = os.path.join(ROOT, BUILD, "pocl-cache")
+KERNELS = {
+    "saxpy": {"n": 1009, "alpha": -1},
+    "triad": {"n": 7, "s": 0},
+    "dot": {"n": 65537},
+    "sgemm": {"m": 67, "n": 65, "k": 31, "alpha": 1, "beta": -1},
+    "softmax": {"m": 5, "n": 1031},
+}
+
+
+def post(server, body, **kw):
+    return server.request("POST", "/run", json_body=body, **kw)
+
+
+class RunKernels(ServerTestCase):
+    server_env = {"ACCELD_POCL_CACHE_DIR": POCL_CACHE}
+
+    def run_ok(self, body):
+        r = post(self.server, body)
+        self.assertEqual(r.status, 200, r)
+        doc = r.json()
+        self.assertEqual(doc["state"], "succeeded", doc)
+        return doc
+
+    def test_every_kernel_natively(self):
+        for kernel, sizes in KERNELS.items():
+            with self.subTest(kernel=kernel):
+                doc = self.run_ok(dict(kernel=kernel, device="cpu:0", verify=True, **sizes))
+                self.assertEqual(doc["backend"], "native")
+                self.assertTrue(doc["verified"], doc.get("verification"))
+                for key in ("queued_ms", "transfer_ms", "kernel_ms", "total_ms"):
+                    self.assertIn(key, doc["timing"])
+                self.assertIn("gflops", doc["throughput"])
+                self.assertIn("checksum", doc["result"])
+                self.assertEqual(set(doc["result"]["summary"]), {"min", "max", "mean", "first"})
+
+    def test_every_kernel_through_opencl(self):
+        for kernel, sizes in KERNELS.items():
+            with self.subTest(kernel=kernel):
+                doc = self.run_ok(dict(kernel=kernel, device="cpu:0", backend="opencl", verify=True, **sizes))
+                self.assertEqual(doc["backend"], "opencl")
+                self.assertTrue(doc["verified"], doc.get("verification"))
+
+    def test_alpha_beta_edges(self):
+        for alpha, beta in ((0, 0), (1, 0), (-1, 1), (0, -1)):
+            for backend in ("native", "opencl"):
+                doc = self.run_ok({"kernel": "sgemm", "m": 13, "n": 17, "k": 11, "alpha": alpha, "beta": beta,
+                                   "backend": backend, "device": "cpu:0", "verify": True})
+                self.assertTrue(doc["verified"], (alpha, beta, backend))
+
+    def test_inline_matrices_as_rows_and_flat(self):
+        doc = self.run_ok({"kernel": "sgemm", "inputs": {"a": [[1, 2], [3, 4]], "b": [[5, 6], [7, 8]],
+                                                         "c": [[1, 1], [1, 1]]}, "beta": 2, "return": "full"})
+        self.assertEqual(doc["result"]["output"], [21.0, 24.0, 45.0, 52.0])
+        self.assertEqual(doc["sizes"], {"m": 2, "n": 2, "k": 2})
+        doc = self.run_ok({"kernel": "sgemm", "m": 1, "n": 2, "k": 3, "return": "full",
+                           "inputs": {"a": [1, 2, 3], "b": [1, 0, 0, 1, 1, 1]}})
+        self.assertEqual(doc["result"]["output"], [4.0, 5.0])
+        doc = self.run_ok({"kernel": "dot", "inputs": {"x": [1, 2, 3], "y": [4, 5, 6]}})
+        self.assertEqual(doc["result"]["value"], 32.0)
+        doc = self.run_ok({"kernel": "softmax", "inputs": {"x": [[0, 0], [1000, 1000]]}, "return": "full"})
+        self.assertEqual(doc["result"]["output"], [0.5, 0.5, 0.5, 0.5])
+
+    def bad(self, body, reason, path=None, status=400):
+        doc = self.assertProblem(post(self.server, body), status, reason)
+        if path is not None:
+            self.assertEqual(doc.get("path"), path, doc)
+        return doc
+
+    def test_inline_validation(self):
+        self.bad({"kernel": "saxpy", "inputs": {"x": [1, 2, 3], "y": [1, 2]}}, "LENGTH_MISMATCH", "inputs.y")
+        self.bad({"kernel": "saxpy", "n": 2, "inputs": {"x": [1, 2, 3], "y": [1, 2]}}, "TOO_MANY_ELEMENTS",
+                 "inputs.x")
+        self.bad({"kernel": "saxpy", "inputs": {"x": [1, True], "y": [1, 2]}}, "INVALID_TYPE", "inputs.x[1]")
+        self.bad({"kernel": "saxpy", "inputs": {"x": [1, "2"], "y": [1, 2]}}, "INVALID_TYPE", "inputs.x[1]")
+        self.bad({"kernel": "dot", "inputs": {"x": ["NaN"], "y": [1]}}, "NOT_A_NUMBER", "inputs.x[0]")
+        self.bad({"kernel": "dot", "inputs": {"x": [1], "y": ["-Infinity"]}}, "NOT_A_NUMBER", "inputs.y[0]")
+        self.bad({"kernel": "dot", "inputs": {"x": [1e39], "y": [1]}}, "OUT_OF_RANGE", "inputs.x[0]")
+        self.bad({"kernel": "saxpy", "alpha": "NaN", "n": 4}, "NOT_A_NUMBER", "alpha")
+        # a literal beyond double's range is refused by the JSON parser, naming line and column
+        r = self.server.request("POST", "/run", body=b'{"kernel":"dot","inputs":{"x":[1e999],"y":[1]}}',
+                                headers={"Content-Type": "application/json"})
+        doc = self.assertProblem(r, 400, "MALFORMED_JSON")
+        self.assertIn("column", doc)
+        self.bad({"kernel": "sgemm", "inputs": {"a": [[1, 2], [3]], "b": [[1], [2]]}}, "ROW_LENGTH_MISMATCH",
+                 "inputs.a[1]")
+        self.bad({"kernel": "sgemm", "inputs": {"a": [[1, 2]], "b": [[1], [2], [3]]}}, "TOO_MANY_ELEMENTS",
+                 "inputs.b")
+        self.bad({"kernel": "sgemm", "inputs": {"a": [1, 2], "b": [1, 2]}}, "MISSING_FIELD", "inputs.a")
+        self.bad({"kernel": "saxpy", "inputs": {"x": [1], "z": [1]}}, "UNKNOWN_FIELD", "inputs.z")
+        self.bad({"kernel": "saxpy", "inputs": {"x": [1]}}, "MISSING_FIELD", "inputs.y")
+        self.bad({"kernel": "saxpy", "inputs": {"x": [1], "y": [1]}, "generate": {"seed": 1}}, "CONFLICTING_FIELDS",
+                 "generate")
+        self.bad({"n": 3}, "MISSING_FIELD", "kernel")
+        self.bad({"kernel": "gemm", "n": 3}, "INVALID_VALUE", "kernel")
+        self.bad({"kernel": "saxpy", "n": 3, "k": 2}, "NOT_APPLICABLE", "k")
+        self.bad({"kernel": "saxpy", "n": 3, "speed": 2}, "UNKNOWN_FIELD", "speed")
+        self.bad({"kernel": "saxpy", "n": 0}, "OUT_OF_RANGE", "n")
+        self.bad({"kernel": "saxpy", "n": 2.5}, "INVALID_TYPE", "n")
+        self.bad({"kernel": "saxpy"}, "MISSING_FIELD", "n")
+        self.bad({"kernel": "sgemm", "n": 3, "m": 3}, "MISSING_FIELD", "k")
+        self.bad({"kernel": "saxpy", "n": 3, "device": "cpu:0", "prefer": "gpu"}, "CONFLICTING_FIELDS", "prefer")
+        self.bad({"kernel": "saxpy", "n": 3, "backend": "cuda"}, "INVALID_VALUE", "backend")
+        self.bad({"kernel": "saxpy", "n": 3, "timeout_ms": 0}, "OUT_OF_RANGE", "timeout_ms")
+        self.bad([1, 2], "INVALID_TYPE", "$")
+
+    def test_limits(self):
+        doc = self.bad({"kernel": "triad", "n": 1000000000}, "JOB_TOO_LARGE", status=413)
+        self.assertEqual(doc["limit"], 268435456)
+        self.bad({"kernel": "saxpy", "n": 300000, "return": "full"}, "OUTPUT_TOO_LARGE", status=413)
+        doc = self.bad({"kernel": "sgemm", "m": 8192, "n": 8192, "k": 8192, "timeout_ms": 1}, "WOULD_TIME_OUT",
+                       status=422)
+        self.assertGreater(doc["estimated_ms"], 1)
+        self.bad({"kernel": "saxpy", "n": 3, "device": "gpu:7"}, "UNKNOWN_DEVICE", status=404)
+        self.bad({"kernel": "saxpy", "n": 3, "prefer": "gpu", "fallback": False}, "NO_MATCHING_DEVICE", status=409)
+
+    def test_prefer_gpu_falls_back_to_cpu(self):
+        doc = self.run_ok({"kernel": "saxpy", "n": 100, "prefer": "gpu"})
+        self.assertEqual(doc["device"], "cpu:0")
+        self.assertTrue(doc["fell_back"])
+        self.assertIn("no executable gpu", doc["fallback_reason"])
+
+    def test_async_get_list_delete(self):
+        r = post(self.server, {"kernel": "saxpy", "n": 1000, "wait": False})
+        self.assertEqual(r.status, 202, r)
+        job = r.json()
+        self.assertEqual(r.header("Location"), "/run/" + job["id"])
+        self.assertIn(job["state"], ("queued", "running", "succeeded"))
+        deadline = time.monotonic() + 30
+        while True:
+            g = self.server.get("/run/" + job["id"])
+            self.assertEqual(g.status, 200)
+            if g.json()["state"] == "succeeded":
+                break
+            self.assertLess(time.monotonic(), deadline, g.json())
+            time.sleep(0.01)
+        lst = self.server.get("/run?state=succeeded&page_size=1")
+        self.assertEqual(lst.status, 200)
+        page = lst.json()
+        self.assertEqual(len(page["jobs"]), 1)
+        self.assertEqual(page["jobs"][0]["state"], "succeeded")
+        if "next_page_token" in page:
+            nxt = self.server.get("/run?page_size=100&page_token=" + page["next_page_token"])
+            self.assertEqual(nxt.status, 200)
+            self.assertNotIn(page["jobs"][0]["id"], [j["id"] for j in nxt.json()["jobs"]])
+        self.assertProblem(self.server.get("/run?state=sleeping"), 400, "INVALID_PARAMETER")
+        self.assertProblem(self.server.get("/run?page_size=0"), 400, "INVALID_PARAMETER")
+        self.assertProblem(self.server.get("/run?page_token=x"), 400, "INVALID_PARAMETER")
+        self.assertProblem(self.server.get("/run?bogus=1"), 400, "UNKNOWN_PARAMETER")
+        self.assertProblem(self.server.get("/run/nope"), 404, "JOB_NOT_FOUND")
+        self.assertProblem(self.server.request("DELETE", "/run/nope"), 404, "JOB_NOT_FOUND")
+        doc = self.assertProblem(self.server.request("DELETE", "/run/" + job["id"]), 409, "NOT_CANCELLABLE")
+        self.assertEqual(doc["job"]["state"], "succeeded")
+
+    def test_many_jobs_at_once(self):
+        results = []
+        lock = threading.Lock()
+
+        def worker(i):
+            for j in range(4):
+                body = dict(kernel=list(KERNELS)[(i + j) % 5], verify=True, device="cpu:0",
+                            **list(KERNELS.values())[(i + j) % 5])
+                if i % 2:
+                    body["backend"] = "opencl"
+                r = post(self.server, body)
+                with lock:
+                    results.append((r.status, r.json().get("verified")))
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(12)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(len(results), 48)
+        self.assertTrue(all(s == 200 and v for s, v in results), results)
+
+
+class RunQueueAndTimeouts(ServerTestCase):
+    server_args = ("--exec-queue-depth", "1")
+    server_env = {"ACCELD_POCL_CACHE_DIR": POCL_CACHE}
+
+    def test_1_overrun_answers_504(self):
+        # 4 Mi elements: an optimistic estimate is far under 2 ms, but allocating and generating them is not
+        r = post(self.server, {"kernel": "softmax", "m": 2048, "n": 2048, "timeout_ms": 2})
+        doc = self.assertProblem(r, 504, "TIMED_OUT")
+        self.assertEqual(doc["job"]["state"], "timed_out")
+        deadline = time.monotonic() + 30
+        while self.server.get("/run/" + doc["job"]["id"]).json().get("timing", {}).get("kernel_ms") is None:
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.05)
+        self.assertEqual(self.server.get("/run/" + doc["job"]["id"]).json()["state"], "timed_out")
+
+    def test_2_queue_full_answers_429(self):
+        conn = self.server.conn(timeout=60)
+        statuses = []
+        ids = []
+        try:
+            for _ in range(6):
+                r = self.server.request("POST", "/run", conn=conn,
+                                        json_body={"kernel": "sgemm", "m": 1536, "n": 1536, "k": 1536,
+                                                   "wait": False})
+                statuses.append(r.status)
+                if r.status == 429:
+                    self.assertEqual(r.header("Retry-After"), "1")
+                    self.assertEqual(r.json()["reason"], "QUEUE_FULL")
+                else:
+                    ids.append(r.json()["id"])
+        finally:
+            conn.close()
+        self.assertIn(429, statuses)
+        self.assertEqual(statuses[0], 202)
+        # a queued job can be cancelled; the running one cannot
+        cancelled = 0
+        for i in ids:
+            r = self.server.request("DELETE", "/run/" + i)
+            self.assertIn(r.status, (200, 409), r)
+            cancelled += r.status == 200
+            if r.status == 200:
+                self.assertEqual(r.json()["state"], "cancelled")
+
+
+class RunAuthAndCli(unittest.TestCase):
+    def test_post_and_delete_need_the_token(self):
+        with Server(args=["--token", "s3cret"], env={}) as s:
+            r = post(s, {"kernel": "saxpy", "n": 4})
+            self.assertEqual(r.status, 401)
+            self.assertEqual(s.request("DELETE", "/run/x").status, 401)
+            r = post(s, {"kernel": "saxpy", "n": 4}, headers={"Authorization": "Bearer s3cret"})
+            self.assertEqual(r.status, 200, r)
+            self.assertEqual(s.get("/run").status, 200)
+
+    def test_cli_run(self):
+        env = {"ACCELD_POCL_CACHE_DIR": POCL_CACHE, "ACCELD_LOG_LEVEL": "error",
+               "ACCELD_NVML_LIBRARY": "/nonexistent/libnvidia-ml.so"}
+        r = run_cli("run", "sgemm", "--n", "37", "--k", "5", "--verify", "--json", "--db", ":memory:", env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(r.stdout)
+        self.assertEqual(doc["sizes"], {"m": 37, "n": 37, "k": 5})
+        self.assertTrue(doc["verified"])
+        r = run_cli("run", "triad", "--n", "1001", "--backend", "opencl", "--verify", "--db", ":memory:", env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("succeeded", r.stdout)
+        self.assertIn("verified yes", r.stdout)
+        r = run_cli("run", "triad", "--n", "1000000000", "--db", ":memory:", env=env)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("JOB_TOO_LARGE", r.stderr)
+        self.assertEqual(run_cli("run", "gemm", "--n", "3", env=env).returncode, 2)
+        self.assertEqual(run_cli("run", "saxpy", env=env).returncode, 2)
+
+
+if __name__ == "__main__":
+    unittest.main()

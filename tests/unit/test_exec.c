@@ -1,0 +1,647 @@
+/*
+ * Unit tests of the executor (exec.c): placement and fallback, limits (413), estimates refused up front (422),
+ * queue full (429), cancellation, timeouts of queued and running jobs (504), history records, listing, and many
+ * jobs submitted at once. Devices are built by hand; backends are the real native one and fakes (one that blocks
+ * until the test opens a gate, one that always fails like a broken GPU). Nothing here depends on timing: tests
+ * wait for states, never for durations.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check_main.h"
+#include "config.h"
+#include "exec.h"
+
+/* --- fakes --- */
+
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+static bool gate_open;
+static int gate_entered;
+
+static void gate_set(bool open)
+{
+	pthread_mutex_lock(&gate_mu);
+	gate_open = open;
+	if (!open)
+		gate_entered = 0;
+	pthread_cond_broadcast(&gate_cv);
+	pthread_mutex_unlock(&gate_mu);
+}
+
+static void gate_wait_entered(int n)
+{
+	pthread_mutex_lock(&gate_mu);
+	while (gate_entered < n)
+		pthread_cond_wait(&gate_cv, &gate_mu);
+	pthread_mutex_unlock(&gate_mu);
+}
+
+static enum acceld_err fake_open(const struct device *dev, unsigned threads, void **state, char *err, size_t errsz)
+{
+	(void)dev;
+	(void)threads;
+	(void)err;
+	(void)errsz;
+	*state = NULL;
+	return ACCELD_OK;
+}
+
+static enum acceld_err blocking_run(void *state, struct exec_work *w, struct exec_backend_timing *t, char *err,
+				    size_t errsz)
+{
+	(void)state;
+	(void)err;
+	(void)errsz;
+	pthread_mutex_lock(&gate_mu);
+	gate_entered++;
+	pthread_cond_broadcast(&gate_cv);
+	while (!gate_open)
+		pthread_cond_wait(&gate_cv, &gate_mu);
+	pthread_mutex_unlock(&gate_mu);
+	if (w->out)
+		memset(w->out, 0, exec_output_len(w->kernel, w->m, w->n, w->k) * sizeof(float));
+	t->kernel_ms = 1.0;
+	t->transfer_ms = 0.0;
+	return ACCELD_OK;
+}
+
+static void fake_close(void *state)
+{
+	(void)state;
+}
+
+static enum acceld_err failing_run(void *state, struct exec_work *w, struct exec_backend_timing *t, char *err,
+				   size_t errsz)
+{
+	(void)state;
+	(void)w;
+	(void)t;
+	snprintf(err, errsz, "clEnqueueNDRangeKernel failed: CL_OUT_OF_RESOURCES (-5)");
+	return ACCELD_EDEVICE;
+}
+
+static const struct exec_backend_ops blocking_native = {"native", EXEC_BACKEND_NATIVE, fake_open, blocking_run,
+							 fake_close};
+static const struct exec_backend_ops failing_opencl = {"opencl", EXEC_BACKEND_OPENCL, fake_open, failing_run,
+							fake_close};
+
+/* --- records and done callbacks --- */
+
+static pthread_mutex_t rec_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t rec_cv = PTHREAD_COND_INITIALIZER;
+static int records;
+static char last_state[32];
+static char last_device[16];
+static double last_cost;
+static int dones;
+
+static void on_record(void *ctx, const struct exec_job_record *rec)
+{
+	(void)ctx;
+	pthread_mutex_lock(&rec_mu);
+	records++;
+	snprintf(last_state, sizeof(last_state), "%s", rec->state);
+	snprintf(last_device, sizeof(last_device), "%s", rec->device_id);
+	last_cost = rec->cost_usd;
+	ck_assert_ptr_nonnull(rec->id);
+	ck_assert(rec->total_ms >= 0.0);
+	pthread_cond_broadcast(&rec_cv);
+	pthread_mutex_unlock(&rec_mu);
+}
+
+static void on_done(void *arg, struct exec_job *job)
+{
+	(void)arg;
+	ck_assert(exec_job_state(job) != EXEC_QUEUED && exec_job_state(job) != EXEC_RUNNING);
+	pthread_mutex_lock(&rec_mu);
+	dones++;
+	pthread_cond_broadcast(&rec_cv);
+	pthread_mutex_unlock(&rec_mu);
+}
+
+static void wait_records(int n)
+{
+	pthread_mutex_lock(&rec_mu);
+	while (records < n)
+		pthread_cond_wait(&rec_cv, &rec_mu);
+	pthread_mutex_unlock(&rec_mu);
+}
+
+static void wait_dones(int n)
+{
+	pthread_mutex_lock(&rec_mu);
+	while (dones < n)
+		pthread_cond_wait(&rec_cv, &rec_mu);
+	pthread_mutex_unlock(&rec_mu);
+}
+
+static void reset_counts(void)
+{
+	pthread_mutex_lock(&rec_mu);
+	records = 0;
+	dones = 0;
+	pthread_mutex_unlock(&rec_mu);
+}
+
+/* --- devices --- */
+
+static struct device devs[3];
+
+static void make_devices(void)
+{
+	device_init(&devs[0], DEVICE_CPU);
+	DEVICE_SET(devs[0].id, "cpu:0");
+	devs[0].price.usd_per_hour = 3.6;
+	device_init(&devs[1], DEVICE_GPU);
+	DEVICE_SET(devs[1].id, "gpu:0");
+	devs[1].opencl.present = true;
+	devs[1].opencl.max_alloc_bytes = 1u << 22;
+	device_init(&devs[2], DEVICE_TPU);
+	DEVICE_SET(devs[2].id, "tpu:0");
+}
+
+static struct exec *start(const struct exec_backend_ops *native, unsigned depth, uint64_t max_elements)
+{
+	const struct exec_backend_ops *ops[2] = {native, &failing_opencl};
+	struct exec_opts o = {
+		.devices = devs,
+		.ndevices = 3,
+		.max_elements = max_elements,
+		.queue_depth = depth,
+		.default_timeout_ms = 600000,
+		.max_timeout_ms = 3600000,
+		.recent = 64,
+		.cpu_threads = 2,
+		.on_job_done = on_record,
+		.backends = ops,
+		.nbackends = 2,
+	};
+	struct exec *ex = NULL;
+
+	make_devices();
+	reset_counts();
+	gate_set(false);
+	ck_assert_int_eq(exec_new(&o, &ex), ACCELD_OK);
+	return ex;
+}
+
+static struct exec_request saxpy(uint64_t n, const char *device)
+{
+	struct exec_request r;
+
+	exec_request_init(&r);
+	r.kernel = EXEC_SAXPY;
+	r.n = n;
+	r.alpha = 2.0f;
+	if (device)
+		snprintf(r.device, sizeof(r.device), "%s", device);
+	return r;
+}
+
+static struct exec_job *submit_ok(struct exec *ex, struct exec_request *r)
+{
+	struct exec_job *job = NULL;
+	struct exec_refusal why;
+	enum acceld_err rc = exec_submit(ex, r, on_done, NULL, &job, &why);
+
+	ck_assert_msg(rc == ACCELD_OK, "refused: %s %s", why.reason, why.detail);
+	return job;
+}
+
+static void submit_refused(struct exec *ex, struct exec_request *r, enum acceld_err want, const char *reason)
+{
+	struct exec_job *job = NULL;
+	struct exec_refusal why;
+	enum acceld_err rc = exec_submit(ex, r, on_done, NULL, &job, &why);
+
+	ck_assert_msg(rc == want, "got %d (%s: %s), want %d", rc, why.reason, why.detail, want);
+	ck_assert_str_eq(why.reason, reason);
+	ck_assert_ptr_null(job);
+	json_decref(why.extra);
+}
+
+static const char *jstr(json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s ? s : "";
+}
+
+/* --- tests --- */
+
+START_TEST(runs_and_verifies_natively)
+{
+	struct exec *ex = start(&exec_native_ops, 8, 1u << 24);
+	struct exec_request r = saxpy(100003, "cpu:0");
+	struct exec_job *job;
+	json_t *doc;
+
+	r.verify = true;
+	job = submit_ok(ex, &r);
+	exec_job_wait(job);
+	ck_assert_int_eq(exec_job_state(job), EXEC_SUCCEEDED);
+	doc = exec_job_json(job);
+	ck_assert_str_eq(jstr(doc, "state"), "succeeded");
+	ck_assert_str_eq(jstr(doc, "backend"), "native");
+	ck_assert(json_is_true(json_object_get(doc, "verified")));
+	ck_assert_ptr_nonnull(json_object_get(json_object_get(doc, "result"), "checksum"));
+	ck_assert_int_eq(json_array_size(json_object_get(json_object_get(json_object_get(doc, "result"), "summary"),
+							 "first")),
+			 8);
+	ck_assert_ptr_nonnull(json_object_get(doc, "cost_usd")); /* the CPU has a price */
+	ck_assert_ptr_nonnull(json_object_get(json_object_get(doc, "throughput"), "gflops"));
+	json_decref(doc);
+	wait_records(1);
+	ck_assert_str_eq(last_state, "succeeded");
+	ck_assert(!isnan(last_cost));
+	exec_job_unref(job);
+	exec_free(ex);
+}
+END_TEST
+
+START_TEST(every_kernel_verifies)
+{
+	struct exec *ex = start(&exec_native_ops, 8, 1u << 24);
+	static const enum exec_kernel kernels[] = {EXEC_SAXPY, EXEC_TRIAD, EXEC_DOT, EXEC_SGEMM, EXEC_SOFTMAX};
+
+	for (size_t i = 0; i < 5; i++) {
+		struct exec_request r;
+		struct exec_job *job;
+		json_t *doc;
+
+		exec_request_init(&r);
+		r.kernel = kernels[i];
+		r.m = 37;
+		r.n = 53;
+		r.k = 29;
+		r.beta = -1.0f;
+		r.verify = true;
+		r.full = true;
+		snprintf(r.device, sizeof(r.device), "cpu:0");
+		job = submit_ok(ex, &r);
+		exec_job_wait(job);
+		doc = exec_job_json(job);
+		ck_assert_msg(json_is_true(json_object_get(doc, "verified")), "%s not verified",
+			      exec_kernel_name(kernels[i]));
+		ck_assert_ptr_nonnull(json_object_get(json_object_get(doc, "result"), "output"));
+		json_decref(doc);
+		exec_job_unref(job);
+	}
+	exec_free(ex);
+}
+END_TEST
+
+START_TEST(inline_inputs_are_used)
+{
+	struct exec *ex = start(&exec_native_ops, 8, 1u << 24);
+	struct exec_request r = saxpy(3, "cpu:0");
+	struct exec_job *job;
+	json_t *doc;
+	json_t *out;
+
+	r.inputs[0] = malloc(3 * sizeof(float));
+	r.inputs[1] = malloc(3 * sizeof(float));
+	for (int i = 0; i < 3; i++) {
+		r.inputs[0][i] = (float)(i + 1);
+		r.inputs[1][i] = 10.0f;
+	}
+	r.has_inputs = true;
+	r.full = true;
+	job = submit_ok(ex, &r);
+	ck_assert_ptr_null(r.inputs[0]); /* taken over */
+	exec_job_wait(job);
+	doc = exec_job_json(job);
+	out = json_object_get(json_object_get(doc, "result"), "output");
+	ck_assert_int_eq(json_array_size(out), 3);
+	for (int i = 0; i < 3; i++)
+		ck_assert(fabs(json_real_value(json_array_get(out, (size_t)i)) - (2.0 * (i + 1) + 10.0)) < 1e-6);
+	ck_assert_str_eq(jstr(doc, "inputs"), "inline");
+	json_decref(doc);
+	exec_job_unref(job);
+	exec_free(ex);
+}
+END_TEST
+
+START_TEST(limits_are_checked_up_front)
+{
+	struct exec *ex = start(&exec_native_ops, 8, 1000);
+	struct exec_request r = saxpy(400, "cpu:0");
+	struct exec_request g;
+
+	submit_refused(ex, &r, ACCELD_ETOOLARGE, "JOB_TOO_LARGE"); /* 3 x 400 elements > 1000 */
+	r = saxpy(10, "nope:0");
+	submit_refused(ex, &r, ACCELD_ENOTFOUND, "UNKNOWN_DEVICE");
+	exec_request_init(&g);
+	g.kernel = EXEC_SGEMM;
+	g.m = g.n = g.k = 4;
+	g.timeout_ms = 1;
+	g.full = true;
+	snprintf(g.device, sizeof(g.device), "cpu:0");
+	exec_free(ex);
+
+	ex = start(&exec_native_ops, 8, 1ull << 40);
+	/* 2 * 8192^3 flops cannot finish in 1 ms even at the optimistic ceiling */
+	g.m = g.n = g.k = 8192;
+	g.full = false;
+	submit_refused(ex, &g, ACCELD_EUNPROCESSABLE, "WOULD_TIME_OUT");
+	g.m = g.n = 1024;
+	g.k = 1;
+	g.full = true;
+	g.timeout_ms = 0;
+	submit_refused(ex, &g, ACCELD_ETOOLARGE, "OUTPUT_TOO_LARGE");
+	/* the GPU's largest allocation is 4 MiB: 2 Mi floats do not fit */
+	r = saxpy(1u << 21, "gpu:0");
+	submit_refused(ex, &r, ACCELD_ETOOLARGE, "EXCEEDS_DEVICE_ALLOCATION");
+	exec_free(ex);
+}
+END_TEST
+
+START_TEST(tpu_is_unsupported_and_prefer_falls_back)
+{
+	struct exec *ex = start(&exec_native_ops, 8, 1u << 24);
+	struct exec_request r = saxpy(1000, "tpu:0");
+	struct exec_job *job;
+	json_t *doc;
+
+	submit_refused(ex, &r, ACCELD_EUNSUPPORTED, "UNSUPPORTED");
+	r = saxpy(1000, NULL);
+	r.prefer = PREFER_TPU;
+	job = submit_ok(ex, &r);
+	exec_job_wait(job);
+	doc = exec_job_json(job);
+	ck_assert_str_eq(jstr(doc, "state"), "succeeded");
+	ck_assert(json_is_true(json_object_get(doc, "fell_back")));
+	ck_assert_str_eq(jstr(doc, "fallback_from"), "tpu:0");
+	ck_assert_msg(strstr(jstr(doc, "fallback_reason"), "not executable") != NULL, "%s", jstr(doc, "fallback_reason"));
+	/* the GPU's (failing) OpenCL is skipped for a tiny job: it runs natively */
+	ck_assert_str_eq(jstr(doc, "device"), "cpu:0");
+	ck_assert_msg(strstr(jstr(doc, "placement"), "tiny job") != NULL, "%s", jstr(doc, "placement"));
+	json_decref(doc);
+	exec_job_unref(job);
+	/* a named device may fall back when the request allows it */
+	r = saxpy(1000, "tpu:0");
+	r.fallback = 1;
+	job = submit_ok(ex, &r);
+	exec_job_wait(job);
+	ck_assert_int_eq(exec_job_state(job), EXEC_SUCCEEDED);
+	exec_job_unref(job);
+	exec_free(ex);
+}
+END_TEST
+
+START_TEST(device_failure_retries_on_next_device)
+{
+	struct exec *ex = start(&exec_native_ops, 8, 1u << 26);
+	struct exec_request r = saxpy(1u << 19, NULL); /* 6 MB moved: not a tiny job */
+	struct exec_job *job;
+	json_t *doc;
+
+	r.prefer = PREFER_GPU;
+	job = submit_ok(ex, &r);
+	exec_job_wait(job);
+	doc = exec_job_json(job);
+	ck_assert_str_eq(jstr(doc, "state"), "succeeded");
+	ck_assert_str_eq(jstr(doc, "device"), "cpu:0");
+	ck_assert(json_is_true(json_object_get(doc, "fell_back")));
+	ck_assert_str_eq(jstr(doc, "fallback_from"), "gpu:0");
+	ck_assert_msg(strstr(jstr(doc, "fallback_reason"), "CL_OUT_OF_RESOURCES") != NULL, "%s",
+		      jstr(doc, "fallback_reason"));
+	json_decref(doc);
+	exec_job_unref(job);
+	/* naming the device means no fallback: the failure is the answer */
+	r = saxpy(1u << 19, "gpu:0");
+	job = submit_ok(ex, &r);
+	exec_job_wait(job);
+	ck_assert_int_eq(exec_job_state(job), EXEC_FAILED);
+	{
+		char detail[256];
+
+		ck_assert_int_eq(exec_job_error(job, detail, sizeof(detail)), ACCELD_EDEVICE);
+		ck_assert(strstr(detail, "CL_OUT_OF_RESOURCES") != NULL);
+	}
+	exec_job_unref(job);
+	exec_free(ex);
+}
+END_TEST
+
+START_TEST(queue_full_and_cancel)
+{
+	struct exec *ex = start(&blocking_native, 2, 1u << 24);
+	struct exec_request r;
+	struct exec_job *running;
+	struct exec_job *q1;
+	struct exec_job *q2;
+
+	r = saxpy(64, "cpu:0");
+	running = submit_ok(ex, &r);
+	gate_wait_entered(1); /* the first job is in the kernel; the queue is empty */
+	r = saxpy(64, "cpu:0");
+	q1 = submit_ok(ex, &r);
+	r = saxpy(64, "cpu:0");
+	q2 = submit_ok(ex, &r);
+	r = saxpy(64, "cpu:0");
+	submit_refused(ex, &r, ACCELD_EBUSY, "QUEUE_FULL");
+	ck_assert_int_eq(exec_job_state(q1), EXEC_QUEUED);
+	ck_assert_int_eq(exec_cancel(ex, exec_job_id(q1)), ACCELD_OK);
+	ck_assert_int_eq(exec_job_state(q1), EXEC_CANCELLED);
+	ck_assert_int_eq(exec_cancel(ex, exec_job_id(q1)), ACCELD_ECONFLICT);
+	ck_assert_int_eq(exec_cancel(ex, exec_job_id(running)), ACCELD_ECONFLICT);
+	ck_assert_int_eq(exec_cancel(ex, "0000"), ACCELD_ENOTFOUND);
+	gate_set(true);
+	exec_job_wait(running);
+	exec_job_wait(q2);
+	ck_assert_int_eq(exec_job_state(running), EXEC_SUCCEEDED);
+	ck_assert_int_eq(exec_job_state(q2), EXEC_SUCCEEDED);
+	wait_dones(3);
+	{
+		json_t *all = exec_list_json(ex, -1, 100, 0);
+		json_t *cancelled = exec_list_json(ex, EXEC_CANCELLED, 100, 0);
+		json_t *page = exec_list_json(ex, -1, 2, 0);
+		json_t *next;
+		const char *tok = jstr(page, "next_page_token");
+		uint64_t after = strtoull(tok, NULL, 10);
+
+		ck_assert_int_eq(json_array_size(json_object_get(all, "jobs")), 3);
+		ck_assert_int_eq(json_array_size(json_object_get(cancelled, "jobs")), 1);
+		ck_assert_int_eq(json_array_size(json_object_get(page, "jobs")), 2);
+		ck_assert_uint_gt(after, 0);
+		next = exec_list_json(ex, -1, 2, after);
+		ck_assert_int_eq(json_array_size(json_object_get(next, "jobs")), 1);
+		ck_assert_ptr_null(json_object_get(next, "next_page_token"));
+		/* newest first */
+		ck_assert_str_eq(jstr(json_array_get(json_object_get(all, "jobs"), 0), "id"), exec_job_id(q2));
+		json_decref(all);
+		json_decref(cancelled);
+		json_decref(page);
+		json_decref(next);
+	}
+	exec_job_unref(running);
+	exec_job_unref(q1);
+	exec_job_unref(q2);
+	exec_free(ex);
+}
+END_TEST
+
+START_TEST(timeouts_of_queued_and_running_jobs)
+{
+	struct exec *ex = start(&blocking_native, 4, 1u << 24);
+	struct exec_request r = saxpy(64, "cpu:0");
+	struct exec_job *running;
+	struct exec_job *queued;
+	json_t *doc;
+
+	r.timeout_ms = 50;
+	running = submit_ok(ex, &r);
+	gate_wait_entered(1);
+	r = saxpy(64, "cpu:0");
+	r.timeout_ms = 30;
+	queued = submit_ok(ex, &r);
+	/* both deadlines pass while the gate is shut: each is answered as timed out */
+	wait_dones(2);
+	ck_assert_int_eq(exec_job_state(queued), EXEC_TIMED_OUT);
+	ck_assert_int_eq(exec_job_state(running), EXEC_TIMED_OUT);
+	doc = exec_job_json(running);
+	ck_assert_str_eq(jstr(json_object_get(doc, "error"), "reason"), "TIMED_OUT");
+	json_decref(doc);
+	/* the queued one is recorded at once; the running one when its kernel ends */
+	wait_records(1);
+	gate_set(true);
+	exec_job_wait(running);
+	wait_records(2);
+	ck_assert_str_eq(last_state, "timed_out");
+	ck_assert_int_eq(exec_job_state(running), EXEC_TIMED_OUT);
+	exec_job_unref(running);
+	exec_job_unref(queued);
+	exec_free(ex);
+}
+END_TEST
+
+START_TEST(free_cancels_queued_jobs)
+{
+	struct exec *ex = start(&blocking_native, 4, 1u << 24);
+	struct exec_request r = saxpy(64, "cpu:0");
+	struct exec_job *a;
+	struct exec_job *b;
+
+	a = submit_ok(ex, &r);
+	gate_wait_entered(1);
+	r = saxpy(64, "cpu:0");
+	b = submit_ok(ex, &r);
+	gate_set(true); /* lets the running kernel end; exec_free waits for it */
+	exec_free(ex);
+	ck_assert(a != NULL && b != NULL);
+	exec_job_unref(a);
+	exec_job_unref(b);
+}
+END_TEST
+
+struct submitter {
+	struct exec *ex;
+	int ok;
+};
+
+static void *submit_many(void *arg)
+{
+	struct submitter *s = arg;
+
+	for (int i = 0; i < 12; i++) {
+		struct exec_request r;
+		struct exec_job *job = NULL;
+		struct exec_refusal why;
+
+		exec_request_init(&r);
+		r.kernel = (enum exec_kernel)(i % EXEC_KERNEL_COUNT);
+		r.m = 9 + (uint64_t)i;
+		r.n = 31 + (uint64_t)i;
+		r.k = 5;
+		r.seed = (uint64_t)i;
+		r.verify = true;
+		snprintf(r.device, sizeof(r.device), "cpu:0");
+		if (exec_submit(s->ex, &r, NULL, NULL, &job, &why) != ACCELD_OK) {
+			json_decref(why.extra);
+			continue;
+		}
+		exec_job_wait(job);
+		if (exec_job_state(job) == EXEC_SUCCEEDED) {
+			json_t *doc = exec_job_json(job);
+
+			if (json_is_true(json_object_get(doc, "verified")))
+				s->ok++;
+			json_decref(doc);
+		}
+		exec_job_unref(job);
+	}
+	return NULL;
+}
+
+START_TEST(many_jobs_at_once)
+{
+	struct exec *ex = start(&exec_native_ops, 64, 1u << 24);
+	pthread_t th[8];
+	struct submitter s[8];
+	int total = 0;
+
+	for (int i = 0; i < 8; i++) {
+		s[i] = (struct submitter){.ex = ex};
+		pthread_create(&th[i], NULL, submit_many, &s[i]);
+	}
+	for (int i = 0; i < 8; i++) {
+		pthread_join(th[i], NULL);
+		total += s[i].ok;
+	}
+	ck_assert_int_eq(total, 8 * 12);
+	wait_records(8 * 12);
+	{
+		/* the ring keeps the 64 most recent */
+		json_t *all = exec_list_json(ex, -1, 1000, 0);
+
+		ck_assert_int_eq(json_array_size(json_object_get(all, "jobs")), 64);
+		json_decref(all);
+	}
+	exec_free(ex);
+}
+END_TEST
+
+START_TEST(names_and_sizes)
+{
+	enum exec_kernel k;
+	enum exec_state s;
+
+	ck_assert_int_eq(exec_kernel_parse("sgemm", &k), 0);
+	ck_assert_int_eq(k, EXEC_SGEMM);
+	ck_assert_int_eq(exec_kernel_parse("gemm", &k), -1);
+	ck_assert_int_eq(exec_state_parse("timed_out", &s), 0);
+	ck_assert_int_eq(s, EXEC_TIMED_OUT);
+	ck_assert_uint_eq(exec_input_len(EXEC_SGEMM, 2, 3, 4, 0), 8);
+	ck_assert_uint_eq(exec_input_len(EXEC_SGEMM, 2, 3, 4, 1), 12);
+	ck_assert_uint_eq(exec_output_len(EXEC_SGEMM, 2, 3, 4), 6);
+	ck_assert_uint_eq(exec_input_len(EXEC_SGEMM, UINT64_MAX, 3, UINT64_MAX, 0), UINT64_MAX); /* saturates */
+	ck_assert(exec_flops(EXEC_SGEMM, 2, 3, 4) == 48.0);
+	ck_assert(exec_bytes(EXEC_TRIAD, 0, 10, 0) == 120.0);
+}
+END_TEST
+
+Suite *make_suite(void)
+{
+	Suite *s = suite_create("exec");
+	TCase *tc = tcase_create("executor");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, names_and_sizes);
+	tcase_add_test(tc, runs_and_verifies_natively);
+	tcase_add_test(tc, every_kernel_verifies);
+	tcase_add_test(tc, inline_inputs_are_used);
+	tcase_add_test(tc, limits_are_checked_up_front);
+	tcase_add_test(tc, tpu_is_unsupported_and_prefer_falls_back);
+	tcase_add_test(tc, device_failure_retries_on_next_device);
+	tcase_add_test(tc, queue_full_and_cancel);
+	tcase_add_test(tc, timeouts_of_queued_and_running_jobs);
+	tcase_add_test(tc, free_cancels_queued_jobs);
+	tcase_add_test(tc, many_jobs_at_once);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,184 @@
+/*
+ * Unit tests for probe_cpu.c: hwloc on this host, with cgroup v2 and v1 fixture trees (tests/fixtures/cgroup-*)
+ * read through cfg.sysfs_root and cfg.proc_root: cpuset, CPU quota, memory limit, and the figures built on them.
+ */
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "check_main.h"
+#include "probe.h"
+
+static struct config cfg;
+static char sys_root[512];
+static char proc_root[512];
+
+static void use_fixture(const char *name)
+{
+	memset(&cfg, 0, sizeof(cfg));
+	snprintf(sys_root, sizeof(sys_root), "tests/fixtures/%s/sys", name);
+	snprintf(proc_root, sizeof(proc_root), "tests/fixtures/%s/proc", name);
+	cfg.sysfs_root = sys_root;
+	cfg.proc_root = proc_root;
+}
+
+/* Runs the probe once and returns the one device it found in *d. */
+static void probe_once(struct device *d, struct probe_result *res, void **state)
+{
+	struct device_list l;
+
+	device_list_init(&l);
+	memset(res, 0, sizeof(*res));
+	probe_cpu_ops.probe(state, &cfg, &l, res);
+	ck_assert_msg(res->ok, "probe failed: %s", res->why);
+	ck_assert_uint_eq(l.n, 1);
+	*d = l.v[0];
+	device_list_release(&l);
+}
+
+START_TEST(cgroup_v2_limits)
+{
+	struct device d;
+	struct probe_result res;
+	struct device_list l;
+	void *state = NULL;
+
+	use_fixture("cgroup-v2-limited");
+	probe_once(&d, &res, &state);
+	ck_assert(res.available);
+	ck_assert_ptr_nonnull(strstr(res.why, "v2"));
+	ck_assert_int_eq(d.type, DEVICE_CPU);
+	ck_assert(d.backends & BACKEND_HWLOC);
+	ck_assert(d.backends & BACKEND_CGROUP);
+	/* the leaf's cpuset is CPU 0 */
+	ck_assert_str_eq(d.cpu.cpuset, "0");
+	ck_assert_uint_eq(d.cpu.pus, 1);
+	ck_assert_uint_eq(d.cpu.cores, 1);
+	ck_assert_uint_eq(d.cpu.packages, 1);
+	ck_assert_uint_eq(d.compute_units, 1);
+	/* the parent's cpu.max (50000/100000) binds although the leaf says max */
+	ck_assert_double_eq_tol(d.cpu.quota_cpus, 0.5, 1e-9);
+	ck_assert_double_eq_tol(d.cpu.effective_cpus, 0.5, 1e-9);
+	/* memory.max 2 GiB below 16 GiB of host; available = limit - (current - inactive_file) */
+	ck_assert_uint_eq(d.memory_total_bytes, 2147483648ull);
+	ck_assert_uint_eq(d.memory_available_bytes, 2147483648ull - (536870912ull - 134217728ull));
+	ck_assert_str_eq(d.cpu.isa, "avx2");
+	ck_assert_uint_eq(d.clock_mhz, 2000);
+	/* 0.5 CPU x 2000 MHz x 32 FLOP/cycle */
+	ck_assert_double_eq_tol(d.peak.fp32_tflops, 0.032, 1e-9);
+	ck_assert_ptr_nonnull(strstr(d.peak.source, "estimate"));
+	ck_assert_ptr_nonnull(strstr(d.peak.source, "2000 MHz"));
+	ck_assert_uint_ge(d.cpu.numa_nodes, 1);
+	ck_assert_uint_gt(d.cpu.cache_bytes[0], 0);
+
+	/* telemetry: memory again and a sample time; utilisation needs two different /proc/stat readings */
+	device_list_init(&l);
+	device_list_add(&l, &d);
+	memset(&res, 0, sizeof(res));
+	probe_cpu_ops.refresh(&state, &cfg, &l, &res);
+	ck_assert(res.ok);
+	ck_assert_uint_eq(l.v[0].memory_available_bytes, d.memory_available_bytes);
+	ck_assert_uint_eq(l.v[0].telemetry.memory_used_bytes, 402653184ull);
+	ck_assert_int_gt(l.v[0].telemetry.sampled_at_ms, 0);
+	ck_assert(isnan(l.v[0].telemetry.utilization_ratio));
+	device_list_release(&l);
+	probe_cpu_ops.release(state);
+}
+END_TEST
+
+START_TEST(cgroup_v1_limits)
+{
+	struct device d;
+	struct device host;
+	struct probe_result res;
+	void *state = NULL;
+
+	use_fixture("cgroup-v1-limited");
+	probe_once(&d, &res, &state);
+	ck_assert_ptr_nonnull(strstr(res.why, "v1"));
+	ck_assert(d.backends & BACKEND_CGROUP);
+	ck_assert_str_eq(d.cpu.cpuset, "0");
+	ck_assert_uint_eq(d.cpu.pus, 1);
+	/* cfs 150000/100000 = 1.5 CPUs, more than the one CPU of the cpuset */
+	ck_assert_double_eq_tol(d.cpu.quota_cpus, 1.5, 1e-9);
+	ck_assert_double_eq_tol(d.cpu.effective_cpus, 1.0, 1e-9);
+	ck_assert_uint_eq(d.memory_total_bytes, 1073741824ull);
+	ck_assert_uint_eq(d.memory_available_bytes, 1073741824ull - 268435456ull);
+	ck_assert_str_eq(d.cpu.isa, "avx512f");
+	/* cpufreq's maximum wins over /proc/cpuinfo's current clock */
+	ck_assert_uint_eq(d.clock_mhz, 3500);
+	ck_assert_double_eq_tol(d.peak.fp32_tflops, 1 * 3500e6 * 64 / 1e12, 1e-9);
+	probe_cpu_ops.release(state);
+
+	/* a package and caches shared with CPUs outside the cpuset still describe it (hwloc's model wins) */
+	state = NULL;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.sysfs_root = "/sys";
+	cfg.proc_root = "/proc";
+	probe_once(&host, &res, &state);
+	ck_assert_str_eq(d.model, host.model);
+	ck_assert_uint_eq(d.cpu.packages, 1);
+	for (int i = 0; i < 4; i++)
+		ck_assert_uint_eq(d.cpu.cache_bytes[i], host.cpu.cache_bytes[i]);
+	probe_cpu_ops.release(state);
+}
+END_TEST
+
+START_TEST(no_cgroup_files)
+{
+	struct device d;
+	struct probe_result res;
+	void *state = NULL;
+	cpu_set_t set;
+
+	/* an empty tree: topology from hwloc alone, no quota, nothing invented */
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.sysfs_root = "tests/fixtures/does-not-exist/sys";
+	cfg.proc_root = "tests/fixtures/does-not-exist/proc";
+	probe_once(&d, &res, &state);
+	ck_assert(!(d.backends & BACKEND_CGROUP));
+	ck_assert(sched_getaffinity(0, sizeof(set), &set) == 0);
+	ck_assert_uint_eq(d.cpu.pus, (unsigned)CPU_COUNT(&set));
+	ck_assert(isnan(d.cpu.quota_cpus));
+	ck_assert_double_eq_tol(d.cpu.effective_cpus, d.cpu.pus, 1e-9);
+	ck_assert_uint_eq(d.memory_total_bytes, 0);
+	ck_assert_uint_eq(d.clock_mhz, 0);
+	/* no clock and no ISA: no peak rather than a guess */
+	ck_assert(isnan(d.peak.fp32_tflops));
+	ck_assert_str_eq(d.peak.source, "");
+	probe_cpu_ops.release(state);
+}
+END_TEST
+
+START_TEST(this_host)
+{
+	struct device d;
+	struct probe_result res;
+	void *state = NULL;
+	cpu_set_t set;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.sysfs_root = "/sys";
+	cfg.proc_root = "/proc";
+	probe_once(&d, &res, &state);
+	ck_assert(sched_getaffinity(0, sizeof(set), &set) == 0);
+	ck_assert_uint_eq(d.cpu.pus, (unsigned)CPU_COUNT(&set));
+	ck_assert_uint_gt(d.memory_total_bytes, 0);
+	ck_assert_uint_le(d.memory_available_bytes, d.memory_total_bytes);
+	ck_assert_str_ne(d.model, "");
+	probe_cpu_ops.release(state);
+}
+END_TEST
+
+Suite *make_suite(void)
+{
+	Suite *s = suite_create("probe_cpu");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, cgroup_v2_limits);
+	tcase_add_test(tc, cgroup_v1_limits);
+	tcase_add_test(tc, no_cgroup_files);
+	tcase_add_test(tc, this_host);
+	suite_add_tcase(s, tc);
+	return s;
+}
