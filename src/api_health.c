@@ -30,7 +30,11 @@ static size_t ready_checks(struct app *app, struct check checks[3])
 	if (!checks[0].ok)
 		snprintf(checks[0].why, sizeof(checks[0].why), "start-up work still running");
 	checks[1] = (struct check){.name = "database"};
-	checks[1].ok = store_healthy(app->store, checks[1].why, sizeof(checks[1].why));
+	/* app->store is published by the start-up flag: not read before it */
+	if (checks[0].ok)
+		checks[1].ok = store_healthy(app->store, checks[1].why, sizeof(checks[1].why));
+	else
+		snprintf(checks[1].why, sizeof(checks[1].why), "not opened yet");
 	checks[2] = (struct check){.name = "shutdown", .ok = !atomic_load(&app->draining)};
 	if (!checks[2].ok)
 		snprintf(checks[2].why, sizeof(checks[2].why), "draining after a termination signal");

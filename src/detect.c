@@ -41,6 +41,8 @@ struct detect {
 	struct device_list devices;        /* the merged, named devices of the last refresh */
 	uint64_t generation;
 	pthread_mutex_t refresh_mu;        /* one refresh at a time */
+	atomic_ullong full_started;  /* full refreshes begun (under refresh_mu) */
+	atomic_ullong full_done;     /* the number of the last full refresh completed */
 	pthread_mutex_t snap_mu;           /* guards current */
 	struct snap *current;
 	pthread_mutex_t thr_mu;
@@ -538,8 +540,17 @@ void detect_refresh(struct detect *det, bool full)
 	struct probe_result *results = xcalloc(det->nprobes ? det->nprobes : 1, sizeof(*results));
 	struct snap *s;
 
+	unsigned long long asked_at = atomic_load(&det->full_started);
+
 	pthread_mutex_lock(&det->refresh_mu);
+	/* callers that queued behind a full refresh begun after they asked share its result */
+	if (full && atomic_load(&det->full_done) > asked_at) {
+		pthread_mutex_unlock(&det->refresh_mu);
+		free(results);
+		return;
+	}
 	if (full) {
+		atomic_store(&det->full_started, atomic_load(&det->full_started) + 1);
 		run_full(det);
 		memcpy(results, det->full_results, det->nprobes * sizeof(*results));
 	} else {
@@ -547,6 +558,8 @@ void detect_refresh(struct detect *det, bool full)
 	}
 	s = snap_build(det, results, ms_since(t0), full);
 	publish(det, s);
+	if (full)
+		atomic_store(&det->full_done, atomic_load(&det->full_started));
 	pthread_mutex_unlock(&det->refresh_mu);
 	if (full)
 		log_fields(LOGL_DEBUG, "detect", "devices probed",

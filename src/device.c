@@ -198,6 +198,7 @@ static json_t *tpu_json(const struct device_tpu *t)
 	put_str(o, "generation", t->generation);
 	put_str(o, "accelerator_type", t->accelerator_type);
 	put_str(o, "topology", t->topology);
+	put_str(o, "name", t->name);
 	if (t->worker_id >= 0)
 		json_object_set_new(o, "worker_id", json_integer(t->worker_id));
 	put_u64(o, "chips", t->chips);

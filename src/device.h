@@ -85,6 +85,7 @@ struct device_tpu {
 	char generation[16];        /* "v4", "v5e", "v5p", "v6e", "tpu7x" */
 	char accelerator_type[32];  /* as GCP names the slice: "v6e-8" */
 	char topology[32];          /* "2x4" */
+	char name[64];              /* TPU_NAME: the TPU resource's name, where the environment gives it */
 	int worker_id;              /* -1 unknown */
 	unsigned chips;             /* chips on this host */
 	unsigned cores_per_chip;
@@ -96,7 +97,7 @@ struct device_opencl {
 	bool present;
 	char platform[64];
 	char name[128];
-	char version[64];
+	char version[160];
 	char driver_version[64];
 	uint64_t global_mem_bytes;
 	uint64_t local_mem_bytes;

@@ -1184,6 +1184,7 @@ static enum acceld_err run_job(struct worker *w, struct exec_job *job, char *err
 	float *gen[EXEC_MAX_INPUTS] = {NULL, NULL, NULL};
 	float *out = NULL;
 	uint64_t t0 = clock_mono_ns();
+	double prepare_ms;
 	size_t out_len = (size_t)exec_output_len(r->kernel, r->m, r->n, r->k);
 	enum acceld_err rc;
 
@@ -1228,12 +1229,10 @@ static enum acceld_err run_job(struct worker *w, struct exec_job *job, char *err
 		}
 		work.out = out;
 	}
-	job->prepare_ms = ms_between(t0, clock_mono_ns());
+	prepare_ms = ms_between(t0, clock_mono_ns());
 	rc = w->ops[job->backend]->run(w->state[job->backend], &work, &timing, err, errsz);
 	if (rc != ACCELD_OK)
 		goto out;
-	job->kernel_ms = timing.kernel_ms;
-	job->transfer_ms = timing.transfer_ms;
 	job->dot = work.dot;
 	if (r->kernel == EXEC_DOT) {
 		job->checksum = job->vmin = job->vmax = job->mean = work.dot;
@@ -1249,7 +1248,13 @@ static enum acceld_err run_job(struct worker *w, struct exec_job *job, char *err
 		job->out_len = out_len;
 		out = NULL;
 	}
+	/* GET /run/{id} reads a running job under ex->mu: the results are published there, ran last */
+	pthread_mutex_lock(&ex->mu);
+	job->prepare_ms = prepare_ms;
+	job->kernel_ms = timing.kernel_ms;
+	job->transfer_ms = timing.transfer_ms;
 	job->ran = true;
+	pthread_mutex_unlock(&ex->mu);
 out:
 	for (unsigned i = 0; i < EXEC_MAX_INPUTS; i++) {
 		free(gen[i]);
@@ -1510,14 +1515,14 @@ enum acceld_err exec_new(const struct exec_opts *opts, struct exec **out)
 	return ACCELD_OK;
 }
 
-void exec_free(struct exec *ex)
+bool exec_stop(struct exec *ex, uint64_t wait_ms)
 {
 	struct exec_job **cancelled;
 	size_t ncancelled = 0;
 	size_t cap = 0;
+	uint64_t deadline = clock_mono_ns() + wait_ms * 1000000u;
+	bool busy = true;
 
-	if (ex == NULL)
-		return;
 	pthread_mutex_lock(&ex->mu);
 	ex->stop = true;
 	for (size_t d = 0; d < ex->ndevices; d++)
@@ -1543,6 +1548,33 @@ void exec_free(struct exec *ex)
 		exec_job_unref(cancelled[i]);
 	}
 	free(cancelled);
+	/* a running kernel cannot be interrupted: wait for it, but only so long */
+	pthread_mutex_lock(&ex->mu);
+	while (busy) {
+		struct timespec tick;
+
+		busy = false;
+		for (size_t d = 0; d < ex->ndevices; d++)
+			busy = busy || ex->workers[d].running != NULL;
+		if (!busy || clock_mono_ns() >= deadline)
+			break;
+		clock_gettime(CLOCK_REALTIME, &tick);
+		tick.tv_nsec += 10 * 1000 * 1000;
+		if (tick.tv_nsec >= 1000000000L) {
+			tick.tv_sec++;
+			tick.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&ex->final_cv, &ex->mu, &tick);
+	}
+	pthread_mutex_unlock(&ex->mu);
+	return !busy;
+}
+
+void exec_free(struct exec *ex)
+{
+	if (ex == NULL)
+		return;
+	exec_stop(ex, UINT64_MAX / 2000000u);
 	for (size_t d = 0; d < ex->ndevices; d++) {
 		if (ex->workers[d].started)
 			pthread_join(ex->workers[d].thread, NULL);
@@ -1651,7 +1683,7 @@ json_t *exec_job_json(struct exec_job *job)
 
 		json_object_set_new(t, "queued_ms", json_real(ms_between(job->created_ns,
 									  job->started_ns ? job->started_ns : end)));
-		if (job->ran || job->kernel_ms > 0) {
+		if (job->ran) {
 			json_object_set_new(t, "prepare_ms", json_real(job->prepare_ms));
 			json_object_set_new(t, "transfer_ms", json_real(job->transfer_ms));
 			json_object_set_new(t, "kernel_ms", json_real(job->kernel_ms));

@@ -225,6 +225,12 @@ json_t *exec_job_json(struct exec_job *job);
 /* Blocks until the job is final (for the command line). */
 void exec_job_wait(struct exec_job *job);
 
+/*
+ * Stops taking jobs, cancels the queued ones (their waiters get 503) and waits up to wait_ms for running kernels,
+ * which cannot be interrupted. Returns true when none is running any more. exec_free does this without a limit.
+ */
+bool exec_stop(struct exec *ex, uint64_t wait_ms);
+
 /* Jobs waiting and running on a device now; ACCELD_ENOTFOUND for an unknown id. */
 enum acceld_err exec_device_load(struct exec *ex, const char *device_id, unsigned *queued, unsigned *running);
 

@@ -18,6 +18,7 @@
 #include <strings.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
@@ -37,8 +38,9 @@ struct http_server {
 	unsigned port;
 	atomic_uint inflight;
 	atomic_bool closing;
-	pthread_mutex_t defer_mu;  /* guards the list of deferred requests */
+	pthread_mutex_t defer_mu;  /* guards the list of deferred requests and stopping */
 	struct http_deferred *deferred_head;
+	bool stopping;             /* deferred answers are cut short: no new suspension */
 };
 
 /*
@@ -148,6 +150,11 @@ const char *http_status_title(int status)
 	case 504: return "Gateway Timeout";
 	default: return "Error";
 	}
+}
+
+const char *http_library_version(void)
+{
+	return MHD_get_version();
 }
 
 const char *http_method_name(enum http_method method)
@@ -632,6 +639,22 @@ static enum MHD_Result answer_deferred(struct conn_req *cr, struct MHD_Connectio
 	return rc;
 }
 
+/* Gives a deferred request that has no answer yet a 503, and resumes it when suspended. */
+static void deferred_cut_short(struct http_deferred *d)
+{
+	pthread_mutex_lock(&d->mu);
+	if (!d->finished) {
+		d->resp.request_id = d->request_id;
+		http_resp_problem(&d->resp, 503, "SHUTTING_DOWN", "the service stopped before the answer was ready");
+		d->finished = true;
+	}
+	if (d->suspended) {
+		d->suspended = false;
+		MHD_resume_connection(d->conn);
+	}
+	pthread_mutex_unlock(&d->mu);
+}
+
 /* Holds the connection until the deferred answer comes (the handler has returned). */
 static enum MHD_Result suspend_deferred(struct conn_req *cr, struct MHD_Connection *conn, struct http_deferred *d)
 {
@@ -639,6 +662,8 @@ static enum MHD_Result suspend_deferred(struct conn_req *cr, struct MHD_Connecti
 
 	cr->deferred = d;
 	pthread_mutex_lock(&srv->defer_mu);
+	if (srv->stopping) /* too late to wait: answer now rather than suspend a connection the stop would trip on */
+		deferred_cut_short(d);
 	d->srv = srv;
 	d->conn = conn;
 	d->next = srv->deferred_head;
@@ -975,25 +1000,34 @@ unsigned http_server_inflight(const struct http_server *srv)
 	return atomic_load(&srv->inflight);
 }
 
+bool http_server_cut_deferred(struct http_server *srv, unsigned wait_ms)
+{
+	uint64_t deadline = clock_mono_ns() + (uint64_t)wait_ms * 1000000u;
+	struct timespec tick = {0, 5 * 1000 * 1000};
+	bool empty;
+
+	pthread_mutex_lock(&srv->defer_mu);
+	srv->stopping = true;
+	for (struct http_deferred *d = srv->deferred_head; d != NULL; d = d->next)
+		deferred_cut_short(d);
+	pthread_mutex_unlock(&srv->defer_mu);
+	/* the resumed connections send their 503 on the worker threads; the list empties as they complete */
+	for (;;) {
+		pthread_mutex_lock(&srv->defer_mu);
+		empty = srv->deferred_head == NULL;
+		pthread_mutex_unlock(&srv->defer_mu);
+		if (empty || clock_mono_ns() >= deadline)
+			return empty;
+		nanosleep(&tick, NULL);
+	}
+}
+
 void http_server_stop(struct http_server *srv)
 {
 	if (srv == NULL)
 		return;
 	/* libmicrohttpd refuses to stop with suspended connections: answer every waiting request first */
-	pthread_mutex_lock(&srv->defer_mu);
-	for (struct http_deferred *d = srv->deferred_head; d != NULL; d = d->next) {
-		pthread_mutex_lock(&d->mu);
-		if (!d->finished) {
-			http_resp_problem(&d->resp, 503, "SHUTTING_DOWN", "the service stopped before the answer was ready");
-			d->finished = true;
-		}
-		if (d->suspended) {
-			d->suspended = false;
-			MHD_resume_connection(d->conn);
-		}
-		pthread_mutex_unlock(&d->mu);
-	}
-	pthread_mutex_unlock(&srv->defer_mu);
+	http_server_cut_deferred(srv, 1000);
 	MHD_stop_daemon(srv->daemon); /* closes the listen socket unless it was quiesced */
 	pthread_mutex_destroy(&srv->defer_mu);
 	free(srv);

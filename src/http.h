@@ -112,6 +112,12 @@ void http_server_quiesce(struct http_server *srv);
 /* Requests received whose response has not completed yet. */
 unsigned http_server_inflight(const struct http_server *srv);
 
+/*
+ * Answers every deferred request still waiting with 503 SHUTTING_DOWN (and any deferred later at once), then waits
+ * up to wait_ms for those answers to be sent. Returns true when none is left.
+ */
+bool http_server_cut_deferred(struct http_server *srv, unsigned wait_ms);
+
 /* Closes every connection, joins the threads and frees the server. NULL is allowed. */
 void http_server_stop(struct http_server *srv);
 
@@ -209,6 +215,9 @@ void http_deferred_finish(struct http_deferred *d, struct http_resp *resp);
  * (initialised by the caller) and drops the connection's reference. Returns false when it has not finished yet.
  */
 bool http_deferred_take(struct http_deferred *d, struct http_resp *resp);
+
+/* The run-time version of libmicrohttpd, e.g. "0.9.75". */
+const char *http_library_version(void);
 
 /* The standard reason phrase of a status ("Not Found"). */
 const char *http_status_title(int status);

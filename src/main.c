@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "app.h"
 #include "cli_select.h"
@@ -299,7 +300,16 @@ static int cmd_serve(int argc, char **argv)
 		sig = signals_wait(1000);
 
 	drain(&app, sig);
+	http_server_cut_deferred(app.http, 1000);
 	http_server_stop(app.http);
+	if (app.exec != NULL && !exec_stop(app.exec, 0)) {
+		/* a kernel cannot be interrupted and the grace period is over: keep what is committed and go */
+		log_msg(LOGL_WARN, "main", "jobs still running after the grace period; exiting without them");
+		sampler_free(app.sampler);
+		store_flush(app.store, 2000);
+		log_buffering_stop();
+		_exit(0);
+	}
 	/* teardown in reverse order of start-up */
 	sampler_free(app.sampler);
 	cost_free(app.cost);

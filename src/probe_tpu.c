@@ -188,6 +188,10 @@ static int env_line(const char *s, size_t len, struct tpu_env *out)
 		k++;
 	if (k == 0 || k >= len || s[k] != ':')
 		return -1;
+	/* only three keys are used; the others (WORKER_NETWORK_ENDPOINTS and the like can be long) are skipped unread */
+	if (!((k == 16 && strncmp(s, "ACCELERATOR_TYPE", k) == 0) || (k == 8 && strncmp(s, "TOPOLOGY", k) == 0) ||
+	      (k == 9 && strncmp(s, "WORKER_ID", k) == 0)))
+		return 0;
 	v = k + 1;
 	while (v < len && s[v] == ' ')
 		v++;
@@ -554,6 +558,7 @@ static unsigned slice_info(struct tpu_state *st, const struct config *cfg, struc
 	const char *type = getenv("TPU_ACCELERATOR_TYPE");
 	const char *topo = getenv("TPU_TOPOLOGY");
 	const char *worker = getenv("TPU_WORKER_ID");
+	const char *name = getenv("TPU_NAME");
 	unsigned backends = 0;
 	unsigned n;
 	char gen[16];
@@ -578,7 +583,14 @@ static unsigned slice_info(struct tpu_state *st, const struct config *cfg, struc
 		else
 			note(res, "TPU_WORKER_ID '%.16s' is malformed", worker);
 	}
-	if (info->accelerator_type[0] || info->topology[0] || info->worker_id >= 0)
+	if (name && *name) {
+		if (strlen(name) < sizeof(info->name) && strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-_.") ==
+							     strlen(name))
+			DEVICE_SET(info->name, name);
+		else
+			note(res, "TPU_NAME '%.32s' is not a resource name", name);
+	}
+	if (info->accelerator_type[0] || info->topology[0] || info->worker_id >= 0 || info->name[0])
 		backends |= BACKEND_ENV;
 	if (info->accelerator_type[0] == '\0' && google_host(cfg)) {
 		if (!st->metadata_done) {
@@ -673,6 +685,7 @@ static void tpu_probe(void **state, const struct config *cfg, struct device_list
 		DEVICE_SET(d.tpu.generation, gen);
 		DEVICE_SET(d.tpu.accelerator_type, info.accelerator_type);
 		DEVICE_SET(d.tpu.topology, info.topology);
+		DEVICE_SET(d.tpu.name, info.name);
 		d.tpu.worker_id = info.worker_id;
 		d.tpu.chips = (unsigned)visible;
 		d.tpu.cores_per_chip = c->id >= 0 ? tpu_ids[c->id].cores_per_chip : 0;

@@ -19,6 +19,7 @@ struct tpu_env {
 	char accelerator_type[32]; /* "v6e-8"; "" absent */
 	char topology[32];         /* "2x4"; "" absent */
 	int worker_id;             /* -1 absent */
+	char name[64];             /* TPU_NAME; "" absent */
 };
 
 /*

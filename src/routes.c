@@ -9,10 +9,10 @@
 #include "mem.h"
 
 static const struct route table[] = {
-	{HTTP_GET, "/livez", api_livez, 0},
-	{HTTP_GET, "/readyz", api_readyz, 0},
-	{HTTP_GET, "/healthz", api_readyz, 0},
-	{HTTP_GET, "/version", api_version, 0},
+	{HTTP_GET, "/livez", api_livez, ROUTE_EARLY},
+	{HTTP_GET, "/readyz", api_readyz, ROUTE_EARLY},
+	{HTTP_GET, "/healthz", api_readyz, ROUTE_EARLY},
+	{HTTP_GET, "/version", api_version, ROUTE_EARLY},
 	/* devices (api_devices.c) */
 	{HTTP_GET, "/devices", api_devices_list, 0},
 	{HTTP_GET, "/devices/{id}", api_devices_get, 0},
@@ -145,6 +145,15 @@ void routes_dispatch_table(const struct route *t, size_t n, struct app *app, str
 			json_object_set_new(doc, "allow", json_string(allow));
 		}
 		http_resp_header(resp, "Allow", allow);
+		return;
+	}
+	/* the module pointers in app are published by the start-up flag: nothing else may read them before it */
+	if (app != NULL && !(found->flags & ROUTE_EARLY) && !atomic_load(&app->started)) {
+		http_resp_problem(resp, 503, "STARTING", "start-up work is still running; retry shortly");
+		return;
+	}
+	if (app != NULL && atomic_load(&app->draining) && found->method != HTTP_GET) {
+		http_resp_problem(resp, 503, "SHUTTING_DOWN", "the service is shutting down and takes no new work");
 		return;
 	}
 	if ((found->flags & ROUTE_AUTH) && app != NULL && app->cfg.token != NULL &&

@@ -20,6 +20,7 @@ typedef void (*route_fn)(struct app *app, struct http_req *req, struct http_resp
 #define ROUTE_AUTH 1u /* needs the bearer token when one is configured */
 #define ROUTE_JSON 2u /* takes a JSON body: req->json is set before the handler runs */
 #define ROUTE_JSON_OPTIONAL 4u /* like ROUTE_JSON, but a request without a body is passed on with json NULL */
+#define ROUTE_EARLY 8u /* answered during start-up too (probes); others get 503 until start-up is done */
 
 struct route {
 	enum http_method method;

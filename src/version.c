@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include <hwloc.h>
-#include <microhttpd.h>
 
 #include "exec_cpu.h"
+#include "http.h"
 #include "store.h"
 
 #ifndef ACCELD_VERSION
@@ -51,6 +51,6 @@ json_t *version_json(void)
 	}
 	return json_pack("{s:s, s:s, s:s, s:{s:s, s:s, s:s, s:s, s:s}}", "version", ACCELD_VERSION, "commit",
 			 ACCELD_COMMIT, "build_time", ACCELD_BUILD_TIME, "libraries", "libmicrohttpd",
-			 MHD_get_version(), "jansson", jansson_version_str(), "sqlite", store_sqlite_version(),
+			 http_library_version(), "jansson", jansson_version_str(), "sqlite", store_sqlite_version(),
 			 "hwloc", hwloc, "openblas", blas);
 }

@@ -34,7 +34,7 @@ class Dashboard(unittest.TestCase):
         cells = b.eval("[...document.querySelectorAll('#devices tr[data-id=\"cpu:0\"] td')].map(t => t.textContent)")
         self.assertEqual(cells[0], "cpu:0")
         self.assertRegex(cells[2], r"GiB")  # memory is shown
-        self.assertEqual(b.eval("document.getElementById('ready').textContent"), "ready")
+        b.wait_until("document.getElementById('ready').textContent === 'ready'")
 
     def test_2_utilisation_chart_has_data(self):
         b = self.browser

@@ -250,6 +250,41 @@ class Shutdown(unittest.TestCase):
             s.stop(signal.SIGKILL)
             s.tmp.cleanup()
 
+    def test_waiting_jobs_answered_503_and_exit_bounded(self):
+        """Requests waiting on a job get a 503 problem, not a dropped connection, and the process does not wait
+        for a kernel that cannot be interrupted."""
+        import threading
+        s = Server(args=["--shutdown-grace", "300ms"]).start()
+        results = []
+
+        def submit():
+            try:
+                r = s.request("POST", "/run", json_body={"kernel": "sgemm", "m": 6144, "n": 6144, "k": 6144,
+                                                          "generate": {"seed": 1}}, headers={})
+                results.append(r)
+            except Exception as e:  # a dropped connection is what this test guards against
+                results.append(e)
+
+        try:
+            threads = [threading.Thread(target=submit) for _ in range(2)]
+            for t in threads:
+                t.start()
+            time.sleep(1.0)
+            s.proc.send_signal(signal.SIGTERM)
+            for t in threads:
+                t.join(60)
+            self.assertEqual(s.proc.wait(30), 0)
+            self.assertEqual(len(results), 2)
+            for r in results:
+                self.assertNotIsInstance(r, Exception)
+                if r.status != 200:
+                    self.assertEqual(r.status, 503, r)
+                    self.assertEqual(r.json()["reason"], "SHUTTING_DOWN")
+            self.assertTrue(any(not isinstance(r, Exception) and r.status == 503 for r in results))
+        finally:
+            s.stop(signal.SIGKILL)
+            s.tmp.cleanup()
+
     def test_sigint_exits_zero(self):
         s = Server().start()
         try:

@@ -234,6 +234,7 @@ START_TEST(environment)
 	d = &out.v[5];
 	ck_assert_str_eq(d->tpu.accelerator_type, "v6e-8");
 	ck_assert_str_eq(d->tpu.topology, "2x4");
+	ck_assert_str_eq(d->tpu.name, "my-tpu");
 	ck_assert_int_eq(d->tpu.worker_id, 0);
 	ck_assert(d->backends & BACKEND_ENV);
 	ck_assert(!(d->backends & BACKEND_METADATA));
@@ -243,6 +244,7 @@ START_TEST(environment)
 	setenv("TPU_ACCELERATOR_TYPE", "banana", 1);
 	setenv("TPU_TOPOLOGY", "2x", 1);
 	setenv("TPU_WORKER_ID", "-1", 1);
+	setenv("TPU_NAME", "bad name!", 1);
 	run(&st, &out, &res);
 	ck_assert(res.ok);
 	ck_assert_uint_eq(out.n, 8);
@@ -253,6 +255,8 @@ START_TEST(environment)
 	ck_assert_ptr_nonnull(strstr(res.why, "TPU_ACCELERATOR_TYPE 'banana'"));
 	ck_assert_ptr_nonnull(strstr(res.why, "TPU_TOPOLOGY"));
 	ck_assert_ptr_nonnull(strstr(res.why, "TPU_WORKER_ID"));
+	ck_assert_ptr_nonnull(strstr(res.why, "TPU_NAME"));
+	ck_assert_str_eq(out.v[0].tpu.name, "");
 	done(st, &out);
 
 	/* a type from another generation, or a slice smaller than the host, is pointed out */
@@ -260,6 +264,7 @@ START_TEST(environment)
 	setenv("TPU_ACCELERATOR_TYPE", "v6e-1", 1);
 	unsetenv("TPU_TOPOLOGY");
 	unsetenv("TPU_WORKER_ID");
+	unsetenv("TPU_NAME");
 	run(&st, &out, &res);
 	ck_assert_uint_eq(out.n, 4);
 	ck_assert_ptr_nonnull(strstr(res.why, "does not match the v4 chips"));
@@ -369,11 +374,14 @@ START_TEST(tpu_env_parser)
 	ck_assert_int_eq(parse("accelerator_type: 'v6e-8'\n", &e), -1);
 	ck_assert_int_eq(parse("9KEY: 'x'\n", &e), -1);
 	ck_assert_int_eq(parse(": 'x'\n", &e), -1);
-	ck_assert_int_eq(parse("KEY: 'x\n", &e), -1);
-	ck_assert_int_eq(parse("KEY: 'x'y'\n", &e), -1);
-	ck_assert_int_eq(parse("KEY: '\n", &e), -1);
-	ck_assert_int_eq(parse("KEY: 'tab\tinside'\n", &e), -1);
-	ck_assert_int_eq(parse("KEY: two words\n", &e), -1);
+	ck_assert_int_eq(parse("TOPOLOGY: '2x2\n", &e), -1);
+	ck_assert_int_eq(parse("TOPOLOGY: '2x'2'\n", &e), -1);
+	ck_assert_int_eq(parse("TOPOLOGY: '\n", &e), -1);
+	ck_assert_int_eq(parse("TOPOLOGY: '2x\t2'\n", &e), -1);
+	ck_assert_int_eq(parse("TOPOLOGY: 2 x2\n", &e), -1);
+	/* keys acceld does not use are skipped unread, however long or odd their values */
+	ck_assert_int_eq(parse("WORKER_NETWORK_ENDPOINTS: 'a b,c'd'\nTOPOLOGY: '2x2'\n", &e), 0);
+	ck_assert_str_eq(e.topology, "2x2");
 	ck_assert_int_eq(parse("ACCELERATOR_TYPE: 'v9-8'\n", &e), -1);
 	ck_assert_int_eq(parse("ACCELERATOR_TYPE: 'v6e-8-and-a-very-long-tail-1234567890'\n", &e), -1);
 	ck_assert_int_eq(parse("TOPOLOGY: '2x'\n", &e), -1);
@@ -392,12 +400,12 @@ START_TEST(tpu_env_parser)
 	ck_assert_int_eq(probe_tpu_env_parse(big, TPU_ENV_MAX_BYTES + 1, &e), -1);
 	ck_assert_int_eq(probe_tpu_env_parse(big, TPU_ENV_MAX_LINES, &e), 0);
 	ck_assert_int_eq(probe_tpu_env_parse(big, TPU_ENV_MAX_LINES + 1, &e), -1);
-	memcpy(big, "KEY: '", 6);
-	memset(big + 6, 'a', TPU_ENV_MAX_VALUE + 1);
-	memcpy(big + 6 + TPU_ENV_MAX_VALUE + 1, "'", 2);
+	/* a used key's value past the cap is refused; an unused key's is skipped whatever its length */
+	memcpy(big, "TOPOLOGY: '", 11);
+	memset(big + 11, '2', TPU_ENV_MAX_VALUE + 1);
+	memcpy(big + 11 + TPU_ENV_MAX_VALUE + 1, "'", 2);
 	ck_assert_int_eq(parse(big, &e), -1);
-	big[6 + TPU_ENV_MAX_VALUE] = '\'';
-	big[6 + TPU_ENV_MAX_VALUE + 1] = '\0';
+	memcpy(big, "UNUSED_K: '", 11);
 	ck_assert_int_eq(parse(big, &e), 0);
 	free(big);
 }

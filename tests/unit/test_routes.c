@@ -44,6 +44,7 @@ static struct app *test_app(const char *token)
 
 	memset(&app, 0, sizeof(app));
 	app.cfg.token = (char *)(uintptr_t)token;
+	atomic_store(&app.started, true);
 	return &app;
 }
 
@@ -162,6 +163,36 @@ START_TEST(json_routes)
 }
 END_TEST
 
+START_TEST(starting_and_draining)
+{
+	struct http_req r = req_of(HTTP_GET, "/things");
+	struct http_resp resp;
+	struct app *app = test_app(NULL);
+
+	atomic_store(&app->started, false);
+	http_resp_init(&resp, "rid");
+	routes_dispatch_table(table, NT, app, &r, &resp);
+	ck_assert_int_eq(resp.status, 503); /* no module may be touched before start-up publishes it */
+	ck_assert_str_eq(json_string_value(json_object_get(resp.json, "reason")), "STARTING");
+	ck_assert_str_eq(header(&resp, "Retry-After"), "1");
+	http_resp_release(&resp);
+
+	atomic_store(&app->started, true);
+	atomic_store(&app->draining, true);
+	r = req_of(HTTP_DELETE, "/things/1");
+	http_resp_init(&resp, "rid");
+	routes_dispatch_table(table, NT, app, &r, &resp);
+	ck_assert_int_eq(resp.status, 503); /* no new work while draining */
+	ck_assert_str_eq(json_string_value(json_object_get(resp.json, "reason")), "SHUTTING_DOWN");
+	http_resp_release(&resp);
+	r = req_of(HTTP_GET, "/things/1");
+	http_resp_init(&resp, "rid");
+	routes_dispatch_table(table, NT, app, &r, &resp);
+	ck_assert_int_eq(resp.status, 200); /* reads still answer */
+	http_resp_release(&resp);
+}
+END_TEST
+
 START_TEST(service_table_is_sane)
 {
 	size_t n;
@@ -186,6 +217,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, not_found_and_method);
 	tcase_add_test(tc, auth);
 	tcase_add_test(tc, json_routes);
+	tcase_add_test(tc, starting_and_draining);
 	tcase_add_test(tc, service_table_is_sane);
 	suite_add_tcase(s, tc);
 	return s;
