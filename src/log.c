@@ -132,9 +132,34 @@ static void put_str(struct line *l, const char *s)
 	put(l, "\"", 1);
 }
 
+/* Appends v in decimal (the access log writes several numbers per request: no printf on that path). */
+static void put_u64(struct line *l, unsigned long long v)
+{
+	char tmp[24];
+	size_t n = sizeof(tmp);
+
+	do {
+		tmp[--n] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	put(l, tmp + n, sizeof(tmp) - n);
+}
+
+static void put_i64(struct line *l, long long v)
+{
+	if (v < 0) {
+		put(l, "-", 1);
+		put_u64(l, 0ull - (unsigned long long)v);
+	} else {
+		put_u64(l, (unsigned long long)v);
+	}
+}
+
 static void put_head(struct line *l, enum log_level level, const char *component, const char *msg)
 {
 	struct timespec ts;
+	char frac[5] = {'.', '0', '0', '0', 'Z'};
+	int ms;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	if (ts.tv_sec != tl_clock.sec || tl_clock.text[0] == '\0') {
@@ -146,8 +171,18 @@ static void put_head(struct line *l, enum log_level level, const char *component
 	}
 	l->len = 0;
 	l->overflow = false;
-	put_fmt(l, "{\"time\":\"%s.%03dZ\",\"level\":\"%s\",\"severity\":\"%s\",\"msg\":", tl_clock.text,
-		(int)(ts.tv_nsec / 1000000), level_names[level], severity_names[level]);
+	ms = (int)(ts.tv_nsec / 1000000);
+	frac[1] = (char)('0' + ms / 100);
+	frac[2] = (char)('0' + ms / 10 % 10);
+	frac[3] = (char)('0' + ms % 10);
+	put_lit(l, "{\"time\":\"");
+	put_lit(l, tl_clock.text);
+	put(l, frac, sizeof(frac));
+	put_lit(l, "\",\"level\":\"");
+	put_lit(l, level_names[level]);
+	put_lit(l, "\",\"severity\":\"");
+	put_lit(l, severity_names[level]);
+	put_lit(l, "\",\"msg\":");
 	put_str(l, msg);
 	put_lit(l, ",\"component\":");
 	put_str(l, component ? component : "main");
@@ -166,7 +201,7 @@ static void put_field(struct line *l, const struct log_field *f)
 			put_lit(l, "null");
 		break;
 	case LOGF_INT:
-		put_fmt(l, "%lld", f->i);
+		put_i64(l, f->i);
 		break;
 	case LOGF_DBL:
 		if (isfinite(f->d))

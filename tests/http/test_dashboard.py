@@ -19,7 +19,7 @@ class Dashboard(unittest.TestCase):
         r = cls.server.request("POST", "/run", json_body={"kernel": "saxpy", "n": 4096, "generate": {"seed": 1}})
         assert r.status == 200, r
         time.sleep(1.5)
-        cls.browser = Browser()
+        cls.browser = Browser(height=1150)
         cls.browser.open(f"http://127.0.0.1:{cls.server.port}/")
 
     @classmethod
