@@ -19,8 +19,8 @@ nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
 
 work=$(mktemp -d)
 cleanup() {
-    [ -n "${acceld_pid:-}" ] && kill "$acceld_pid" 2>/dev/null || true
-    [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
+    if [ -n "${acceld_pid:-}" ]; then kill "$acceld_pid" 2>/dev/null || true; fi
+    if [ -f "$work/nginx.pid" ]; then kill "$(cat "$work/nginx.pid")" 2>/dev/null || true; fi
     wait 2>/dev/null || true
     rm -rf "$work"
 }

@@ -15,9 +15,11 @@ cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true; 
 trap cleanup EXIT
 
 [ -f "$build/libacceld.a" ] || make -C "$root" --no-print-directory BUILD="$(realpath --relative-to="$root" "$build")" >/dev/null
-pkgs="libmicrohttpd jansson hwloc OpenCL sqlite3 openblas"
-cc -std=c11 -D_GNU_SOURCE -O2 -I"$root/src" $(pkg-config --cflags $pkgs) -o "$work/store_fill" \
-    "$root/bench/store_fill.c" "$build/libacceld.a" $(pkg-config --libs $pkgs) -ldl -lm -pthread
+pkgs=(libmicrohttpd jansson hwloc OpenCL sqlite3 libcurl)
+read -ra cflags <<<"$(pkg-config --cflags "${pkgs[@]}")"
+read -ra libs <<<"$(pkg-config --libs "${pkgs[@]}")"
+cc -std=c11 -D_GNU_SOURCE -O2 -I"$root/src" "${cflags[@]}" -o "$work/store_fill" \
+    "$root/bench/store_fill.c" "$build/libacceld.a" "${libs[@]}" -ldl -lm -pthread
 t0=$(date +%s.%N)
 "$work/store_fill" "$work/month.db" "$days" "$devices"
 t1=$(date +%s.%N)
@@ -25,7 +27,7 @@ size=$(stat -c %s "$work/month.db")
 echo "fill: $(printf '%.1f' "$(echo "$t1 - $t0" | bc)") s, file $(echo "scale=1; $size / 1048576" | bc) MiB"
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$bin" serve --listen 127.0.0.1:$port --db "$work/month.db" --sample-interval 1h --access-log false \
+"$bin" serve --listen "127.0.0.1:$port" --db "$work/month.db" --sample-interval 1h --access-log false \
     --log-level warn 2>"$work/log" &
 pid=$!
 python3 - "$port" "$days" "$work/month.db" <<'PY'

@@ -35,6 +35,9 @@ struct probe_result {
 	double duration_ms;
 };
 
+/* Appends a note to res->why ("; "-separated), cutting at the field's size. */
+void probe_note(struct probe_result *res, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 struct probe_ops {
 	const char *name;      /* "cpu", "opencl", "nvml", "sysfs-gpu", "tpu" */
 	/* Finds devices and appends them to out. state is the probe's own, created on first use (may stay NULL). */

@@ -136,23 +136,6 @@ struct nvml_entry {
 	struct device dev;
 };
 
-/* Appends a note to res->why ("; "-separated), cutting at the field's size. */
-static void note(struct probe_result *res, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void note(struct probe_result *res, const char *fmt, ...)
-{
-	size_t len = strlen(res->why);
-	va_list ap;
-
-	if (len + 3 >= sizeof(res->why))
-		return;
-	if (len > 0) {
-		memcpy(res->why + len, "; ", 3);
-		len += 2;
-	}
-	va_start(ap, fmt);
-	vsnprintf(res->why + len, sizeof(res->why) - len, fmt, ap);
-	va_end(ap);
-}
 
 /* Resolves the first of the NULL-terminated names the library exports into slot; false when none is there. */
 static bool resolve(void *lib, void *slot, size_t slotsz, ...)
@@ -224,7 +207,7 @@ static bool call_ok(const struct nvml_state *st, nvml_ret rc, unsigned gpu, cons
 	if (rc == NVML_SUCCESS)
 		return true;
 	if (rc != NVML_ERROR_NOT_SUPPORTED && rc != NVML_ERROR_FUNCTION_NOT_FOUND)
-		note(res, "gpu %u %s: %s", gpu, what, err_text(st, rc));
+		probe_note(res, "gpu %u %s: %s", gpu, what, err_text(st, rc));
 	return false;
 }
 
@@ -253,7 +236,7 @@ static void *open_library(const struct config *cfg, struct probe_result *res)
 	if (lib == NULL) {
 		const char *e = dlerror();
 
-		note(res, "NVML not loaded: %s", e ? e : name);
+		probe_note(res, "NVML not loaded: %s", e ? e : name);
 	}
 	return lib;
 }
@@ -441,7 +424,7 @@ static size_t select_visible(const struct nvml_state *st, const struct nvml_entr
 	set.mig_parent = parent;
 	count = visible_select(value, &set, sel, NVML_MAX_GPUS, &stopped);
 	if (stopped >= 0)
-		note(res, "CUDA_VISIBLE_DEVICES entry %d is not a usable GPU; it and later entries are ignored",
+		probe_note(res, "CUDA_VISIBLE_DEVICES entry %d is not a usable GPU; it and later entries are ignored",
 		     stopped);
 	/* a GPU whose handle failed cannot be shown even when listed */
 	for (size_t i = 0; i < count; i++)
@@ -473,7 +456,7 @@ static void nvml_probe(void **state, const struct config *cfg, struct device_lis
 		if (st->lib == NULL)
 			goto out;
 		if (!load_api(st->lib, &st->api)) {
-			note(res, "the NVML library lacks nvmlInit, nvmlDeviceGetCount or nvmlDeviceGetHandleByIndex");
+			probe_note(res, "the NVML library lacks nvmlInit, nvmlDeviceGetCount or nvmlDeviceGetHandleByIndex");
 			dlclose(st->lib);
 			st->lib = NULL;
 			memset(&st->api, 0, sizeof(st->api));
@@ -485,7 +468,7 @@ static void nvml_probe(void **state, const struct config *cfg, struct device_lis
 	if (!st->inited) {
 		rc = st->api.init();
 		if (rc != NVML_SUCCESS) {
-			note(res, "nvmlInit: %s", err_text(st, rc));
+			probe_note(res, "nvmlInit: %s", err_text(st, rc));
 			res->ok = false;
 			goto out;
 		}
@@ -494,12 +477,12 @@ static void nvml_probe(void **state, const struct config *cfg, struct device_lis
 	st->ngpus = 0;
 	rc = st->api.device_count(&n);
 	if (rc != NVML_SUCCESS) {
-		note(res, "nvmlDeviceGetCount: %s", err_text(st, rc));
+		probe_note(res, "nvmlDeviceGetCount: %s", err_text(st, rc));
 		res->ok = false;
 		goto out;
 	}
 	if (n > NVML_MAX_GPUS) {
-		note(res, "%u GPUs, only the first %d are shown", n, NVML_MAX_GPUS);
+		probe_note(res, "%u GPUs, only the first %d are shown", n, NVML_MAX_GPUS);
 		n = NVML_MAX_GPUS;
 	}
 	read_versions(st, driver, sizeof(driver), cuda, sizeof(cuda), res);

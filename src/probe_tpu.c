@@ -526,22 +526,6 @@ static int by_addr(const void *a, const void *b)
 	return strcmp(((const struct chip *)a)->addr, ((const struct chip *)b)->addr);
 }
 
-static void note(struct probe_result *res, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void note(struct probe_result *res, const char *fmt, ...)
-{
-	size_t len = strlen(res->why);
-	va_list ap;
-
-	if (len + 3 >= sizeof(res->why))
-		return;
-	if (len > 0) {
-		memcpy(res->why + len, "; ", 3);
-		len += 2;
-	}
-	va_start(ap, fmt);
-	vsnprintf(res->why + len, sizeof(res->why) - len, fmt, ap);
-	va_end(ap);
-}
 
 static bool google_host(const struct config *cfg)
 {
@@ -569,26 +553,26 @@ static unsigned slice_info(struct tpu_state *st, const struct config *cfg, struc
 		if (strlen(type) < sizeof(info->accelerator_type) && probe_tpu_type_parse(type, gen, sizeof(gen), &n) == 0)
 			DEVICE_SET(info->accelerator_type, type);
 		else
-			note(res, "TPU_ACCELERATOR_TYPE '%.32s' is not a TPU type", type);
+			probe_note(res, "TPU_ACCELERATOR_TYPE '%.32s' is not a TPU type", type);
 	}
 	if (topo && *topo) {
 		if (probe_tpu_topology_check(topo) == 0)
 			DEVICE_SET(info->topology, topo);
 		else
-			note(res, "TPU_TOPOLOGY '%.32s' is malformed", topo);
+			probe_note(res, "TPU_TOPOLOGY '%.32s' is malformed", topo);
 	}
 	if (worker && *worker) {
 		if (parse_uint(worker, strlen(worker), 1000000, &n) == 0)
 			info->worker_id = (int)n;
 		else
-			note(res, "TPU_WORKER_ID '%.16s' is malformed", worker);
+			probe_note(res, "TPU_WORKER_ID '%.16s' is malformed", worker);
 	}
 	if (name && *name) {
 		if (strlen(name) < sizeof(info->name) && strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-_.") ==
 							     strlen(name))
 			DEVICE_SET(info->name, name);
 		else
-			note(res, "TPU_NAME '%.32s' is not a resource name", name);
+			probe_note(res, "TPU_NAME '%.32s' is not a resource name", name);
 	}
 	if (info->accelerator_type[0] || info->topology[0] || info->worker_id >= 0 || info->name[0])
 		backends |= BACKEND_ENV;
@@ -599,7 +583,7 @@ static unsigned slice_info(struct tpu_state *st, const struct config *cfg, struc
 			if (metadata_fetch(cfg, &st->meta, why, sizeof(why)) == 0)
 				st->metadata_done = true;
 			else
-				note(res, "GCE metadata: %s", why);
+				probe_note(res, "GCE metadata: %s", why);
 		}
 		if (st->metadata_done) {
 			DEVICE_SET(info->accelerator_type, st->meta.accelerator_type);
@@ -625,7 +609,7 @@ static size_t apply_visible(struct chip *chips, size_t n, unsigned *index, struc
 
 	count = visible_select(value, &set, sel, TPU_MAX_CHIPS, &stopped);
 	if (stopped >= 0)
-		note(res, "TPU_VISIBLE_CHIPS entry %d is not a chip; it and later entries are ignored", stopped);
+		probe_note(res, "TPU_VISIBLE_CHIPS entry %d is not a chip; it and later entries are ignored", stopped);
 	for (size_t i = 0; i < count; i++)
 		kept[i] = chips[sel[i]];
 	for (size_t i = 0; i < count; i++) {
@@ -659,7 +643,7 @@ static void tpu_probe(void **state, const struct config *cfg, struct device_list
 	scan_vfio(cfg, chips, &n);
 	if (n == 0) {
 		if (getenv("TPU_ACCELERATOR_TYPE") != NULL)
-			note(res, "TPU_ACCELERATOR_TYPE is set but no TPU is on the PCI bus");
+			probe_note(res, "TPU_ACCELERATOR_TYPE is set but no TPU is on the PCI bus");
 		goto out;
 	}
 	res->available = true;
@@ -695,10 +679,10 @@ static void tpu_probe(void **state, const struct config *cfg, struct device_list
 		res->found++;
 	}
 	if (type_gen[0] && chips[0].id >= 0 && strcmp(type_gen, tpu_ids[chips[0].id].generation) != 0)
-		note(res, "accelerator type %s does not match the %s chips on the PCI bus", info.accelerator_type,
+		probe_note(res, "accelerator type %s does not match the %s chips on the PCI bus", info.accelerator_type,
 		     tpu_ids[chips[0].id].generation);
 	if (slice_chips > 0 && slice_chips < n)
-		note(res, "accelerator type %s has %u chips but this host shows %zu", info.accelerator_type,
+		probe_note(res, "accelerator type %s has %u chips but this host shows %zu", info.accelerator_type,
 		     slice_chips, n);
 out:
 	free(chips);

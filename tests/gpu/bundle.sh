@@ -25,4 +25,4 @@ ldd "$BIN" | awk '/=> \// { print $3 }' | while read -r lib; do
 	esac
 done
 tar -C "$(dirname "$OUT")" -czf "$OUT.tar.gz" "$(basename "$OUT")"
-echo "bundle: $OUT ($(ls "$OUT/lib" | wc -l) libraries), $OUT.tar.gz"
+echo "bundle: $OUT ($(find "$OUT/lib" -mindepth 1 -maxdepth 1 | wc -l) libraries), $OUT.tar.gz"
