@@ -70,6 +70,23 @@ class Basics(ServerTestCase):
         self.assertEqual(r.status, 204)
         self.assertEqual(r.header("Allow"), "GET, HEAD, OPTIONS")
 
+    def test_json_bodies(self):
+        # POST /select takes a JSON body: the dispatcher's checks apply before the handler runs
+        r = self.server.request("POST", "/select", body=b'{"prefer": "cpu",\n "policy": }',
+                                headers={"Content-Type": "application/json"})
+        doc = self.assertProblem(r, 400, "MALFORMED_JSON")
+        self.assertEqual(doc["line"], 2)
+        self.assertIn("line 2, column", doc["detail"])
+        r = self.server.request("POST", "/select", body=b"[" * 40 + b"]" * 40,
+                                headers={"Content-Type": "application/json"})
+        self.assertProblem(r, 400, "JSON_TOO_DEEP")
+        r = self.server.request("POST", "/select", body=b"prefer=cpu",
+                                headers={"Content-Type": "application/x-www-form-urlencoded"})
+        self.assertProblem(r, 415, "UNSUPPORTED_MEDIA_TYPE")
+        r = self.server.request("POST", "/select", body=b'{"prefer": "cpu", "prefer": "gpu"}',
+                                headers={"Content-Type": "application/json"})
+        self.assertProblem(r, 400, "MALFORMED_JSON")  # duplicate keys are refused, not silently merged
+
     def test_too_many_query_parameters(self):
         q = "&".join(f"p{i}=1" for i in range(40))
         self.assertProblem(self.server.get("/livez?" + q), 400, "TOO_MANY_PARAMETERS")
