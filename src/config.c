@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "log.h"
 #include "mem.h"
 
@@ -58,6 +59,10 @@ static const struct opt opts[] = {
 	 "bearer token required by mutating endpoints"},
 	{"token-file", "ACCELD_TOKEN_FILE", OPT_PATH, F(token_file), NULL, 0, 0, NULL, 0,
 	 "file holding the bearer token"},
+	{"tls-cert", "ACCELD_TLS_CERT", OPT_PATH, F(tls_cert), NULL, 0, 0, NULL, 0,
+	 "PEM certificate (chain) file: serve HTTPS instead of HTTP (needs --tls-key)"},
+	{"tls-key", "ACCELD_TLS_KEY", OPT_PATH, F(tls_key), NULL, 0, 0, NULL, 0,
+	 "PEM private key file for --tls-cert"},
 	{"static-dir", "ACCELD_STATIC_DIR", OPT_PATH, F(static_dir), NULL, 0, 0, NULL, 0,
 	 "serve the dashboard from this folder's index.html instead of the built-in copy (for development)"},
 	{"prefer", "COMPUTE_PREFER", OPT_ENUM, F(prefer), "auto", 0, 0, "auto|cpu|gpu|tpu", 0,
@@ -455,6 +460,33 @@ static int load_token_file(struct config *cfg, char *err, size_t errsz)
 	return 0;
 }
 
+/* Reads a PEM file of at most 1 MiB holding a "-----BEGIN ...<label>-----" block into *out (owned). */
+static int read_pem(const char *path, const char *setting, const char *label, char **out, char *err, size_t errsz)
+{
+	FILE *f = fopen(path, "r");
+	struct buf b;
+	char chunk[4096];
+	size_t n;
+	int rc = 0;
+
+	if (f == NULL)
+		return fail(err, errsz, "cannot read %s '%s': %s", setting, path, strerror(errno));
+	buf_init(&b, 1024 * 1024);
+	while (rc == 0 && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		if (buf_append(&b, chunk, n) != 0)
+			rc = fail(err, errsz, "%s '%s' is over 1 MiB", setting, path);
+	fclose(f);
+	if (rc == 0 && (b.data == NULL || strstr(b.data, "-----BEGIN ") == NULL || strstr(b.data, label) == NULL))
+		rc = fail(err, errsz, "%s '%s' holds no PEM %s", setting, path, label);
+	if (rc != 0) {
+		buf_release(&b);
+		return rc;
+	}
+	free(*out);
+	*out = buf_detach(&b, NULL);
+	return 0;
+}
+
 int config_load(struct config *cfg, int argc, char **argv, config_getenv_fn env, char *err, size_t errsz)
 {
 	const char *config_path = NULL;
@@ -527,6 +559,13 @@ int config_load(struct config *cfg, int argc, char **argv, config_getenv_fn env,
 			return -1;
 	}
 
+	if ((cfg->tls_cert == NULL) != (cfg->tls_key == NULL))
+		return fail(err, errsz, "set both --tls-cert (ACCELD_TLS_CERT) and --tls-key (ACCELD_TLS_KEY), or neither");
+	if (cfg->tls_cert != NULL && (read_pem(cfg->tls_cert, "--tls-cert (ACCELD_TLS_CERT)", "CERTIFICATE",
+					       &cfg->tls_cert_pem, err, errsz) != 0 ||
+				      read_pem(cfg->tls_key, "--tls-key (ACCELD_TLS_KEY)", "PRIVATE KEY",
+					       &cfg->tls_key_pem, err, errsz) != 0))
+		return -1;
 	if (cfg->token_file != NULL) {
 		if (token_flag != NULL || env("ACCELD_TOKEN") != NULL)
 			return fail(err, errsz, "set either --token (ACCELD_TOKEN) or --token-file (ACCELD_TOKEN_FILE), "
@@ -544,6 +583,10 @@ void config_release(struct config *cfg)
 			set_str(cfg, &opts[i], NULL);
 	free(cfg->listen_host);
 	cfg->listen_host = NULL;
+	free(cfg->tls_cert_pem);
+	free(cfg->tls_key_pem);
+	cfg->tls_cert_pem = NULL;
+	cfg->tls_key_pem = NULL;
 }
 
 static const char *enum_name(const struct opt *o, int idx, char *out, size_t outsz)

@@ -35,6 +35,10 @@ struct config {
 	uint64_t shutdown_grace_ms;
 	char *token;               /* bearer token for mutating endpoints; secret */
 	char *token_file;
+	char *tls_cert;            /* PEM certificate chain file; with tls_key, serve HTTPS */
+	char *tls_key;
+	char *tls_cert_pem;        /* the files' contents, read when the configuration is loaded; secret (key) */
+	char *tls_key_pem;
 	char *static_dir;          /* NULL: the built-in dashboard; else a folder holding index.html */
 	int prefer;                /* enum prefer */
 	bool allow_tpu;

@@ -950,7 +950,19 @@ int http_server_start(const struct http_server_opts *opts, struct http_server **
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO |
 			 MHD_USE_ERROR_LOG;
 	bool ipv6 = false;
+	struct MHD_OptionItem tls[3] = {{MHD_OPTION_END, 0, NULL}};
 
+	if (opts->tls_cert_pem != NULL) {
+		if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+			snprintf(err, errsz, "this libmicrohttpd was built without TLS");
+			free(srv);
+			return -1;
+		}
+		flags |= MHD_USE_TLS;
+		tls[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)(uintptr_t)opts->tls_key_pem};
+		tls[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)(uintptr_t)opts->tls_cert_pem};
+		tls[2] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+	}
 	srv->opts = *opts;
 	pthread_mutex_init(&srv->defer_mu, NULL);
 	srv->listen_fd = -1;
@@ -967,9 +979,10 @@ int http_server_start(const struct http_server_opts *opts, struct http_server **
 		MHD_OPTION_CONNECTION_LIMIT, opts->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 		opts->max_connections_per_ip, MHD_OPTION_CONNECTION_TIMEOUT, opts->idle_timeout_s,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, opts->conn_memory, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-		MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv, MHD_OPTION_END);
+		MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
 	if (srv->daemon == NULL) {
-		snprintf(err, errsz, "libmicrohttpd could not start on %s:%u (see the log)", opts->host, opts->port);
+		snprintf(err, errsz, "libmicrohttpd could not start on %s:%u%s (see the log)", opts->host, opts->port,
+			 opts->tls_cert_pem ? " with TLS: check the certificate and key" : "");
 		close(srv->listen_fd);
 		free(srv);
 		return -1;

@@ -92,6 +92,8 @@ struct http_server_opts {
 	size_t max_body;
 	unsigned max_json_depth;
 	bool access_log;
+	const char *tls_cert_pem;         /* PEM certificate chain; NULL serves plain HTTP */
+	const char *tls_key_pem;          /* PEM private key, with tls_cert_pem */
 	http_dispatch_fn dispatch;
 	void *ctx;
 	http_observe_fn observe;          /* may be NULL */

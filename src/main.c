@@ -261,6 +261,8 @@ static int cmd_serve(int argc, char **argv)
 		.max_body = app.cfg.max_body,
 		.max_json_depth = app.cfg.max_json_depth,
 		.access_log = app.cfg.access_log,
+		.tls_cert_pem = app.cfg.tls_cert_pem,
+		.tls_key_pem = app.cfg.tls_key_pem,
 		.dispatch = routes_dispatch,
 		.ctx = &app,
 		.observe = metrics_http_hook,
@@ -283,8 +285,8 @@ static int cmd_serve(int argc, char **argv)
 	}
 	log_fields(LOGL_INFO, "http", "listening",
 		   (struct log_field[]){LOG_S("host", app.cfg.listen_host), LOG_I("port", http_server_port(app.http)),
-					LOG_I("threads", hopts.threads)},
-		   3);
+					LOG_I("threads", hopts.threads), LOG_B("tls", app.cfg.tls_cert_pem != NULL)},
+		   4);
 
 	/* start-up work, in dependency order: store, detection, executor, sampler */
 	try_open_store(&app);

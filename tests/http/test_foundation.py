@@ -219,6 +219,37 @@ class Limits(unittest.TestCase):
             self.assertEqual(s.get("/readyz?exclude=database").status, 200)
 
 
+class Tls(unittest.TestCase):
+    CERT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "tls", "cert.pem")
+    KEY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "tls", "key.pem")
+
+    def test_https_with_certificate_and_key(self):
+        import http.client
+        import ssl
+        with Server(args=["--tls-cert", self.CERT, "--tls-key", self.KEY]) as s:
+            self.assertTrue(s.wait_for(lambda l: l.get("msg") == "listening")["tls"])
+            ctx = ssl.create_default_context(cafile=self.CERT)
+            c = http.client.HTTPSConnection("127.0.0.1", s.port, context=ctx, timeout=10)
+            for _ in range(3):  # keep-alive holds over TLS too
+                c.request("GET", "/livez")
+                r = c.getresponse()
+                self.assertEqual((r.status, r.read()), (200, b"ok\n"))
+            c.close()
+            # plain HTTP to a TLS port gets no HTTP answer
+            self.assertFalse(s.raw(b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n", timeout=2).startswith(b"HTTP/1.1 200"))
+
+    def test_tls_settings_checked_at_start(self):
+        r = run_cli("serve", "--tls-cert", self.CERT)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--tls-key", r.stderr)
+        r = run_cli("serve", "--tls-cert", self.CERT, "--tls-key", self.CERT)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("PRIVATE KEY", r.stderr)
+        r = run_cli("serve", "--tls-cert", "/nonexistent.pem", "--tls-key", self.KEY)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("cannot read --tls-cert", r.stderr)
+
+
 class Shutdown(unittest.TestCase):
     def test_drain_finishes_in_flight_requests(self):
         s = Server().start()
