@@ -2,17 +2,28 @@
 # Executor against peers in the same run, on this host:
 #   sgemm 2048^3 on cpu:0 (POST /run)      vs a C program calling cblas_sgemm, with OPENBLAS_CORETYPE=SkylakeX
 #                                             (the best OpenBLAS configuration here) and as installed
-#   saxpy and triad at n = 1e8 on cpu:0    vs STREAM-style OpenMP loops built with -O3 -march=native
+#   saxpy and triad at n = 1e8 on cpu:0    vs STREAM-style OpenMP loops built with -O3 -march=native, and the same
+#                                             loops with non-temporal stores (AVX-512)
 #   sgemm 2048^3 through OpenCL on PoCL    vs CLBlast's sgemm on the same device (libclblast-dev)
-#   a tiny job (saxpy n=1024) over HTTP    vs GET /livez, both with wrk
-# acceld's figures are its own kernel_ms-based throughput (best of several runs, after a warm-up), as the peers
-# time only their kernels. Writes the results under "## Executor" in bench/REPORT.md.
-# Usage: bench/exec.sh build/acceld   (DURATION=5 for wrk; RUNS=5)
+#   a tiny job (saxpy n=1024) over HTTP    vs GET /livez: throughput with wrk, and median latency on one keep-alive
+#                                             connection (one request at a time)
+# Fairness: the same work (sizes, out-of-place output), the same timing (acceld's kernel_ms covers only the kernel
+# call, as each peer times only its kernel), the same threads (acceld uses the effective CPUs, the peers OpenMP's
+# and OpenBLAS's defaults: every CPU), a warm-up on both sides, best of RUNS, and ROUNDS rounds that alternate
+# acceld and the peers so a noisy moment does not favour one side. The client reads each answer to a file before
+# parsing it, so no client process competes with a running kernel. Bytes are counted as STREAM does, 12 per element
+# for saxpy and triad on both sides; write-allocate traffic (4 more bytes per element with ordinary stores) is
+# counted on neither side. acceld writes outputs of 8 MiB and more with non-temporal stores, which skip it; the
+# plain STREAM loops use ordinary stores, hence the second peer with non-temporal stores.
+# Writes the results under "## Executor" in bench/REPORT.md.
+# Usage: bench/exec.sh build/acceld   (DURATION=5 for wrk; RUNS=5; ROUNDS=2; LATENCY_N=2000)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$(realpath "${1:-build/acceld}")
 duration=${DURATION:-5}
 runs=${RUNS:-5}
+rounds=${ROUNDS:-2}
+latency_n=${LATENCY_N:-2000}
 
 need=()
 command -v wrk >/dev/null || need+=(wrk)
@@ -25,14 +36,14 @@ fi
 
 work=$(mktemp -d)
 cleanup() {
-    [ -n "${acceld_pid:-}" ] && kill "$acceld_pid" 2>/dev/null || true
+    if [ -n "${acceld_pid:-}" ]; then kill "$acceld_pid" 2>/dev/null || true; fi
     wait 2>/dev/null || true
     rm -rf "$work"
 }
 trap cleanup EXIT
 
-blas_cflags=$(pkg-config --cflags openblas 2>/dev/null || true)
-gcc -O2 $blas_cflags -o "$work/peer_sgemm" "$here/exec_peer_sgemm.c" -lopenblas
+read -ra blas_cflags <<<"$(pkg-config --cflags openblas 2>/dev/null || true)"
+gcc -O2 "${blas_cflags[@]}" -o "$work/peer_sgemm" "$here/exec_peer_sgemm.c" -lopenblas
 gcc -O3 -march=native -fopenmp -o "$work/peer_stream" "$here/exec_peer_stream.c"
 have_clblast=0
 if [ -f /usr/include/clblast_c.h ] && gcc -O2 -o "$work/peer_clblast" "$here/exec_peer_clblast.c" -lclblast -lOpenCL; then
@@ -46,27 +57,46 @@ port=$(free_port)
 acceld_pid=$!
 for _ in $(seq 200); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
 
-# best_of KEY BODY: POSTs the job RUNS+1 times (the first warms up) and prints the best throughput[KEY]
+# best_of KEY BODY: POSTs the job RUNS+1 times (the first warms up) and prints the best throughput[KEY]. Each
+# answer is read to a file first: a parser started alongside curl would compete with the kernel for the CPUs.
 best_of() {
     local key=$1 body=$2 best=0 v
     for i in $(seq 0 "$runs"); do
-        v=$(curl -sf -X POST "http://127.0.0.1:$port/run" -H 'Content-Type: application/json' -d "$body" |
-            python3 -c "import json,sys; print(json.load(sys.stdin)['throughput']['$key'])")
+        curl -sf -o "$work/answer.json" -X POST "http://127.0.0.1:$port/run" -H 'Content-Type: application/json' \
+            -d "$body"
+        v=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['throughput']['$key'])" "$work/answer.json")
         [ "$i" -eq 0 ] && continue
         best=$(python3 -c "print(max($best, $v))")
     done
     printf '%.2f' "$best"
 }
 ratio() { python3 -c "print('%.2f' % ($1 / $2))"; }
+max() { python3 -c "import sys; print('%.2f' % max(float(v) for v in sys.argv[1:]))" "$@"; }
+# OpenBLAS's threads spin for a while after a call: let one side's settle before the other side runs
+settle() { sleep 1; }
 
-echo "sgemm 2048 on cpu:0 ..."
-ours_sgemm=$(best_of gflops '{"kernel":"sgemm","m":2048,"n":2048,"k":2048,"device":"cpu:0"}')
-read -r peer_skx skx_core < <(OPENBLAS_CORETYPE=SkylakeX "$work/peer_sgemm" 2048 "$runs")
-read -r peer_inst inst_core < <(env -u OPENBLAS_CORETYPE "$work/peer_sgemm" 2048 "$runs")
-echo "saxpy and triad at 1e8 on cpu:0 ..."
-ours_saxpy=$(best_of gbytes_per_s '{"kernel":"saxpy","n":100000000,"device":"cpu:0"}')
-ours_triad=$(best_of gbytes_per_s '{"kernel":"triad","n":100000000,"device":"cpu:0"}')
-read -r stream_triad stream_saxpy _ < <("$work/peer_stream" 100000000 "$runs")
+ours_sgemm=0; peer_skx=0; peer_inst=0; skx_core='?'; inst_core='?'; ours_saxpy=0; ours_triad=0
+stream_triad=0; stream_saxpy=0; stream_triad_nt=0; stream_saxpy_nt=0
+for round in $(seq "$rounds"); do
+    echo "round $round/$rounds: sgemm 2048 on cpu:0 ..."
+    v=$(best_of gflops '{"kernel":"sgemm","m":2048,"n":2048,"k":2048,"device":"cpu:0"}')
+    ours_sgemm=$(max "$ours_sgemm" "$v")
+    settle
+    read -r v skx_core < <(OPENBLAS_CORETYPE=SkylakeX "$work/peer_sgemm" 2048 "$runs")
+    peer_skx=$(max "$peer_skx" "$v")
+    settle
+    read -r v inst_core < <(env -u OPENBLAS_CORETYPE "$work/peer_sgemm" 2048 "$runs")
+    peer_inst=$(max "$peer_inst" "$v")
+    settle
+    echo "round $round/$rounds: saxpy and triad at 1e8 on cpu:0 ..."
+    ours_saxpy=$(max "$ours_saxpy" "$(best_of gbytes_per_s '{"kernel":"saxpy","n":100000000,"device":"cpu:0"}')")
+    ours_triad=$(max "$ours_triad" "$(best_of gbytes_per_s '{"kernel":"triad","n":100000000,"device":"cpu:0"}')")
+    read -r t s _ tnt snt < <("$work/peer_stream" 100000000 "$runs")
+    stream_triad=$(max "$stream_triad" "$t")
+    stream_saxpy=$(max "$stream_saxpy" "$s")
+    stream_triad_nt=$(max "$stream_triad_nt" "$tnt")
+    stream_saxpy_nt=$(max "$stream_saxpy_nt" "$snt")
+done
 echo "sgemm 2048 through OpenCL (PoCL) ..."
 ours_ocl=$(RUNS=3 best_of gflops '{"kernel":"sgemm","m":2048,"n":2048,"k":2048,"device":"cpu:0","backend":"opencl"}')
 clblast=n/a
@@ -84,14 +114,55 @@ livez=$(wrk -t2 -c16 -d"${duration}s" "http://127.0.0.1:$port/livez" | rps)
 tiny=$(wrk -t2 -c16 -d"${duration}s" -s "$work/post.lua" "http://127.0.0.1:$port/run" | rps)
 tiny_status=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$port/run" \
     -H 'Content-Type: application/json' -d '{"kernel":"saxpy","n":1024}')
+# latency: one keep-alive connection, one request at a time, LATENCY_N timed after LATENCY_N/10 untimed; the two
+# endpoints alternate over two rounds and each keeps its better median
+cat >"$work/latency.py" <<'PY'
+import http.client, json, sys, time
+
+port, n = int(sys.argv[1]), int(sys.argv[2])
+
+
+def run(method, path, body=None):
+    conn = http.client.HTTPConnection("127.0.0.1", port)
+    headers = {"Content-Type": "application/json"} if body else {}
+    lat = []
+    for i in range(n + n // 10):
+        t0 = time.perf_counter()
+        conn.request(method, path, body=body, headers=headers)
+        r = conn.getresponse()
+        r.read()
+        if r.status != 200:
+            sys.exit("%s %s: HTTP %d" % (method, path, r.status))
+        if i >= n // 10:
+            lat.append((time.perf_counter() - t0) * 1e6)
+    conn.close()
+    lat.sort()
+    return lat[len(lat) // 2], lat[int(len(lat) * 0.99)]
+
+
+best = {}
+for _ in range(2):
+    for name, args in (("livez", ("GET", "/livez")),
+                       ("tiny", ("POST", "/run", json.dumps({"kernel": "saxpy", "n": 1024})))):
+        p50, p99 = run(*args)
+        if name not in best or p50 < best[name][0]:
+            best[name] = (p50, p99)
+print("%.1f %.1f %.1f %.1f" % (best["tiny"] + best["livez"]))
+PY
+read -r tiny_p50 tiny_p99 livez_p50 livez_p99 < <(python3 "$work/latency.py" "$port" "$latency_n")
 
 r_skx=$(ratio "$ours_sgemm" "$peer_skx")
 r_inst=$(ratio "$ours_sgemm" "$peer_inst")
 r_saxpy=$(ratio "$ours_saxpy" "$stream_saxpy")
 r_triad=$(ratio "$ours_triad" "$stream_triad")
+r_saxpy_nt=n/a
+r_triad_nt=n/a
+[ "$stream_saxpy_nt" != 0.00 ] && r_saxpy_nt=$(ratio "$ours_saxpy" "$stream_saxpy_nt")
+[ "$stream_triad_nt" != 0.00 ] && r_triad_nt=$(ratio "$ours_triad" "$stream_triad_nt")
 r_ocl=n/a
 [ "$clblast" != n/a ] && r_ocl=$(ratio "$ours_ocl" "$clblast")
 r_tiny=$(ratio "$tiny" "$livez")
+r_lat=$(ratio "$tiny_p50" "$livez_p50")
 
 table=$(cat <<TABLE
 | measure | acceld | peer | ratio | target |
@@ -99,9 +170,12 @@ table=$(cat <<TABLE
 | sgemm 2048^3 cpu:0, GFLOP/s | $ours_sgemm | OpenBLAS $skx_core (OPENBLAS_CORETYPE=SkylakeX): $peer_skx | $r_skx | >= 0.95 |
 | sgemm 2048^3 cpu:0, GFLOP/s | $ours_sgemm | OpenBLAS as installed ($inst_core): $peer_inst | $r_inst | |
 | saxpy 1e8 cpu:0, GB/s | $ours_saxpy | STREAM-style loop -O3 -march=native -fopenmp: $stream_saxpy | $r_saxpy | >= 0.85 |
+| saxpy 1e8 cpu:0, GB/s | $ours_saxpy | the same with non-temporal stores (AVX-512): $stream_saxpy_nt | $r_saxpy_nt | |
 | triad 1e8 cpu:0, GB/s | $ours_triad | STREAM-style loop -O3 -march=native -fopenmp: $stream_triad | $r_triad | >= 0.85 |
+| triad 1e8 cpu:0, GB/s | $ours_triad | the same with non-temporal stores (AVX-512): $stream_triad_nt | $r_triad_nt | |
 | sgemm 2048^3 OpenCL on PoCL, GFLOP/s | $ours_ocl | CLBlast: $clblast | $r_ocl | >= 3 |
-| saxpy n=1024 over HTTP (HTTP $tiny_status), req/s | $tiny | GET /livez: $livez | $r_tiny | |
+| saxpy n=1024 over HTTP (HTTP $tiny_status), req/s, wrk -t2 -c16 | $tiny | GET /livez: $livez | $r_tiny | |
+| saxpy n=1024 over HTTP, median (p99) latency in us, one connection | $tiny_p50 ($tiny_p99) | GET /livez: $livez_p50 ($livez_p99) | $r_lat | <= 2 |
 TABLE
 )
 echo "$table"
@@ -110,10 +184,16 @@ report="$here/REPORT.md"
 section=$(cat <<SECTION
 ## Executor
 
-Command: \`bench/exec.sh build/acceld\` (RUNS=$runs, wrk -t2 -c16 -d${duration}s), $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) CPUs
-($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)). acceld figures are its kernel_ms-based
-throughput, best of $runs after a warm-up; peers time their kernels the same way. Other work on the host skews
-figures taken on a busy machine.
+Command: \`bench/exec.sh ${1:-build/acceld}\` (RUNS=$runs, ROUNDS=$rounds, wrk -t2 -c16 -d${duration}s, LATENCY_N=$latency_n),
+$(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)).
+acceld figures are its kernel_ms-based throughput (the kernel call only), best of $runs after a warm-up, over
+$rounds rounds that alternate with the peers; the peers time their kernels the same way, with every CPU. Answers
+are read to a file before they are parsed, so no client process competes with a kernel. saxpy and triad count 12
+bytes per element on both sides (STREAM's convention; write-allocate traffic is counted on neither side): acceld
+writes outputs of 8 MiB and more with non-temporal stores, which skip the write-allocate read, while the plain
+STREAM loops use ordinary stores, so a second peer uses non-temporal stores too. The latency row is the median
+(p99) of one request at a time on one keep-alive connection. Other work on the host skews figures taken on a busy
+machine.
 
 $table
 SECTION

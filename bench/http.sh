@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # HTTP core against nginx in the same run: GET /livez and one cached JSON route (/devices when served,
 # else /version), each compared with nginx serving the same bytes as a static file, measured with wrk on loopback.
-# Usage: bench/http.sh build/acceld   (DURATION=5 CONNECTIONS=64 THREADS=2 to change the load)
+# Usage: bench/http.sh build/acceld   (DURATION=5 CONNECTIONS=64 THREADS=2 ROUNDS=3 to change the load)
+# Each round measures acceld then nginx; the medians over the rounds are reported, since two servers and wrk
+# sharing a small machine make single runs swing by 20 % or more.
 set -euo pipefail
 bin=$(realpath "${1:-build/acceld}")
 duration=${DURATION:-5}
 conns=${CONNECTIONS:-64}
 threads=${THREADS:-2}
+rounds=${ROUNDS:-3}
 
 need=()
 command -v wrk >/dev/null || need+=(wrk)
@@ -62,11 +65,17 @@ mkdir -p "$work/tmp"
 for _ in $(seq 50); do curl -sf "http://127.0.0.1:$nport/livez" >/dev/null && break; sleep 0.1; done
 
 rps() { wrk -t"$threads" -c"$conns" -d"${duration}s" "$1" | awk '/^Requests\/sec/ {print $2}'; }
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
-printf '%-22s %12s %12s %8s\n' "route" "acceld rps" "nginx rps" "ratio"
+printf '%-22s %12s %12s %8s   %s\n' "route" "acceld rps" "nginx rps" "ratio" "per-round ratios"
 for pair in "/livez:/livez" "$json_path:/json"; do
-    a=$(rps "http://127.0.0.1:$aport${pair%%:*}")
-    n=$(rps "http://127.0.0.1:$nport${pair##*:}")
-    printf '%-22s %12.0f %12.0f %8.2f\n' "GET ${pair%%:*}" "$a" "$n" "$(echo "$a / $n" | bc -l)"
+    as=(); ns=(); rs=()
+    for _ in $(seq "$rounds"); do
+        a=$(rps "http://127.0.0.1:$aport${pair%%:*}")
+        n=$(rps "http://127.0.0.1:$nport${pair##*:}")
+        as+=("$a"); ns+=("$n"); rs+=("$(printf '%.2f' "$(echo "$a / $n" | bc -l)")")
+    done
+    a=$(median "${as[@]}"); n=$(median "${ns[@]}")
+    printf '%-22s %12.0f %12.0f %8.2f   %s\n' "GET ${pair%%:*}" "$a" "$n" "$(echo "$a / $n" | bc -l)" "${rs[*]}"
 done
-echo "(wrk -t$threads -c$conns -d${duration}s on loopback; nginx $(nginx -v 2>&1 | sed 's/.*\///'), $(nproc) workers, access_log off; acceld access log on, to a file)"
+echo "(medians of $rounds rounds of wrk -t$threads -c$conns -d${duration}s on loopback; nginx $(nginx -v 2>&1 | sed 's/.*\///'), $(nproc) workers, access_log off; acceld access log on, to a file)"

@@ -3,9 +3,11 @@
  *
  * POST parses and checks the request (every field, every inline number, with the JSON path of what is wrong), hands
  * it to the executor and answers: 202 with Location when wait is false, otherwise later, through a deferred answer
- * that the executor completes, so no HTTP thread waits for a kernel. A job whose optimistic estimate already
- * exceeds its timeout is refused up front with 422 WOULD_TIME_OUT (nothing was waited for, so 504 would mislead);
- * one that overruns is answered 504 TIMED_OUT.
+ * that the executor completes, so no HTTP thread waits for a queue or a long kernel. A tiny job on an idle device
+ * runs inline, on this thread, and completes the deferred answer before the handler returns, so the connection is
+ * answered at once instead of being suspended and resumed (see EXEC_INLINE_MAX_BYTES). A job whose optimistic
+ * estimate already exceeds its timeout is refused up front with 422 WOULD_TIME_OUT (nothing was waited for, so 504
+ * would mislead); one that overruns is answered 504 TIMED_OUT.
  */
 #include <float.h>
 #include <math.h>

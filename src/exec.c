@@ -37,6 +37,9 @@
 #define MEASURE_MIN_MS 10.0 /* jobs shorter than this do not teach the estimator a rate */
 
 struct worker;
+struct exec_job;
+
+static void worker_step(struct worker *w, struct exec_job *job, bool here);
 
 struct exec_job {
 	atomic_int refs;
@@ -94,6 +97,8 @@ struct worker {
 	struct exec_job **queue;
 	unsigned qlen;
 	struct exec_job *running;
+	unsigned inline_running;           /* tiny jobs running on submitting threads now */
+	bool ready[EXEC_BACKEND_COUNT];    /* opened by the worker: may serve tiny jobs inline */
 	uint64_t busy_ns;                  /* time spent running jobs, finished ones */
 	uint64_t run_start_ns;             /* when the running job started */
 	uint64_t seen_busy_ns;             /* busy time at the last exec_busy_fraction call */
@@ -120,6 +125,7 @@ struct exec {
 	bool reaper_started;
 	bool stop;
 	struct exec_cpu *host;   /* generation, summaries and verification */
+	struct exec_cpu *serial; /* the same for jobs run inline: one thread, never shared, never waits */
 	struct exec_job **ring;
 	unsigned ring_cap;
 	unsigned ring_len;
@@ -630,6 +636,20 @@ static bool tiny_job(const struct exec_request *req)
 	       exec_bytes(req->kernel, req->m, req->n, req->k) < 4e6;
 }
 
+/*
+ * Whether a placed job runs on the submitting thread: tiny, on a backend that allows it and is open, and with
+ * nothing queued or running on the device (so it overtakes no one and never waits); ex->mu held.
+ */
+static bool runs_inline(const struct worker *w, const struct exec_job *job)
+{
+	const struct exec_request *r = &job->req;
+	enum exec_backend_kind b = job->chain_backend[0];
+
+	return w->ops[b] != NULL && w->ops[b]->inline_tiny && w->ready[b] && w->qlen == 0 && w->running == NULL &&
+	       exec_bytes(r->kernel, r->m, r->n, r->k) <= EXEC_INLINE_MAX_BYTES &&
+	       exec_flops(r->kernel, r->m, r->n, r->k) <= EXEC_INLINE_MAX_FLOPS;
+}
+
 /* Builds the fallback chain; returns ACCELD_OK or fills why. */
 static enum acceld_err place(struct exec *ex, struct exec_job *job, struct exec_refusal *why)
 {
@@ -825,7 +845,8 @@ enum acceld_err exec_submit(struct exec *ex, struct exec_request *req, exec_done
 {
 	struct exec_job *job = xcalloc(1, sizeof(*job));
 	enum acceld_err rc;
-	struct worker *first;
+	struct worker *first = NULL;
+	struct exec_job *here = NULL; /* a tiny job this thread runs itself */
 	double est;
 
 	memset(why, 0, sizeof(*why));
@@ -874,8 +895,14 @@ enum acceld_err exec_submit(struct exec *ex, struct exec_request *req, exec_done
 	job_make_id(ex, job);
 	snprintf(job->device_id, sizeof(job->device_id), "%s", first->dev.id);
 	job->backend = job->chain_backend[0];
-	exec_job_ref(job); /* the queue's reference */
-	if (!queue_push(ex, first, job)) {
+	exec_job_ref(job); /* the queue's reference, or the inline run's */
+	if (runs_inline(first, job)) {
+		here = job;
+		job->state = EXEC_RUNNING;
+		job->started_ns = clock_mono_ns();
+		job->started_ms = clock_real_ms();
+		first->inline_running++;
+	} else if (!queue_push(ex, first, job)) {
 		exec_job_unref(job);
 		refuse(why, ACCELD_EBUSY, "QUEUE_FULL", "the queue of %s is full (%u jobs; ACCELD_EXEC_QUEUE_DEPTH)",
 		       first->dev.id, ex->opts.queue_depth);
@@ -892,6 +919,8 @@ out:
 		job->done = NULL;
 		exec_job_unref(job);
 	}
+	if (here != NULL)
+		worker_step(first, here, true);
 	return rc;
 }
 
@@ -951,7 +980,7 @@ static void stats_part(void *arg, unsigned part, size_t b, size_t e)
 	t->mx[part] = mx;
 }
 
-static void summarise(struct exec *ex, struct exec_job *job, const float *out, size_t len)
+static void summarise(struct exec_cpu *pool, struct exec_job *job, const float *out, size_t len)
 {
 	struct stats_task *t = xcalloc(1, sizeof(*t));
 
@@ -960,7 +989,7 @@ static void summarise(struct exec *ex, struct exec_job *job, const float *out, s
 		t->mx[i] = -INFINITY;
 	}
 	t->p = out;
-	exec_cpu_parallel(ex->host, len, 1u << 16, 16, stats_part, t);
+	exec_cpu_parallel(pool, len, 1u << 16, 16, stats_part, t);
 	job->checksum = 0.0;
 	job->vmin = INFINITY;
 	job->vmax = -INFINITY;
@@ -1094,7 +1123,7 @@ static double seq_tol(size_t k)
 	return 2e-6 + (double)(k < 65536 ? k : 65536) * U32;
 }
 
-static void verify(struct exec *ex, struct exec_job *job, const struct exec_work *w)
+static void verify(struct exec_cpu *pool, struct exec_job *job, const struct exec_work *w)
 {
 	struct verify_task *t = xcalloc(1, sizeof(*t));
 	size_t count;
@@ -1104,7 +1133,7 @@ static void verify(struct exec *ex, struct exec_job *job, const struct exec_work
 	case EXEC_SAXPY:
 	case EXEC_TRIAD:
 		t->tol_rel = 1e-6;
-		exec_cpu_parallel(ex->host, w->n, 1u << 16, 16, verify_vec_part, t);
+		exec_cpu_parallel(pool, w->n, 1u << 16, 16, verify_vec_part, t);
 		snprintf(job->verify_method, sizeof(job->verify_method), "double-precision loop over every element");
 		break;
 	case EXEC_DOT: {
@@ -1125,7 +1154,7 @@ static void verify(struct exec *ex, struct exec_job *job, const struct exec_work
 	case EXEC_SGEMM:
 		t->tol_rel = seq_tol(w->k);
 		count = (double)w->m * (double)w->n * (double)w->k <= 1.5e8 ? w->m * w->n : VERIFY_SAMPLES;
-		exec_cpu_parallel(ex->host, count, 64, 1, verify_gemm_part, t);
+		exec_cpu_parallel(pool, count, 64, 1, verify_gemm_part, t);
 		snprintf(job->verify_method, sizeof(job->verify_method), "double-precision naive loop over %s",
 			 count == w->m * w->n ? "every entry" : "1024 sampled entries");
 		break;
@@ -1134,7 +1163,7 @@ static void verify(struct exec *ex, struct exec_job *job, const struct exec_work
 		count = (double)w->m * (double)w->n <= 1.6e7 ? w->m : 64;
 		if (count > w->m)
 			count = w->m;
-		exec_cpu_parallel(ex->host, count, 4, 1, verify_softmax_part, t);
+		exec_cpu_parallel(pool, count, 4, 1, verify_softmax_part, t);
 		snprintf(job->verify_method, sizeof(job->verify_method), "double-precision softmax of %s",
 			 count == w->m ? "every row" : "64 sampled rows");
 		break;
@@ -1174,8 +1203,12 @@ static enum acceld_err worker_backend(struct worker *w, enum exec_backend_kind b
 	return w->open_err[b];
 }
 
-/* Runs job on worker w (ex->mu not held). Returns the backend's error; the job's results are filled on success. */
-static enum acceld_err run_job(struct worker *w, struct exec_job *job, char *err, size_t errsz)
+/*
+ * Runs job with worker w's backend (ex->mu not held), preparing and checking it on pool. Returns the backend's
+ * error; the job's results are filled on success.
+ */
+static enum acceld_err run_job(struct worker *w, struct exec_cpu *pool, struct exec_job *job, char *err,
+			       size_t errsz)
 {
 	struct exec *ex = w->ex;
 	struct exec_request *r = &job->req;
@@ -1216,7 +1249,7 @@ static enum acceld_err run_job(struct worker *w, struct exec_job *job, char *err
 			rc = ACCELD_ENOMEM;
 			goto out;
 		}
-		exec_cpu_parallel(ex->host, len, 1u << 16, 1024, gen_part,
+		exec_cpu_parallel(pool, len, 1u << 16, 1024, gen_part,
 				  &(struct gen_task){.p = gen[i], .seed = r->seed * 0x2545f4914f6cdd1dull + i});
 		work.in[i] = gen[i];
 	}
@@ -1239,10 +1272,10 @@ static enum acceld_err run_job(struct worker *w, struct exec_job *job, char *err
 		job->first[0] = (float)work.dot;
 		job->nfirst = 1;
 	} else {
-		summarise(ex, job, out, out_len);
+		summarise(pool, job, out, out_len);
 	}
 	if (r->verify)
-		verify(ex, job, &work);
+		verify(pool, job, &work);
 	if (r->full && out != NULL) {
 		job->output = out;
 		job->out_len = out_len;
@@ -1276,17 +1309,24 @@ static void learn(struct worker *w, const struct exec_job *job)
 		w->best_gbps[job->req.kernel] = job->bytes / (job->kernel_ms * 1e6);
 }
 
-static void worker_step(struct worker *w, struct exec_job *job)
+/* Runs a job the worker took from its queue, or (here) one the submitting thread runs inline, and finishes it. */
+static void worker_step(struct worker *w, struct exec_job *job, bool here)
 {
 	struct exec *ex = w->ex;
 	char err[640] = "";
-	enum acceld_err rc = run_job(w, job, err, sizeof(err));
+	enum acceld_err rc = run_job(w, here ? ex->serial : ex->host, job, err, sizeof(err));
 	bool requeued = false;
 	bool answered_already;
 
 	pthread_mutex_lock(&ex->mu);
-	w->running = NULL;
-	w->busy_ns += clock_mono_ns() - w->run_start_ns;
+	if (here) {
+		w->inline_running--;
+		w->busy_ns += clock_mono_ns() - job->started_ns;
+		pthread_cond_broadcast(&ex->final_cv); /* exec_stop may be waiting for it */
+	} else {
+		w->running = NULL;
+		w->busy_ns += clock_mono_ns() - w->run_start_ns;
+	}
 	answered_already = job->state == EXEC_TIMED_OUT;
 	if (rc == ACCELD_OK) {
 		job->finished_ns = clock_mono_ns();
@@ -1336,8 +1376,12 @@ static void *worker_main(void *arg)
 	int primary = default_backend(w);
 
 	/* the device's main backend opens at once, so the first job does not pay for a program build */
-	if (primary >= 0 && !(w->dev.type == DEVICE_CPU && primary == EXEC_BACKEND_OPENCL))
-		worker_backend(w, (enum exec_backend_kind)primary, err, sizeof(err));
+	if (primary >= 0 && !(w->dev.type == DEVICE_CPU && primary == EXEC_BACKEND_OPENCL) &&
+	    worker_backend(w, (enum exec_backend_kind)primary, err, sizeof(err)) == ACCELD_OK) {
+		pthread_mutex_lock(&ex->mu);
+		w->ready[primary] = true; /* its state is complete: tiny jobs may run inline from now on */
+		pthread_mutex_unlock(&ex->mu);
+	}
 	pthread_mutex_lock(&ex->mu);
 	for (;;) {
 		struct exec_job *job;
@@ -1354,7 +1398,7 @@ static void *worker_main(void *arg)
 		w->run_start_ns = job->started_ns;
 		job->started_ms = clock_real_ms();
 		pthread_mutex_unlock(&ex->mu);
-		worker_step(w, job);
+		worker_step(w, job, false);
 		pthread_mutex_lock(&ex->mu);
 	}
 	pthread_mutex_unlock(&ex->mu);
@@ -1486,6 +1530,7 @@ enum acceld_err exec_new(const struct exec_opts *opts, struct exec **out)
 		memcpy(ex->devices, opts->devices, opts->ndevices * sizeof(struct device));
 	ex->workers = xcalloc(opts->ndevices ? opts->ndevices : 1, sizeof(struct worker));
 	exec_cpu_new(0, &ex->host);
+	exec_cpu_new(1, &ex->serial);
 	for (size_t d = 0; d < ex->ndevices; d++) {
 		struct worker *w = &ex->workers[d];
 
@@ -1555,7 +1600,7 @@ bool exec_stop(struct exec *ex, uint64_t wait_ms)
 
 		busy = false;
 		for (size_t d = 0; d < ex->ndevices; d++)
-			busy = busy || ex->workers[d].running != NULL;
+			busy = busy || ex->workers[d].running != NULL || ex->workers[d].inline_running > 0;
 		if (!busy || clock_mono_ns() >= deadline)
 			break;
 		clock_gettime(CLOCK_REALTIME, &tick);
@@ -1586,6 +1631,7 @@ void exec_free(struct exec *ex)
 	for (unsigned i = 0; i < ex->ring_len; i++)
 		exec_job_unref(ring_at(ex, i));
 	exec_cpu_free(ex->host);
+	exec_cpu_free(ex->serial);
 	pthread_cond_destroy(&ex->final_cv);
 	pthread_cond_destroy(&ex->reaper_cv);
 	pthread_mutex_destroy(&ex->mu);
@@ -1791,7 +1837,7 @@ enum acceld_err exec_device_load(struct exec *ex, const char *device_id, unsigne
 	w = worker_of(ex, device_id);
 	if (w != NULL) {
 		*queued = w->qlen;
-		*running = w->running != NULL;
+		*running = (w->running != NULL) + w->inline_running;
 		rc = ACCELD_OK;
 	}
 	pthread_mutex_unlock(&ex->mu);

@@ -67,7 +67,22 @@ struct exec_backend_ops {
 	enum acceld_err (*run)(void *state, struct exec_work *w, struct exec_backend_timing *t, char *err,
 			       size_t errsz);
 	void (*close)(void *state);
+	/*
+	 * true: run may also be called from the thread that submits a tiny job (at most EXEC_INLINE_MAX_BYTES and
+	 * EXEC_INLINE_MAX_FLOPS) while the device has nothing queued or running, concurrently with later calls from the
+	 * worker, and such a call never waits for another one. The native backend qualifies (tiny jobs run serially
+	 * on the calling thread); a backend with one queue (OpenCL) does not.
+	 */
+	bool inline_tiny;
 };
+
+/*
+ * Tiny jobs on an idle device whose backend allows it run on the submitting thread, so they do not pay a hand-off
+ * to the worker and back (tens of microseconds, more than the kernel): every buffer of such a job holds fewer
+ * than 65536 elements, the size below which the native kernels stay on the calling thread.
+ */
+#define EXEC_INLINE_MAX_BYTES 262144.0
+#define EXEC_INLINE_MAX_FLOPS 524288.0
 
 extern const struct exec_backend_ops exec_native_ops;
 extern const struct exec_backend_ops exec_opencl_ops;
@@ -191,9 +206,10 @@ void exec_free(struct exec *ex);
 
 /*
  * Checks and queues a job. The request's inputs are taken over (req->inputs cleared). On success *out holds a
- * reference for the caller and done(arg, job) will be called exactly once when the job reaches a final state,
- * from an executor thread with no executor lock held (done may be NULL). On refusal returns the error and fills
- * why (release why->extra with json_decref).
+ * reference for the caller and done(arg, job) will be called exactly once when the job reaches a final state, with
+ * no executor lock held (done may be NULL): from an executor thread, or, for a tiny job that runs inline (see
+ * EXEC_INLINE_MAX_BYTES), from the caller's thread before exec_submit returns. On refusal returns the error and
+ * fills why (release why->extra with json_decref).
  */
 enum acceld_err exec_submit(struct exec *ex, struct exec_request *req, exec_done_fn done, void *arg,
 			    struct exec_job **out, struct exec_refusal *why);

@@ -28,8 +28,8 @@ unsigned exec_cpu_usable(void);
 
 /*
  * Runs fn(arg, part, begin, end) over [0, n) split into one contiguous part per thread (begin aligned to align
- * elements), and returns when every part is done. Small n (below grain) runs on the caller's thread alone.
- * Callers from several threads are serialised.
+ * elements), and returns when every part is done. Small n (below grain) runs on the caller's thread alone, without
+ * taking the pool's lock, so it never waits for another caller. Larger tasks from several threads are serialised.
  */
 typedef void (*exec_cpu_fn)(void *arg, unsigned part, size_t begin, size_t end);
 void exec_cpu_parallel(struct exec_cpu *cpu, size_t n, size_t grain, size_t align, exec_cpu_fn fn, void *arg);

@@ -4,21 +4,27 @@
  *
  * The memory-bound kernels move float4 per work-item with a scalar tail; dot reduces in local memory and leaves one
  * partial sum per work-group for the host to add in double. sgemm is register-blocked: each work-item computes
- * SGEMM_TM rows x 16 columns of C with float16 accumulators (one broadcast of A and one 16-wide load of B per FMA
- * row), in work-groups of 4 x 8 items, i.e. 64 x 64 tiles of C; the host pads m and n to multiples of 64 and k is
- * not padded. softmax gives each row one work-group and reduces its maximum and sum in local memory.
+ * SGEMM_TM rows x 32 columns of C in two float16 accumulators per row (16 in all: enough independent FMAs to keep
+ * two FMA pipes busy; one broadcast of A feeds two FMAs, two 16-wide loads of B feed 16), in work-groups of 4 x 8
+ * items, i.e. 64 x 128 tiles of C; the host pads m to a multiple of 64 and n to one of 128, and k is not padded.
+ * The loops over a work-item's rows carry opencl_unroll_hint: unrolled, the accumulator arrays live in registers
+ * (PoCL's compiler otherwise kept them on the stack, a load and a store around every FMA, at a third of the speed).
+ * A and B have their own row pitches (lda, ldb), which the host pads by one cache line so that rows a power of two
+ * apart do not all fall into the same cache sets. softmax gives each row one work-group and reduces its maximum and
+ * sum in local memory.
  */
 #ifndef ACCELD_EXEC_KERNELS_H
 #define ACCELD_EXEC_KERNELS_H
 
 #define EXEC_SGEMM_TM 8  /* rows per work-item */
-#define EXEC_SGEMM_TN 16 /* columns per work-item */
+#define EXEC_SGEMM_TN 32 /* columns per work-item */
 #define EXEC_SGEMM_LX 4  /* work-group: items along n */
 #define EXEC_SGEMM_LY 8  /* work-group: items along m */
 #define EXEC_REDUCE_WG 64 /* work-group size of dot and softmax */
 
 static const char exec_kernels_cl[] =
 	"#define TM 8\n"
+	"#define UNROLL __attribute__((opencl_unroll_hint))\n"
 	"#ifndef WG\n"
 	"#define WG 64\n"
 	"#endif\n"
@@ -67,24 +73,38 @@ static const char exec_kernels_cl[] =
 	"        partial[get_group_id(0)] = sums[0];\n"
 	"}\n"
 	"__kernel void exec_sgemm(const int M, const int N, const int K, const float alpha, __global const float *A,\n"
-	"                    __global const float *B, const float beta, __global const float *C, __global float *out)\n"
+	"                    const int lda, __global const float *B, const int ldb, const float beta,\n"
+	"                    __global const float *C, __global float *out)\n"
 	"{\n"
-	"    const int col = get_global_id(0) * 16;\n"
+	"    const int col = get_global_id(0) * 32;\n"
 	"    const int row = get_global_id(1) * TM;\n"
-	"    float16 acc[TM];\n"
-	"    for (int r = 0; r < TM; r++)\n"
+	"    float16 acc[TM], acd[TM];\n"
+	"    UNROLL\n"
+	"    for (int r = 0; r < TM; r++) {\n"
 	"        acc[r] = (float16)(0.0f);\n"
-	"    for (int kk = 0; kk < K; kk++) {\n"
-	"        const float16 b = vload16(0, B + (size_t)kk * N + col);\n"
-	"        for (int r = 0; r < TM; r++)\n"
-	"            acc[r] = fma((float16)(A[(size_t)(row + r) * K + kk]), b, acc[r]);\n"
+	"        acd[r] = (float16)(0.0f);\n"
 	"    }\n"
+	"    for (int kk = 0; kk < K; kk++) {\n"
+	"        const float16 b = vload16(0, B + (size_t)kk * ldb + col);\n"
+	"        const float16 d = vload16(0, B + (size_t)kk * ldb + col + 16);\n"
+	"        UNROLL\n"
+	"        for (int r = 0; r < TM; r++) {\n"
+	"            const float16 a = (float16)(A[(size_t)(row + r) * lda + kk]);\n"
+	"            acc[r] = fma(a, b, acc[r]);\n"
+	"            acd[r] = fma(a, d, acd[r]);\n"
+	"        }\n"
+	"    }\n"
+	"    UNROLL\n"
 	"    for (int r = 0; r < TM; r++) {\n"
 	"        const size_t at = (size_t)(row + r) * N + col;\n"
 	"        float16 o = alpha * acc[r];\n"
-	"        if (beta != 0.0f)\n"
+	"        float16 p = alpha * acd[r];\n"
+	"        if (beta != 0.0f) {\n"
 	"            o += beta * vload16(0, C + at);\n"
+	"            p += beta * vload16(0, C + at + 16);\n"
+	"        }\n"
 	"        vstore16(o, 0, out + at);\n"
+	"        vstore16(p, 0, out + at + 16);\n"
 	"    }\n"
 	"}\n"
 	"__kernel void exec_softmax(const ulong cols, __global const float *x, __global float *out)\n"

@@ -18,6 +18,7 @@
 #define POOL_MAX 12
 #define SGEMM_TILE_M (EXEC_SGEMM_TM * EXEC_SGEMM_LY)
 #define SGEMM_TILE_N (EXEC_SGEMM_TN * EXEC_SGEMM_LX)
+#define SGEMM_PITCH_PAD 16 /* floats added to the row pitch of A and B: one cache line */
 #define DOT_MAX_GROUPS 256
 
 enum { K_SAXPY, K_TRIAD, K_DOT, K_SGEMM, K_SOFTMAX, K_COUNT };
@@ -563,14 +564,19 @@ static uint64_t run_sgemm(struct launch *l, struct exec_work *w, uint64_t *t_in,
 	size_t mp = round_up(w->m, SGEMM_TILE_M);
 	size_t np = round_up(w->n, SGEMM_TILE_N);
 	bool padded = mp != w->m || np != w->n;
-	cl_mem a = device_buffer(l, mp * w->k);
-	cl_mem b = device_buffer(l, w->k * np);
+	/* one cache line more per row: with power-of-two pitches the rows an item walks down share cache sets */
+	size_t lda = w->k + SGEMM_PITCH_PAD;
+	size_t ldb = np + SGEMM_PITCH_PAD;
+	cl_mem a = device_buffer(l, mp * lda);
+	cl_mem b = device_buffer(l, w->k * ldb);
 	bool use_c = w->beta != 0.0f && w->in[2] != NULL;
 	cl_mem c = device_buffer(l, use_c ? mp * np : 1);
 	cl_mem out = device_buffer(l, mp * np);
 	cl_int mi = (cl_int)mp;
 	cl_int ni = (cl_int)np;
 	cl_int ki = (cl_int)w->k;
+	cl_int ldai = (cl_int)lda;
+	cl_int ldbi = (cl_int)ldb;
 	float beta = use_c ? w->beta : 0.0f;
 	size_t global[2] = {np / EXEC_SGEMM_TN, mp / EXEC_SGEMM_TM};
 	size_t local[2] = {EXEC_SGEMM_LX, EXEC_SGEMM_LY};
@@ -578,13 +584,13 @@ static uint64_t run_sgemm(struct launch *l, struct exec_work *w, uint64_t *t_in,
 	uint64_t t1;
 
 	if (padded) { /* zero rows and columns past the matrix so they add nothing */
-		zero(l, a, mp * w->k * sizeof(float));
-		zero(l, b, w->k * np * sizeof(float));
+		zero(l, a, mp * lda * sizeof(float));
+		zero(l, b, w->k * ldb * sizeof(float));
 		if (use_c)
 			zero(l, c, mp * np * sizeof(float));
 	}
-	write_rect(l, a, w->in[0], w->m, w->k, w->k);
-	write_rect(l, b, w->in[1], w->k, w->n, np);
+	write_rect(l, a, w->in[0], w->m, w->k, lda);
+	write_rect(l, b, w->in[1], w->k, w->n, ldb);
 	if (use_c)
 		write_rect(l, c, w->in[2], w->m, w->n, np);
 	finish(l, "clFinish (upload)");
@@ -595,10 +601,12 @@ static uint64_t run_sgemm(struct launch *l, struct exec_work *w, uint64_t *t_in,
 	set_arg(l, ocl->kernels[K_SGEMM], 2, sizeof(cl_int), &ki);
 	set_arg(l, ocl->kernels[K_SGEMM], 3, sizeof(float), &w->alpha);
 	set_arg(l, ocl->kernels[K_SGEMM], 4, sizeof(cl_mem), &a);
-	set_arg(l, ocl->kernels[K_SGEMM], 5, sizeof(cl_mem), &b);
-	set_arg(l, ocl->kernels[K_SGEMM], 6, sizeof(float), &beta);
-	set_arg(l, ocl->kernels[K_SGEMM], 7, sizeof(cl_mem), &c);
-	set_arg(l, ocl->kernels[K_SGEMM], 8, sizeof(cl_mem), &out);
+	set_arg(l, ocl->kernels[K_SGEMM], 5, sizeof(cl_int), &ldai);
+	set_arg(l, ocl->kernels[K_SGEMM], 6, sizeof(cl_mem), &b);
+	set_arg(l, ocl->kernels[K_SGEMM], 7, sizeof(cl_int), &ldbi);
+	set_arg(l, ocl->kernels[K_SGEMM], 8, sizeof(float), &beta);
+	set_arg(l, ocl->kernels[K_SGEMM], 9, sizeof(cl_mem), &c);
+	set_arg(l, ocl->kernels[K_SGEMM], 10, sizeof(cl_mem), &out);
 	enqueue(l, ocl->kernels[K_SGEMM], 2, global, ocl->sgemm_local ? local : NULL);
 	finish(l, "clFinish (sgemm)");
 	t1 = clock_mono_ns();

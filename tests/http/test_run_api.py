@@ -1,7 +1,8 @@
 """Black-box tests of /run against the built binary: every kernel natively and through OpenCL (PoCL's CPU device,
 merged into cpu:0), verification against the double-precision reference, inline-input validation (named 400s with
-the JSON path), wait=false with Location, listing and cancelling, limits (413), estimates refused up front (422),
-queue full (429), overruns (504), many jobs at once, and the command-line twin `acceld run`.
+the JSON path), wait=false with Location, tiny jobs alike whether run inline or queued, listing and cancelling,
+limits (413), estimates refused up front (422), queue full (429), overruns (504), many jobs at once, and the
+command-line twin `acceld run`.
 
 Sizes stay small: CI has two cores, and PoCL's programs are cached in $ACCELD_BUILD/pocl-cache between runs."""
 import json
@@ -166,6 +167,28 @@ class RunKernels(ServerTestCase):
         self.assertProblem(self.server.request("DELETE", "/run/nope"), 404, "JOB_NOT_FOUND")
         doc = self.assertProblem(self.server.request("DELETE", "/run/" + job["id"]), 409, "NOT_CANCELLABLE")
         self.assertEqual(doc["job"]["state"], "succeeded")
+
+    def test_tiny_jobs_answer_alike_inline_or_queued(self):
+        # a tiny job on an idle CPU runs on the HTTP thread; behind a bigger job it queues: same answer either way
+        body = {"kernel": "saxpy", "n": 1024, "alpha": 3, "generate": {"seed": 7}, "verify": True, "device": "cpu:0"}
+        conn = self.server.conn(timeout=60)
+        try:
+            answers = [self.server.request("POST", "/run", conn=conn, json_body=body) for _ in range(20)]
+        finally:
+            conn.close()
+        for r in answers:
+            self.assertEqual(r.status, 200, r)
+            self.assertTrue(r.json()["verified"], r.json())
+            self.assertEqual(r.json()["result"], answers[0].json()["result"])
+        big = post(self.server, {"kernel": "sgemm", "m": 512, "n": 512, "k": 512, "device": "cpu:0", "wait": False})
+        self.assertEqual(big.status, 202, big)
+        behind = post(self.server, body)
+        self.assertEqual(behind.status, 200, behind)
+        self.assertEqual(behind.json()["result"], answers[0].json()["result"])
+        later = post(self.server, dict(body, wait=False))
+        self.assertEqual(later.status, 202, later)
+        self.assertEqual(later.header("Location"), "/run/" + later.json()["id"])
+        self.assertIn(later.json()["state"], ("queued", "running", "succeeded"))
 
     def test_many_jobs_at_once(self):
         results = []

@@ -84,10 +84,60 @@ static enum acceld_err failing_run(void *state, struct exec_work *w, struct exec
 	return ACCELD_EDEVICE;
 }
 
-static const struct exec_backend_ops blocking_native = {"native", EXEC_BACKEND_NATIVE, fake_open, blocking_run,
-							 fake_close};
-static const struct exec_backend_ops failing_opencl = {"opencl", EXEC_BACKEND_OPENCL, fake_open, failing_run,
-							fake_close};
+static const struct exec_backend_ops blocking_native = {
+	.name = "native", .kind = EXEC_BACKEND_NATIVE, .open = fake_open, .run = blocking_run, .close = fake_close};
+static const struct exec_backend_ops failing_opencl = {
+	.name = "opencl", .kind = EXEC_BACKEND_OPENCL, .open = fake_open, .run = failing_run, .close = fake_close};
+
+/*
+ * The real native backend, allowing inline runs, that notes the thread of each run and holds jobs of GATE_N
+ * elements at the gate.
+ */
+#define GATE_N 100000
+static pthread_t last_run_thread;
+
+static enum acceld_err noting_open(const struct device *dev, unsigned threads, void **state, char *err,
+				   size_t errsz)
+{
+	return exec_native_ops.open(dev, threads, state, err, errsz);
+}
+
+static enum acceld_err noting_run(void *state, struct exec_work *w, struct exec_backend_timing *t, char *err,
+				  size_t errsz)
+{
+	pthread_mutex_lock(&gate_mu);
+	last_run_thread = pthread_self();
+	if (w->n == GATE_N) {
+		gate_entered++;
+		pthread_cond_broadcast(&gate_cv);
+		while (!gate_open)
+			pthread_cond_wait(&gate_cv, &gate_mu);
+	}
+	pthread_mutex_unlock(&gate_mu);
+	return exec_native_ops.run(state, w, t, err, errsz);
+}
+
+static void noting_close(void *state)
+{
+	exec_native_ops.close(state);
+}
+
+static const struct exec_backend_ops noting_native = {.name = "native",
+						      .kind = EXEC_BACKEND_NATIVE,
+						      .open = noting_open,
+						      .run = noting_run,
+						      .close = noting_close,
+						      .inline_tiny = true};
+
+static bool ran_on_this_thread(void)
+{
+	bool same;
+
+	pthread_mutex_lock(&gate_mu);
+	same = pthread_equal(last_run_thread, pthread_self()) != 0;
+	pthread_mutex_unlock(&gate_mu);
+	return same;
+}
 
 /* --- records and done callbacks --- */
 
@@ -606,6 +656,102 @@ START_TEST(many_jobs_at_once)
 }
 END_TEST
 
+static int dones_now(void)
+{
+	int n;
+
+	pthread_mutex_lock(&rec_mu);
+	n = dones;
+	pthread_mutex_unlock(&rec_mu);
+	return n;
+}
+
+static json_t *result_of(struct exec_job *job)
+{
+	json_t *doc = exec_job_json(job);
+	json_t *res = json_incref(json_object_get(doc, "result"));
+
+	ck_assert(json_is_true(json_object_get(doc, "verified")));
+	json_decref(doc);
+	return res;
+}
+
+/*
+ * A tiny job on an idle device runs on the submitting thread and is final (done called) when exec_submit returns;
+ * with a job running on the device the same tiny job queues behind it and runs on the worker, with the same
+ * result. Jobs above the inline size always queue.
+ */
+START_TEST(tiny_jobs_run_inline_only_when_idle)
+{
+	struct exec *ex = start(&noting_native, 8, 1u << 24);
+	struct exec_request r = saxpy(1024, "cpu:0");
+	struct exec_job *warm;
+	struct exec_job *here;
+	struct exec_job *gate;
+	struct exec_job *queued;
+	json_t *a;
+	json_t *b;
+
+	/* once a job has run on the worker, its backend is open and ready for inline runs */
+	gate_set(true);
+	r = saxpy(GATE_N, "cpu:0");
+	warm = submit_ok(ex, &r);
+	exec_job_wait(warm);
+	ck_assert(!ran_on_this_thread()); /* above the inline size: the worker ran it */
+	exec_job_unref(warm);
+	wait_dones(1);
+
+	r = saxpy(1024, "cpu:0");
+	r.verify = true;
+	here = submit_ok(ex, &r);
+	ck_assert_int_eq(dones_now(), 2); /* answered before exec_submit returned */
+	ck_assert_int_eq(exec_job_state(here), EXEC_SUCCEEDED);
+	ck_assert(ran_on_this_thread());
+
+	gate_set(false);
+	r = saxpy(GATE_N, "cpu:0");
+	gate = submit_ok(ex, &r);
+	gate_wait_entered(1);
+	r = saxpy(1024, "cpu:0");
+	r.verify = true;
+	queued = submit_ok(ex, &r);
+	ck_assert_int_eq(exec_job_state(queued), EXEC_QUEUED);
+	ck_assert_int_eq(dones_now(), 2);
+	gate_set(true);
+	exec_job_wait(queued);
+	ck_assert_int_eq(exec_job_state(queued), EXEC_SUCCEEDED);
+	ck_assert(!ran_on_this_thread());
+
+	a = result_of(here);
+	b = result_of(queued);
+	ck_assert_msg(json_equal(a, b), "inline and queued runs of the same job differ");
+	json_decref(a);
+	json_decref(b);
+	exec_job_unref(here);
+	exec_job_unref(gate);
+	exec_job_unref(queued);
+	exec_free(ex);
+}
+END_TEST
+
+/* Backends that do not allow inline runs (OpenCL, the fakes) always go through the worker. */
+START_TEST(tiny_jobs_queue_on_other_backends)
+{
+	struct exec *ex = start(&blocking_native, 8, 1u << 24);
+	struct exec_request r = saxpy(16, "cpu:0");
+	struct exec_job *job;
+
+	job = submit_ok(ex, &r);
+	gate_wait_entered(1);
+	ck_assert_int_eq(exec_job_state(job), EXEC_RUNNING);
+	gate_set(true);
+	exec_job_wait(job);
+	ck_assert_int_eq(exec_job_state(job), EXEC_SUCCEEDED);
+	exec_job_unref(job);
+	exec_free(ex);
+}
+END_TEST
+
 START_TEST(names_and_sizes)
 {
 	enum exec_kernel k;
@@ -642,6 +788,8 @@ Suite *make_suite(void)
 	tcase_add_test(tc, timeouts_of_queued_and_running_jobs);
 	tcase_add_test(tc, free_cancels_queued_jobs);
 	tcase_add_test(tc, many_jobs_at_once);
+	tcase_add_test(tc, tiny_jobs_run_inline_only_when_idle);
+	tcase_add_test(tc, tiny_jobs_queue_on_other_backends);
 	suite_add_tcase(s, tc);
 	return s;
 }
