@@ -183,6 +183,7 @@ FUZZ_BIN     := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/%)
 FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -DCL_TARGET_OPENCL_VERSION=300 -g -O1 -Isrc -Ibuild/fuzz/gen \
                 $(PKG_CFLAGS) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 .PHONY: fuzz fuzz-build
+.SECONDARY: build/fuzz/gen/accelerators_csv.h build/fuzz/gen/migrations.h build/fuzz/gen/static_index_html.h
 
 build/fuzz/%: tests/fuzz/%.c $(LIB_SRC) build/fuzz/gen/accelerators_csv.h build/fuzz/gen/migrations.h \
              build/fuzz/gen/static_index_html.h
@@ -200,6 +201,7 @@ fuzz-build: deps
 fuzz: fuzz-build
 	@for f in $(FUZZ_BIN); do n=$${f##*/fuzz_}; mkdir -p build/fuzz/corpus/$$n; \
 	    echo "== $$f ($(FUZZ_SECONDS) s)"; \
-	    $$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build/fuzz/corpus/$$n tests/fuzz/corpus/$$n \
+	    $$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -artifact_prefix=build/fuzz/ \
+	        build/fuzz/corpus/$$n tests/fuzz/corpus/$$n \
 	        2>build/fuzz/$$n.log || { tail -40 build/fuzz/$$n.log; exit 1; }; \
 	    grep -E '^#[0-9]+.*DONE' build/fuzz/$$n.log | tail -1; done

@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	config_parse_duration_ms(text, &v);
 	config_parse_size(text, &v);
 	config_parse_bool(text, &b);
-	if (config_parse_u64(text, &v) == 0 && strlen(text) > 20)
-		abort(); /* more than 20 digits cannot fit 64 bits */
+	if (config_parse_u64(text, &v) == 0 && strlen(text + strspn(text, "0")) > 20)
+		abort(); /* more than 20 significant digits cannot fit 64 bits */
 	return 0;
 }

@@ -179,6 +179,8 @@ START_TEST(parsers)
 	ck_assert_int_eq(config_parse_size("1 MiB", &v), -1);
 	ck_assert_int_eq(config_parse_u64("18446744073709551615", &v), 0);
 	ck_assert_int_eq(config_parse_u64("18446744073709551616", &v), -1);
+	ck_assert_int_eq(config_parse_u64("005555550000007044477", &v), 0); /* leading zeros: a fuzzer's find */
+	ck_assert_uint_eq(v, 5555550000007044477ull);
 	ck_assert_int_eq(config_parse_u64("-1", &v), -1);
 	ck_assert_int_eq(config_parse_bool("YES", &b), 0);
 	ck_assert(b);
