@@ -4,6 +4,7 @@
  * written. Readers only take a reference under a short lock, so a refresh never blocks a request.
  */
 #include "detect.h"
+#include "hwfile.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -61,50 +62,6 @@ static double ms_since(uint64_t t0)
 	return (double)(clock_mono_ns() - t0) / 1e6;
 }
 
-int detect_pci_normalise(const char *text, char *out, size_t outsz)
-{
-	unsigned long v[4] = {0, 0, 0, 0};
-	const char *p = text;
-	char *end;
-	size_t parts = 0;
-	char sep[3] = {0, 0, 0};
-
-	if (text == NULL)
-		return -1;
-	/* domain:bus:dev.fn or bus:dev.fn, hexadecimal */
-	while (parts < 4) {
-		if (!isxdigit((unsigned char)*p))
-			return -1;
-		errno = 0;
-		v[parts] = strtoul(p, &end, 16);
-		if (errno != 0 || end - p > 8)
-			return -1;
-		p = end;
-		if (parts < 3)
-			sep[parts] = *p;
-		parts++;
-		if (*p == '\0')
-			break;
-		if (*p != ':' && *p != '.')
-			return -1;
-		p++;
-	}
-	if (*p != '\0')
-		return -1;
-	if (parts == 3 && sep[0] == ':' && sep[1] == '.') {
-		v[3] = v[2];
-		v[2] = v[1];
-		v[1] = v[0];
-		v[0] = 0;
-	} else if (!(parts == 4 && sep[0] == ':' && sep[1] == ':' && sep[2] == '.')) {
-		return -1;
-	}
-	if (v[0] > 0xffff || v[1] > 0xff || v[2] > 0x1f || v[3] > 7)
-		return -1;
-	if ((size_t)snprintf(out, outsz, "%04lx:%02lx:%02lx.%lx", v[0], v[1], v[2], v[3]) >= outsz)
-		return -1;
-	return 0;
-}
 
 /* --- merging --- */
 
@@ -345,7 +302,7 @@ static void merge_views(struct device_list *raw, struct device_list *out)
 
 		if (d->type == DEVICE_CPU)
 			continue;
-		if (d->pci_bus_id[0] != '\0' && detect_pci_normalise(d->pci_bus_id, bus, sizeof(bus)) == 0)
+		if (d->pci_bus_id[0] != '\0' && hwfile_pci_normalise(d->pci_bus_id, bus, sizeof(bus)) == 0)
 			DEVICE_SET(d->pci_bus_id, bus);
 		for (j = 1; j < tmp.n; j++)
 			if (same_device(&tmp.v[j], d))

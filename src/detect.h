@@ -68,10 +68,5 @@ const char *detect_device_json(const struct detect_snapshot *snap, const char *i
 /* The quoted ETag of one device's body in the snapshot (it changes only when that body changes), or NULL. */
 const char *detect_device_etag(const struct detect_snapshot *snap, const char *id);
 
-/*
- * Normalises a PCI address ("00000000:65:00.0", "65:00.0", "0000:65:00.0") to "dddd:bb:dd.f" in lower case.
- * Returns 0, or -1 (out untouched) when text is not a PCI address.
- */
-int detect_pci_normalise(const char *text, char *out, size_t outsz);
 
 #endif

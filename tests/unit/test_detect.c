@@ -365,27 +365,6 @@ START_TEST(refresher_thread_stops)
 }
 END_TEST
 
-START_TEST(pci_normalise)
-{
-	char out[32];
-
-	ck_assert_int_eq(detect_pci_normalise("00000000:65:00.0", out, sizeof(out)), 0);
-	ck_assert_str_eq(out, "0000:65:00.0");
-	ck_assert_int_eq(detect_pci_normalise("0000:C1:1F.7", out, sizeof(out)), 0);
-	ck_assert_str_eq(out, "0000:c1:1f.7");
-	ck_assert_int_eq(detect_pci_normalise("65:00.1", out, sizeof(out)), 0);
-	ck_assert_str_eq(out, "0000:65:00.1");
-	ck_assert_int_eq(detect_pci_normalise("0001:00:04.0", out, sizeof(out)), 0);
-	ck_assert_str_eq(out, "0001:00:04.0");
-	ck_assert_int_eq(detect_pci_normalise("0000:65:00", out, sizeof(out)), -1);
-	ck_assert_int_eq(detect_pci_normalise("0000:65:20.0", out, sizeof(out)), -1);
-	ck_assert_int_eq(detect_pci_normalise("0000:65:00.8", out, sizeof(out)), -1);
-	ck_assert_int_eq(detect_pci_normalise("zz:00.0", out, sizeof(out)), -1);
-	ck_assert_int_eq(detect_pci_normalise("0000:65:00.0x", out, sizeof(out)), -1);
-	ck_assert_int_eq(detect_pci_normalise("", out, sizeof(out)), -1);
-	ck_assert_int_eq(detect_pci_normalise(NULL, out, sizeof(out)), -1);
-}
-END_TEST
 
 Suite *make_suite(void)
 {
@@ -398,7 +377,6 @@ Suite *make_suite(void)
 	tcase_add_test(tc, only_failures_still_give_cpu0);
 	tcase_add_test(tc, refresh_generations_and_etags);
 	tcase_add_test(tc, refresher_thread_stops);
-	tcase_add_test(tc, pci_normalise);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -231,6 +231,7 @@ START_TEST(pci_normalise)
 	ck_assert_int_eq(hwfile_pci_normalise("", out, sizeof(out)), -1);
 	ck_assert_int_eq(hwfile_pci_normalise(NULL, out, sizeof(out)), -1);
 	ck_assert_int_eq(hwfile_pci_normalise("0000:65:00.0", out, 8), -1);
+	ck_assert_int_eq(hwfile_pci_normalise("zz:00.0", out, sizeof(out)), -1);
 }
 END_TEST
 
