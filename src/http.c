@@ -76,6 +76,7 @@ struct conn_req {
 	char request_id[HTTP_REQUEST_ID_MAX + 1];
 	char method[16];
 	char path[LOG_PATH_MAX];
+	char remote[INET6_ADDRSTRLEN]; /* the client's address, "" when unknown */
 	const char *route;         /* the matched route pattern (static), for the observe hook; NULL none */
 	struct http_deferred *deferred; /* the handler answers later */
 };
@@ -703,6 +704,22 @@ static void release_deferred(struct conn_req *cr)
 	deferred_unref(d);
 }
 
+/* Dotted decimal without printf (inet_ntop formats with sprintf, and this runs for every request). */
+static void format_ipv4(const struct in_addr *a, char out[INET_ADDRSTRLEN])
+{
+	const unsigned char *b = (const unsigned char *)&a->s_addr;
+	size_t n = 0;
+
+	for (int i = 0; i < 4; i++) {
+		if (b[i] >= 100)
+			out[n++] = (char)('0' + b[i] / 100);
+		if (b[i] >= 10)
+			out[n++] = (char)('0' + b[i] / 10 % 10);
+		out[n++] = (char)('0' + b[i] % 10);
+		out[n++] = i < 3 ? '.' : '\0';
+	}
+}
+
 static enum MHD_Result answer(struct conn_req *cr, struct MHD_Connection *conn, const char *url,
 			      const char *method)
 {
@@ -710,8 +727,6 @@ static enum MHD_Result answer(struct conn_req *cr, struct MHD_Connection *conn, 
 	struct http_req req;
 	struct http_resp resp;
 	struct query_collect qc;
-	const union MHD_ConnectionInfo *ci;
-	char remote[INET6_ADDRSTRLEN] = "";
 	enum MHD_Result rc;
 
 	memset(&req, 0, sizeof(req));
@@ -726,18 +741,7 @@ static enum MHD_Result answer(struct conn_req *cr, struct MHD_Connection *conn, 
 	req.body_len = cr->body.len;
 	req.has_body = cr->has_body;
 	req.max_json_depth = srv->opts.max_json_depth;
-	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	if (ci && ci->client_addr) {
-		const struct sockaddr *sa = ci->client_addr;
-
-		if (sa->sa_family == AF_INET)
-			inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, remote,
-				  sizeof(remote));
-		else if (sa->sa_family == AF_INET6)
-			inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, remote,
-				  sizeof(remote));
-	}
-	req.remote_addr = remote;
+	req.remote_addr = cr->remote;
 
 	qc.req = &req;
 	qc.overflow = false;
@@ -769,7 +773,17 @@ static void conn_req_start(struct conn_req *cr, struct http_server *srv, struct 
 			   const char *url, const char *method)
 {
 	const char *rid = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 
+	if (ci && ci->client_addr) {
+		const struct sockaddr *sa = ci->client_addr;
+
+		if (sa->sa_family == AF_INET)
+			format_ipv4(&((const struct sockaddr_in *)(const void *)sa)->sin_addr, cr->remote);
+		else if (sa->sa_family == AF_INET6)
+			inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, cr->remote,
+				  sizeof(cr->remote));
+	}
 	cr->srv = srv;
 	cr->start_ns = clock_mono_ns();
 	buf_init(&cr->body, srv->opts.max_body);
@@ -856,6 +870,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 			LOG_S("request_id", cr->request_id),
 			LOG_S("method", cr->method),
 			LOG_S("path", cr->path),
+			LOG_S("remote", cr->remote),
 			LOG_I("status", cr->status),
 			LOG_D("duration_ms", ms),
 			LOG_I("bytes_in", cr->body.len),

@@ -121,6 +121,7 @@ class Basics(ServerTestCase):
         for key in ("time", "level", "severity", "component", "method", "path", "status", "duration_ms"):
             self.assertIn(key, line)
         self.assertEqual((line["method"], line["path"], line["status"]), ("GET", "/version", 200))
+        self.assertEqual(line["remote"], "127.0.0.1")
         self.assertRegex(line["time"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
         time.sleep(0.2)
         self.assertEqual(sum(1 for l in self.server.logs if l.get("request_id") == rid), 1)
