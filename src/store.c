@@ -217,6 +217,7 @@ struct store {
 	struct store_price *prices_pending; /* the latest replacement not yet committed, or NULL */
 	size_t nprices_pending;
 	bool prices_set;
+	bool batch_open;           /* a batch was taken from the queues and is not committed (or put back) yet */
 	bool interrupt_pending;
 	struct store_stats stats;
 	char open_error[256];       /* why the database is not open; "" when it is */
@@ -808,6 +809,7 @@ static void batch_take(struct store *st, struct batch *b)
 	st->nprices_pending = 0;
 	b->interrupt = st->interrupt_pending;
 	st->interrupt_pending = false;
+	st->batch_open = true;
 	pthread_mutex_unlock(&st->mu);
 }
 
@@ -815,6 +817,7 @@ static void batch_take(struct store *st, struct batch *b)
 static void batch_finish(struct store *st, struct batch *b, bool ok)
 {
 	pthread_mutex_lock(&st->mu);
+	st->batch_open = false;
 	if (ok) {
 		if (st->head < b->shead + b->nsamples)
 			st->head = b->shead + b->nsamples;
@@ -852,8 +855,10 @@ static int write_batch(struct store *st, bool *more, char *err, size_t errsz)
 	b.min_ts = INT64_MAX;
 	b.max_ts = INT64_MIN;
 	*more = false;
-	if (b.nsamples == 0 && b.njobs == 0 && b.ndevs == 0 && !b.has_prices && !b.interrupt)
+	if (b.nsamples == 0 && b.njobs == 0 && b.ndevs == 0 && !b.has_prices && !b.interrupt) {
+		batch_finish(st, &b, true);
 		return SQLITE_OK;
+	}
 	rc = exec_sql(st->w.db, "BEGIN IMMEDIATE", err, errsz);
 	for (size_t i = 0; rc == SQLITE_OK && i < b.ndevs; i++)
 		rc = write_device(st, &st->dbuf[i]);
@@ -1037,8 +1042,9 @@ static bool queues_empty(const struct store *st)
 
 	for (size_t i = 0; i < st->ndevs && devs_clean; i++)
 		devs_clean = st->devs[i].version == st->devs[i].written;
+	/* what a batch took out is not written until it commits: store_flush must not return in between */
 	return st->head == st->tail && st->jhead == st->jtail && devs_clean && !st->prices_set &&
-	       !st->interrupt_pending;
+	       !st->interrupt_pending && !st->batch_open;
 }
 
 static void *writer_main(void *arg)
