@@ -519,12 +519,9 @@ int config_load(struct config *cfg, int argc, char **argv, config_getenv_fn env,
 
 	for (size_t i = 0; i < NOPTS; i++) {
 		const char *v = env(opts[i].env);
-		char source[80];
-
 		if (v == NULL || opts[i].offset == F(config_file))
 			continue;
-		snprintf(source, sizeof(source), "the environment");
-		if (set_opt(cfg, &opts[i], v, source, err, errsz) != 0)
+		if (set_opt(cfg, &opts[i], v, "the environment", err, errsz) != 0)
 			return -1;
 	}
 

@@ -1033,7 +1033,11 @@ unsigned http_server_inflight(const struct http_server *srv)
 	return atomic_load(&srv->inflight);
 }
 
-bool http_server_cut_deferred(struct http_server *srv, unsigned wait_ms)
+/*
+ * Answers every deferred request still waiting with 503 SHUTTING_DOWN (and any deferred later at once), then waits
+ * up to wait_ms for those answers to be sent. Returns true when none is left.
+ */
+static bool cut_deferred(struct http_server *srv, unsigned wait_ms)
 {
 	uint64_t deadline = clock_mono_ns() + (uint64_t)wait_ms * 1000000u;
 	struct timespec tick = {0, 5 * 1000 * 1000};
@@ -1060,7 +1064,7 @@ void http_server_stop(struct http_server *srv)
 	if (srv == NULL)
 		return;
 	/* libmicrohttpd refuses to stop with suspended connections: answer every waiting request first */
-	http_server_cut_deferred(srv, 1000);
+	cut_deferred(srv, 1000);
 	MHD_stop_daemon(srv->daemon); /* closes the listen socket unless it was quiesced */
 	pthread_mutex_destroy(&srv->defer_mu);
 	free(srv);

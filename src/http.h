@@ -115,12 +115,9 @@ void http_server_quiesce(struct http_server *srv);
 unsigned http_server_inflight(const struct http_server *srv);
 
 /*
- * Answers every deferred request still waiting with 503 SHUTTING_DOWN (and any deferred later at once), then waits
- * up to wait_ms for those answers to be sent. Returns true when none is left.
+ * Answers requests still waiting on a deferred answer with 503 SHUTTING_DOWN (up to 1 s for them to go out), then
+ * closes every connection, joins the threads and frees the server. NULL is allowed.
  */
-bool http_server_cut_deferred(struct http_server *srv, unsigned wait_ms);
-
-/* Closes every connection, joins the threads and frees the server. NULL is allowed. */
 void http_server_stop(struct http_server *srv);
 
 /* Marks every later response with Connection: close (used while draining). */

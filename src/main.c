@@ -302,8 +302,7 @@ static int cmd_serve(int argc, char **argv)
 		sig = signals_wait(1000);
 
 	drain(&app, sig);
-	http_server_cut_deferred(app.http, 1000);
-	http_server_stop(app.http);
+	http_server_stop(app.http); /* answers requests still waiting on a job with 503 first */
 	if (app.exec != NULL && !exec_stop(app.exec, 0)) {
 		/* a kernel cannot be interrupted and the grace period is over: keep what is committed and go */
 		log_msg(LOGL_WARN, "main", "jobs still running after the grace period; exiting without them");
