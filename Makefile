@@ -68,7 +68,21 @@ TEST_DEB_PKGS := check python3 chromium
 # deployment checks (tests/deploy): promtool for /metrics, yamllint, shellcheck, systemd-analyze
 TEST_DEB_PKGS += prometheus yamllint shellcheck systemd
 
-.PHONY: all deps test-deps run test unit bench install uninstall clean
+# libFuzzer harnesses (tests/fuzz/fuzz_*.c), built with clang, ASan and UBSan against the library compiled the same
+# way ($(BUILD)/fuzz). `make fuzz` runs each for FUZZ_SECONDS over its seed corpus tests/fuzz/corpus/<name>/ (new
+# finds go to $(BUILD)/fuzz/corpus/<name>/, not into the repo); `make test` runs each for FUZZ_TEST_SECONDS.
+FUZZ_SECONDS ?= 60
+FUZZ_TEST_SECONDS ?= 10
+FUZZ_DIR     := $(BUILD)/fuzz
+FUZZ_SRC     := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BIN     := $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_DIR)/%)
+FUZZ_OBJ     := $(LIB_SRC:src/%.c=$(FUZZ_DIR)/obj/%.o)
+FUZZ_FLAGS   := -std=c11 -D_GNU_SOURCE -DCL_TARGET_OPENCL_VERSION=300 -DACCELD_VERSION='"$(VERSION)"' -g -O1 \
+                -Isrc -I$(FUZZ_DIR)/gen $(PKG_CFLAGS) -pthread -fno-sanitize-recover=all
+FUZZ_DEB_PKGS := clang libclang-rt-dev
+TEST_DEB_PKGS += $(FUZZ_DEB_PKGS)
+
+.PHONY: all deps test-deps run test unit fuzz-bins bench install uninstall clean
 .DELETE_ON_ERROR:
 
 all: $(BUILD)/acceld
@@ -152,9 +166,12 @@ run: deps
 
 unit: $(UNIT_BIN) $(FAKE_LIB)
 
+fuzz-bins: $(FUZZ_BIN)
+
 test: test-deps
-	@$(MAKE) --no-print-directory all unit
-	@ACCELD_BIN=$(BUILD)/acceld ACCELD_BUILD=$(BUILD) python3 tests/run.py
+	@$(MAKE) --no-print-directory all unit fuzz-bins
+	@ACCELD_BIN=$(BUILD)/acceld ACCELD_BUILD=$(BUILD) ACCELD_FUZZ_DIR=$(FUZZ_DIR) \
+	    FUZZ_SECONDS=$(FUZZ_TEST_SECONDS) python3 tests/run.py
 
 bench: deps
 	@$(MAKE) --no-print-directory all
@@ -175,33 +192,32 @@ clean:
 
 -include $(LIB_OBJ:.o=.d) $(BUILD)/obj/main.d $(UNIT_BIN:%=%.d)
 
-# libFuzzer harnesses (tests/fuzz/fuzz_*.c) built with clang, ASan and UBSan; each runs FUZZ_SECONDS with its
-# seed corpus tests/fuzz/corpus/<name>/ (new finds go to build/fuzz/corpus/<name>/, not into the repo).
-FUZZ_SECONDS ?= 60
-FUZZ_SRC     := $(sort $(wildcard tests/fuzz/fuzz_*.c))
-FUZZ_BIN     := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/%)
-FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -DCL_TARGET_OPENCL_VERSION=300 -g -O1 -Isrc -Ibuild/fuzz/gen \
-                $(PKG_CFLAGS) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+# the libFuzzer harnesses (variables above)
 .PHONY: fuzz fuzz-build
-.SECONDARY: build/fuzz/gen/accelerators_csv.h build/fuzz/gen/migrations.h build/fuzz/gen/static_index_html.h
 
-build/fuzz/%: tests/fuzz/%.c $(LIB_SRC) build/fuzz/gen/accelerators_csv.h build/fuzz/gen/migrations.h \
-             build/fuzz/gen/static_index_html.h
+$(FUZZ_DIR)/obj/%.o: src/%.c
 	@mkdir -p $(@D)
-	$(call say,FUZZ,$<)clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) $(LDLIBS)
+	$(call say,FUZZCC,$<)clang $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link,address,undefined -MMD -MP -c $< -o $@
 
-build/fuzz/gen/%.h:
-	@$(MAKE) --no-print-directory BUILD=build/fuzz $@
+$(FUZZ_DIR)/obj/specs.o: $(FUZZ_DIR)/gen/accelerators_csv.h
+$(FUZZ_DIR)/obj/store.o: $(FUZZ_DIR)/gen/migrations.h
+$(FUZZ_DIR)/obj/api_static.o: $(FUZZ_DIR)/gen/static_index_html.h
 
-fuzz-build: deps
-	@command -v clang >/dev/null || { sudo=; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
-	    $$sudo apt-get install -y -qq --no-install-recommends clang libclang-rt-dev; }
+$(FUZZ_DIR)/gen/%.h:
+	@$(MAKE) --no-print-directory BUILD=$(FUZZ_DIR) $@
+
+$(FUZZ_DIR)/libacceld.a: $(FUZZ_OBJ)
+	@rm -f $@
+	$(call say,AR,$@)ar rcs $@ $^
+
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_DIR)/libacceld.a
+	$(call say,FUZZ,$<)clang $(FUZZ_FLAGS) -fsanitize=fuzzer,address,undefined -o $@ $^ $(LDLIBS)
+
+-include $(FUZZ_OBJ:.o=.d)
+
+fuzz-build:
+	$(call install_missing,$(DEB_PKGS) $(FUZZ_DEB_PKGS))
 	@$(MAKE) --no-print-directory $(FUZZ_BIN)
 
 fuzz: fuzz-build
-	@for f in $(FUZZ_BIN); do n=$${f##*/fuzz_}; mkdir -p build/fuzz/corpus/$$n; \
-	    echo "== $$f ($(FUZZ_SECONDS) s)"; \
-	    $$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -artifact_prefix=build/fuzz/ \
-	        build/fuzz/corpus/$$n tests/fuzz/corpus/$$n \
-	        2>build/fuzz/$$n.log || { tail -40 build/fuzz/$$n.log; exit 1; }; \
-	    grep -E '^#[0-9]+.*DONE' build/fuzz/$$n.log | tail -1; done
+	@ACCELD_FUZZ_DIR=$(FUZZ_DIR) FUZZ_SECONDS=$(FUZZ_SECONDS) python3 tests/run.py --fuzz-only

@@ -35,4 +35,14 @@ struct app {
 	struct cost *cost;          /* prices and accrued cost (cost.c) */
 };
 
+/*
+ * Starts the services on app->cfg (loaded) and app->metrics (may be NULL): opens the store (a database that cannot
+ * be used yet is retried in the background), detects devices and starts the refresher, the executor, the price
+ * book and the sampler. Failures are logged and leave the member NULL; the handlers answer 503 for it.
+ */
+void app_services_start(struct app *app);
+
+/* Stops and frees what app_services_start started, in reverse order; the members are NULL afterwards. */
+void app_services_stop(struct app *app);
+
 #endif

@@ -496,7 +496,9 @@ void detect_refresh(struct detect *det, bool full)
 	uint64_t t0 = clock_mono_ns();
 	struct probe_result *results = xcalloc(det->nprobes ? det->nprobes : 1, sizeof(*results));
 	struct snap *s;
-
+	size_t n;
+	uint64_t generation;
+	double refresh_ms;
 	unsigned long long asked_at = atomic_load(&det->full_started);
 
 	pthread_mutex_lock(&det->refresh_mu);
@@ -514,14 +516,18 @@ void detect_refresh(struct detect *det, bool full)
 		run_telemetry(det, results);
 	}
 	s = snap_build(det, results, ms_since(t0), full);
+	/* read before publishing: once the lock is dropped a later refresh may replace and free s */
+	n = s->pub.n;
+	generation = s->pub.generation;
+	refresh_ms = s->pub.refresh_ms;
 	publish(det, s);
 	if (full)
 		atomic_store(&det->full_done, atomic_load(&det->full_started));
 	pthread_mutex_unlock(&det->refresh_mu);
 	if (full)
 		log_fields(LOGL_DEBUG, "detect", "devices probed",
-			   (struct log_field[]){LOG_I("devices", s->pub.n), LOG_I("generation", s->pub.generation),
-						LOG_D("duration_ms", s->pub.refresh_ms)},
+			   (struct log_field[]){LOG_I("devices", n), LOG_I("generation", generation),
+						LOG_D("duration_ms", refresh_ms)},
 			   3);
 	free(results);
 }

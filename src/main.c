@@ -2,7 +2,6 @@
  * acceld: accelerator broker. main() reads the command, loads the configuration and wires the modules in order;
  * teardown runs in reverse.
  */
-#include <math.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,8 +12,6 @@
 #include "app.h"
 #include "cli_select.h"
 #include "clock.h"
-#include "cost.h"
-#include "detect.h"
 #include "exec.h"
 #include "cli_run.h"
 #include "http.h"
@@ -79,25 +76,6 @@ static unsigned usable_cpus(void)
 	return n > 0 ? (unsigned)n : 1;
 }
 
-static void try_open_store(struct app *app)
-{
-	char err[512];
-
-	struct store_opts sopts = {.path = app->cfg.db_path,
-				   .retention_raw_ms = (int64_t)app->cfg.retention_raw_ms,
-				   .retention_minute_ms = (int64_t)app->cfg.retention_minute_ms,
-				   .retention_hour_ms = (int64_t)app->cfg.retention_hour_ms};
-
-	/* the store keeps retrying a database it cannot use yet; /readyz says why meanwhile */
-	if (store_open_opts(&sopts, &app->store, err, sizeof(err)) != ACCELD_OK)
-		log_msg(LOGL_ERROR, "store", "%s", err);
-	else if (err[0] != '\0')
-		log_fields(LOGL_WARN, "store", "database not usable yet", (struct log_field[]){LOG_S("error", err)}, 1);
-	else
-		log_fields(LOGL_INFO, "store", "database open", (struct log_field[]){LOG_S("path", app->cfg.db_path)},
-			   1);
-}
-
 /* Waits for in-flight requests to finish, at most the grace period; a second signal cuts the wait short. */
 static void drain(struct app *app, int sig)
 {
@@ -119,106 +97,6 @@ static void drain(struct app *app, int sig)
 		}
 	}
 	log_fields(LOGL_INFO, "main", "stopping", (struct log_field[]){LOG_I("inflight_abandoned", left)}, 1);
-}
-
-/* Finds the devices (the first snapshot exists when detect_new returns) and starts the periodic refresher. */
-static void start_detect(struct app *app)
-{
-	const struct detect_snapshot *snap;
-
-	detect_new(&app->cfg, NULL, 0, &app->detect);
-	if (detect_start(app->detect) != ACCELD_OK)
-		log_msg(LOGL_ERROR, "detect", "cannot start the refresher thread; devices are probed once");
-	snap = detect_acquire(app->detect);
-	log_fields(LOGL_INFO, "detect", "devices found",
-		   (struct log_field[]){LOG_I("devices", snap->n), LOG_I("generation", snap->generation),
-					LOG_D("duration_ms", snap->refresh_ms)},
-		   3);
-	detect_release(snap);
-}
-
-/* on_job_done: every finished job goes to the history store and the job metrics. */
-static void record_job(void *ctx, const struct exec_job_record *rec)
-{
-	struct app *app = ctx;
-	struct store_job job = {.submitted_ms = rec->created_ms,
-				.started_ms = rec->started_ms,
-				.finished_ms = rec->finished_ms,
-				.n = rec->n,
-				.m = rec->m,
-				.k = rec->k,
-				.flops = rec->flops,
-				.bytes = rec->bytes,
-				.kernel_ms = rec->kernel_ms,
-				.total_ms = rec->total_ms,
-				.cost_usd = rec->cost_usd};
-
-	snprintf(job.id, sizeof(job.id), "%s", rec->id);
-	snprintf(job.device, sizeof(job.device), "%s", rec->device_id ? rec->device_id : "");
-	snprintf(job.kernel, sizeof(job.kernel), "%s", rec->kernel);
-	snprintf(job.backend, sizeof(job.backend), "%s", rec->backend ? rec->backend : "");
-	/* the store names an overrun "timeout" */
-	snprintf(job.state, sizeof(job.state), "%s", strcmp(rec->state, "timed_out") == 0 ? "timeout" : rec->state);
-	snprintf(job.error, sizeof(job.error), "%s", rec->error ? rec->error : "");
-	store_job_record(app->store, &job);
-	metrics_job_observe(app->metrics, rec->kernel, rec->device_id ? rec->device_id : "none", rec->state,
-			    rec->total_ms / 1000.0);
-}
-
-/* The sampler's busy fraction for devices with no telemetry of their own: the executor's. */
-static double exec_busy(void *ctx, const char *device_id, uint64_t window_ms)
-{
-	struct app *app = ctx;
-
-	return app->exec != NULL ? exec_busy_fraction(app->exec, device_id, window_ms) : NAN;
-}
-
-/* Starts the executor on the devices detection found (after start_detect). */
-static void start_exec(struct app *app)
-{
-	const struct detect_snapshot *snap = detect_acquire(app->detect);
-	struct exec_opts eopts;
-
-	exec_opts_from_config(&app->cfg, &eopts);
-	eopts.devices = snap->devices;
-	eopts.ndevices = snap->n;
-	eopts.on_job_done = record_job;
-	eopts.on_job_done_ctx = app;
-	if (exec_new(&eopts, &app->exec) != ACCELD_OK)
-		log_msg(LOGL_ERROR, "exec", "cannot start the executor; POST /run answers 503");
-	detect_release(snap);
-}
-
-static const struct device *sampler_acquire(void *ctx, size_t *n, void **token)
-{
-	const struct detect_snapshot *snap = detect_acquire(ctx);
-
-	*token = (void *)(uintptr_t)snap;
-	*n = snap->n;
-	return snap->devices;
-}
-
-static void sampler_release(void *ctx, void *token)
-{
-	(void)ctx;
-	detect_release((const struct detect_snapshot *)(uintptr_t)token);
-}
-
-/* Prices, accrued cost and the sampler (after detection, whose snapshots it samples). */
-static void start_history(struct app *app)
-{
-	char err[512];
-	struct sampler_opts so = {.cfg = &app->cfg, .store = app->store,
-				  .devices = {.acquire = sampler_acquire, .release = sampler_release, .ctx = app->detect},
-				  .busy = exec_busy,
-				  .busy_ctx = app};
-
-	store_jobs_mark_interrupted(app->store);
-	if (cost_new(app->store, app->cfg.prices_file, &app->cost, err, sizeof(err)) != ACCELD_OK)
-		log_msg(LOGL_ERROR, "cost", "%s; /cost answers 503 until it is fixed and acceld restarted", err);
-	if (app->detect == NULL || sampler_new(&so, &app->sampler) != ACCELD_OK ||
-	    sampler_start(app->sampler) != ACCELD_OK)
-		log_msg(LOGL_ERROR, "sampler", "cannot start the sampler; no history is recorded");
 }
 
 static int cmd_serve(int argc, char **argv)
@@ -288,11 +166,7 @@ static int cmd_serve(int argc, char **argv)
 					LOG_I("threads", hopts.threads), LOG_B("tls", app.cfg.tls_cert_pem != NULL)},
 		   4);
 
-	/* start-up work, in dependency order: store, detection, executor, sampler */
-	try_open_store(&app);
-	start_detect(&app);
-	start_exec(&app);
-	start_history(&app);
+	app_services_start(&app); /* store, detection, executor, prices and sampler */
 	app.startup_ns = clock_mono_ns() - t0;
 	atomic_store(&app.started, true);
 	log_fields(LOGL_INFO, "main", "ready", (struct log_field[]){LOG_D("startup_ms", (double)app.startup_ns / 1e6)},
@@ -311,12 +185,7 @@ static int cmd_serve(int argc, char **argv)
 		log_buffering_stop();
 		_exit(0);
 	}
-	/* teardown in reverse order of start-up */
-	sampler_free(app.sampler);
-	cost_free(app.cost);
-	exec_free(app.exec);
-	detect_free(app.detect);
-	store_close(app.store);
+	app_services_stop(&app);
 	metrics_free(app.metrics);
 	log_msg(LOGL_INFO, "main", "stopped");
 	log_buffering_stop();

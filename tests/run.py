@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Runs every test tier and prints one closing line: 'total: N passed, M failed'.
 
-Tiers: the Check unit binaries under $ACCELD_BUILD/tests, then the black-box suites under tests/http (Python's
-unittest against the built binary). TESTS=name[,name] limits the run to matching files.
+Tiers: the Check unit binaries under $ACCELD_BUILD/tests, the libFuzzer harnesses under $ACCELD_FUZZ_DIR (each
+for $FUZZ_SECONDS over its seed corpus, all at once), then the black-box suites under tests/http and tests/deploy
+(Python's unittest against the built binary). TESTS=name[,name] limits the run to matching files. --fuzz-only runs
+the fuzzers alone (`make fuzz`).
 """
 import os
 import re
@@ -45,6 +47,45 @@ def run_unit():
     return passed, failed
 
 
+def run_fuzz():
+    """Each harness once, concurrently; a crash, leak, sanitizer report or hang fails it (log and reproducer kept)."""
+    fuzz_dir = os.path.join(ROOT, os.environ.get("ACCELD_FUZZ_DIR", os.path.join(BUILD, "fuzz")))
+    seconds = int(os.environ.get("FUZZ_SECONDS", "10"))
+    names = sorted(n for n in os.listdir(fuzz_dir) if n.startswith("fuzz_") and "." not in n) \
+        if os.path.isdir(fuzz_dir) else []
+    procs = []
+    for name in names:
+        if not wanted(name):
+            continue
+        short = name[len("fuzz_"):]
+        scratch = os.path.join(fuzz_dir, "corpus", short)
+        os.makedirs(scratch, exist_ok=True)
+        log = open(os.path.join(fuzz_dir, short + ".log"), "w")
+        cmd = [os.path.join(fuzz_dir, name), f"-max_total_time={seconds}", "-max_len=8192", "-timeout=30",
+               f"-artifact_prefix={fuzz_dir}/{short}-", "-print_final_stats=1", scratch,
+               os.path.join(ROOT, "tests", "fuzz", "corpus", short)]
+        procs.append((name, log, time.monotonic(), subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=log)))
+    passed = failed = 0
+    for name, log, t0, proc in procs:
+        try:
+            rc = proc.wait(timeout=seconds + 120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rc = proc.wait()
+        log.close()
+        with open(log.name, errors="replace") as f:
+            text = f.read()
+        runs = re.search(r"stat::number_of_executed_units: (\d+)", text)
+        if rc == 0:
+            passed += 1
+        else:
+            failed += 1
+            sys.stdout.write(text[-6000:])
+        print(f"fuzz {name}: {'ok' if rc == 0 else 'FAILED, exit ' + str(rc)}, "
+              f"{runs.group(1) if runs else '?'} inputs ({time.monotonic() - t0:.1f}s; log {log.name})", flush=True)
+    return passed, failed
+
+
 BLACKBOX_DIRS = ("http", "deploy")  # tests/<dir>/test_*.py, run with Python's unittest
 
 
@@ -67,12 +108,18 @@ def run_http():
 
 def main():
     os.chdir(ROOT)
+    if "--fuzz-only" in sys.argv:
+        fp, ff = run_fuzz()
+        print(f"fuzz: {fp} passed, {ff} failed", flush=True)
+        return 0 if ff == 0 else 1
     up, uf = run_unit()
     print(f"unit: {up} passed, {uf} failed", flush=True)
+    fp, ff = run_fuzz()
+    print(f"fuzz: {fp} passed, {ff} failed", flush=True)
     hp, hf = run_http()
     print(f"http: {hp} passed, {hf} failed", flush=True)
-    print(f"total: {up + hp} passed, {uf + hf} failed", flush=True)
-    return 0 if uf + hf == 0 else 1
+    print(f"total: {up + fp + hp} passed, {uf + ff + hf} failed", flush=True)
+    return 0 if uf + ff + hf == 0 else 1
 
 
 if __name__ == "__main__":

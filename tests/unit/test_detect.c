@@ -2,6 +2,7 @@
  * Unit tests for detect.c with fake probes: merging views by PCI bus id (and the PoCL CPU into cpu:0), ids and
  * order, table figures, a failing probe not stopping the others, refresh generations and ETags, snapshot lifetime.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -365,6 +366,37 @@ START_TEST(refresher_thread_stops)
 }
 END_TEST
 
+static void *refresh_many(void *arg)
+{
+	for (int i = 0; i < 200; i++)
+		detect_refresh(arg, i % 2 == 0);
+	return NULL;
+}
+
+/* Full refreshes asked through the API race the refresher thread; each reads only snapshots it holds. */
+START_TEST(concurrent_refreshes_keep_snapshots_whole)
+{
+	struct detect *det = NULL;
+	pthread_t t[2];
+
+	cfg.telemetry_interval_ms = 1;
+	cfg.topology_interval_ms = 1;
+	detect_new(&cfg, all, NALL, &det);
+	ck_assert_int_eq(detect_start(det), ACCELD_OK);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, refresh_many, det), 0);
+	for (int i = 0; i < 400; i++) {
+		const struct detect_snapshot *s = detect_acquire(det);
+
+		ck_assert_uint_eq(s->n, 6);
+		ck_assert_ptr_nonnull(strstr(s->json, "\"generation\""));
+		detect_release(s);
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	detect_free(det);
+}
+END_TEST
 
 Suite *make_suite(void)
 {
@@ -377,6 +409,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, only_failures_still_give_cpu0);
 	tcase_add_test(tc, refresh_generations_and_etags);
 	tcase_add_test(tc, refresher_thread_stops);
+	tcase_add_test(tc, concurrent_refreshes_keep_snapshots_whole);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,159 @@
+/*
+ * app: the application's services and their wiring (store, detection, executor, prices, sampler), started in
+ * dependency order and stopped in reverse. main() builds the HTTP server around them; the request fuzzer
+ * (tests/fuzz/fuzz_request.c) builds the same app.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "app.h"
+#include "cost.h"
+#include "detect.h"
+#include "exec.h"
+#include "log.h"
+#include "metrics.h"
+#include "sampler.h"
+#include "store.h"
+
+static void try_open_store(struct app *app)
+{
+	char err[512];
+
+	struct store_opts sopts = {.path = app->cfg.db_path,
+				   .retention_raw_ms = (int64_t)app->cfg.retention_raw_ms,
+				   .retention_minute_ms = (int64_t)app->cfg.retention_minute_ms,
+				   .retention_hour_ms = (int64_t)app->cfg.retention_hour_ms};
+
+	/* the store keeps retrying a database it cannot use yet; /readyz says why meanwhile */
+	if (store_open_opts(&sopts, &app->store, err, sizeof(err)) != ACCELD_OK)
+		log_msg(LOGL_ERROR, "store", "%s", err);
+	else if (err[0] != '\0')
+		log_fields(LOGL_WARN, "store", "database not usable yet", (struct log_field[]){LOG_S("error", err)}, 1);
+	else
+		log_fields(LOGL_INFO, "store", "database open", (struct log_field[]){LOG_S("path", app->cfg.db_path)},
+			   1);
+}
+
+/* Finds the devices (the first snapshot exists when detect_new returns) and starts the periodic refresher. */
+static void start_detect(struct app *app)
+{
+	const struct detect_snapshot *snap;
+
+	detect_new(&app->cfg, NULL, 0, &app->detect);
+	if (detect_start(app->detect) != ACCELD_OK)
+		log_msg(LOGL_ERROR, "detect", "cannot start the refresher thread; devices are probed once");
+	snap = detect_acquire(app->detect);
+	log_fields(LOGL_INFO, "detect", "devices found",
+		   (struct log_field[]){LOG_I("devices", snap->n), LOG_I("generation", snap->generation),
+					LOG_D("duration_ms", snap->refresh_ms)},
+		   3);
+	detect_release(snap);
+}
+
+/* on_job_done: every finished job goes to the history store and the job metrics. */
+static void record_job(void *ctx, const struct exec_job_record *rec)
+{
+	struct app *app = ctx;
+	struct store_job job = {.submitted_ms = rec->created_ms,
+				.started_ms = rec->started_ms,
+				.finished_ms = rec->finished_ms,
+				.n = rec->n,
+				.m = rec->m,
+				.k = rec->k,
+				.flops = rec->flops,
+				.bytes = rec->bytes,
+				.kernel_ms = rec->kernel_ms,
+				.total_ms = rec->total_ms,
+				.cost_usd = rec->cost_usd};
+
+	snprintf(job.id, sizeof(job.id), "%s", rec->id);
+	snprintf(job.device, sizeof(job.device), "%s", rec->device_id ? rec->device_id : "");
+	snprintf(job.kernel, sizeof(job.kernel), "%s", rec->kernel);
+	snprintf(job.backend, sizeof(job.backend), "%s", rec->backend ? rec->backend : "");
+	/* the store names an overrun "timeout" */
+	snprintf(job.state, sizeof(job.state), "%s", strcmp(rec->state, "timed_out") == 0 ? "timeout" : rec->state);
+	snprintf(job.error, sizeof(job.error), "%s", rec->error ? rec->error : "");
+	store_job_record(app->store, &job);
+	metrics_job_observe(app->metrics, rec->kernel, rec->device_id ? rec->device_id : "none", rec->state,
+			    rec->total_ms / 1000.0);
+}
+
+/* The sampler's busy fraction for devices with no telemetry of their own: the executor's. */
+static double exec_busy(void *ctx, const char *device_id, uint64_t window_ms)
+{
+	struct app *app = ctx;
+
+	return app->exec != NULL ? exec_busy_fraction(app->exec, device_id, window_ms) : NAN;
+}
+
+/* Starts the executor on the devices detection found (after start_detect). */
+static void start_exec(struct app *app)
+{
+	const struct detect_snapshot *snap = detect_acquire(app->detect);
+	struct exec_opts eopts;
+
+	exec_opts_from_config(&app->cfg, &eopts);
+	eopts.devices = snap->devices;
+	eopts.ndevices = snap->n;
+	eopts.on_job_done = record_job;
+	eopts.on_job_done_ctx = app;
+	if (exec_new(&eopts, &app->exec) != ACCELD_OK)
+		log_msg(LOGL_ERROR, "exec", "cannot start the executor; POST /run answers 503");
+	detect_release(snap);
+}
+
+static const struct device *sampler_acquire(void *ctx, size_t *n, void **token)
+{
+	const struct detect_snapshot *snap = detect_acquire(ctx);
+
+	*token = (void *)(uintptr_t)snap;
+	*n = snap->n;
+	return snap->devices;
+}
+
+static void sampler_release(void *ctx, void *token)
+{
+	(void)ctx;
+	detect_release((const struct detect_snapshot *)(uintptr_t)token);
+}
+
+/* Prices, accrued cost and the sampler (after detection, whose snapshots it samples). */
+static void start_history(struct app *app)
+{
+	char err[512];
+	struct sampler_opts so = {.cfg = &app->cfg, .store = app->store,
+				  .devices = {.acquire = sampler_acquire, .release = sampler_release, .ctx = app->detect},
+				  .busy = exec_busy,
+				  .busy_ctx = app};
+
+	store_jobs_mark_interrupted(app->store);
+	if (cost_new(app->store, app->cfg.prices_file, &app->cost, err, sizeof(err)) != ACCELD_OK)
+		log_msg(LOGL_ERROR, "cost", "%s; /cost answers 503 until it is fixed and acceld restarted", err);
+	if (app->detect == NULL || sampler_new(&so, &app->sampler) != ACCELD_OK ||
+	    sampler_start(app->sampler) != ACCELD_OK)
+		log_msg(LOGL_ERROR, "sampler", "cannot start the sampler; no history is recorded");
+}
+
+void app_services_start(struct app *app)
+{
+	try_open_store(app);
+	start_detect(app);
+	start_exec(app);
+	start_history(app);
+}
+
+void app_services_stop(struct app *app)
+{
+	sampler_free(app->sampler);
+	cost_free(app->cost);
+	exec_free(app->exec);
+	detect_free(app->detect);
+	store_close(app->store);
+	app->sampler = NULL;
+	app->cost = NULL;
+	app->exec = NULL;
+	app->detect = NULL;
+	app->store = NULL;
+}
