@@ -19,8 +19,10 @@
 
 #include "api.h"
 #include "app.h"
+#include "clock.h"
 #include "config.h"
 #include "exec.h"
+#include "store.h"
 
 #define MAX_SIZE (1ull << 40) /* n, m, k beyond this are refused before any arithmetic */
 #define PAGE_DEFAULT 20
@@ -540,16 +542,76 @@ void api_run_list(struct app *app, struct http_req *req, struct http_resp *resp)
 	http_resp_json(resp, 200, doc);
 }
 
+static void set_time(json_t *o, const char *key, int64_t ms)
+{
+	char t[CLOCK_RFC3339_LEN];
+
+	if (ms <= 0)
+		return;
+	clock_rfc3339(ms, t);
+	json_object_set_new(o, key, json_string(t));
+}
+
+static void set_num(json_t *o, const char *key, double v)
+{
+	if (isfinite(v))
+		json_object_set_new(o, key, json_real(v));
+}
+
+/* A job no longer in memory (an earlier run of acceld, or pushed out of the recent ones) as the history keeps it. */
+static json_t *stored_job_json(const struct store_job *j)
+{
+	/* the store says "timeout" where the API says "timed_out" */
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s}", "id", j->id, "state",
+			      strcmp(j->state, "timeout") == 0 ? "timed_out" : j->state, "kernel", j->kernel, "device",
+			      j->device, "source", "history");
+	json_t *sizes = json_object();
+	json_t *timing = json_object();
+
+	if (j->backend[0])
+		json_object_set_new(o, "backend", json_string(j->backend));
+	if (j->m)
+		json_object_set_new(sizes, "m", json_integer((json_int_t)j->m));
+	json_object_set_new(sizes, "n", json_integer((json_int_t)j->n));
+	if (j->k)
+		json_object_set_new(sizes, "k", json_integer((json_int_t)j->k));
+	json_object_set_new(o, "sizes", sizes);
+	set_time(o, "created_at", j->submitted_ms);
+	set_time(o, "started_at", j->started_ms);
+	set_time(o, "finished_at", j->finished_ms);
+	set_num(timing, "kernel_ms", j->kernel_ms);
+	set_num(timing, "total_ms", j->total_ms);
+	json_object_set_new(o, "timing", timing);
+	set_num(o, "cost_usd", j->cost_usd);
+	if (j->error[0]) {
+		static const char *const reasons[][2] = {
+			{"interrupted", "INTERRUPTED"}, {"timeout", "TIMED_OUT"}, {"cancelled", "CANCELLED"}};
+		const char *reason = "FAILED";
+
+		for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
+			if (strcmp(j->state, reasons[i][0]) == 0)
+				reason = reasons[i][1];
+		json_object_set_new(o, "error", json_pack("{s:s, s:s}", "reason", reason, "detail", j->error));
+	}
+	return o;
+}
+
 void api_run_get(struct app *app, struct http_req *req, struct http_resp *resp)
 {
 	static const char *const allowed[] = {NULL};
 	struct exec_job *job;
+	struct store_job stored;
 
 	if (!http_req_check_query(req, resp, allowed) || !have_exec(app, resp))
 		return;
 	job = exec_get(app->exec, req->params[0]);
+	if (job == NULL && app->store != NULL && store_job_get(app->store, req->params[0], &stored) == ACCELD_OK) {
+		http_resp_json(resp, 200, stored_job_json(&stored));
+		return;
+	}
 	if (job == NULL) {
-		http_resp_problem(resp, 404, "JOB_NOT_FOUND", "no job '%.64s' among the recent jobs", req->params[0]);
+		http_resp_problem(resp, 404, "JOB_NOT_FOUND", "no job '%.64s' among the recent jobs or in the history",
+				  req->params[0]);
 		return;
 	}
 	http_resp_json(resp, 200, exec_job_json(job));

@@ -52,29 +52,46 @@ static void start_detect(struct app *app)
 	detect_release(snap);
 }
 
+/* The store's row for an executor record. */
+static void job_row(const struct exec_job_record *rec, struct store_job *job)
+{
+	*job = (struct store_job){.submitted_ms = rec->created_ms,
+				  .started_ms = rec->started_ms,
+				  .finished_ms = rec->finished_ms,
+				  .n = rec->n,
+				  .m = rec->m,
+				  .k = rec->k,
+				  .flops = rec->flops,
+				  .bytes = rec->bytes,
+				  .kernel_ms = rec->kernel_ms,
+				  .total_ms = rec->total_ms,
+				  .cost_usd = rec->cost_usd};
+	snprintf(job->id, sizeof(job->id), "%s", rec->id);
+	snprintf(job->device, sizeof(job->device), "%s", rec->device_id ? rec->device_id : "");
+	snprintf(job->kernel, sizeof(job->kernel), "%s", rec->kernel);
+	snprintf(job->backend, sizeof(job->backend), "%s", rec->backend ? rec->backend : "");
+	/* the store names an overrun "timeout" */
+	snprintf(job->state, sizeof(job->state), "%s", strcmp(rec->state, "timed_out") == 0 ? "timeout" : rec->state);
+	snprintf(job->error, sizeof(job->error), "%s", rec->error ? rec->error : "");
+}
+
+/* on_job_start: a running job has its row, so one that a crash cuts short is marked interrupted at the next start. */
+static void record_job_start(void *ctx, const struct exec_job_record *rec)
+{
+	struct app *app = ctx;
+	struct store_job job;
+
+	job_row(rec, &job);
+	store_job_record(app->store, &job);
+}
+
 /* on_job_done: every finished job goes to the history store and the job metrics. */
 static void record_job(void *ctx, const struct exec_job_record *rec)
 {
 	struct app *app = ctx;
-	struct store_job job = {.submitted_ms = rec->created_ms,
-				.started_ms = rec->started_ms,
-				.finished_ms = rec->finished_ms,
-				.n = rec->n,
-				.m = rec->m,
-				.k = rec->k,
-				.flops = rec->flops,
-				.bytes = rec->bytes,
-				.kernel_ms = rec->kernel_ms,
-				.total_ms = rec->total_ms,
-				.cost_usd = rec->cost_usd};
+	struct store_job job;
 
-	snprintf(job.id, sizeof(job.id), "%s", rec->id);
-	snprintf(job.device, sizeof(job.device), "%s", rec->device_id ? rec->device_id : "");
-	snprintf(job.kernel, sizeof(job.kernel), "%s", rec->kernel);
-	snprintf(job.backend, sizeof(job.backend), "%s", rec->backend ? rec->backend : "");
-	/* the store names an overrun "timeout" */
-	snprintf(job.state, sizeof(job.state), "%s", strcmp(rec->state, "timed_out") == 0 ? "timeout" : rec->state);
-	snprintf(job.error, sizeof(job.error), "%s", rec->error ? rec->error : "");
+	job_row(rec, &job);
 	store_job_record(app->store, &job);
 	metrics_job_observe(app->metrics, rec->kernel, rec->device_id ? rec->device_id : "none", rec->state,
 			    rec->total_ms / 1000.0);
@@ -88,6 +105,22 @@ static double exec_busy(void *ctx, const char *device_id, uint64_t window_ms)
 	return app->exec != NULL ? exec_busy_fraction(app->exec, device_id, window_ms) : NAN;
 }
 
+/* The executor's devices are those found at start: one is used only while detection still sees the same device. */
+static enum exec_presence exec_presence_of(void *ctx, const struct device *dev)
+{
+	const struct detect_snapshot *snap = detect_acquire(ctx);
+	const struct device *now = detect_find(snap, dev->id);
+	enum exec_presence p = EXEC_PRESENT;
+
+	if (now == NULL)
+		p = EXEC_GONE;
+	else if ((dev->pci_bus_id[0] && now->pci_bus_id[0] && strcmp(dev->pci_bus_id, now->pci_bus_id) != 0) ||
+		 (dev->uuid[0] && now->uuid[0] && strcmp(dev->uuid, now->uuid) != 0))
+		p = EXEC_CHANGED;
+	detect_release(snap);
+	return p;
+}
+
 /* Starts the executor on the devices detection found (after start_detect). */
 static void start_exec(struct app *app)
 {
@@ -99,6 +132,10 @@ static void start_exec(struct app *app)
 	eopts.ndevices = snap->n;
 	eopts.on_job_done = record_job;
 	eopts.on_job_done_ctx = app;
+	eopts.on_job_start = record_job_start;
+	eopts.on_job_start_ctx = app;
+	eopts.presence = exec_presence_of;
+	eopts.presence_ctx = app->detect;
 	if (exec_new(&eopts, &app->exec) != ACCELD_OK)
 		log_msg(LOGL_ERROR, "exec", "cannot start the executor; POST /run answers 503");
 	detect_release(snap);

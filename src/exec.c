@@ -650,6 +650,11 @@ static bool runs_inline(const struct worker *w, const struct exec_job *job)
 	       exec_flops(r->kernel, r->m, r->n, r->k) <= EXEC_INLINE_MAX_FLOPS;
 }
 
+static enum exec_presence presence(struct exec *ex, size_t d)
+{
+	return ex->opts.presence ? ex->opts.presence(ex->opts.presence_ctx, &ex->devices[d]) : EXEC_PRESENT;
+}
+
 /* Builds the fallback chain; returns ACCELD_OK or fills why. */
 static enum acceld_err place(struct exec *ex, struct exec_job *job, struct exec_refusal *why)
 {
@@ -667,8 +672,25 @@ static enum acceld_err place(struct exec *ex, struct exec_job *job, struct exec_
 			if (strcmp(ex->devices[d].id, req->device) == 0)
 				break;
 		if (d == ex->ndevices) {
-			refuse(why, ACCELD_ENOTFOUND, "UNKNOWN_DEVICE", "no device '%s' (see GET /devices)", req->device);
+			refuse(why, ACCELD_ENOTFOUND, "UNKNOWN_DEVICE",
+			       "no device '%s' that acceld can run jobs on (see GET /devices; a device found after "
+			       "start needs a restart of acceld to run jobs)",
+			       req->device);
 			return why->err;
+		}
+		switch (presence(ex, d)) {
+		case EXEC_GONE:
+			refuse(why, ACCELD_ENOTFOUND, "UNKNOWN_DEVICE",
+			       "device '%s' is gone since acceld started (see GET /devices)", req->device);
+			return why->err;
+		case EXEC_CHANGED:
+			refuse(why, ACCELD_ECONFLICT, "DEVICE_CHANGED",
+			       "'%s' now names another device than the one acceld opened at start (devices were added or "
+			       "removed); restart acceld to run jobs on it",
+			       req->device);
+			return why->err;
+		case EXEC_PRESENT:
+			break;
 		}
 		order[norder++] = d;
 	}
@@ -676,6 +698,7 @@ static enum acceld_err place(struct exec *ex, struct exec_job *job, struct exec_
 		for (int rank = 0; rank < 3; rank++)
 			for (size_t d = 0; d < ex->ndevices && norder < 64; d++)
 				if (type_rank(ex->devices[d].type, req->prefer) == rank &&
+				    presence(ex, d) == EXEC_PRESENT &&
 				    !(explicit_dev && d == order[0]) &&
 				    (fallback || explicit_dev || rank == 0 || req->prefer == PREFER_AUTO))
 					order[norder++] = d;
@@ -1310,13 +1333,47 @@ static void learn(struct worker *w, const struct exec_job *job)
 }
 
 /* Runs a job the worker took from its queue, or (here) one the submitting thread runs inline, and finishes it. */
+/* Tells on_job_start that job runs now (so a job cut short by a crash is known afterwards); call without ex->mu. */
+static void job_started(struct exec *ex, struct exec_job *job)
+{
+	struct exec_job_record rec;
+
+	if (ex->opts.on_job_start == NULL)
+		return;
+	pthread_mutex_lock(&ex->mu);
+	rec = (struct exec_job_record){
+		.id = job->id,
+		.kernel = exec_kernel_name(job->req.kernel),
+		.device_id = job->device_id,
+		.backend = exec_backend_name(job->backend),
+		.state = exec_state_name(EXEC_RUNNING),
+		.m = job->req.m,
+		.n = job->req.n,
+		.k = job->req.k,
+		.queued_ms = NAN,
+		.transfer_ms = NAN,
+		.kernel_ms = NAN,
+		.total_ms = NAN,
+		.flops = NAN,
+		.bytes = NAN,
+		.cost_usd = NAN,
+		.created_ms = job->created_ms,
+		.started_ms = job->started_ms,
+	};
+	pthread_mutex_unlock(&ex->mu);
+	ex->opts.on_job_start(ex->opts.on_job_start_ctx, &rec);
+}
+
 static void worker_step(struct worker *w, struct exec_job *job, bool here)
 {
 	struct exec *ex = w->ex;
 	char err[640] = "";
-	enum acceld_err rc = run_job(w, here ? ex->serial : ex->host, job, err, sizeof(err));
+	enum acceld_err rc;
 	bool requeued = false;
 	bool answered_already;
+
+	job_started(ex, job);
+	rc = run_job(w, here ? ex->serial : ex->host, job, err, sizeof(err));
 
 	pthread_mutex_lock(&ex->mu);
 	if (here) {

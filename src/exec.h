@@ -87,13 +87,16 @@ struct exec_backend_ops {
 extern const struct exec_backend_ops exec_native_ops;
 extern const struct exec_backend_ops exec_opencl_ops;
 
-/* What the history store keeps of a finished job. Every pointer is borrowed for the callback's duration. */
+/*
+ * What the history store keeps of a job that starts or finishes. Every pointer is borrowed for the callback's
+ * duration.
+ */
 struct exec_job_record {
 	const char *id;
 	const char *kernel;
 	const char *device_id;
 	const char *backend;
-	const char *state;          /* "succeeded", "failed", "timed_out", "cancelled" */
+	const char *state;          /* "running"; then "succeeded", "failed", "timed_out", "cancelled" */
 	uint64_t m, n, k;           /* sizes; unused ones 0 */
 	double queued_ms, transfer_ms, kernel_ms, total_ms;
 	double flops;
@@ -104,6 +107,12 @@ struct exec_job_record {
 };
 
 typedef void (*exec_record_fn)(void *ctx, const struct exec_job_record *rec);
+
+enum exec_presence {
+	EXEC_PRESENT,
+	EXEC_GONE,    /* no device has its id any more */
+	EXEC_CHANGED, /* its id now names another device (another PCI address or UUID) */
+};
 
 struct exec_opts {
 	const struct device *devices; /* copied */
@@ -116,6 +125,20 @@ struct exec_opts {
 	unsigned cpu_threads;         /* native threads; 0 = the CPU's effective CPUs */
 	exec_record_fn on_job_done;   /* may be NULL; called once per finished job, from an executor thread */
 	void *on_job_done_ctx;
+	/*
+	 * May be NULL; called when a job starts to run on a device (again on the next device when it falls back),
+	 * before its kernel, from the thread that runs it, with state "running" and no finish time or figures; for a
+	 * given job it happens before on_job_done, except after a timeout that answered the job while it still ran.
+	 */
+	exec_record_fn on_job_start;
+	void *on_job_start_ctx;
+	/*
+	 * May be NULL (every device is always there). Whether a device the executor opened at start is still the one
+	 * detection sees: called with the executor's copy while placing a job (so it must not call into the
+	 * executor). A device that is gone or changed is skipped; naming it is refused.
+	 */
+	enum exec_presence (*presence)(void *ctx, const struct device *dev);
+	void *presence_ctx;
 	/* backends to use instead of the built-in ones (tests); NULL for exec_native_ops and exec_opencl_ops */
 	const struct exec_backend_ops *const *backends;
 	size_t nbackends;

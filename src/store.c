@@ -116,7 +116,10 @@ static const char *const stmt_sql[S_COUNT] = {
 	[S_JOB] = "INSERT INTO jobs (id, device, kernel, backend, state, submitted_at, started_at, finished_at, n, m, k, "
 		  "flops, bytes, kernel_ms, total_ms, cost_usd, error) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
 		  "?11, ?12, ?13, ?14, ?15, ?16, ?17) ON CONFLICT (id) DO UPDATE SET device = excluded.device, "
-		  "kernel = excluded.kernel, backend = coalesce(excluded.backend, backend), state = excluded.state, "
+		  "kernel = excluded.kernel, backend = coalesce(excluded.backend, backend), "
+		  /* a final state is never taken back by a late "running" */
+		  "state = CASE WHEN excluded.state IN ('queued', 'running') AND state NOT IN ('queued', 'running') "
+		  "THEN state ELSE excluded.state END, "
 		  "submitted_at = coalesce(excluded.submitted_at, submitted_at), "
 		  "started_at = coalesce(excluded.started_at, started_at), "
 		  "finished_at = coalesce(excluded.finished_at, finished_at), n = coalesce(excluded.n, n), "
@@ -124,8 +127,10 @@ static const char *const stmt_sql[S_COUNT] = {
 		  "bytes = coalesce(excluded.bytes, bytes), kernel_ms = coalesce(excluded.kernel_ms, kernel_ms), "
 		  "total_ms = coalesce(excluded.total_ms, total_ms), cost_usd = coalesce(excluded.cost_usd, cost_usd), "
 		  "error = coalesce(excluded.error, error)",
+	/* when it stopped is unknown: the row keeps no run time, so usage and cost do not count the downtime */
 	[S_JOBS_INTERRUPT] = "UPDATE jobs SET state = 'interrupted', finished_at = coalesce(finished_at, ?1), "
-			     "error = coalesce(error, 'acceld stopped before the job finished') "
+			     "total_ms = coalesce(total_ms, 0), kernel_ms = coalesce(kernel_ms, 0), "
+			     "error = coalesce(error, 'acceld stopped before the job finished; its run time is unknown') "
 			     "WHERE state IN ('queued', 'running')",
 	[S_PRICES_CLEAR] = "DELETE FROM prices",
 	[S_PRICE] = "INSERT OR REPLACE INTO prices (selector, value, usd_per_hour, usd_per_hour_spot, unit, note, "

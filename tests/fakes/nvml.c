@@ -9,6 +9,8 @@
  *                                 calls: handle name uuid pci memory utilization temperature power power_limit
  *                                 energy clock cc mig numa
  *   FAKE_NVML_FAIL_AFTER=K        every per-GPU call after the K-th one fails with "GPU is lost"
+ *   FAKE_NVML_LOST_FILE=PATH      while PATH exists, every per-GPU call fails with "GPU is lost" (a black-box test
+ *                                 creates it to lose the GPUs under a running service)
  *   FAKE_NVML_UTIL=P              every GPU reports P% utilisation (default 50 and 10, ...)
  *   FAKE_NVML_MIG=1               GPU 0 is in MIG mode with two instances (MIG-aaaa..., MIG-bbbb...)
  *   FAKE_NVML_NOT_SUPPORTED=call  that call answers "Not Supported" on every GPU
@@ -16,6 +18,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define OK 0
 #define ERR_UNINITIALIZED 1
@@ -175,6 +178,13 @@ static int listed(const char *var, const char *name)
 	return 0;
 }
 
+static int lost_file_exists(void)
+{
+	const char *path = getenv("FAKE_NVML_LOST_FILE");
+
+	return path != NULL && *path != '\0' && access(path, F_OK) == 0;
+}
+
 /* The outcome of a per-GPU call before it does anything. */
 static nvmlReturn_t gate(nvmlDevice_t h, const char *call)
 {
@@ -186,6 +196,8 @@ static nvmlReturn_t gate(nvmlDevice_t h, const char *call)
 		return ERR_INVALID_ARGUMENT;
 	device_calls++;
 	if (after > 0 && device_calls > after)
+		return ERR_GPU_IS_LOST;
+	if (lost_file_exists())
 		return ERR_GPU_IS_LOST;
 	if (listed("FAKE_NVML_NOT_SUPPORTED", call))
 		return ERR_NOT_SUPPORTED;

@@ -148,18 +148,37 @@ static char last_state[32];
 static char last_device[16];
 static double last_cost;
 static int dones;
+static int starts;
+static int start_seq, record_seq, seq; /* the order in which the callbacks came */
+static char start_state[32];
+static char start_id[24];
 
 static void on_record(void *ctx, const struct exec_job_record *rec)
 {
 	(void)ctx;
 	pthread_mutex_lock(&rec_mu);
 	records++;
+	record_seq = ++seq;
 	snprintf(last_state, sizeof(last_state), "%s", rec->state);
 	snprintf(last_device, sizeof(last_device), "%s", rec->device_id);
 	last_cost = rec->cost_usd;
 	ck_assert_ptr_nonnull(rec->id);
 	ck_assert(rec->total_ms >= 0.0);
 	pthread_cond_broadcast(&rec_cv);
+	pthread_mutex_unlock(&rec_mu);
+}
+
+static void on_start(void *ctx, const struct exec_job_record *rec)
+{
+	(void)ctx;
+	pthread_mutex_lock(&rec_mu);
+	starts++;
+	start_seq = ++seq;
+	snprintf(start_state, sizeof(start_state), "%s", rec->state);
+	snprintf(start_id, sizeof(start_id), "%s", rec->id);
+	ck_assert(rec->started_ms > 0);
+	ck_assert_int_eq(rec->finished_ms, 0);
+	ck_assert(isnan(rec->total_ms));
 	pthread_mutex_unlock(&rec_mu);
 }
 
@@ -194,6 +213,7 @@ static void reset_counts(void)
 	pthread_mutex_lock(&rec_mu);
 	records = 0;
 	dones = 0;
+	starts = 0;
 	pthread_mutex_unlock(&rec_mu);
 }
 
@@ -214,6 +234,15 @@ static void make_devices(void)
 	DEVICE_SET(devs[2].id, "tpu:0");
 }
 
+/* what detection says of gpu:0 now (every other device is there) */
+static enum exec_presence gpu_presence;
+
+static enum exec_presence fake_presence(void *ctx, const struct device *dev)
+{
+	(void)ctx;
+	return strcmp(dev->id, "gpu:0") == 0 ? gpu_presence : EXEC_PRESENT;
+}
+
 static struct exec *start(const struct exec_backend_ops *native, unsigned depth, uint64_t max_elements)
 {
 	const struct exec_backend_ops *ops[2] = {native, &failing_opencl};
@@ -227,6 +256,8 @@ static struct exec *start(const struct exec_backend_ops *native, unsigned depth,
 		.recent = 64,
 		.cpu_threads = 2,
 		.on_job_done = on_record,
+		.on_job_start = on_start,
+		.presence = fake_presence,
 		.backends = ops,
 		.nbackends = 2,
 	};
@@ -235,6 +266,7 @@ static struct exec *start(const struct exec_backend_ops *native, unsigned depth,
 	make_devices();
 	reset_counts();
 	gate_set(false);
+	gpu_presence = EXEC_PRESENT;
 	ck_assert_int_eq(exec_new(&o, &ex), ACCELD_OK);
 	return ex;
 }
@@ -308,6 +340,11 @@ START_TEST(runs_and_verifies_natively)
 	wait_records(1);
 	ck_assert_str_eq(last_state, "succeeded");
 	ck_assert(!isnan(last_cost));
+	/* the store heard of it when it started, before it finished */
+	ck_assert_int_eq(starts, 1);
+	ck_assert_str_eq(start_state, "running");
+	ck_assert_str_eq(start_id, exec_job_id(job));
+	ck_assert_int_lt(start_seq, record_seq);
 	exec_job_unref(job);
 	exec_free(ex);
 }
@@ -474,6 +511,33 @@ START_TEST(device_failure_retries_on_next_device)
 		ck_assert(strstr(detail, "CL_OUT_OF_RESOURCES") != NULL);
 	}
 	exec_job_unref(job);
+	exec_free(ex);
+}
+END_TEST
+
+START_TEST(devices_gone_or_changed_since_start_are_not_used)
+{
+	struct exec *ex = start(&exec_native_ops, 8, 1u << 26);
+	struct exec_request r = saxpy(1u << 19, NULL);
+	struct exec_job *job;
+	json_t *doc;
+
+	gpu_presence = EXEC_GONE;
+	r.prefer = PREFER_GPU;
+	job = submit_ok(ex, &r);
+	exec_job_wait(job);
+	doc = exec_job_json(job);
+	/* the GPU is skipped, not tried and failed */
+	ck_assert_str_eq(jstr(doc, "device"), "cpu:0");
+	ck_assert(json_object_get(doc, "fallback_reason") == NULL ||
+		  strstr(jstr(doc, "fallback_reason"), "gpu:0") == NULL);
+	json_decref(doc);
+	exec_job_unref(job);
+	r = saxpy(1u << 19, "gpu:0");
+	submit_refused(ex, &r, ACCELD_ENOTFOUND, "UNKNOWN_DEVICE");
+	gpu_presence = EXEC_CHANGED;
+	r = saxpy(1u << 19, "gpu:0");
+	submit_refused(ex, &r, ACCELD_ECONFLICT, "DEVICE_CHANGED");
 	exec_free(ex);
 }
 END_TEST
@@ -784,6 +848,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, limits_are_checked_up_front);
 	tcase_add_test(tc, tpu_is_unsupported_and_prefer_falls_back);
 	tcase_add_test(tc, device_failure_retries_on_next_device);
+	tcase_add_test(tc, devices_gone_or_changed_since_start_are_not_used);
 	tcase_add_test(tc, queue_full_and_cancel);
 	tcase_add_test(tc, timeouts_of_queued_and_running_jobs);
 	tcase_add_test(tc, free_cancels_queued_jobs);

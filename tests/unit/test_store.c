@@ -13,6 +13,7 @@
 #include <sqlite3.h>
 
 #include "check_main.h"
+#include "clock.h"
 #include "device.h"
 #include "store.h"
 
@@ -427,8 +428,25 @@ START_TEST(jobs_are_recorded_interrupted_and_measured)
 	ck_assert_int_eq(store_job_get(st, "job-1", &got), ACCELD_OK);
 	ck_assert_str_eq(got.state, "interrupted");
 	ck_assert_int_eq(got.started_ms, T0 + 5);
+	ck_assert_ptr_nonnull(strstr(got.error, "run time is unknown"));
+	/* when it stopped is unknown, so the time until the restart is not counted as its run time */
+	ck_assert_double_eq_tol(got.total_ms, 0, 1e-9);
+	ck_assert_int_eq(store_jobs_usage(st, "cpu:0", T0, clock_real_ms() + 1000, &ju), ACCELD_OK);
+	ck_assert_uint_eq(ju.jobs, 4);
+	ck_assert_double_eq_tol(ju.seconds, 6, 1e-9);
 	ck_assert_int_eq(store_job_get(st, "done-0", &got), ACCELD_OK);
 	ck_assert_str_eq(got.state, "succeeded");
+	/* a late "running" row (a job answered by its timeout while its kernel still ran) takes no final state back */
+	{
+		struct store_job late = j;
+
+		snprintf(late.id, sizeof(late.id), "done-0");
+		store_job_record(st, &late);
+		ck_assert(store_flush(st, 5000));
+		ck_assert_int_eq(store_job_get(st, "done-0", &got), ACCELD_OK);
+		ck_assert_str_eq(got.state, "succeeded");
+		ck_assert_int_eq(got.finished_ms, T0 + 1000);
+	}
 	ck_assert_int_eq(store_job_get(st, "nope", &got), ACCELD_ENOTFOUND);
 	store_close(st);
 }
