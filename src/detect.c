@@ -39,6 +39,7 @@ struct detect {
 	size_t nprobes;
 	void **states;
 	struct probe_result *full_results; /* what each probe() said last time */
+	bool *refresh_failing;             /* per probe: its telemetry refresh failed last time (logged once) */
 	struct device_list devices;        /* the merged, named devices of the last refresh */
 	uint64_t generation;
 	pthread_mutex_t refresh_mu;        /* one refresh at a time */
@@ -443,6 +444,36 @@ static void publish(struct detect *det, struct snap *s)
 
 /* --- refresh --- */
 
+/* The device in list with d's id that is the same hardware (PCI address or UUID; by id alone without either). */
+static const struct device *find_kept(const struct device_list *list, const struct device *d)
+{
+	bool anonymous = d->pci_bus_id[0] == '\0' && d->uuid[0] == '\0';
+
+	for (size_t i = 0; i < list->n; i++)
+		if (strcmp(list->v[i].id, d->id) == 0 && (anonymous || same_device(&list->v[i], d)))
+			return &list->v[i];
+	return NULL;
+}
+
+/* A full refresh that loses or gains devices says which (a GPU fallen off the bus, a driver unbound). */
+static void log_changes(const struct device_list *before, const struct device_list *after)
+{
+	for (size_t i = 0; i < before->n; i++)
+		if (find_kept(after, &before->v[i]) == NULL)
+			log_fields(LOGL_WARN, "detect", "device gone",
+				   (struct log_field[]){LOG_S("device", before->v[i].id),
+							LOG_S("pci_bus_id", before->v[i].pci_bus_id),
+							LOG_S("uuid", before->v[i].uuid)},
+				   3);
+	for (size_t i = 0; i < after->n; i++)
+		if (find_kept(before, &after->v[i]) == NULL)
+			log_fields(LOGL_INFO, "detect", "device found",
+				   (struct log_field[]){LOG_S("device", after->v[i].id),
+							LOG_S("pci_bus_id", after->v[i].pci_bus_id),
+							LOG_S("uuid", after->v[i].uuid)},
+				   3);
+}
+
 static void run_full(struct detect *det)
 {
 	struct device_list raw;
@@ -466,6 +497,8 @@ static void run_full(struct detect *det)
 	}
 	merge_views(&raw, &merged);
 	device_list_release(&raw);
+	if (det->generation > 0)
+		log_changes(&det->devices, &merged);
 	device_list_release(&det->devices);
 	det->devices = merged;
 }
@@ -487,6 +520,18 @@ static void run_telemetry(struct detect *det, struct probe_result *results)
 			results[i].ok = false;
 			snprintf(results[i].why, sizeof(results[i].why), "refresh: %.240s", r.why);
 			results[i].duration_ms = ms_since(t0);
+		}
+		/* said once when it starts failing and once when it recovers, not at every tick */
+		if (!r.ok != det->refresh_failing[i]) {
+			det->refresh_failing[i] = !r.ok;
+			if (r.ok)
+				log_fields(LOGL_INFO, "detect", "telemetry refresh recovered",
+					   (struct log_field[]){LOG_S("probe", det->probes[i]->name)}, 1);
+			else
+				log_fields(LOGL_WARN, "detect", "telemetry refresh failed",
+					   (struct log_field[]){LOG_S("probe", det->probes[i]->name),
+								LOG_S("why", r.why)},
+					   2);
 		}
 	}
 }
@@ -549,6 +594,7 @@ enum acceld_err detect_new(const struct config *cfg, const struct probe_ops *con
 		det->probes[i] = probes[i];
 	det->states = xcalloc(nprobes ? nprobes : 1, sizeof(*det->states));
 	det->full_results = xcalloc(nprobes ? nprobes : 1, sizeof(*det->full_results));
+	det->refresh_failing = xcalloc(nprobes ? nprobes : 1, sizeof(*det->refresh_failing));
 	device_list_init(&det->devices);
 	pthread_mutex_init(&det->refresh_mu, NULL);
 	pthread_mutex_init(&det->snap_mu, NULL);
@@ -629,6 +675,7 @@ void detect_free(struct detect *det)
 	pthread_mutex_destroy(&det->snap_mu);
 	pthread_mutex_destroy(&det->refresh_mu);
 	free(det->full_results);
+	free(det->refresh_failing);
 	free(det->states);
 	free(det->probes);
 	free(det);

@@ -502,6 +502,14 @@ static void nvml_probe(void **state, const struct config *cfg, struct device_lis
 		read_static(st, cfg, e[i].handle, i, d, res);
 		read_telemetry(st, e[i].handle, i, d, res);
 	}
+	{
+		unsigned reachable = 0;
+
+		for (unsigned i = 0; i < n; i++)
+			reachable += e[i].valid;
+		if (n > 0 && reachable == 0)
+			res->ok = false; /* the driver counts GPUs and reaches none: fallen off the bus, driver in trouble */
+	}
 	nsel = select_visible(st, e, n, sel, res);
 	for (size_t k = 0; k < nsel; k++) {
 		const struct nvml_entry *g = &e[sel[k]];

@@ -224,6 +224,9 @@ class NvmlFaults(FaultCase):
                     what="nvml refresh failing")
         self.assertIn("GPU is lost", nvml["why"])
         self.assertTrue(nvml["why"].startswith("refresh: "), nvml)
+        # logged once when it starts failing
+        line = s.wait_for(lambda l: l.get("msg") == "telemetry refresh failed")
+        self.assertEqual((line["level"], line["probe"]), ("warn", "nvml"))
         doc = self.devices(s)
         self.assertEqual(doc["devices"][1]["telemetry"]["sampled_at"], sampled)
         self.assertIn('acceld_probe_success{probe="nvml"} 0', s.get("/metrics").text)
@@ -236,7 +239,12 @@ class NvmlFaults(FaultCase):
         self.assertEqual([d["id"] for d in doc["devices"]], ["cpu:0"])
         nvml = self.probe(doc, "nvml")
         self.assertEqual(nvml["found"], 0)
+        self.assertFalse(nvml["ok"])  # GPUs counted and none reachable is a failure, not an empty host
         self.assertIn("gpu 0 handle: GPU is lost", nvml["why"])
+        self.assertIn('acceld_probe_success{probe="nvml"} 0', s.get("/metrics").text)
+        gone = s.wait_for(lambda l: l.get("msg") == "device gone" and l.get("device") == "gpu:1")
+        self.assertEqual(gone["level"], "warn")
+        self.assertEqual(gone["uuid"], gpus["gpu:1"]["uuid"])
         self.problem(s.get("/devices/gpu:0"), 404, "NOT_FOUND")
         self.problem(s.get("/select?device=gpu:0"), 404, "NOT_FOUND")
         sel = s.get("/select?prefer=gpu")
@@ -253,6 +261,8 @@ class NvmlFaults(FaultCase):
         self.assertEqual({k: v["uuid"] for k, v in back.items()}, {k: v["uuid"] for k, v in gpus.items()})
         self.assertTrue(self.probe(r.json(), "nvml")["ok"])
         self.assertEqual(s.get("/devices/gpu:1").status, 200)
+        s.wait_for(lambda l: l.get("msg") == "device found" and l.get("device") == "gpu:1")
+        s.wait_for(lambda l: l.get("msg") == "telemetry refresh recovered")
 
 
 class DeviceVanishes(FaultCase):
@@ -285,6 +295,8 @@ class DeviceVanishes(FaultCase):
         self.assertEqual(doc["devices"][1]["uuid"], keep["uuid"])
         self.assertTrue(self.probe(doc, "sysfs-gpu")["ok"])
         self.assertEqual(self.probe(doc, "sysfs-gpu")["found"], 1)
+        gone = s.wait_for(lambda l: l.get("msg") == "device gone")
+        self.assertEqual((gone["device"], gone["pci_bus_id"]), ("gpu:1", "0000:22:00.0"))
 
         p = self.problem(s.get("/devices/gpu:1"), 404, "NOT_FOUND")
         self.assertIn("gpu:1", p["detail"])
