@@ -67,6 +67,8 @@ DEB_PKGS   += libcurl4-openssl-dev
 TEST_DEB_PKGS := check python3 chromium
 # deployment checks (tests/deploy): promtool for /metrics, yamllint, shellcheck, systemd-analyze
 TEST_DEB_PKGS += prometheus yamllint shellcheck systemd
+# memcheck over a start-serve-stop cycle (tests/http/test_exposure_valgrind.py, suppressions in tests/valgrind.supp)
+TEST_DEB_PKGS += valgrind
 
 # libFuzzer harnesses (tests/fuzz/fuzz_*.c), built with clang, ASan and UBSan against the library compiled the same
 # way ($(BUILD)/fuzz). `make fuzz` runs each for FUZZ_SECONDS over its seed corpus tests/fuzz/corpus/<name>/ (new

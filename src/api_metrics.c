@@ -45,6 +45,7 @@ void api_metrics(struct app *app, struct http_req *req, struct http_resp *resp)
 							      .write_backlog = ss.backlog,
 							      .rows_written = ss.written_samples + ss.written_records,
 							      .samples_dropped = ss.dropped_samples,
+							      .records_dropped = ss.dropped_records,
 							      .write_errors = ss.write_errors,
 						      });
 	}

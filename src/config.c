@@ -46,7 +46,7 @@ static const struct opt opts[] = {
 	{"max-connections-per-ip", "ACCELD_MAX_CONNECTIONS_PER_IP", OPT_UINT, F(max_connections_per_ip), "256", 0,
 	 65536, NULL, 0, "open connections per client address at most (0 = no limit)"},
 	{"idle-timeout", "ACCELD_IDLE_TIMEOUT", OPT_DURATION, F(idle_timeout_ms), "30s", 1000, 3600000, NULL, 0,
-	 "close a connection idle this long"},
+	 "close a connection idle this long, or whose request has not arrived whole within it"},
 	{"conn-memory", "ACCELD_CONN_MEMORY", OPT_SIZE, F(conn_memory), "32KiB", 8192, 1048576, NULL, 0,
 	 "memory per connection for headers and buffers (bounds the header size)"},
 	{"max-body", "ACCELD_MAX_BODY", OPT_SIZE, F(max_body), "1MiB", 1024, 268435456, NULL, 0,

@@ -31,6 +31,19 @@
 
 #define LOG_PATH_MAX 256
 
+/*
+ * A connection's deadline for its next request. libmicrohttpd's connection timeout restarts on every byte read, so
+ * a client that drips a header a byte at a time would hold its slot for ever: each request must also arrive whole
+ * (headers and body) within the idle timeout of the connection opening or of the previous answer.
+ */
+struct conn_watch {
+	int fd;
+	uint64_t deadline_ns;
+	bool received;             /* the request is in: the deadline does not apply until the next one starts */
+	bool cut;                  /* shut down once already */
+	struct conn_watch *prev, *next;
+};
+
 struct http_server {
 	struct MHD_Daemon *daemon;
 	struct http_server_opts opts;
@@ -41,6 +54,12 @@ struct http_server {
 	pthread_mutex_t defer_mu;  /* guards the list of deferred requests and stopping */
 	struct http_deferred *deferred_head;
 	bool stopping;             /* deferred answers are cut short: no new suspension */
+	pthread_mutex_t watch_mu;  /* guards the connection watches and reaper_stop */
+	pthread_cond_t watch_cv;
+	struct conn_watch *watch_head;
+	bool reaper_stop;
+	bool reaper_running;
+	pthread_t reaper;
 };
 
 /*
@@ -795,6 +814,100 @@ static void conn_req_start(struct conn_req *cr, struct http_server *srv, struct 
 	strlcpy_checked(cr->path, url, sizeof(cr->path));
 }
 
+/* --- request deadlines --- */
+
+static uint64_t request_window_ns(const struct http_server *srv)
+{
+	return (uint64_t)srv->opts.idle_timeout_s * 1000000000u;
+}
+
+static struct conn_watch *watch_of(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci ? ci->socket_context : NULL;
+}
+
+/* received: the request is in (the deadline stops); otherwise a new request starts now. */
+static void watch_mark(struct http_server *srv, struct MHD_Connection *conn, bool received)
+{
+	struct conn_watch *w = watch_of(conn);
+
+	if (w == NULL)
+		return;
+	pthread_mutex_lock(&srv->watch_mu);
+	w->received = received;
+	if (!received)
+		w->deadline_ns = clock_mono_ns() + request_window_ns(srv);
+	pthread_mutex_unlock(&srv->watch_mu);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	struct http_server *srv = cls;
+	struct conn_watch *w = *socket_context;
+
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		if (ci == NULL)
+			return;
+		w = xcalloc(1, sizeof(*w));
+		w->fd = ci->connect_fd;
+		w->deadline_ns = clock_mono_ns() + request_window_ns(srv);
+		pthread_mutex_lock(&srv->watch_mu);
+		w->next = srv->watch_head;
+		if (srv->watch_head)
+			srv->watch_head->prev = w;
+		srv->watch_head = w;
+		pthread_mutex_unlock(&srv->watch_mu);
+		*socket_context = w;
+		return;
+	}
+	if (w == NULL)
+		return;
+	/* libmicrohttpd closes the socket after this returns: off the list first, so the reaper never sees it */
+	pthread_mutex_lock(&srv->watch_mu);
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		srv->watch_head = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	pthread_mutex_unlock(&srv->watch_mu);
+	free(w);
+	*socket_context = NULL;
+}
+
+/* Shuts down connections whose request is late; libmicrohttpd then sees the end of the stream and closes them. */
+static void *reaper_main(void *arg)
+{
+	struct http_server *srv = arg;
+	struct timespec ts;
+
+	pthread_mutex_lock(&srv->watch_mu);
+	while (!srv->reaper_stop) {
+		uint64_t now = clock_mono_ns();
+
+		for (struct conn_watch *w = srv->watch_head; w != NULL; w = w->next) {
+			if (!w->received && !w->cut && now > w->deadline_ns) {
+				w->cut = true;
+				shutdown(w->fd, SHUT_RDWR);
+			}
+		}
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += 250 * 1000 * 1000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&srv->watch_cv, &srv->watch_mu, &ts);
+	}
+	pthread_mutex_unlock(&srv->watch_mu);
+	return NULL;
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 				 const char *version, const char *upload_data, size_t *upload_data_size,
 				 void **con_cls)
@@ -821,6 +934,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 			n = strtoull(cl, &end, 10);
 			if (errno != 0 || *end != '\0' || n > srv->opts.max_body) {
 				cr->too_large = true;
+				watch_mark(srv, conn, true);
 				return answer_too_large(cr, conn);
 			}
 		}
@@ -843,6 +957,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 			return answer_too_large(cr, conn); /* a client that keeps sending is cut off */
 		return MHD_YES;
 	}
+	watch_mark(srv, conn, true); /* the whole request is in */
 	if (cr->too_large && !cr->answered)
 		return answer_too_large(cr, conn);
 	if (cr->deferred != NULL && !cr->answered)
@@ -858,7 +973,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	struct http_server *srv = cls;
 	struct conn_req *cr = *con_cls;
 
-	(void)conn;
+	watch_mark(srv, conn, false); /* the next request on this connection starts its own window */
 	if (cr == NULL)
 		return;
 	if (srv->opts.observe != NULL && cr->answered)
@@ -959,6 +1074,14 @@ static unsigned bound_port(int fd)
 	return 0;
 }
 
+static void server_free(struct http_server *srv)
+{
+	pthread_mutex_destroy(&srv->defer_mu);
+	pthread_mutex_destroy(&srv->watch_mu);
+	pthread_cond_destroy(&srv->watch_cv);
+	free(srv);
+}
+
 int http_server_start(const struct http_server_opts *opts, struct http_server **out, char *err, size_t errsz)
 {
 	struct http_server *srv = xcalloc(1, sizeof(*srv));
@@ -966,6 +1089,7 @@ int http_server_start(const struct http_server_opts *opts, struct http_server **
 			 MHD_USE_ERROR_LOG;
 	bool ipv6 = false;
 	struct MHD_OptionItem tls[3] = {{MHD_OPTION_END, 0, NULL}};
+	pthread_condattr_t cattr;
 
 	if (opts->tls_cert_pem != NULL) {
 		if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
@@ -980,9 +1104,14 @@ int http_server_start(const struct http_server_opts *opts, struct http_server **
 	}
 	srv->opts = *opts;
 	pthread_mutex_init(&srv->defer_mu, NULL);
+	pthread_mutex_init(&srv->watch_mu, NULL);
+	pthread_condattr_init(&cattr);
+	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC); /* the reaper's tick must not follow wall-clock jumps */
+	pthread_cond_init(&srv->watch_cv, &cattr);
+	pthread_condattr_destroy(&cattr);
 	srv->listen_fd = -1;
 	if (bind_listen(opts->host, opts->port, &srv->listen_fd, &ipv6, err, errsz) != 0) {
-		free(srv);
+		server_free(srv);
 		return -1;
 	}
 	if (ipv6)
@@ -994,14 +1123,19 @@ int http_server_start(const struct http_server_opts *opts, struct http_server **
 		MHD_OPTION_CONNECTION_LIMIT, opts->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 		opts->max_connections_per_ip, MHD_OPTION_CONNECTION_TIMEOUT, opts->idle_timeout_s,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, opts->conn_memory, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+		MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
 		MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
 	if (srv->daemon == NULL) {
 		snprintf(err, errsz, "libmicrohttpd could not start on %s:%u%s (see the log)", opts->host, opts->port,
 			 opts->tls_cert_pem ? " with TLS: check the certificate and key" : "");
 		close(srv->listen_fd);
-		free(srv);
+		server_free(srv);
 		return -1;
 	}
+	/* an idle timeout of 0 means none: no deadline either */
+	srv->reaper_running = opts->idle_timeout_s > 0 && pthread_create(&srv->reaper, NULL, reaper_main, srv) == 0;
+	if (!srv->reaper_running && opts->idle_timeout_s > 0)
+		log_msg(LOGL_WARN, "http", "no request deadline thread; slow clients are bounded by the idle timeout only");
 	*out = srv;
 	return 0;
 }
@@ -1065,7 +1199,13 @@ void http_server_stop(struct http_server *srv)
 		return;
 	/* libmicrohttpd refuses to stop with suspended connections: answer every waiting request first */
 	cut_deferred(srv, 1000);
+	if (srv->reaper_running) {
+		pthread_mutex_lock(&srv->watch_mu);
+		srv->reaper_stop = true;
+		pthread_cond_signal(&srv->watch_cv);
+		pthread_mutex_unlock(&srv->watch_mu);
+		pthread_join(srv->reaper, NULL);
+	}
 	MHD_stop_daemon(srv->daemon); /* closes the listen socket unless it was quiesced */
-	pthread_mutex_destroy(&srv->defer_mu);
-	free(srv);
+	server_free(srv);
 }

@@ -441,6 +441,8 @@ static void render_registry(struct metrics *m, const struct metrics_view *v, str
 	       (double)m->store.rows_written);
 	scalar(o, "acceld_store_dropped_samples_total", "counter",
 	       "Telemetry samples dropped because the write backlog was full.", (double)m->store.samples_dropped);
+	scalar(o, "acceld_store_dropped_records_total", "counter",
+	       "Job records dropped because the write backlog was full.", (double)m->store.records_dropped);
 	scalar(o, "acceld_store_write_errors_total", "counter", "Database write batches that failed.",
 	       (double)m->store.write_errors);
 	scalar(o, "acceld_metrics_dropped_observations_total", "counter",

@@ -62,6 +62,7 @@ struct metrics_store_stats {
 	uint64_t write_backlog;   /* rows waiting to be written */
 	uint64_t rows_written;    /* acceld_store_rows_written_total */
 	uint64_t samples_dropped; /* acceld_store_dropped_samples_total: pushed out of a full backlog */
+	uint64_t records_dropped; /* acceld_store_dropped_records_total: job and price records, the same way */
 	uint64_t write_errors;    /* acceld_store_write_errors_total: failed write batches */
 };
 

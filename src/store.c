@@ -30,7 +30,7 @@ struct store_migration {
 #define READERS 4
 #define DEVICES_MAX 256
 #define BATCH_SAMPLES 8192
-#define BATCH_JOBS 512
+#define BATCH_JOBS 2048
 #define MAX_BUCKETS 100000
 #define KEYS_MAX 256
 
@@ -50,6 +50,7 @@ enum stmt_id {
 	S_DEL_RAW,
 	S_DEL_MINUTE,
 	S_DEL_HOUR,
+	S_DEL_JOBS,
 	S_WM_MINUTE,
 	S_WM_HOUR,
 	S_SAMPLES_MIN,
@@ -140,6 +141,7 @@ static const char *const stmt_sql[S_COUNT] = {
 	[S_DEL_RAW] = "DELETE FROM samples WHERE device IN (SELECT key FROM devices) AND ts < ?1",
 	[S_DEL_MINUTE] = "DELETE FROM rollup_minute WHERE device IN (SELECT key FROM devices) AND ts < ?1",
 	[S_DEL_HOUR] = "DELETE FROM rollup_hour WHERE device IN (SELECT key FROM devices) AND ts < ?1",
+	[S_DEL_JOBS] = "DELETE FROM jobs WHERE finished_at < ?1",
 	[S_WM_MINUTE] = "SELECT max((SELECT max(ts) FROM rollup_minute WHERE device = d.key)) FROM devices d",
 	[S_WM_HOUR] = "SELECT max((SELECT max(ts) FROM rollup_hour WHERE device = d.key)) FROM devices d",
 	[S_SAMPLES_MIN] = "SELECT min((SELECT min(ts) FROM samples WHERE device = d.key)) FROM devices d",
@@ -970,6 +972,9 @@ static int maintain(struct store *st, char *err, size_t errsz)
 			rc = run_range(st, S_DEL_MINUTE, minute < new_h ? minute : new_h, INT64_MIN);
 		if (rc == SQLITE_OK)
 			rc = run_range(st, S_DEL_HOUR, st->max_ts - st->opts.retention_hour_ms, INT64_MIN);
+		/* finished jobs are kept as long as the hourly rollups (unfinished ones have no finish time) */
+		if (rc == SQLITE_OK)
+			rc = run_range(st, S_DEL_JOBS, st->max_ts - st->opts.retention_hour_ms, INT64_MIN);
 	}
 	if (rc == SQLITE_OK)
 		rc = exec_sql(st->w.db, "COMMIT", err, errsz);
@@ -1059,7 +1064,7 @@ static void *writer_main(void *arg)
 	pthread_mutex_lock(&st->mu);
 	for (;;) {
 		bool final;
-		bool high = st->tail - st->head >= st->cap / 2;
+		bool high = st->tail - st->head >= st->cap / 2 || st->jtail - st->jhead >= STORE_BACKLOG_RECORDS / 2;
 
 		if (!st->stop && !st->flush_req && !(high && !st->failing)) {
 			struct timespec ts;
@@ -1276,6 +1281,9 @@ void store_job_record(struct store *st, const struct store_job *job)
 	}
 	st->jobs[st->jtail % STORE_BACKLOG_RECORDS] = *job;
 	st->jtail++;
+	/* a burst of jobs is written at once rather than at the next tick, before the queue can overflow */
+	if (st->jtail - st->jhead == STORE_BACKLOG_RECORDS / 2)
+		pthread_cond_signal(&st->wake);
 	pthread_mutex_unlock(&st->mu);
 }
 

@@ -249,7 +249,7 @@ START_TEST(store_state)
 {
 	struct metrics *m = metrics_new();
 	struct metrics_view v = {.store_open = true, .started_at_ms = 1700000000123};
-	struct metrics_store_stats st = {.up = false, .write_backlog = 42, .rows_written = 150, .samples_dropped = 3,
+	struct metrics_store_stats st = {.up = false, .write_backlog = 42, .rows_written = 150, .samples_dropped = 3, .records_dropped = 5,
 					 .write_errors = 1};
 	char *text;
 
@@ -263,6 +263,7 @@ START_TEST(store_state)
 	ck_assert(value_of(text, "acceld_store_write_backlog") == 42);
 	ck_assert(value_of(text, "acceld_store_rows_written_total") == 150);
 	ck_assert(value_of(text, "acceld_store_dropped_samples_total") == 3);
+	ck_assert(value_of(text, "acceld_store_dropped_records_total") == 5);
 	ck_assert(value_of(text, "acceld_store_write_errors_total") == 1);
 	free(text);
 	st.up = true;

@@ -116,7 +116,7 @@ START_TEST(memory_database_is_migrated_and_healthy)
 	ck_assert_int_eq(store_open(":memory:", &st, err, sizeof(err)), ACCELD_OK);
 	ck_assert_str_eq(err, "");
 	ck_assert(store_healthy(st, err, sizeof(err)));
-	ck_assert_int_eq(store_schema_version(), 2);
+	ck_assert_int_eq(store_schema_version(), 3);
 	ck_assert_str_eq(store_sqlite_version(), sqlite3_libversion());
 	store_close(st);
 }
@@ -131,7 +131,7 @@ START_TEST(fresh_file_gets_the_newest_schema)
 	ck_assert_int_eq(store_open(path, &st, err, sizeof(err)), ACCELD_OK);
 	ck_assert(store_healthy(st, err, sizeof(err)));
 	store_close(st);
-	ck_assert_int_eq(file_query(path, "PRAGMA user_version"), 2);
+	ck_assert_int_eq(file_query(path, "PRAGMA user_version"), 3);
 	ck_assert_int_eq(file_query(path, "SELECT count(*) FROM sqlite_schema WHERE name IN ('devices', 'samples', "
 					  "'rollup_minute', 'rollup_hour', 'jobs', 'prices')"),
 			 6);
@@ -153,7 +153,7 @@ START_TEST(older_file_is_upgraded_keeping_its_rows)
 	ck_assert_int_eq(store_open(path, &st, err, sizeof(err)), ACCELD_OK);
 	ck_assert_msg(store_healthy(st, err, sizeof(err)), "%s", err);
 	store_close(st);
-	ck_assert_int_eq(file_query(path, "PRAGMA user_version"), 2);
+	ck_assert_int_eq(file_query(path, "PRAGMA user_version"), 3);
 	ck_assert_int_eq(file_query(path, "SELECT count(*) FROM devices WHERE id = 'gpu:7'"), 1);
 	ck_assert_int_eq(file_query(path, "SELECT count(*) FROM jobs"), 0);
 }
@@ -255,12 +255,22 @@ END_TEST
 START_TEST(retention_drops_old_raw_rows_but_keeps_rollups)
 {
 	struct store *st = NULL;
-	struct store_opts o = {.retention_raw_ms = STORE_HOUR_MS, .retention_minute_ms = 2 * STORE_HOUR_MS};
+	struct store_opts o = {.retention_raw_ms = STORE_HOUR_MS, .retention_minute_ms = 2 * STORE_HOUR_MS,
+			       .retention_hour_ms = 3 * STORE_HOUR_MS};
+	struct store_job old = {.id = "old", .device = "cpu:0", .kernel = "dot", .state = "succeeded",
+				.submitted_ms = T0, .started_ms = T0, .finished_ms = T0 + 1, .n = 8, .flops = NAN,
+				.bytes = NAN, .kernel_ms = NAN, .total_ms = 1, .cost_usd = NAN};
+	struct store_job recent = old;
 	char path[300], err[256];
 
 	tmp_path(path, sizeof(path), "ret.db");
 	o.path = path;
 	ck_assert_int_eq(store_open_opts(&o, &st, err, sizeof(err)), ACCELD_OK);
+	/* finished jobs are kept as long as the hourly rollups */
+	snprintf(recent.id, sizeof(recent.id), "recent");
+	recent.finished_ms = T0 + 3 * STORE_HOUR_MS + 1;
+	store_job_record(st, &old);
+	store_job_record(st, &recent);
 	for (int64_t t = 0; t <= 4 * STORE_HOUR_MS; t += 10000) {
 		struct store_sample s = sample("cpu:0", T0 + t, 10000, 0.5);
 
@@ -273,8 +283,13 @@ START_TEST(retention_drops_old_raw_rows_but_keeps_rollups)
 	ck_assert_int_le(file_query(path, "SELECT min(ts) FROM samples") - T0, 3 * STORE_HOUR_MS + 60000);
 	ck_assert_int_ge(file_query(path, "SELECT min(ts) FROM samples") - T0, 3 * STORE_HOUR_MS - 60000);
 	ck_assert_int_ge(file_query(path, "SELECT min(ts) FROM rollup_minute") - T0, 2 * STORE_HOUR_MS - 60000);
-	ck_assert_int_eq(file_query(path, "SELECT min(ts) FROM rollup_hour"), T0);
-	ck_assert_int_eq(file_query(path, "SELECT count(*) FROM rollup_hour"), 4);
+	ck_assert_int_ge(file_query(path, "SELECT min(ts) FROM rollup_hour") - T0, STORE_HOUR_MS);
+	ck_assert_int_eq(file_query(path, "SELECT count(*) FROM rollup_hour"), 3);
+	ck_assert_int_eq(file_query(path, "SELECT count(*) FROM jobs WHERE id = 'old'"), 0);
+	ck_assert_int_eq(file_query(path, "SELECT count(*) FROM jobs WHERE id = 'recent'"), 1);
+	/* /cost's range over a device's jobs is served by an index, not a scan of all its jobs */
+	ck_assert_str_eq(file_text(path, "SELECT sql FROM sqlite_master WHERE name = 'jobs_by_device_finished'"),
+			 "CREATE INDEX jobs_by_device_finished ON jobs (device, finished_at)");
 	ck_assert_str_eq(file_text(path, "PRAGMA integrity_check"), "ok");
 }
 END_TEST
