@@ -15,6 +15,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ftw.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdatomic.h>
@@ -53,6 +54,24 @@ static const char *no_env(const char *name)
 	return NULL;
 }
 
+static char dir[] = "/tmp/acceld-fuzz-XXXXXX";
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+/* The temporary folder (database, OpenCL vendors folder) goes when the fuzzer exits. */
+static void cleanup(void)
+{
+	if (sock >= 0)
+		close(sock);
+	nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 static void die(const char *what)
 {
 	fprintf(stderr, "fuzz_request: %s\n", what);
@@ -61,7 +80,6 @@ static void die(const char *what)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	static char dir[] = "/tmp/acceld-fuzz-XXXXXX";
 	static char db[sizeof(dir) + 16], icd[sizeof(dir) + 16], pocl[sizeof(dir) + 16];
 	char *args[] = {"--listen", "127.0.0.1:0", "--db", db, "--access-log", "false", "--log-level", "error",
 			"--threads", "2", "--sysfs-root", "tests/fixtures/tpu-v6e-8/sys", "--dev-root",
@@ -75,6 +93,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argv;
 	if (mkdtemp(dir) == NULL)
 		die("mkdtemp");
+	atexit(cleanup);
 	snprintf(db, sizeof(db), "%s/acceld.db", dir);
 	snprintf(icd, sizeof(icd), "%s/icd", dir);
 	snprintf(pocl, sizeof(pocl), "%s/pocl", dir);
