@@ -1,9 +1,10 @@
 /*
  * app: the application's services and their wiring (store, detection, executor, prices, sampler), started in
- * dependency order and stopped in reverse. main() builds the HTTP server around them; the request fuzzer
- * (tests/fuzz/fuzz_request.c) builds the same app.
+ * dependency order and stopped in reverse, and the HTTP server's settings. main() builds the server around them;
+ * the request fuzzer (tests/fuzz/fuzz_request.c) builds the same app.
  */
 #include <math.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,8 +13,10 @@
 #include "cost.h"
 #include "detect.h"
 #include "exec.h"
+#include "http.h"
 #include "log.h"
 #include "metrics.h"
+#include "routes.h"
 #include "sampler.h"
 #include "store.h"
 
@@ -114,8 +117,7 @@ static enum exec_presence exec_presence_of(void *ctx, const struct device *dev)
 
 	if (now == NULL)
 		p = EXEC_GONE;
-	else if ((dev->pci_bus_id[0] && now->pci_bus_id[0] && strcmp(dev->pci_bus_id, now->pci_bus_id) != 0) ||
-		 (dev->uuid[0] && now->uuid[0] && strcmp(dev->uuid, now->uuid) != 0))
+	else if (!detect_same_hardware(dev, now))
 		p = EXEC_CHANGED;
 	detect_release(snap);
 	return p;
@@ -171,6 +173,39 @@ static void start_history(struct app *app)
 	if (app->detect == NULL || sampler_new(&so, &app->sampler) != ACCELD_OK ||
 	    sampler_start(app->sampler) != ACCELD_OK)
 		log_msg(LOGL_ERROR, "sampler", "cannot start the sampler; no history is recorded");
+}
+
+static unsigned usable_cpus(void)
+{
+	cpu_set_t set;
+	int n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) != 0)
+		return 1;
+	n = CPU_COUNT(&set);
+	return n > 0 ? (unsigned)n : 1;
+}
+
+void app_http_opts(struct app *app, struct http_server_opts *out)
+{
+	*out = (struct http_server_opts){
+		.host = app->cfg.listen_host,
+		.port = app->cfg.listen_port,
+		.threads = app->cfg.threads ? app->cfg.threads : usable_cpus(),
+		.max_connections = app->cfg.max_connections,
+		.max_connections_per_ip = app->cfg.max_connections_per_ip,
+		.idle_timeout_s = (unsigned)((app->cfg.idle_timeout_ms + 999) / 1000),
+		.conn_memory = app->cfg.conn_memory,
+		.max_body = app->cfg.max_body,
+		.max_json_depth = app->cfg.max_json_depth,
+		.access_log = app->cfg.access_log,
+		.tls_cert_pem = app->cfg.tls_cert_pem,
+		.tls_key_pem = app->cfg.tls_key_pem,
+		.dispatch = routes_dispatch,
+		.ctx = app,
+		.observe = metrics_http_hook,
+		.observe_ctx = app->metrics,
+	};
 }
 
 void app_services_start(struct app *app)

@@ -35,6 +35,14 @@ struct app {
 	struct cost *cost;          /* prices and accrued cost (cost.c) */
 };
 
+struct http_server_opts;
+
+/*
+ * The HTTP server's settings from app->cfg (threads: the usable CPUs when not set), dispatching to the route table
+ * with app as context and reporting to app->metrics (create it first).
+ */
+void app_http_opts(struct app *app, struct http_server_opts *out);
+
 /*
  * Starts the services on app->cfg (loaded) and app->metrics (may be NULL): opens the store (a database that cannot
  * be used yet is retried in the background), detects devices and starts the refresher, the executor, the price

@@ -444,34 +444,28 @@ static void publish(struct detect *det, struct snap *s)
 
 /* --- refresh --- */
 
-/* The device in list with d's id that is the same hardware (PCI address or UUID; by id alone without either). */
-static const struct device *find_kept(const struct device_list *list, const struct device *d)
+bool detect_same_hardware(const struct device *a, const struct device *b)
 {
-	bool anonymous = d->pci_bus_id[0] == '\0' && d->uuid[0] == '\0';
-
-	for (size_t i = 0; i < list->n; i++)
-		if (strcmp(list->v[i].id, d->id) == 0 && (anonymous || same_device(&list->v[i], d)))
-			return &list->v[i];
-	return NULL;
+	return !(a->pci_bus_id[0] && b->pci_bus_id[0] && strcmp(a->pci_bus_id, b->pci_bus_id) != 0) &&
+	       !(a->uuid[0] && b->uuid[0] && strcasecmp(a->uuid, b->uuid) != 0);
 }
 
-/* A full refresh that loses or gains devices says which (a GPU fallen off the bus, a driver unbound). */
-static void log_changes(const struct device_list *before, const struct device_list *after)
+/* Logs, as msg at level, each device of from that in does not keep (same id, same hardware). */
+static void log_missing(const struct device_list *from, const struct device_list *in, enum log_level level,
+			const char *msg)
 {
-	for (size_t i = 0; i < before->n; i++)
-		if (find_kept(after, &before->v[i]) == NULL)
-			log_fields(LOGL_WARN, "detect", "device gone",
-				   (struct log_field[]){LOG_S("device", before->v[i].id),
-							LOG_S("pci_bus_id", before->v[i].pci_bus_id),
-							LOG_S("uuid", before->v[i].uuid)},
+	for (size_t i = 0; i < from->n; i++) {
+		const struct device *d = &from->v[i];
+		bool kept = false;
+
+		for (size_t j = 0; j < in->n && !kept; j++)
+			kept = strcmp(in->v[j].id, d->id) == 0 && detect_same_hardware(&in->v[j], d);
+		if (!kept)
+			log_fields(level, "detect", msg,
+				   (struct log_field[]){LOG_S("device", d->id), LOG_S("pci_bus_id", d->pci_bus_id),
+							LOG_S("uuid", d->uuid)},
 				   3);
-	for (size_t i = 0; i < after->n; i++)
-		if (find_kept(before, &after->v[i]) == NULL)
-			log_fields(LOGL_INFO, "detect", "device found",
-				   (struct log_field[]){LOG_S("device", after->v[i].id),
-							LOG_S("pci_bus_id", after->v[i].pci_bus_id),
-							LOG_S("uuid", after->v[i].uuid)},
-				   3);
+	}
 }
 
 static void run_full(struct detect *det)
@@ -497,8 +491,11 @@ static void run_full(struct detect *det)
 	}
 	merge_views(&raw, &merged);
 	device_list_release(&raw);
-	if (det->generation > 0)
-		log_changes(&det->devices, &merged);
+	/* a refresh that loses or gains devices says which (a GPU fallen off the bus, a driver unbound) */
+	if (det->generation > 0) {
+		log_missing(&det->devices, &merged, LOGL_WARN, "device gone");
+		log_missing(&merged, &det->devices, LOGL_INFO, "device found");
+	}
 	device_list_release(&det->devices);
 	det->devices = merged;
 }

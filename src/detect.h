@@ -68,5 +68,11 @@ const char *detect_device_json(const struct detect_snapshot *snap, const char *i
 /* The quoted ETag of one device's body in the snapshot (it changes only when that body changes), or NULL. */
 const char *detect_device_etag(const struct detect_snapshot *snap, const char *id);
 
+/*
+ * Whether two devices under one id can be the same hardware: their PCI addresses, and their UUIDs, do not differ
+ * where both have one.
+ */
+bool detect_same_hardware(const struct device *a, const struct device *b);
+
 
 #endif

@@ -437,16 +437,10 @@ static void job_notify(struct exec *ex, struct exec_job *job)
 		done(arg, job);
 }
 
-/* Writes the history record of a final job; call without ex->mu, once. */
-static void job_record(struct exec *ex, struct exec_job *job)
+/* What the history keeps of job as it stands; ex->mu held. */
+static struct exec_job_record record_of(const struct exec_job *job)
 {
-	struct exec_job_record rec;
-	bool first;
-
-	pthread_mutex_lock(&ex->mu);
-	first = !job->recorded;
-	job->recorded = true;
-	rec = (struct exec_job_record){
+	return (struct exec_job_record){
 		.id = job->id,
 		.kernel = exec_kernel_name(job->req.kernel),
 		.device_id = job->device_id,
@@ -467,6 +461,18 @@ static void job_record(struct exec *ex, struct exec_job *job)
 		.finished_ms = job->finished_ms,
 		.error = job->error[0] ? job->error : NULL,
 	};
+}
+
+/* Writes the history record of a final job; call without ex->mu, once. */
+static void job_record(struct exec *ex, struct exec_job *job)
+{
+	struct exec_job_record rec;
+	bool first;
+
+	pthread_mutex_lock(&ex->mu);
+	first = !job->recorded;
+	job->recorded = true;
+	rec = record_of(job);
 	pthread_cond_broadcast(&ex->final_cv);
 	pthread_mutex_unlock(&ex->mu);
 	if (first && ex->opts.on_job_done)
@@ -1332,7 +1338,6 @@ static void learn(struct worker *w, const struct exec_job *job)
 		w->best_gbps[job->req.kernel] = job->bytes / (job->kernel_ms * 1e6);
 }
 
-/* Runs a job the worker took from its queue, or (here) one the submitting thread runs inline, and finishes it. */
 /* Tells on_job_start that job runs now (so a job cut short by a crash is known afterwards); call without ex->mu. */
 static void job_started(struct exec *ex, struct exec_job *job)
 {
@@ -1341,29 +1346,16 @@ static void job_started(struct exec *ex, struct exec_job *job)
 	if (ex->opts.on_job_start == NULL)
 		return;
 	pthread_mutex_lock(&ex->mu);
-	rec = (struct exec_job_record){
-		.id = job->id,
-		.kernel = exec_kernel_name(job->req.kernel),
-		.device_id = job->device_id,
-		.backend = exec_backend_name(job->backend),
-		.state = exec_state_name(EXEC_RUNNING),
-		.m = job->req.m,
-		.n = job->req.n,
-		.k = job->req.k,
-		.queued_ms = NAN,
-		.transfer_ms = NAN,
-		.kernel_ms = NAN,
-		.total_ms = NAN,
-		.flops = NAN,
-		.bytes = NAN,
-		.cost_usd = NAN,
-		.created_ms = job->created_ms,
-		.started_ms = job->started_ms,
-	};
+	rec = record_of(job);
 	pthread_mutex_unlock(&ex->mu);
+	/* nothing is measured yet */
+	rec.state = exec_state_name(EXEC_RUNNING);
+	rec.queued_ms = rec.transfer_ms = rec.kernel_ms = rec.total_ms = NAN;
+	rec.flops = rec.bytes = rec.cost_usd = NAN;
 	ex->opts.on_job_start(ex->opts.on_job_start_ctx, &rec);
 }
 
+/* Runs a job the worker took from its queue, or (here) one the submitting thread runs inline, and finishes it. */
 static void worker_step(struct worker *w, struct exec_job *job, bool here)
 {
 	struct exec *ex = w->ex;

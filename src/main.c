@@ -2,7 +2,6 @@
  * acceld: accelerator broker. main() reads the command, loads the configuration and wires the modules in order;
  * teardown runs in reverse.
  */
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,17 +64,6 @@ static int load_config(struct config *cfg, int argc, char **argv)
 	return 0;
 }
 
-static unsigned usable_cpus(void)
-{
-	cpu_set_t set;
-	int n;
-
-	if (sched_getaffinity(0, sizeof(set), &set) != 0)
-		return 1;
-	n = CPU_COUNT(&set);
-	return n > 0 ? (unsigned)n : 1;
-}
-
 /* Waits for in-flight requests to finish, at most the grace period; a second signal cuts the wait short. */
 static void drain(struct app *app, int sig)
 {
@@ -128,24 +116,7 @@ static int cmd_serve(int argc, char **argv)
 	json_decref(cfg_json);
 
 	app.metrics = metrics_new(); /* before the server, which reports every request to it */
-	hopts = (struct http_server_opts){
-		.host = app.cfg.listen_host,
-		.port = app.cfg.listen_port,
-		.threads = app.cfg.threads ? app.cfg.threads : usable_cpus(),
-		.max_connections = app.cfg.max_connections,
-		.max_connections_per_ip = app.cfg.max_connections_per_ip,
-		.idle_timeout_s = (unsigned)((app.cfg.idle_timeout_ms + 999) / 1000),
-		.conn_memory = app.cfg.conn_memory,
-		.max_body = app.cfg.max_body,
-		.max_json_depth = app.cfg.max_json_depth,
-		.access_log = app.cfg.access_log,
-		.tls_cert_pem = app.cfg.tls_cert_pem,
-		.tls_key_pem = app.cfg.tls_key_pem,
-		.dispatch = routes_dispatch,
-		.ctx = &app,
-		.observe = metrics_http_hook,
-		.observe_ctx = app.metrics,
-	};
+	app_http_opts(&app, &hopts);
 	{
 		char pocl_dir[4096];
 

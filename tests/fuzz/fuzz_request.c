@@ -35,7 +35,6 @@
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
-#include "routes.h"
 
 #define TARGET_MAX 2048
 #define REQ_MAX (TARGET_MAX * 3 + 65536 + 512)
@@ -105,19 +104,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	log_set_level((enum log_level)app.cfg.log_level);
 	exec_prepare_process(pocl);
 	app.metrics = metrics_new();
-	hopts = (struct http_server_opts){.host = app.cfg.listen_host,
-					  .port = 0,
-					  .threads = app.cfg.threads,
-					  .max_connections = app.cfg.max_connections,
-					  .max_connections_per_ip = app.cfg.max_connections_per_ip,
-					  .idle_timeout_s = 30,
-					  .conn_memory = app.cfg.conn_memory,
-					  .max_body = app.cfg.max_body,
-					  .max_json_depth = app.cfg.max_json_depth,
-					  .dispatch = routes_dispatch,
-					  .ctx = &app,
-					  .observe = metrics_http_hook,
-					  .observe_ctx = app.metrics};
+	app_http_opts(&app, &hopts);
 	if (http_server_start(&hopts, &app.http, err, sizeof(err)) != 0)
 		die(err);
 	port = http_server_port(app.http);

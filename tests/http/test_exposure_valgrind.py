@@ -102,6 +102,18 @@ class MemoryCycle(unittest.TestCase):
             srv.proc.wait()
             raise AssertionError(f"acceld did not stop within {STOP_S} s of SIGTERM: {srv.raw_logs[-10:]}")
 
+    def cycle(self, srv, opencl):
+        """Starts srv, exercises it, stops it with SIGTERM and returns its exit status; it never outlives the call."""
+        try:
+            srv.start()
+            self.exercise(srv, opencl=opencl)
+            return self.stop(srv)
+        finally:
+            if srv.proc and srv.proc.poll() is None:
+                srv.proc.kill()
+                srv.proc.wait()
+            srv.tmp.cleanup()
+
     def valgrind_cycle(self):
         with tempfile.TemporaryDirectory(prefix="acceld-memcheck-") as tmp:
             log = os.path.join(tmp, "memcheck.log")
@@ -111,15 +123,7 @@ class MemoryCycle(unittest.TestCase):
                       f"--log-file={log}"]
             srv = WrappedServer(prefix)
             t0 = time.monotonic()
-            try:
-                srv.start()
-                self.exercise(srv, opencl=False)
-                code = self.stop(srv)
-            finally:
-                if srv.proc and srv.proc.poll() is None:
-                    srv.proc.kill()
-                    srv.proc.wait()
-                srv.tmp.cleanup()
+            code = self.cycle(srv, opencl=False)
             elapsed = time.monotonic() - t0
             with open(log, errors="replace") as f:
                 report = f.read()
@@ -131,15 +135,7 @@ class MemoryCycle(unittest.TestCase):
     def sanitizer_cycle(self):
         env = {"ASAN_OPTIONS": "detect_leaks=1", "UBSAN_OPTIONS": "print_stacktrace=1"}
         srv = WrappedServer([], env=env)
-        try:
-            srv.start()
-            self.exercise(srv, opencl=True)
-            code = self.stop(srv)
-        finally:
-            if srv.proc and srv.proc.poll() is None:
-                srv.proc.kill()
-                srv.proc.wait()
-            srv.tmp.cleanup()
+        code = self.cycle(srv, opencl=True)
         self.assertTrue(srv.eof.wait(30), "stderr stayed open after exit")
         text = "\n".join(srv.raw_logs)
         tail = "\n".join(srv.raw_logs[-80:])
