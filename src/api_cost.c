@@ -125,20 +125,22 @@ static bool u64_param(struct http_req *req, struct http_resp *resp, const char *
 void api_cost_estimate(struct app *app, struct http_req *req, struct http_resp *resp)
 {
 	static const char *const allowed[] = {"device", "seconds", "kernel", "n", "m", "k", NULL};
-	struct cost_estimate_query q = {.device = http_req_query(req, "device"), .kernel = http_req_query(req, "kernel")};
+	struct cost_estimate_query q = {.device = http_req_query(req, "device"), .kernel = -1};
+	const char *kernel = http_req_query(req, "kernel");
 	const char *secs = http_req_query(req, "seconds");
 	const struct detect_snapshot *snap;
 	const struct device *devs;
-	double flops, bytes;
+	enum kernel_id k;
 	size_t n;
 	json_t *doc = NULL;
 	enum acceld_err e;
 
 	if (!http_req_check_query(req, resp, allowed) || !ready(app, resp))
 		return;
-	if ((secs == NULL) == (q.kernel == NULL)) {
+	if ((secs == NULL) == (kernel == NULL)) {
 		bad_param(resp, "MISSING_PARAMETER", secs ? "kernel" : "seconds",
-			  "give either seconds, or kernel with its sizes (n; m, n, k for sgemm), not both");
+			  "give either seconds, or kernel with its sizes (n; m, n, k for sgemm; m, n for softmax), not "
+			  "both");
 		return;
 	}
 	if (secs != NULL) {
@@ -156,20 +158,31 @@ void api_cost_estimate(struct app *app, struct http_req *req, struct http_resp *
 				  "n, m and k go with kernel, not with seconds");
 			return;
 		}
-	} else if (cost_kernel_work(q.kernel, 1, 1, 1, &flops, &bytes) != ACCELD_OK) {
-		bad_param(resp, "INVALID_PARAMETER", "kernel", "kernel must be one of saxpy, dot, triad, softmax, sgemm");
+	} else if (!kernel_parse(kernel, &k)) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "kernel must be one of %s", kernel_names_text());
+		bad_param(resp, "INVALID_PARAMETER", "kernel", why);
 		return;
-	} else if (strcmp(q.kernel, "sgemm") == 0) {
-		if (!u64_param(req, resp, "m", MAX_MATRIX_DIM, &q.m) || !u64_param(req, resp, "n", MAX_MATRIX_DIM, &q.n) ||
-		    !u64_param(req, resp, "k", MAX_MATRIX_DIM, &q.k))
-			return;
 	} else {
-		if (http_req_query(req, "m") || http_req_query(req, "k")) {
-			bad_param(resp, "INVALID_PARAMETER", http_req_query(req, "m") ? "m" : "k",
-				  "m and k are for sgemm; vector kernels take n");
+		/* the sizes the kernel takes (kernel.h), each within its limit; the others are refused */
+		unsigned params = kernel_params(k);
+		uint64_t max_n = params & KERNEL_PARAM_M ? MAX_MATRIX_DIM : MAX_VECTOR_N;
+
+		q.kernel = (int)k;
+		if ((!(params & KERNEL_PARAM_M) && http_req_query(req, "m")) ||
+		    (!(params & KERNEL_PARAM_K) && http_req_query(req, "k"))) {
+			char why[160];
+
+			snprintf(why, sizeof(why), "%s takes no %s", kernel_name(k),
+				 !(params & KERNEL_PARAM_M) && http_req_query(req, "m") ? "m" : "k");
+			bad_param(resp, "INVALID_PARAMETER",
+				  !(params & KERNEL_PARAM_M) && http_req_query(req, "m") ? "m" : "k", why);
 			return;
 		}
-		if (!u64_param(req, resp, "n", MAX_VECTOR_N, &q.n))
+		if (((params & KERNEL_PARAM_M) && !u64_param(req, resp, "m", MAX_MATRIX_DIM, &q.shape.m)) ||
+		    !u64_param(req, resp, "n", max_n, &q.shape.n) ||
+		    ((params & KERNEL_PARAM_K) && !u64_param(req, resp, "k", MAX_MATRIX_DIM, &q.shape.k)))
 			return;
 	}
 	devs = present(app, &snap, &n);

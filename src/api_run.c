@@ -21,16 +21,23 @@
 #include "app.h"
 #include "clock.h"
 #include "config.h"
+#include "detect.h"
 #include "exec.h"
+#include "jobdoc.h"
+#include "kernel.h"
+#include "place.h"
+#include "select.h"
 #include "store.h"
 
 #define MAX_SIZE (1ull << 40) /* n, m, k beyond this are refused before any arithmetic */
 #define PAGE_DEFAULT 20
 #define PAGE_MAX 100
 
-static const char *const run_fields[] = {"kernel", "device", "prefer", "fallback", "backend", "alpha", "beta",
-					 "s", "n", "m", "k", "inputs", "generate", "return", "verify", "wait",
-					 "timeout_ms", NULL};
+static const char *const run_fields[] = {"kernel", "device", "prefer", "policy", "allow_tpu", "min_memory_bytes",
+					 "fallback", "backend", "alpha", "beta", "s", "n", "m", "k", "inputs",
+					 "generate", "return", "verify", "wait", "timeout_ms", NULL};
+#define RUN_FIELDS_TEXT "kernel, device, prefer, policy, allow_tpu, min_memory_bytes, fallback, backend, alpha, beta, " \
+	"s, n, m, k, inputs, generate, return, verify, wait, timeout_ms"
 
 /* A 400 naming the JSON path; returns false so callers can `return bad(...)`. */
 static bool bad(struct http_resp *resp, const char *reason, const char *path, const char *fmt, ...)
@@ -203,7 +210,8 @@ static bool parse_matrix(json_t *v, const char *path, uint64_t *rows, uint64_t *
 /* Parses inline inputs into req (sizes inferred and checked against those given). */
 static bool parse_inputs(json_t *inputs, struct exec_request *req, uint64_t cap, struct http_resp *resp)
 {
-	const char *const *names = exec_kernel_inputs(req->kernel);
+	const char *const *names = kernel_inputs(req->kernel);
+	struct kernel_shape *sh = &req->shape;
 	const char *key;
 	json_t *v;
 	char path[64];
@@ -217,7 +225,7 @@ static bool parse_inputs(json_t *inputs, struct exec_request *req, uint64_t cap,
 			known = known || strcmp(names[i], key) == 0;
 		if (!known) {
 			snprintf(path, sizeof(path), "inputs.%.40s", key);
-			return bad(resp, "UNKNOWN_FIELD", path, "%s takes inputs %s%s%s%s%s", exec_kernel_name(req->kernel),
+			return bad(resp, "UNKNOWN_FIELD", path, "%s takes inputs %s%s%s%s%s", kernel_name(req->kernel),
 				   names[0], names[1] ? ", " : "", names[1] ? names[1] : "", names[1] && names[2] ? ", " : "",
 				   names[1] && names[2] ? names[2] : "");
 		}
@@ -226,31 +234,31 @@ static bool parse_inputs(json_t *inputs, struct exec_request *req, uint64_t cap,
 		v = json_object_get(inputs, names[i]);
 		snprintf(path, sizeof(path), "inputs.%s", names[i]);
 		if (v == NULL) {
-			if (req->kernel == EXEC_SGEMM && i == 2)
-				continue; /* C defaults to zeros */
+			if (kernel_input_optional(req->kernel, (unsigned)i))
+				continue; /* sgemm's c defaults to zeros */
 			return bad(resp, "MISSING_FIELD", path, "the input is missing");
 		}
 		switch (req->kernel) {
-		case EXEC_SAXPY:
-		case EXEC_TRIAD:
-		case EXEC_DOT: {
+		case KERNEL_SAXPY:
+		case KERNEL_TRIAD:
+		case KERNEL_DOT: {
 			uint64_t one = 0;
 
-			if (!parse_matrix(v, path, &one, &req->n, true, cap, &req->inputs[i], resp))
+			if (!parse_matrix(v, path, &one, &sh->n, true, cap, &req->inputs[i], resp))
 				return false;
 			break;
 		}
-		case EXEC_SGEMM: {
-			uint64_t *r = i == 0 ? &req->m : i == 1 ? &req->k : &req->m;
-			uint64_t *c = i == 0 ? &req->k : &req->n;
+		case KERNEL_SGEMM: {
+			uint64_t *r = i == 0 ? &sh->m : i == 1 ? &sh->k : &sh->m;
+			uint64_t *c = i == 0 ? &sh->k : &sh->n;
 
 			if (!parse_matrix(v, path, r, c, false, cap, &req->inputs[i], resp))
 				return false;
 			break;
 		}
-		case EXEC_SOFTMAX:
-		case EXEC_KERNEL_COUNT:
-			if (!parse_matrix(v, path, &req->m, &req->n, false, cap, &req->inputs[i], resp))
+		case KERNEL_SOFTMAX:
+		case KERNEL_COUNT:
+			if (!parse_matrix(v, path, &sh->m, &sh->n, false, cap, &req->inputs[i], resp))
 				return false;
 			break;
 		}
@@ -259,14 +267,37 @@ static bool parse_inputs(json_t *inputs, struct exec_request *req, uint64_t cap,
 	return true;
 }
 
-/* Parses a POST /run body into req and the answer options; false when resp holds the 400. */
-static bool parse_run(json_t *body, const struct config *cfg, struct exec_request *req, bool *wait,
-		      struct http_resp *resp)
+/* The placement fields that selection takes (select_request_set_json): prefer, policy, allow_tpu, min_memory_bytes. */
+static bool parse_placement(json_t *body, struct select_request *sreq, struct http_resp *resp)
+{
+	static const char *const fields[] = {"prefer", "policy", "allow_tpu", "min_memory_bytes"};
+
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		json_t *v = json_object_get(body, fields[i]);
+		const char *expected;
+		char err[256];
+
+		if (v == NULL || select_request_set_json(sreq, fields[i], v, &expected, err, sizeof(err)) == ACCELD_OK)
+			continue;
+		if (expected != NULL)
+			return bad(resp, "INVALID_TYPE", fields[i], "expected %s", expected);
+		return bad(resp, "INVALID_VALUE", fields[i], "%s", err);
+	}
+	return true;
+}
+
+/*
+ * Parses a POST /run body into req (the job), sreq (where it may go; its device is the pinned one) and the answer
+ * options; false when resp holds the 400.
+ */
+static bool parse_run(json_t *body, const struct config *cfg, struct exec_request *req,
+		      struct select_request *sreq, bool *wait, struct http_resp *resp)
 {
 	const char *key;
 	json_t *v;
 	json_t *inputs;
 	json_t *generate;
+	bool fallback;
 
 	*wait = true;
 	if (!json_is_object(body))
@@ -277,70 +308,53 @@ static bool parse_run(json_t *body, const struct config *cfg, struct exec_reques
 		for (size_t i = 0; run_fields[i]; i++)
 			known = known || strcmp(run_fields[i], key) == 0;
 		if (!known)
-			return bad(resp, "UNKNOWN_FIELD", key, "unknown field; accepted: kernel, device, prefer, fallback, "
-				   "backend, alpha, beta, s, n, m, k, inputs, generate, return, verify, wait, timeout_ms");
+			return bad(resp, "UNKNOWN_FIELD", key, "unknown field; accepted: " RUN_FIELDS_TEXT);
 	}
 	v = json_object_get(body, "kernel");
 	if (v == NULL)
-		return bad(resp, "MISSING_FIELD", "kernel", "name a kernel: saxpy, triad, dot, sgemm or softmax");
-	if (!json_is_string(v) || exec_kernel_parse(json_string_value(v), &req->kernel) != 0)
-		return bad(resp, "INVALID_VALUE", "kernel", "expected one of saxpy, triad, dot, sgemm, softmax");
+		return bad(resp, "MISSING_FIELD", "kernel", "name a kernel: %s", kernel_names_text());
+	if (!json_is_string(v) || !kernel_parse(json_string_value(v), &req->kernel))
+		return bad(resp, "INVALID_VALUE", "kernel", "expected one of %s", kernel_names_text());
 	/* fields that mean nothing for this kernel are refused rather than ignored */
 	{
 		static const struct {
 			const char *field;
-			unsigned kernels; /* bit per enum exec_kernel */
+			unsigned param;
 		} applies[] = {
-			{"alpha", 1u << EXEC_SAXPY | 1u << EXEC_SGEMM},
-			{"beta", 1u << EXEC_SGEMM},
-			{"s", 1u << EXEC_TRIAD},
-			{"m", 1u << EXEC_SGEMM | 1u << EXEC_SOFTMAX},
-			{"k", 1u << EXEC_SGEMM},
+			{"alpha", KERNEL_PARAM_ALPHA}, {"beta", KERNEL_PARAM_BETA}, {"s", KERNEL_PARAM_S},
+			{"m", KERNEL_PARAM_M},         {"k", KERNEL_PARAM_K},
 		};
 
 		for (size_t i = 0; i < sizeof(applies) / sizeof(applies[0]); i++)
-			if (json_object_get(body, applies[i].field) && !(applies[i].kernels & (1u << req->kernel)))
+			if (json_object_get(body, applies[i].field) && !(kernel_params(req->kernel) & applies[i].param))
 				return bad(resp, "NOT_APPLICABLE", applies[i].field, "%s takes no '%s'",
-					   exec_kernel_name(req->kernel), applies[i].field);
+					   kernel_name(req->kernel), applies[i].field);
 	}
 	v = json_object_get(body, "device");
 	if (v != NULL) {
-		if (!json_is_string(v) || strlen(json_string_value(v)) == 0 ||
-		    strlen(json_string_value(v)) >= sizeof(req->device))
+		char err[256];
+
+		if (!json_is_string(v) || select_request_set(sreq, "device", json_string_value(v), err, sizeof(err)) !=
+						  ACCELD_OK)
 			return bad(resp, "INVALID_VALUE", "device", "expected a device id such as cpu:0 or gpu:1");
-		snprintf(req->device, sizeof(req->device), "%s", json_string_value(v));
 		if (json_object_get(body, "prefer"))
 			return bad(resp, "CONFLICTING_FIELDS", "prefer", "give either device or prefer, not both");
 	}
-	req->prefer = cfg->prefer;
-	v = json_object_get(body, "prefer");
-	if (v != NULL) {
-		static const char *const names[] = {"auto", "cpu", "gpu", "tpu"};
-		int found = -1;
-
-		for (int i = 0; i < 4 && json_is_string(v); i++)
-			if (strcmp(json_string_value(v), names[i]) == 0)
-				found = i;
-		if (found < 0)
-			return bad(resp, "INVALID_VALUE", "prefer", "expected one of auto, cpu, gpu, tpu");
-		req->prefer = found;
-	}
-	v = json_object_get(body, "fallback");
-	if (v != NULL) {
-		bool b = false;
-
-		if (!get_bool(v, "fallback", &b, resp))
-			return false;
-		req->fallback = b;
-	}
+	if (!parse_placement(body, sreq, resp))
+		return false;
+	/* by default a job named to a device stays there, one placed by preference may fall back */
+	fallback = sreq->device[0] == '\0';
+	if ((v = json_object_get(body, "fallback")) != NULL && !get_bool(v, "fallback", &fallback, resp))
+		return false;
+	req->fallback = fallback;
 	v = json_object_get(body, "backend");
 	if (v != NULL) {
-		if (json_is_string(v) && strcmp(json_string_value(v), "native") == 0)
-			req->backend = EXEC_BACKEND_NATIVE;
-		else if (json_is_string(v) && strcmp(json_string_value(v), "opencl") == 0)
-			req->backend = EXEC_BACKEND_OPENCL;
-		else
-			return bad(resp, "INVALID_VALUE", "backend", "expected native or opencl");
+		char names[128];
+
+		backend_names(backend_builtin, names, sizeof(names));
+		if (!json_is_string(v) || backend_find(backend_builtin, json_string_value(v)) == NULL)
+			return bad(resp, "INVALID_VALUE", "backend", "expected one of %s", names);
+		snprintf(req->backend, sizeof(req->backend), "%s", json_string_value(v));
 	}
 	if ((v = json_object_get(body, "alpha")) != NULL && !get_float(v, "alpha", &req->alpha, resp))
 		return false;
@@ -348,11 +362,11 @@ static bool parse_run(json_t *body, const struct config *cfg, struct exec_reques
 		return false;
 	if ((v = json_object_get(body, "s")) != NULL && !get_float(v, "s", &req->s, resp))
 		return false;
-	if ((v = json_object_get(body, "n")) != NULL && !get_size(v, "n", &req->n, resp))
+	if ((v = json_object_get(body, "n")) != NULL && !get_size(v, "n", &req->shape.n, resp))
 		return false;
-	if ((v = json_object_get(body, "m")) != NULL && !get_size(v, "m", &req->m, resp))
+	if ((v = json_object_get(body, "m")) != NULL && !get_size(v, "m", &req->shape.m, resp))
 		return false;
-	if ((v = json_object_get(body, "k")) != NULL && !get_size(v, "k", &req->k, resp))
+	if ((v = json_object_get(body, "k")) != NULL && !get_size(v, "k", &req->shape.k, resp))
 		return false;
 	if ((v = json_object_get(body, "verify")) != NULL && !get_bool(v, "verify", &req->verify, resp))
 		return false;
@@ -395,43 +409,34 @@ static bool parse_run(json_t *body, const struct config *cfg, struct exec_reques
 	if (inputs != NULL)
 		return parse_inputs(inputs, req, cfg->exec_max_elements, resp);
 	/* generated inputs: the sizes must be given */
-	if (req->n == 0)
+	if (req->shape.n == 0)
 		return bad(resp, "MISSING_FIELD", "n", "give n (or inline inputs)");
-	if ((req->kernel == EXEC_SGEMM || req->kernel == EXEC_SOFTMAX) && req->m == 0)
-		return bad(resp, "MISSING_FIELD", "m", "%s needs m", exec_kernel_name(req->kernel));
-	if (req->kernel == EXEC_SGEMM && req->k == 0)
-		return bad(resp, "MISSING_FIELD", "k", "sgemm needs k");
+	if ((kernel_params(req->kernel) & KERNEL_PARAM_M) && req->shape.m == 0)
+		return bad(resp, "MISSING_FIELD", "m", "%s needs m", kernel_name(req->kernel));
+	if ((kernel_params(req->kernel) & KERNEL_PARAM_K) && req->shape.k == 0)
+		return bad(resp, "MISSING_FIELD", "k", "%s needs k", kernel_name(req->kernel));
 	return true;
 }
 
-/* The answer for a final job: 200 with the job, or a problem with the job attached. */
+/* The answer for a final job: 200 with the job, or a problem (the job's own reason and status) with the job. */
 static void answer_job(struct exec_job *job, struct http_resp *resp)
 {
 	json_t *doc = exec_job_json(job);
+	enum exec_state state = exec_job_state(job);
+	char reason[48];
 	char detail[640];
 	enum acceld_err err;
 	json_t *p;
 
-	switch (exec_job_state(job)) {
-	case EXEC_SUCCEEDED:
+	if (state == EXEC_SUCCEEDED) {
 		http_resp_json(resp, 200, doc);
 		return;
-	case EXEC_TIMED_OUT:
-		exec_job_error(job, detail, sizeof(detail));
-		p = http_resp_problem(resp, 504, "TIMED_OUT", "job %s %s", exec_job_id(job), detail);
-		break;
-	case EXEC_CANCELLED:
-		err = exec_job_error(job, detail, sizeof(detail));
-		p = http_resp_problem(resp, err == ACCELD_EUNAVAILABLE ? 503 : 409,
-				      err == ACCELD_EUNAVAILABLE ? "SHUTTING_DOWN" : "CANCELLED", "job %s: %s",
-				      exec_job_id(job), detail);
-		break;
-	default:
-		err = exec_job_error(job, detail, sizeof(detail));
-		p = http_resp_error(resp, err == ACCELD_OK ? ACCELD_EDEVICE : err, "job %s failed: %s", exec_job_id(job),
-				    detail);
-		break;
 	}
+	err = exec_job_error(job, reason, sizeof(reason), detail, sizeof(detail));
+	if (err == ACCELD_OK)
+		err = ACCELD_EDEVICE;
+	p = http_resp_problem(resp, acceld_err_http(err), reason[0] ? reason : acceld_err_reason(err), "job %s (%s): %s",
+			      exec_job_id(job), exec_state_name(state), detail);
 	json_object_set_new(p, "job", doc);
 }
 
@@ -463,11 +468,35 @@ static bool have_exec(struct app *app, struct http_resp *resp)
 	return false;
 }
 
+struct chooser {
+	struct app *app;
+	const struct detect_snapshot *snap;
+};
+
+static enum acceld_err choose(void *ctx, const struct select_request *sreq, struct select_result *res)
+{
+	struct chooser *c = ctx;
+
+	return app_select(c->app, c->snap, sreq, res);
+}
+
+/* Places the job by the selection of /select on the devices detection sees now; fills why on refusal. */
+static enum acceld_err place(struct app *app, const struct select_request *sreq, struct exec_request *r,
+			     struct exec_refusal *why)
+{
+	struct chooser c = {.app = app, .snap = detect_acquire(app->detect)};
+	enum acceld_err rc = place_job(choose, &c, sreq, r, why);
+
+	detect_release(c.snap);
+	return rc;
+}
+
 void api_run_post(struct app *app, struct http_req *req, struct http_resp *resp)
 {
 	static const char *const allowed[] = {NULL};
 	struct exec_request r;
-	struct exec_refusal why;
+	struct select_request sreq;
+	struct exec_refusal why = {.err = ACCELD_OK};
 	struct exec_job *job = NULL;
 	struct http_deferred *d = NULL;
 	bool wait;
@@ -476,8 +505,15 @@ void api_run_post(struct app *app, struct http_req *req, struct http_resp *resp)
 	if (!http_req_check_query(req, resp, allowed) || !have_exec(app, resp))
 		return;
 	exec_request_init(&r);
-	if (!parse_run(req->json, &app->cfg, &r, &wait, resp))
+	select_request_init(&sreq, &app->cfg);
+	if (!parse_run(req->json, &app->cfg, &r, &sreq, &wait, resp))
 		goto out;
+	rc = place(app, &sreq, &r, &why);
+	if (rc != ACCELD_OK) {
+		refusal_answer(&why, resp);
+		json_decref(why.extra);
+		goto out;
+	}
 	if (wait)
 		d = http_resp_defer(resp);
 	rc = exec_submit(app->exec, &r, wait ? on_job_done : NULL, d, &job, &why);
@@ -519,10 +555,9 @@ void api_run_list(struct app *app, struct http_req *req, struct http_resp *resp)
 
 	if (!http_req_check_query(req, resp, allowed) || !have_exec(app, resp))
 		return;
-	if (state != NULL && exec_state_parse(state, &st) != 0) {
-		json_t *p = http_resp_problem(resp, 400, "INVALID_PARAMETER",
-					      "state must be one of queued, running, succeeded, failed, timed_out, "
-					      "cancelled");
+	if (state != NULL && !exec_state_parse(state, &st)) {
+		json_t *p = http_resp_problem(resp, 400, "INVALID_PARAMETER", "state must be one of %s",
+					      exec_state_names_text());
 		json_object_set_new(p, "parameter", json_string("state"));
 		return;
 	}
@@ -542,58 +577,41 @@ void api_run_list(struct app *app, struct http_req *req, struct http_resp *resp)
 	http_resp_json(resp, 200, doc);
 }
 
-static void set_time(json_t *o, const char *key, int64_t ms)
-{
-	char t[CLOCK_RFC3339_LEN];
-
-	if (ms <= 0)
-		return;
-	clock_rfc3339(ms, t);
-	json_object_set_new(o, key, json_string(t));
-}
-
-static void set_num(json_t *o, const char *key, double v)
-{
-	if (isfinite(v))
-		json_object_set_new(o, key, json_real(v));
-}
-
 /* A job no longer in memory (an earlier run of acceld, or pushed out of the recent ones) as the history keeps it. */
-static json_t *stored_job_json(const struct store_job *j)
+static json_t *stored_job_json(const struct detect_snapshot *snap, const struct store_job *j)
 {
-	/* the store says "timeout" where the API says "timed_out" */
-	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s}", "id", j->id, "state",
-			      strcmp(j->state, "timeout") == 0 ? "timed_out" : j->state, "kernel", j->kernel, "device",
-			      j->device, "source", "history");
-	json_t *sizes = json_object();
-	json_t *timing = json_object();
+	const struct device *dev = detect_find(snap, j->device);
+	struct jobdoc d;
 
-	if (j->backend[0])
-		json_object_set_new(o, "backend", json_string(j->backend));
-	if (j->m)
-		json_object_set_new(sizes, "m", json_integer((json_int_t)j->m));
-	json_object_set_new(sizes, "n", json_integer((json_int_t)j->n));
-	if (j->k)
-		json_object_set_new(sizes, "k", json_integer((json_int_t)j->k));
-	json_object_set_new(o, "sizes", sizes);
-	set_time(o, "created_at", j->submitted_ms);
-	set_time(o, "started_at", j->started_ms);
-	set_time(o, "finished_at", j->finished_ms);
-	set_num(timing, "kernel_ms", j->kernel_ms);
-	set_num(timing, "total_ms", j->total_ms);
-	json_object_set_new(o, "timing", timing);
-	set_num(o, "cost_usd", j->cost_usd);
-	if (j->error[0]) {
-		static const char *const reasons[][2] = {
-			{"interrupted", "INTERRUPTED"}, {"timeout", "TIMED_OUT"}, {"cancelled", "CANCELLED"}};
-		const char *reason = "FAILED";
-
-		for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
-			if (strcmp(j->state, reasons[i][0]) == 0)
-				reason = reasons[i][1];
-		json_object_set_new(o, "error", json_pack("{s:s, s:s}", "reason", reason, "detail", j->error));
+	jobdoc_init(&d);
+	d.id = j->id;
+	d.state = j->state;
+	if (!kernel_parse(j->kernel, &d.kernel))
+		d.kernel = KERNEL_COUNT;
+	d.shape = (struct kernel_shape){.m = j->m, .n = j->n, .k = j->k};
+	d.device = j->device;
+	d.backend = j->backend;
+	d.source = "history";
+	d.created_ms = j->submitted_ms;
+	d.started_ms = j->started_ms;
+	d.finished_ms = j->finished_ms;
+	d.queued_ms = j->queued_ms;
+	d.transfer_ms = j->transfer_ms;
+	d.kernel_ms = j->kernel_ms;
+	d.total_ms = j->total_ms;
+	d.flops = j->flops;
+	d.bytes = j->bytes;
+	/* the device's figures when it is still the one that ran the job */
+	if (dev != NULL) {
+		d.peak_gflops = dev->peak.fp32_tflops * 1000.0;
+		d.peak_gbps = dev->peak.memory_bandwidth_gbps;
 	}
-	return o;
+	d.cost_usd = j->cost_usd;
+	if (j->error[0] || j->reason[0]) {
+		d.error_reason = j->reason[0] ? j->reason : "FAILED";
+		d.error_detail = j->error;
+	}
+	return jobdoc_json(&d);
 }
 
 void api_run_get(struct app *app, struct http_req *req, struct http_resp *resp)
@@ -606,7 +624,10 @@ void api_run_get(struct app *app, struct http_req *req, struct http_resp *resp)
 		return;
 	job = exec_get(app->exec, req->params[0]);
 	if (job == NULL && app->store != NULL && store_job_get(app->store, req->params[0], &stored) == ACCELD_OK) {
-		http_resp_json(resp, 200, stored_job_json(&stored));
+		const struct detect_snapshot *snap = detect_acquire(app->detect);
+
+		http_resp_json(resp, 200, stored_job_json(snap, &stored));
+		detect_release(snap);
 		return;
 	}
 	if (job == NULL) {

@@ -9,19 +9,8 @@
 #include "api.h"
 #include "app.h"
 #include "detect.h"
-#include "exec.h"
 #include "http.h"
 #include "select.h"
-#include "store.h"
-
-/* JSON types of the POST fields: s string, b boolean, i integer. */
-static const struct {
-	const char *name;
-	char kind;
-} json_fields[] = {
-	{"prefer", 's'},  {"allow_tpu", 'b'}, {"policy", 's'}, {"device", 's'},	{"min_memory_bytes", 'i'},
-	{"executable", 'b'}, {"kernel", 's'},	  {"format", 's'}, {"tpu_scope", 's'},
-};
 
 static void bad_value(struct http_resp *resp, const char *param, const char *msg)
 {
@@ -52,41 +41,10 @@ static json_t *exclusions_json(const struct select_result *res)
 	return o;
 }
 
-/*
- * Measured throughput of the hinted kernel (sgemm without a hint) on each device, from the jobs history; fills
- * out[0..return). Devices with no finished job of that kernel are left out, so their peak figures count.
- */
-static size_t measured_from_history(struct app *app, const struct detect_snapshot *snap, const char *kernel,
-				    struct select_measured *out, size_t cap)
-{
-	enum exec_kernel k;
-	double bytes_per_flop;
-	size_t n = 0;
-
-	if (app->store == NULL || exec_kernel_parse(kernel, &k) != 0)
-		return 0;
-	bytes_per_flop = exec_bytes(k, 64, 64, 64) / exec_flops(k, 64, 64, 64);
-	for (size_t i = 0; i < snap->n && n < cap; i++) {
-		double flops_per_s;
-		unsigned jobs;
-
-		if (store_throughput(app->store, snap->devices[i].id, kernel, &flops_per_s, &jobs) != ACCELD_OK ||
-		    jobs == 0)
-			continue;
-		out[n++] = (struct select_measured){.device_id = snap->devices[i].id,
-						    .kernel = kernel,
-						    .gflops = flops_per_s / 1e9,
-						    .gbytes_per_s = flops_per_s * bytes_per_flop / 1e9};
-	}
-	return n;
-}
-
 static void answer(struct app *app, const struct select_request *sreq, struct http_resp *resp)
 {
 	const struct detect_snapshot *snap;
 	struct select_result res;
-	struct select_measured measured[64];
-	size_t nmeasured;
 	enum acceld_err rc;
 	json_t *doc;
 
@@ -95,10 +53,7 @@ static void answer(struct app *app, const struct select_request *sreq, struct ht
 		return;
 	}
 	snap = detect_acquire(app->detect);
-	nmeasured = measured_from_history(app, snap,
-					  sreq->kernel != SELECT_KERNEL_NONE ? select_kernel_name(sreq->kernel) : "sgemm",
-					  measured, sizeof(measured) / sizeof(measured[0]));
-	rc = select_choose(snap->devices, snap->n, sreq, measured, nmeasured, &res);
+	rc = app_select(app, snap, sreq, &res);
 	if (rc == ACCELD_ENOTFOUND) {
 		json_t *ids = json_array();
 
@@ -142,14 +97,6 @@ void api_select_get(struct app *app, struct http_req *req, struct http_resp *res
 	answer(app, &sreq, resp);
 }
 
-static char field_kind(const char *name)
-{
-	for (size_t i = 0; i < sizeof(json_fields) / sizeof(json_fields[0]); i++)
-		if (strcmp(json_fields[i].name, name) == 0)
-			return json_fields[i].kind;
-	return 0;
-}
-
 /* Checks the body's field names; on unknown ones fills a 400 naming every one of them and returns false. */
 static bool known_fields(json_t *body, struct http_resp *resp)
 {
@@ -161,7 +108,7 @@ static bool known_fields(json_t *body, struct http_resp *resp)
 
 	json_object_foreach(body, key, value) {
 		(void)value;
-		if (field_kind(key) != 0)
+		if (select_param_accepted(key) != NULL)
 			continue;
 		json_array_append_new(unknown, json_string(key));
 		if (len < sizeof(list))
@@ -212,46 +159,15 @@ void api_select_post(struct app *app, struct http_req *req, struct http_resp *re
 		return;
 	select_request_init(&sreq, &app->cfg);
 	json_object_foreach(req->json, key, value) {
-		char text[64];
-		const char *s = text;
-		char kind = field_kind(key);
+		const char *expected;
 
-		/* null leaves the default in place, as if the field were absent */
-		if (json_is_null(value))
+		if (select_request_set_json(&sreq, key, value, &expected, err, sizeof(err)) == ACCELD_OK)
 			continue;
-		if (kind == 's') {
-			if (!json_is_string(value)) {
-				wrong_type(resp, key, "a string");
-				return;
-			}
-			s = json_string_value(value);
-			if (strlen(s) != json_string_length(value)) {
-				bad_value(resp, key, "the value holds a NUL character");
-				return;
-			}
-		} else if (kind == 'b') {
-			if (!json_is_boolean(value)) {
-				wrong_type(resp, key, "a boolean");
-				return;
-			}
-			s = json_is_true(value) ? "true" : "false";
-		} else {
-			if (!json_is_integer(value)) {
-				wrong_type(resp, key, "an integer");
-				return;
-			}
-			if (json_integer_value(value) < 0) {
-				snprintf(err, sizeof(err), "invalid %s %" JSON_INTEGER_FORMAT "; accepted: %s", key,
-					 json_integer_value(value), select_param_accepted(key));
-				bad_value(resp, key, err);
-				return;
-			}
-			snprintf(text, sizeof(text), "%" JSON_INTEGER_FORMAT, json_integer_value(value));
-		}
-		if (select_request_set(&sreq, key, s, err, sizeof(err)) != ACCELD_OK) {
+		if (expected != NULL)
+			wrong_type(resp, key, expected);
+		else
 			bad_value(resp, key, err);
-			return;
-		}
+		return;
 	}
 	answer(app, &sreq, resp);
 }

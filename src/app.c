@@ -4,7 +4,6 @@
  * the request fuzzer (tests/fuzz/fuzz_request.c) builds the same app.
  */
 #include <math.h>
-#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,8 +15,10 @@
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
+#include "pool.h"
 #include "routes.h"
 #include "sampler.h"
+#include "select.h"
 #include "store.h"
 
 static void try_open_store(struct app *app)
@@ -66,6 +67,8 @@ static void job_row(const struct exec_job_record *rec, struct store_job *job)
 				  .k = rec->k,
 				  .flops = rec->flops,
 				  .bytes = rec->bytes,
+				  .queued_ms = rec->queued_ms,
+				  .transfer_ms = rec->transfer_ms,
 				  .kernel_ms = rec->kernel_ms,
 				  .total_ms = rec->total_ms,
 				  .cost_usd = rec->cost_usd};
@@ -73,8 +76,8 @@ static void job_row(const struct exec_job_record *rec, struct store_job *job)
 	snprintf(job->device, sizeof(job->device), "%s", rec->device_id ? rec->device_id : "");
 	snprintf(job->kernel, sizeof(job->kernel), "%s", rec->kernel);
 	snprintf(job->backend, sizeof(job->backend), "%s", rec->backend ? rec->backend : "");
-	/* the store names an overrun "timeout" */
-	snprintf(job->state, sizeof(job->state), "%s", strcmp(rec->state, "timed_out") == 0 ? "timeout" : rec->state);
+	snprintf(job->state, sizeof(job->state), "%s", rec->state);
+	snprintf(job->reason, sizeof(job->reason), "%s", rec->reason ? rec->reason : "");
 	snprintf(job->error, sizeof(job->error), "%s", rec->error ? rec->error : "");
 }
 
@@ -123,7 +126,24 @@ static enum exec_presence exec_presence_of(void *ctx, const struct device *dev)
 	return p;
 }
 
-/* Starts the executor on the devices detection found (after start_detect). */
+/* Whether the executor runs jobs on dev: it has a running worker for the very hardware detection now sees. */
+static bool executable_now(void *ctx, const struct device *dev)
+{
+	const struct device *mine = exec_device(ctx, dev->id);
+
+	return mine != NULL && detect_same_hardware(mine, dev);
+}
+
+/* Without an executor no device runs jobs. */
+static bool never_executable(void *ctx, const struct device *dev)
+{
+	(void)ctx;
+	(void)dev;
+	return false;
+}
+
+/* Starts the executor on the devices detection found (after start_detect); from then on it says what is
+ * executable. */
 static void start_exec(struct app *app)
 {
 	const struct detect_snapshot *snap = detect_acquire(app->detect);
@@ -141,6 +161,10 @@ static void start_exec(struct app *app)
 	if (exec_new(&eopts, &app->exec) != ACCELD_OK)
 		log_msg(LOGL_ERROR, "exec", "cannot start the executor; POST /run answers 503");
 	detect_release(snap);
+	if (app->exec != NULL)
+		detect_set_executable(app->detect, executable_now, app->exec);
+	else
+		detect_set_executable(app->detect, never_executable, NULL);
 }
 
 static const struct device *sampler_acquire(void *ctx, size_t *n, void **token)
@@ -175,15 +199,45 @@ static void start_history(struct app *app)
 		log_msg(LOGL_ERROR, "sampler", "cannot start the sampler; no history is recorded");
 }
 
-static unsigned usable_cpus(void)
+/*
+ * Measured throughput of the hinted kernel (sgemm without a hint) on each device, from the jobs history; fills
+ * out[0..return). Devices with no finished job of that kernel are left out, so their peak figures count.
+ */
+static size_t measured_from_history(struct app *app, const struct detect_snapshot *snap, const char *kernel,
+				    struct select_measured *out, size_t cap)
 {
-	cpu_set_t set;
-	int n;
+	const struct kernel_shape shape = {.m = 64, .n = 64, .k = 64};
+	enum kernel_id k;
+	double bytes_per_flop;
+	size_t n = 0;
 
-	if (sched_getaffinity(0, sizeof(set), &set) != 0)
-		return 1;
-	n = CPU_COUNT(&set);
-	return n > 0 ? (unsigned)n : 1;
+	if (app->store == NULL || !kernel_parse(kernel, &k))
+		return 0;
+	bytes_per_flop = kernel_bytes(k, &shape) / kernel_flops(k, &shape);
+	for (size_t i = 0; i < snap->n && n < cap; i++) {
+		double flops_per_s;
+		unsigned jobs;
+
+		if (store_throughput(app->store, snap->devices[i].id, kernel, &flops_per_s, &jobs) != ACCELD_OK ||
+		    jobs == 0)
+			continue;
+		out[n++] = (struct select_measured){.device_id = snap->devices[i].id,
+						    .kernel = kernel,
+						    .gflops = flops_per_s / 1e9,
+						    .gbytes_per_s = flops_per_s * bytes_per_flop / 1e9};
+	}
+	return n;
+}
+
+enum acceld_err app_select(struct app *app, const struct detect_snapshot *snap, const struct select_request *req,
+			   struct select_result *res)
+{
+	struct select_measured measured[64];
+	size_t nmeasured = measured_from_history(app, snap, kernel_name(req->kernel >= 0 ? (enum kernel_id)req->kernel
+										     : KERNEL_SGEMM),
+						 measured, sizeof(measured) / sizeof(measured[0]));
+
+	return select_choose(snap->devices, snap->n, req, measured, nmeasured, res);
 }
 
 void app_http_opts(struct app *app, struct http_server_opts *out)
@@ -191,7 +245,7 @@ void app_http_opts(struct app *app, struct http_server_opts *out)
 	*out = (struct http_server_opts){
 		.host = app->cfg.listen_host,
 		.port = app->cfg.listen_port,
-		.threads = app->cfg.threads ? app->cfg.threads : usable_cpus(),
+		.threads = app->cfg.threads ? app->cfg.threads : pool_usable_cpus(),
 		.max_connections = app->cfg.max_connections,
 		.max_connections_per_ip = app->cfg.max_connections_per_ip,
 		.idle_timeout_s = (unsigned)((app->cfg.idle_timeout_ms + 999) / 1000),
@@ -220,6 +274,9 @@ void app_services_stop(struct app *app)
 {
 	sampler_free(app->sampler);
 	cost_free(app->cost);
+	/* detection's refresher asks the executor what is executable: not any more */
+	if (app->detect != NULL)
+		detect_set_executable(app->detect, never_executable, NULL);
 	exec_free(app->exec);
 	detect_free(app->detect);
 	store_close(app->store);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "err.h"
 
 struct http_server;
 struct store;
@@ -49,6 +50,17 @@ void app_http_opts(struct app *app, struct http_server_opts *out);
  * book and the sampler. Failures are logged and leave the member NULL; the handlers answer 503 for it.
  */
 void app_services_start(struct app *app);
+
+struct detect_snapshot;
+struct select_request;
+struct select_result;
+
+/*
+ * Chooses a device among the snapshot's for req with the measured throughput of earlier jobs from the history
+ * (select_choose): the one selection behind GET/POST /select and the placement of POST /run.
+ */
+enum acceld_err app_select(struct app *app, const struct detect_snapshot *snap, const struct select_request *req,
+			   struct select_result *res);
 
 /* Stops and frees what app_services_start started, in reverse order; the members are NULL afterwards. */
 void app_services_stop(struct app *app);

@@ -12,8 +12,11 @@
 #include "config.h"
 #include "detect.h"
 #include "exec.h"
+#include "kernel.h"
 #include "log.h"
 #include "mem.h"
+#include "place.h"
+#include "select.h"
 
 #define EXIT_FAIL 1
 #define EXIT_USAGE 2
@@ -21,6 +24,7 @@
 
 struct run_args {
 	struct exec_request req;
+	char device[16];
 	bool json;
 };
 
@@ -35,7 +39,7 @@ static int usage_error(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "\nusage: acceld run saxpy|triad|dot|sgemm|softmax [--n N] [--m M] [--k K] [--device ID]\n"
-			"       [--backend native|opencl] [--alpha A] [--beta B] [--s S] [--seed S] [--timeout-ms T]\n"
+			"       [--backend NAME] [--alpha A] [--beta B] [--s S] [--seed S] [--timeout-ms T]\n"
 			"       [--verify] [--full] [--json] [settings, e.g. --prefer gpu]\n");
 	return EXIT_USAGE;
 }
@@ -64,23 +68,19 @@ static int parse_args(int argc, char **argv, struct run_args *a, char **rest, in
 	*nrest = 0;
 	if (argc < 1 || strncmp(argv[0], "-", 1) == 0)
 		return usage_error("%s", "name a kernel");
-	if (exec_kernel_parse(argv[0], &a->req.kernel) != 0)
+	if (!kernel_parse(argv[0], &a->req.kernel))
 		return usage_error("unknown kernel '%s'", argv[0]);
 	for (int i = 1; i < argc; i++) {
 		const char *arg = argv[i];
 		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-		bool takes = true;
 		int bad = 0;
 
 		if (strcmp(arg, "--verify") == 0) {
 			a->req.verify = true;
-			takes = false;
 		} else if (strcmp(arg, "--full") == 0) {
 			a->req.full = true;
-			takes = false;
 		} else if (strcmp(arg, "--json") == 0) {
 			a->json = true;
-			takes = false;
 		} else if (strcmp(arg, "--n") == 0 || strcmp(arg, "--m") == 0 || strcmp(arg, "--k") == 0 ||
 			   strcmp(arg, "--seed") == 0 || strcmp(arg, "--timeout-ms") == 0 || strcmp(arg, "--device") == 0 ||
 			   strcmp(arg, "--backend") == 0 || strcmp(arg, "--alpha") == 0 || strcmp(arg, "--beta") == 0 ||
@@ -88,11 +88,11 @@ static int parse_args(int argc, char **argv, struct run_args *a, char **rest, in
 			if (val == NULL)
 				return usage_error("%s needs a value", arg);
 			if (strcmp(arg, "--n") == 0)
-				bad = parse_u64(val, &a->req.n);
+				bad = parse_u64(val, &a->req.shape.n);
 			else if (strcmp(arg, "--m") == 0)
-				bad = parse_u64(val, &a->req.m);
+				bad = parse_u64(val, &a->req.shape.m);
 			else if (strcmp(arg, "--k") == 0)
-				bad = parse_u64(val, &a->req.k);
+				bad = parse_u64(val, &a->req.shape.k);
 			else if (strcmp(arg, "--seed") == 0)
 				bad = config_parse_u64(val, &a->req.seed);
 			else if (strcmp(arg, "--timeout-ms") == 0)
@@ -104,11 +104,9 @@ static int parse_args(int argc, char **argv, struct run_args *a, char **rest, in
 			else if (strcmp(arg, "--s") == 0)
 				bad = parse_float(val, &a->req.s);
 			else if (strcmp(arg, "--device") == 0)
-				bad = strlcpy_checked(a->req.device, val, sizeof(a->req.device));
-			else if (strcmp(val, "native") == 0)
-				a->req.backend = EXEC_BACKEND_NATIVE;
-			else if (strcmp(val, "opencl") == 0)
-				a->req.backend = EXEC_BACKEND_OPENCL;
+				bad = strlcpy_checked(a->device, val, sizeof(a->device));
+			else if (backend_find(backend_builtin, val) != NULL)
+				snprintf(a->req.backend, sizeof(a->req.backend), "%s", val);
 			else
 				bad = -1;
 			if (bad != 0)
@@ -118,16 +116,15 @@ static int parse_args(int argc, char **argv, struct run_args *a, char **rest, in
 			if (*nrest >= MAX_ARGS)
 				return usage_error("%s", "too many arguments");
 			rest[(*nrest)++] = argv[i];
-			continue;
 		}
-		(void)takes;
 	}
-	if (a->req.n == 0)
+	if (a->req.shape.n == 0)
 		return usage_error("%s", "--n is required");
-	if ((a->req.kernel == EXEC_SGEMM || a->req.kernel == EXEC_SOFTMAX) && a->req.m == 0)
-		a->req.m = a->req.n; /* square by default */
-	if (a->req.kernel == EXEC_SGEMM && a->req.k == 0)
-		a->req.k = a->req.n;
+	/* square by default */
+	if ((kernel_params(a->req.kernel) & KERNEL_PARAM_M) && a->req.shape.m == 0)
+		a->req.shape.m = a->req.shape.n;
+	if ((kernel_params(a->req.kernel) & KERNEL_PARAM_K) && a->req.shape.k == 0)
+		a->req.shape.k = a->req.shape.n;
 	return 0;
 }
 
@@ -152,6 +149,18 @@ static void print_text(json_t *doc)
 	printf("\n");
 }
 
+struct chooser {
+	const struct detect_snapshot *snap;
+};
+
+/* The devices of the snapshot, chosen without measured figures (no history here). */
+static enum acceld_err choose(void *ctx, const struct select_request *sreq, struct select_result *res)
+{
+	const struct chooser *c = ctx;
+
+	return select_choose(c->snap->devices, c->snap->n, sreq, NULL, 0, res);
+}
+
 int cli_run_main(int argc, char **argv)
 {
 	struct run_args a;
@@ -159,13 +168,13 @@ int cli_run_main(int argc, char **argv)
 	char *rest[MAX_ARGS];
 	int nrest = 0;
 	char err[1024];
-	char pocl_dir[4096];
 	struct detect *det = NULL;
 	const struct detect_snapshot *snap = NULL;
 	struct exec *ex = NULL;
 	struct exec_job *job = NULL;
 	struct exec_opts opts;
-	struct exec_refusal why;
+	struct select_request sreq;
+	struct exec_refusal why = {.err = ACCELD_OK};
 	int rc;
 	json_t *doc;
 
@@ -185,9 +194,13 @@ int cli_run_main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	log_set_level((enum log_level)cfg.log_level);
-	a.req.prefer = cfg.prefer;
-	exec_pocl_cache_dir(&cfg, pocl_dir, sizeof(pocl_dir));
-	exec_prepare_process(pocl_dir);
+	select_request_init(&sreq, &cfg);
+	if (a.device[0] != '\0' && select_request_set(&sreq, "device", a.device, err, sizeof(err)) != ACCELD_OK) {
+		config_release(&cfg);
+		return usage_error("%s", err);
+	}
+	a.req.fallback = a.device[0] == '\0';
+	backend_prepare_all(&cfg);
 	rc = EXIT_FAIL;
 	if (detect_new(&cfg, NULL, 0, &det) != ACCELD_OK) {
 		fprintf(stderr, "acceld run: device detection failed\n");
@@ -201,7 +214,8 @@ int cli_run_main(int argc, char **argv)
 		fprintf(stderr, "acceld run: cannot start the executor\n");
 		goto out;
 	}
-	if (exec_submit(ex, &a.req, NULL, NULL, &job, &why) != ACCELD_OK) {
+	if (place_job(choose, &(struct chooser){.snap = snap}, &sreq, &a.req, &why) != ACCELD_OK ||
+	    exec_submit(ex, &a.req, NULL, NULL, &job, &why) != ACCELD_OK) {
 		if (a.json) {
 			json_t *p = json_pack("{s:s, s:i, s:s}", "reason", why.reason, "status", acceld_err_http(why.err),
 					      "detail", why.detail);

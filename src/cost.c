@@ -601,31 +601,6 @@ out:
 
 /* --- estimates --- */
 
-enum acceld_err cost_kernel_work(const char *kernel, uint64_t n, uint64_t m, uint64_t k, double *flops,
-				 double *bytes)
-{
-	double dn = (double)n;
-
-	if (kernel == NULL)
-		return ACCELD_EINVAL;
-	if (strcmp(kernel, "saxpy") == 0 || strcmp(kernel, "triad") == 0) {
-		*flops = 2 * dn; /* y = a*x + y: read two vectors, write one */
-		*bytes = 12 * dn;
-	} else if (strcmp(kernel, "dot") == 0) {
-		*flops = 2 * dn;
-		*bytes = 8 * dn;
-	} else if (strcmp(kernel, "softmax") == 0) {
-		*flops = 4 * dn; /* max, subtract and exp, sum, divide */
-		*bytes = 8 * dn;
-	} else if (strcmp(kernel, "sgemm") == 0) {
-		*flops = 2.0 * (double)m * dn * (double)k;
-		*bytes = 4.0 * ((double)m * (double)k + (double)k * dn + (double)m * dn);
-	} else {
-		return ACCELD_EINVAL;
-	}
-	return ACCELD_OK;
-}
-
 struct estimate {
 	const struct device *d;
 	double seconds, usd;
@@ -692,9 +667,13 @@ enum acceld_err cost_estimate(struct cost *c, const struct device *devs, size_t 
 	json_t *doc, *list;
 	enum acceld_err e = ACCELD_OK;
 
-	if (q->seconds <= 0 && cost_kernel_work(q->kernel, q->n, q->m, q->k, &flops, &bytes) != ACCELD_OK) {
+	if (q->seconds <= 0 && (q->kernel < 0 || q->kernel >= KERNEL_COUNT)) {
 		free(v);
 		return ACCELD_EINVAL;
+	}
+	if (q->seconds <= 0) {
+		flops = kernel_flops((enum kernel_id)q->kernel, &q->shape);
+		bytes = kernel_bytes((enum kernel_id)q->kernel, &q->shape);
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct estimate *x;
@@ -709,7 +688,7 @@ enum acceld_err cost_estimate(struct cost *c, const struct device *devs, size_t 
 			snprintf(x->basis, sizeof(x->basis), "given");
 			x->gflops = NAN;
 		} else {
-			estimate_time(c, &devs[i], q->kernel, flops, bytes, x);
+			estimate_time(c, &devs[i], kernel_name((enum kernel_id)q->kernel), flops, bytes, x);
 		}
 		x->usd = isfinite(x->seconds) ? usd(x->seconds * 1000.0, x->p.usd_per_hour) : NAN;
 	}
@@ -724,12 +703,14 @@ enum acceld_err cost_estimate(struct cost *c, const struct device *devs, size_t 
 	if (q->seconds > 0) {
 		add_json(doc, "seconds", json_real(q->seconds));
 	} else {
-		add_json(doc, "kernel", json_string(q->kernel));
-		add_json(doc, "n", json_integer((json_int_t)q->n));
-		if (strcmp(q->kernel, "sgemm") == 0) {
-			add_json(doc, "m", json_integer((json_int_t)q->m));
-			add_json(doc, "k", json_integer((json_int_t)q->k));
-		}
+		unsigned params = kernel_params((enum kernel_id)q->kernel);
+
+		add_json(doc, "kernel", json_string(kernel_name((enum kernel_id)q->kernel)));
+		add_json(doc, "n", json_integer((json_int_t)q->shape.n));
+		if (params & KERNEL_PARAM_M)
+			add_json(doc, "m", json_integer((json_int_t)q->shape.m));
+		if (params & KERNEL_PARAM_K)
+			add_json(doc, "k", json_integer((json_int_t)q->shape.k));
 		add_json(doc, "flops", json_real(flops));
 		add_json(doc, "bytes", json_real(bytes));
 	}

@@ -27,6 +27,7 @@
 
 #include "device.h"
 #include "err.h"
+#include "kernel.h"
 #include "store.h"
 
 #define COST_MAX_PRICES 1024
@@ -84,17 +85,14 @@ struct cost_query {
 enum acceld_err cost_report(struct cost *c, const struct device *devs, size_t n, const struct cost_query *q,
 			    json_t **out);
 
-/* GET /cost/estimate: either seconds > 0, or a kernel with its sizes. */
+/* GET /cost/estimate: either seconds > 0, or a kernel with its sizes (the work counted by kernel.h, as jobs count
+ * theirs). */
 struct cost_estimate_query {
 	const char *device;         /* NULL: every device */
 	double seconds;             /* > 0 for the seconds form */
-	const char *kernel;         /* saxpy | dot | triad | softmax | sgemm */
-	uint64_t n, m, k;           /* n for vector kernels; m, n, k for sgemm */
+	int kernel;                 /* enum kernel_id; -1 for the seconds form */
+	struct kernel_shape shape;
 };
-
-/* The work a kernel does: floating-point operations and bytes moved. ACCELD_EINVAL for an unknown kernel. */
-enum acceld_err cost_kernel_work(const char *kernel, uint64_t n, uint64_t m, uint64_t k, double *flops,
-				 double *bytes);
 
 /*
  * Expected seconds and dollars on each device, cheapest first (unknown prices or times last): measured throughput

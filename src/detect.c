@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend.h"
 #include "clock.h"
 #include "log.h"
 #include "mem.h"
@@ -41,6 +42,8 @@ struct detect {
 	struct probe_result *full_results; /* what each probe() said last time */
 	bool *refresh_failing;             /* per probe: its telemetry refresh failed last time (logged once) */
 	struct device_list devices;        /* the merged, named devices of the last refresh */
+	detect_executable_fn executable;   /* who says which devices run jobs (under refresh_mu); NULL: the backends */
+	void *executable_ctx;
 	uint64_t generation;
 	pthread_mutex_t refresh_mu;        /* one refresh at a time */
 	atomic_ullong full_started;  /* full refreshes begun (under refresh_mu) */
@@ -120,7 +123,6 @@ static void absorb(struct device *dst, const struct device *in)
 	FILL_ZERO(compute_units);
 	FILL_ZERO(clock_mhz);
 	dst->backends |= src->backends;
-	dst->executable = dst->executable || src->executable;
 	if (dst->peak.source[0] == '\0') {
 		FILL_NUM(peak.fp32_tflops);
 		FILL_NUM(peak.bf16_tflops);
@@ -292,7 +294,6 @@ static void merge_views(struct device_list *raw, struct device_list *out)
 	if (!have_cpu)
 		device_init(&cpu, DEVICE_CPU);
 	cpu.backends |= BACKEND_NATIVE;
-	cpu.executable = true;
 	short_vendor(&cpu);
 	device_list_add(&tmp, &cpu);
 
@@ -324,10 +325,6 @@ static void merge_views(struct device_list *raw, struct device_list *out)
 		unsigned *c = &counters[type_rank(d->type)];
 
 		snprintf(d->id, sizeof(d->id), "%s:%u", device_type_name(d->type), (*c)++);
-		if (d->type == DEVICE_GPU)
-			d->executable = (d->backends & BACKEND_OPENCL) != 0;
-		else if (d->type == DEVICE_TPU)
-			d->executable = false;
 		specs_apply(specs_for_device(d), d);
 	}
 	free(ord);
@@ -381,6 +378,10 @@ static struct snap *snap_build(struct detect *det, const struct probe_result *re
 	atomic_init(&s->refs, 1);
 	s->devs = xcalloc(n ? n : 1, sizeof(*s->devs));
 	memcpy(s->devs, det->devices.v, n * sizeof(*s->devs));
+	/* the executor says which devices run jobs: the running one, or before it starts what its backends serve */
+	for (size_t i = 0; i < n; i++)
+		s->devs[i].executable = det->executable ? det->executable(det->executable_ctx, &s->devs[i])
+							: backend_default(backend_builtin, &s->devs[i]) != NULL;
 	s->dev_json = xcalloc(n ? n : 1, sizeof(*s->dev_json));
 	s->dev_json_len = xcalloc(n ? n : 1, sizeof(*s->dev_json_len));
 	s->dev_etag = xcalloc(n ? n : 1, sizeof(*s->dev_etag));
@@ -572,6 +573,15 @@ void detect_refresh(struct detect *det, bool full)
 						LOG_D("duration_ms", refresh_ms)},
 			   3);
 	free(results);
+}
+
+void detect_set_executable(struct detect *det, detect_executable_fn fn, void *ctx)
+{
+	pthread_mutex_lock(&det->refresh_mu);
+	det->executable = fn;
+	det->executable_ctx = ctx;
+	pthread_mutex_unlock(&det->refresh_mu);
+	detect_refresh(det, false);
 }
 
 enum acceld_err detect_new(const struct config *cfg, const struct probe_ops *const *probes, size_t nprobes,

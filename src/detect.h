@@ -45,6 +45,14 @@ struct detect_snapshot {
 enum acceld_err detect_new(const struct config *cfg, const struct probe_ops *const *probes, size_t nprobes,
 			   struct detect **out);
 
+/*
+ * Who says whether a device runs jobs (device.executable): fn(ctx, dev) for every device of every snapshot from
+ * now on, the executor once it runs (app.c asks it); until then, whether a built-in backend serves the device
+ * (backend.h). Publishes a snapshot with the new answers before it returns. fn must not call into detect.
+ */
+typedef bool (*detect_executable_fn)(void *ctx, const struct device *dev);
+void detect_set_executable(struct detect *det, detect_executable_fn fn, void *ctx);
+
 /* Stops the refresher thread if running and frees the registry; snapshots still held stay valid until released. */
 void detect_free(struct detect *det);
 

@@ -44,6 +44,19 @@ const char *device_type_name(enum device_type type)
 	return "unknown";
 }
 
+unsigned device_type_rank(enum device_type type)
+{
+	switch (type) {
+	case DEVICE_TPU:
+		return 0;
+	case DEVICE_GPU:
+		return 1;
+	case DEVICE_CPU:
+		break;
+	}
+	return 2;
+}
+
 int device_type_parse(const char *text, enum device_type *out)
 {
 	static const enum device_type all[] = {DEVICE_CPU, DEVICE_GPU, DEVICE_TPU};

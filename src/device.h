@@ -139,6 +139,12 @@ void device_init(struct device *d, enum device_type type);
 
 const char *device_type_name(enum device_type type); /* "cpu", "gpu", "tpu" */
 
+/*
+ * The place of a type in the automatic preference order TPU > GPU > CPU (0 for TPUs): the one order that selection,
+ * placement and the NFD labels use. (The registry lists devices in enum order, CPUs first, for stable ids.)
+ */
+unsigned device_type_rank(enum device_type type);
+
 /* Parses "cpu"|"gpu"|"tpu"; returns 0, or -1. */
 int device_type_parse(const char *text, enum device_type *out);
 

@@ -1,80 +1,45 @@
 /*
- * exec: the job executor behind POST /run and `acceld run`.
+ * exec: the job executor behind POST /run and `acceld run`: queues, workers, the reaper, placement and the life
+ * cycle of a job.
  *
- * One worker thread and one bounded queue per executable device. A job names a kernel (saxpy, triad, dot, sgemm,
- * softmax), its sizes and its inputs (given inline or generated from a seed); it is checked against the limits
- * before anything is allocated (413), refused up front when even an optimistic estimate of its run time exceeds
- * its timeout (422 WOULD_TIME_OUT), queued on the first device of its fallback chain (429 when the queue is full),
- * run by the device's backend (native CPU code, or OpenCL), verified on request against a double-precision
- * reference, and kept in a bounded ring of recent jobs. Running kernels cannot be interrupted: a job that overruns
- * its deadline is answered as timed out at once and its result is dropped when the kernel ends.
- *
- * Backends are ops structs (exec_backend_ops) so tests can register fakes.
+ * One worker thread and one bounded queue per device that a backend serves (backend.h). A job names a kernel
+ * (kernel.h), its sizes and its inputs (given inline or generated from a seed), and the devices it may run on in
+ * order of preference, as the caller's selection (select.h) ranked them; the executor keeps the fallback chain of
+ * its own: the first of those devices it can use now, and on failure the next ones when the job allows it. A job is
+ * checked against the limits before anything is allocated (413), refused up front when even an optimistic estimate
+ * of its run time exceeds its timeout (422 WOULD_TIME_OUT), queued (429 when the queue is full), run by the
+ * device's backend, verified on request against a double-precision reference (jobdata.h), and kept in a bounded ring
+ * of recent jobs. Running kernels cannot be interrupted: a job that overruns its deadline is answered as timed out at
+ * once and its result is dropped when the kernel ends.
  */
 #ifndef ACCELD_EXEC_H
 #define ACCELD_EXEC_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include <jansson.h>
 
+#include "backend.h"
 #include "device.h"
 #include "err.h"
+#include "kernel.h"
 
-enum exec_kernel { EXEC_SAXPY, EXEC_TRIAD, EXEC_DOT, EXEC_SGEMM, EXEC_SOFTMAX, EXEC_KERNEL_COUNT };
-
-enum exec_state { EXEC_QUEUED, EXEC_RUNNING, EXEC_SUCCEEDED, EXEC_FAILED, EXEC_TIMED_OUT, EXEC_CANCELLED };
-
-enum exec_backend_kind { EXEC_BACKEND_NATIVE, EXEC_BACKEND_OPENCL, EXEC_BACKEND_COUNT };
-
-#define EXEC_MAX_INPUTS 3
-
-/*
- * One kernel run as a backend sees it. Inputs are read-only; the output is written out of place.
- *   saxpy:   out[n] = alpha * in[0] + in[1]
- *   triad:   out[n] = in[0] + s * in[1]                      (STREAM's a = b + s*c)
- *   dot:     dot = sum in[0] * in[1]                          (out unused)
- *   sgemm:   out[m x n] = alpha * in[0][m x k] * in[1][k x n] + beta * in[2][m x n]; in[2] NULL means zeros;
- *            row-major
- *   softmax: out[m x n] = row-wise softmax of in[0][m x n]
- */
-struct exec_work {
-	enum exec_kernel kernel;
-	size_t m, n, k;
-	float alpha, beta, s;
-	const float *in[EXEC_MAX_INPUTS];
-	float *out;
-	double dot;
+/* interrupted: only read back from the history (a job that was running when acceld died) */
+enum exec_state {
+	EXEC_QUEUED,
+	EXEC_RUNNING,
+	EXEC_SUCCEEDED,
+	EXEC_FAILED,
+	EXEC_TIMED_OUT,
+	EXEC_CANCELLED,
+	EXEC_INTERRUPTED,
+	EXEC_STATE_COUNT
 };
 
-/* What a backend measured. */
-struct exec_backend_timing {
-	double transfer_ms; /* host <-> device copies; 0 for native */
-	double kernel_ms;
-};
-
-struct exec_backend_ops {
-	const char *name; /* "native", "opencl" */
-	enum exec_backend_kind kind;
-	/*
-	 * Prepares the backend for dev (threads, OpenCL context, programs); runs on the device's worker thread.
-	 * *state is the backend's own. Returns ACCELD_OK, or an error with a message in err.
-	 */
-	enum acceld_err (*open)(const struct device *dev, unsigned threads, void **state, char *err, size_t errsz);
-	/* Runs one kernel; ACCELD_EDEVICE (or ACCELD_ENOMEM) when the device failed, with a message in err. */
-	enum acceld_err (*run)(void *state, struct exec_work *w, struct exec_backend_timing *t, char *err,
-			       size_t errsz);
-	void (*close)(void *state);
-	/*
-	 * true: run may also be called from the thread that submits a tiny job (at most EXEC_INLINE_MAX_BYTES and
-	 * EXEC_INLINE_MAX_FLOPS) while the device has nothing queued or running, concurrently with later calls from the
-	 * worker, and such a call never waits for another one. The native backend qualifies (tiny jobs run serially
-	 * on the calling thread); a backend with one queue (OpenCL) does not.
-	 */
-	bool inline_tiny;
-};
+#define EXEC_CHAIN_MAX 8 /* devices a job may be placed on, in order */
 
 /*
  * Tiny jobs on an idle device whose backend allows it run on the submitting thread, so they do not pay a hand-off
@@ -83,9 +48,6 @@ struct exec_backend_ops {
  */
 #define EXEC_INLINE_MAX_BYTES 262144.0
 #define EXEC_INLINE_MAX_FLOPS 524288.0
-
-extern const struct exec_backend_ops exec_native_ops;
-extern const struct exec_backend_ops exec_opencl_ops;
 
 /*
  * What the history store keeps of a job that starts or finishes. Every pointer is borrowed for the callback's
@@ -96,14 +58,15 @@ struct exec_job_record {
 	const char *kernel;
 	const char *device_id;
 	const char *backend;
-	const char *state;          /* "running"; then "succeeded", "failed", "timed_out", "cancelled" */
+	const char *state;          /* exec_state_name: "running"; then "succeeded", "failed", "timed_out", ... */
 	uint64_t m, n, k;           /* sizes; unused ones 0 */
-	double queued_ms, transfer_ms, kernel_ms, total_ms;
+	double queued_ms, transfer_ms, kernel_ms, total_ms; /* NAN unknown */
 	double flops;
 	double bytes;
 	double cost_usd;            /* NAN when the device's price is unknown */
 	int64_t created_ms, started_ms, finished_ms; /* wall clock; 0 = never */
-	const char *error;          /* NULL when it succeeded */
+	const char *reason;         /* UPPER_SNAKE reason of an error; NULL when it succeeded */
+	const char *error;          /* its detail; NULL when it succeeded */
 };
 
 typedef void (*exec_record_fn)(void *ctx, const struct exec_job_record *rec);
@@ -114,6 +77,7 @@ enum exec_presence {
 	EXEC_CHANGED, /* its id now names another device (another PCI address or UUID) */
 };
 
+/* Every field is required: exec_opts_from_config fills the limits from the configuration. */
 struct exec_opts {
 	const struct device *devices; /* copied */
 	size_t ndevices;
@@ -121,7 +85,7 @@ struct exec_opts {
 	unsigned queue_depth;         /* queued jobs per device */
 	uint64_t default_timeout_ms;
 	uint64_t max_timeout_ms;
-	unsigned recent;              /* jobs kept for GET /run; 0 = 256 */
+	unsigned recent;              /* jobs kept for GET /run */
 	unsigned cpu_threads;         /* native threads; 0 = the CPU's effective CPUs */
 	exec_record_fn on_job_done;   /* may be NULL; called once per finished job, from an executor thread */
 	void *on_job_done_ctx;
@@ -139,21 +103,31 @@ struct exec_opts {
 	 */
 	enum exec_presence (*presence)(void *ctx, const struct device *dev);
 	void *presence_ctx;
-	/* backends to use instead of the built-in ones (tests); NULL for exec_native_ops and exec_opencl_ops */
-	const struct exec_backend_ops *const *backends;
-	size_t nbackends;
+	/* the backends, NULL-terminated (tests pass fakes); NULL for backend_builtin */
+	const struct backend_ops *const *backends;
+	/* starts the executor's threads; NULL for pthread_create (tests make it fail) */
+	int (*thread_create)(pthread_t *thread, void *(*fn)(void *), void *arg);
 };
 
 /* A request, as POST /run and `acceld run` describe it. Start from exec_request_init. */
 struct exec_request {
-	enum exec_kernel kernel;
-	char device[16];            /* "" = choose by prefer */
-	int prefer;                 /* enum prefer (config.h) */
-	int fallback;               /* -1 default (yes with prefer, no with a device), 0 no, 1 yes */
-	int backend;                /* -1 any, else enum exec_backend_kind */
+	enum kernel_id kernel;
+	struct kernel_shape shape;
+	/*
+	 * The devices the job may run on, best first, as selection ranked them (or the one the caller named, with
+	 * pinned set). The job goes to the first one the executor can use; with fallback, to the next ones when a
+	 * device cannot take it or fails while running it.
+	 */
+	char devices[EXEC_CHAIN_MAX][16];
+	unsigned ndevices;
+	bool pinned;                /* devices[0] was named by the caller */
+	bool fallback;
+	char backend[16];           /* "" = each device's default */
+	char placement[512];        /* how devices[0] was chosen, for the answer */
+	char fallback_from[16];     /* selection already fell back from this kind or device ("" no) */
+	char fallback_reason[512];
 	float alpha, beta, s;
-	uint64_t m, n, k;           /* saxpy/triad/dot: n; sgemm: m, n, k; softmax: m rows, n columns */
-	float *inputs[EXEC_MAX_INPUTS]; /* inline inputs (malloc'ed, owned) in kernel order, or NULL */
+	float *inputs[KERNEL_MAX_INPUTS]; /* inline inputs (malloc'ed, owned) in kernel order, or NULL */
 	bool has_inputs;
 	uint64_t seed;
 	bool full;                  /* return the whole output */
@@ -169,55 +143,41 @@ struct exec_refusal {
 	json_t *extra;              /* members to add to the problem (owned; may be NULL) */
 };
 
+/* Fills why: err, reason (NULL: the error's own) and the detail. why->extra is left as it is. */
+void exec_refuse(struct exec_refusal *why, enum acceld_err err, const char *reason, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 struct exec;
 struct exec_job;
 
 typedef void (*exec_done_fn)(void *arg, struct exec_job *job);
 
-/* "saxpy", ...; the kernel for a name (returns -1 when unknown). */
-const char *exec_kernel_name(enum exec_kernel k);
-int exec_kernel_parse(const char *name, enum exec_kernel *out);
+/* "queued", ... "interrupted"; the state of a name (false when unknown). */
 const char *exec_state_name(enum exec_state s);
-int exec_state_parse(const char *name, enum exec_state *out);
-const char *exec_backend_name(enum exec_backend_kind b);
+bool exec_state_parse(const char *name, enum exec_state *out);
 
-/* Names of the inputs a kernel takes, in order (NULL-terminated); sgemm's third ("c") is optional. */
-const char *const *exec_kernel_inputs(enum exec_kernel k);
-
-/* Elements of input i of the request's kernel and sizes (0 when it has no such input). */
-uint64_t exec_input_len(enum exec_kernel k, uint64_t m, uint64_t n, uint64_t kk, unsigned i);
-
-/* Elements of the output (1 for dot). */
-uint64_t exec_output_len(enum exec_kernel k, uint64_t m, uint64_t n, uint64_t kk);
-
-/* Floating-point operations and bytes moved (the minimum traffic) of a kernel at these sizes. */
-double exec_flops(enum exec_kernel k, uint64_t m, uint64_t n, uint64_t kk);
-double exec_bytes(enum exec_kernel k, uint64_t m, uint64_t n, uint64_t kk);
-
-/*
- * Process-wide preparation, before any OpenCL call and before other threads start: sets POCL_CACHE_DIR to
- * pocl_cache_dir (created; NULL or "" leaves PoCL's default) unless the environment names one, and loads OpenBLAS
- * with the right core type (see exec_cpu.h).
- */
-void exec_prepare_process(const char *pocl_cache_dir);
+/* "queued, running, ...": every state name, for messages. */
+const char *exec_state_names_text(void);
 
 struct config;
 
 /* Executor options from the configuration (limits, queue depth, timeouts); devices and callbacks left unset. */
 void exec_opts_from_config(const struct config *cfg, struct exec_opts *opts);
 
-/* The PoCL cache folder: cfg->pocl_cache_dir, else "pocl-cache" beside the database, else "" (PoCL's default). */
-void exec_pocl_cache_dir(const struct config *cfg, char *out, size_t outsz);
-
-/* Fills defaults: alpha 1, beta 0, s 1, prefer auto, fallback -1, backend -1, seed 1, timeout default. */
+/* Fills defaults: alpha 1, beta 0, s 1, no devices, no fallback, seed 1, timeout default. */
 void exec_request_init(struct exec_request *req);
+
+/* Appends a device id to the request's devices (ignored beyond EXEC_CHAIN_MAX). */
+void exec_request_add_device(struct exec_request *req, const char *id);
 
 /* Frees the inline inputs a request still owns. */
 void exec_request_release(struct exec_request *req);
 
 /*
- * Starts the executor: one worker per executable device (CPU natively, GPUs through OpenCL). Devices are copied.
- * Returns ACCELD_OK and *out, or an error.
+ * Starts the executor: one worker per device that a backend serves. Devices are copied. A worker that cannot be
+ * started is logged and leaves its device without a backend (exec_device answers NULL for it). Returns ACCELD_OK
+ * and *out, or ACCELD_EINVAL for options out of range, or ACCELD_EUNAVAILABLE (logged) when the thread that
+ * enforces deadlines cannot be started.
  */
 enum acceld_err exec_new(const struct exec_opts *opts, struct exec **out);
 
@@ -226,6 +186,15 @@ enum acceld_err exec_new(const struct exec_opts *opts, struct exec **out);
  * and frees the executor. Jobs still referenced stay valid until unreferenced. NULL is allowed.
  */
 void exec_free(struct exec *ex);
+
+/*
+ * The executor's copy of the device with this id when it runs jobs on it (a worker is running and a backend
+ * serves it), else NULL. The copy is fixed at start; no lock is taken, so detection may ask while it refreshes.
+ */
+const struct device *exec_device(const struct exec *ex, const char *id);
+
+/* The name of the backend a job on this device would use by default, or NULL when it has none. */
+const char *exec_device_backend(const struct exec *ex, const char *id);
 
 /*
  * Checks and queues a job. The request's inputs are taken over (req->inputs cleared). On success *out holds a
@@ -255,10 +224,13 @@ void exec_job_unref(struct exec_job *job); /* NULL allowed */
 enum exec_state exec_job_state(struct exec_job *job);
 const char *exec_job_id(const struct exec_job *job);
 
-/* The error of a failed job (the acceld_err that maps to its status) and its message; ACCELD_OK otherwise. */
-enum acceld_err exec_job_error(struct exec_job *job, char *detail, size_t detailsz);
+/*
+ * The error of a job that did not succeed: the acceld_err that maps to its status, its UPPER_SNAKE reason and its
+ * message; ACCELD_OK otherwise.
+ */
+enum acceld_err exec_job_error(struct exec_job *job, char *reason, size_t reasonsz, char *detail, size_t detailsz);
 
-/* The job as the API shows it (a new object); the output array only when the request asked for it. */
+/* The job as the API shows it (a new object, see jobdoc.h); the output array only when the request asked for it. */
 json_t *exec_job_json(struct exec_job *job);
 
 /* Blocks until the job is final (for the command line). */

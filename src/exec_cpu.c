@@ -10,7 +10,6 @@
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,7 +22,7 @@
 #endif
 
 #include "clock.h"
-#include "exec.h"
+#include "config.h"
 #include "log.h"
 #include "mem.h"
 
@@ -43,167 +42,6 @@
  * moves 12 bytes per element of saxpy or triad instead of 16.
  */
 #define STREAM_MIN_BYTES (8u << 20)
-#define MAX_THREADS 256
-
-/* --- the pool --- */
-
-struct exec_cpu {
-	unsigned nthreads;       /* parts per task; the caller runs part 0 */
-	pthread_t *threads;      /* nthreads - 1 helpers */
-	pthread_mutex_t run_mu;  /* one task at a time */
-	pthread_mutex_t mu;
-	pthread_cond_t go;
-	pthread_cond_t done;
-	uint64_t gen;
-	unsigned pending;
-	bool stop;
-	exec_cpu_fn fn;
-	void *arg;
-	size_t n;
-	size_t align;
-};
-
-struct helper_arg {
-	struct exec_cpu *cpu;
-	unsigned part;
-};
-
-static void part_range(size_t n, unsigned parts, unsigned part, size_t align, size_t *begin, size_t *end)
-{
-	size_t chunk = (n + parts - 1) / parts;
-
-	chunk = (chunk + align - 1) / align * align;
-	*begin = chunk * part < n ? chunk * part : n;
-	*end = *begin + chunk < n ? *begin + chunk : n;
-}
-
-static void *helper_main(void *p)
-{
-	struct helper_arg ha = *(struct helper_arg *)p;
-	struct exec_cpu *cpu = ha.cpu;
-	uint64_t seen = 0;
-
-	free(p);
-	pthread_mutex_lock(&cpu->mu);
-	for (;;) {
-		size_t b;
-		size_t e;
-
-		while (!cpu->stop && cpu->gen == seen)
-			pthread_cond_wait(&cpu->go, &cpu->mu);
-		if (cpu->stop)
-			break;
-		seen = cpu->gen;
-		pthread_mutex_unlock(&cpu->mu);
-		part_range(cpu->n, cpu->nthreads, ha.part, cpu->align, &b, &e);
-		if (b < e)
-			cpu->fn(cpu->arg, ha.part, b, e);
-		pthread_mutex_lock(&cpu->mu);
-		if (--cpu->pending == 0)
-			pthread_cond_signal(&cpu->done);
-	}
-	pthread_mutex_unlock(&cpu->mu);
-	return NULL;
-}
-
-unsigned exec_cpu_usable(void)
-{
-	cpu_set_t set;
-	int n;
-
-	if (sched_getaffinity(0, sizeof(set), &set) != 0)
-		return 1;
-	n = CPU_COUNT(&set);
-	return n > 0 ? (unsigned)n : 1;
-}
-
-enum acceld_err exec_cpu_new(unsigned threads, struct exec_cpu **out)
-{
-	struct exec_cpu *cpu = xcalloc(1, sizeof(*cpu));
-	unsigned started = 0;
-
-	if (threads == 0)
-		threads = exec_cpu_usable();
-	if (threads > MAX_THREADS)
-		threads = MAX_THREADS;
-	cpu->nthreads = threads;
-	pthread_mutex_init(&cpu->run_mu, NULL);
-	pthread_mutex_init(&cpu->mu, NULL);
-	pthread_cond_init(&cpu->go, NULL);
-	pthread_cond_init(&cpu->done, NULL);
-	cpu->threads = xcalloc(threads, sizeof(pthread_t));
-	for (unsigned i = 1; i < threads; i++) {
-		struct helper_arg *ha = xmalloc(sizeof(*ha));
-
-		ha->cpu = cpu;
-		ha->part = i;
-		if (pthread_create(&cpu->threads[i - 1], NULL, helper_main, ha) != 0) {
-			free(ha);
-			break;
-		}
-		started++;
-	}
-	/* fewer helpers than asked (thread limits) still make a working pool */
-	cpu->nthreads = started + 1;
-	*out = cpu;
-	return ACCELD_OK;
-}
-
-void exec_cpu_free(struct exec_cpu *cpu)
-{
-	if (cpu == NULL)
-		return;
-	pthread_mutex_lock(&cpu->mu);
-	cpu->stop = true;
-	pthread_cond_broadcast(&cpu->go);
-	pthread_mutex_unlock(&cpu->mu);
-	for (unsigned i = 1; i < cpu->nthreads; i++)
-		pthread_join(cpu->threads[i - 1], NULL);
-	free(cpu->threads);
-	pthread_cond_destroy(&cpu->go);
-	pthread_cond_destroy(&cpu->done);
-	pthread_mutex_destroy(&cpu->mu);
-	pthread_mutex_destroy(&cpu->run_mu);
-	free(cpu);
-}
-
-unsigned exec_cpu_threads(const struct exec_cpu *cpu)
-{
-	return cpu->nthreads;
-}
-
-void exec_cpu_parallel(struct exec_cpu *cpu, size_t n, size_t grain, size_t align, exec_cpu_fn fn, void *arg)
-{
-	size_t b;
-	size_t e;
-
-	if (n == 0)
-		return;
-	if (align == 0)
-		align = 1;
-	if (cpu->nthreads <= 1 || n < grain) {
-		fn(arg, 0, 0, n);
-		return;
-	}
-	pthread_mutex_lock(&cpu->run_mu);
-	pthread_mutex_lock(&cpu->mu);
-	cpu->fn = fn;
-	cpu->arg = arg;
-	cpu->n = n;
-	cpu->align = align;
-	cpu->pending = cpu->nthreads - 1;
-	cpu->gen++;
-	pthread_cond_broadcast(&cpu->go);
-	pthread_mutex_unlock(&cpu->mu);
-	part_range(n, cpu->nthreads, 0, align, &b, &e);
-	if (b < e)
-		fn(arg, 0, b, e);
-	pthread_mutex_lock(&cpu->mu);
-	while (cpu->pending > 0)
-		pthread_cond_wait(&cpu->done, &cpu->mu);
-	pthread_mutex_unlock(&cpu->mu);
-	pthread_mutex_unlock(&cpu->run_mu);
-}
 
 /* --- memory-bound kernels --- */
 
@@ -358,7 +196,7 @@ struct vec_task {
 	const float *x;
 	const float *y;
 	float *out;
-	double partial[MAX_THREADS];
+	double partial[POOL_MAX_THREADS];
 };
 
 static void saxpy_part(void *arg, unsigned part, size_t b, size_t e)
@@ -395,39 +233,39 @@ static void fill_part(void *arg, unsigned part, size_t b, size_t e)
 		fill_loop(e - b, t->alpha, t->out + b);
 }
 
-void exec_cpu_saxpy(struct exec_cpu *cpu, size_t n, float alpha, const float *x, const float *y, float *out)
+void exec_cpu_saxpy(struct pool *cpu, size_t n, float alpha, const float *x, const float *y, float *out)
 {
 	struct vec_task t = {.alpha = alpha, .x = x, .y = y, .out = out,
 			      .stream = n * sizeof(float) >= STREAM_MIN_BYTES};
 
-	exec_cpu_parallel(cpu, n, SERIAL_GRAIN, 16, saxpy_part, &t);
+	pool_parallel(cpu, n, SERIAL_GRAIN, 16, saxpy_part, &t);
 }
 
-void exec_cpu_triad(struct exec_cpu *cpu, size_t n, float s, const float *b, const float *c, float *out)
+void exec_cpu_triad(struct pool *cpu, size_t n, float s, const float *b, const float *c, float *out)
 {
 	struct vec_task t = {.alpha = s, .x = b, .y = c, .out = out,
 			      .stream = n * sizeof(float) >= STREAM_MIN_BYTES};
 
-	exec_cpu_parallel(cpu, n, SERIAL_GRAIN, 16, triad_part, &t);
+	pool_parallel(cpu, n, SERIAL_GRAIN, 16, triad_part, &t);
 }
 
-double exec_cpu_dot(struct exec_cpu *cpu, size_t n, const float *x, const float *y)
+double exec_cpu_dot(struct pool *cpu, size_t n, const float *x, const float *y)
 {
 	struct vec_task t = {.x = x, .y = y};
 	double sum = 0.0;
 
-	exec_cpu_parallel(cpu, n, SERIAL_GRAIN, 16, dot_part, &t);
-	for (unsigned i = 0; i < cpu->nthreads && n > 0; i++)
+	pool_parallel(cpu, n, SERIAL_GRAIN, 16, dot_part, &t);
+	for (unsigned i = 0; i < pool_threads(cpu) && n > 0; i++)
 		sum += t.partial[i];
 	return sum;
 }
 
-void exec_cpu_fill(struct exec_cpu *cpu, float *p, size_t n, float v)
+void exec_cpu_fill(struct pool *cpu, float *p, size_t n, float v)
 {
 	struct vec_task t = {.alpha = v, .out = p,
 			      .stream = n * sizeof(float) >= STREAM_MIN_BYTES};
 
-	exec_cpu_parallel(cpu, n, SERIAL_GRAIN, 1024, fill_part, &t);
+	pool_parallel(cpu, n, SERIAL_GRAIN, 1024, fill_part, &t);
 }
 
 /* --- softmax --- */
@@ -472,13 +310,13 @@ static void softmax_part(void *arg, unsigned part, size_t b, size_t e)
 	}
 }
 
-void exec_cpu_softmax(struct exec_cpu *cpu, size_t rows, size_t cols, const float *x, float *out)
+void exec_cpu_softmax(struct pool *cpu, size_t rows, size_t cols, const float *x, float *out)
 {
 	struct softmax_task t = {.cols = cols, .x = x, .out = out};
 
 	if (cols == 0)
 		return;
-	exec_cpu_parallel(cpu, rows, rows * cols < SERIAL_GRAIN ? rows + 1 : 1, 1, softmax_part, &t);
+	pool_parallel(cpu, rows, rows * cols < SERIAL_GRAIN ? rows + 1 : 1, 1, softmax_part, &t);
 }
 
 /* --- sgemm --- */
@@ -546,13 +384,13 @@ static void gemm_part(void *arg, unsigned part, size_t rb, size_t re)
 	}
 }
 
-static void sgemm_builtin(struct exec_cpu *cpu, const struct gemm_task *t)
+static void sgemm_builtin(struct pool *cpu, const struct gemm_task *t)
 {
-	exec_cpu_parallel(cpu, t->m, t->m * t->n * t->k < 1000000 ? t->m + 1 : 1, GEMM_MC, gemm_part,
+	pool_parallel(cpu, t->m, t->m * t->n * t->k < 1000000 ? t->m + 1 : 1, GEMM_MC, gemm_part,
 			  (void *)(uintptr_t)t);
 }
 
-void exec_cpu_sgemm(struct exec_cpu *cpu, size_t m, size_t n, size_t k, float alpha, const float *a, const float *b,
+void exec_cpu_sgemm(struct pool *cpu, size_t m, size_t n, size_t k, float alpha, const float *a, const float *b,
 		    float beta, const float *c, float *out)
 {
 	struct gemm_task t = {.m = m, .n = n, .k = k, .alpha = alpha, .beta = beta, .a = a, .b = b, .c = c, .out = out};
@@ -705,54 +543,63 @@ const char *exec_cpu_blas_note(void)
 
 /* --- the backend --- */
 
+static bool native_serves(const struct device *dev)
+{
+	return dev->type == DEVICE_CPU;
+}
+
+static void native_prepare(const struct config *cfg)
+{
+	(void)cfg;
+	exec_cpu_blas_prepare();
+}
+
 static enum acceld_err native_open(const struct device *dev, unsigned threads, void **state, char *err,
 				   size_t errsz)
 {
-	struct exec_cpu *cpu = NULL;
-	enum acceld_err rc;
+	struct pool *cpu;
 
 	(void)dev;
+	(void)err;
+	(void)errsz;
 	exec_cpu_blas_prepare();
-	rc = exec_cpu_new(threads, &cpu);
-	if (rc != ACCELD_OK) {
-		snprintf(err, errsz, "cannot start CPU threads");
-		return rc;
-	}
+	cpu = pool_new(threads);
 	if (blas.usable && blas.set_threads)
-		blas.set_threads((int)exec_cpu_threads(cpu));
+		blas.set_threads((int)pool_threads(cpu));
 	*state = cpu;
 	return ACCELD_OK;
 }
 
-static enum acceld_err native_run(void *state, struct exec_work *w, struct exec_backend_timing *t, char *err,
+static enum acceld_err native_run(void *state, struct backend_work *w, struct backend_timing *t, char *err,
 				  size_t errsz)
 {
-	struct exec_cpu *cpu = state;
+	struct pool *cpu = state;
+	struct kernel_shape shape = {.m = w->m, .n = w->n, .k = w->k};
 	uint64_t t0;
 
 	(void)err;
 	(void)errsz;
 	/* fault the output's pages in first so the timed kernel sees warm memory, as a STREAM loop does */
 	if (w->out != NULL)
-		exec_cpu_fill(cpu, w->out, exec_output_len(w->kernel, w->m, w->n, w->k), 0.0f);
+		exec_cpu_fill(cpu, w->out, (size_t)kernel_output_len(w->kernel, &shape), 0.0f);
 	t0 = clock_mono_ns();
 	switch (w->kernel) {
-	case EXEC_SAXPY:
+	case KERNEL_SAXPY:
 		exec_cpu_saxpy(cpu, w->n, w->alpha, w->in[0], w->in[1], w->out);
 		break;
-	case EXEC_TRIAD:
+	case KERNEL_TRIAD:
 		exec_cpu_triad(cpu, w->n, w->s, w->in[0], w->in[1], w->out);
 		break;
-	case EXEC_DOT:
+	case KERNEL_DOT:
 		w->dot = exec_cpu_dot(cpu, w->n, w->in[0], w->in[1]);
 		break;
-	case EXEC_SGEMM:
+	case KERNEL_SGEMM:
 		exec_cpu_sgemm(cpu, w->m, w->n, w->k, w->alpha, w->in[0], w->in[1], w->beta, w->in[2], w->out);
 		break;
-	case EXEC_SOFTMAX:
+	case KERNEL_SOFTMAX:
 		exec_cpu_softmax(cpu, w->m, w->n, w->in[0], w->out);
 		break;
-	case EXEC_KERNEL_COUNT:
+	case KERNEL_COUNT:
 		break;
 	}
 	t->kernel_ms = (double)(clock_mono_ns() - t0) / 1e6;
@@ -762,12 +609,15 @@ static enum acceld_err native_run(void *state, struct exec_work *w, struct exec_
 
 static void native_close(void *state)
 {
-	exec_cpu_free(state);
+	pool_free(state);
 }
 
-const struct exec_backend_ops exec_native_ops = {
+const struct backend_ops backend_native = {
 	.name = "native",
-	.kind = EXEC_BACKEND_NATIVE,
+	.serves_what = "CPUs",
+	.rank = 0,
+	.serves = native_serves,
+	.prepare = native_prepare,
 	.open = native_open,
 	.run = native_run,
 	.close = native_close,

@@ -12,6 +12,7 @@
 #include <CL/cl.h>
 
 #include "clock.h"
+#include "config.h"
 #include "exec_kernels.h"
 #include "mem.h"
 
@@ -200,15 +201,15 @@ static enum acceld_err warm_up(struct exec_ocl *ocl, char *err, size_t errsz)
 {
 	static const float in[64] = {1.0f, 2.0f, 3.0f};
 	float out[64 * 64];
-	struct exec_backend_timing t;
+	struct backend_timing t;
 	static const struct {
-		enum exec_kernel kernel;
+		enum kernel_id kernel;
 		size_t m, n, k;
-	} runs[] = {{EXEC_SAXPY, 1, 8, 0}, {EXEC_TRIAD, 1, 8, 0}, {EXEC_DOT, 1, 8, 0}, {EXEC_SGEMM, 64, 64, 1},
-		    {EXEC_SOFTMAX, 1, 8, 0}};
+	} runs[] = {{KERNEL_SAXPY, 1, 8, 0}, {KERNEL_TRIAD, 1, 8, 0}, {KERNEL_DOT, 1, 8, 0}, {KERNEL_SGEMM, 64, 64, 1},
+		    {KERNEL_SOFTMAX, 1, 8, 0}};
 
 	for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
-		struct exec_work w = {.kernel = runs[i].kernel, .m = runs[i].m, .n = runs[i].n, .k = runs[i].k,
+		struct backend_work w = {.kernel = runs[i].kernel, .m = runs[i].m, .n = runs[i].n, .k = runs[i].k,
 				      .alpha = 1.0f, .s = 1.0f, .in = {in, in, NULL}, .out = out};
 		enum acceld_err rc = exec_ocl_run(ocl, &w, &t, err, errsz);
 
@@ -493,7 +494,7 @@ static size_t round_up(size_t v, size_t to)
 }
 
 /* Runs the vector kernels; returns the kernel time in ns. */
-static uint64_t run_vector(struct launch *l, struct exec_work *w, uint64_t *t_in, uint64_t *t_out)
+static uint64_t run_vector(struct launch *l, struct backend_work *w)
 {
 	struct exec_ocl *ocl = l->ocl;
 	cl_ulong n = w->n;
@@ -504,7 +505,7 @@ static uint64_t run_vector(struct launch *l, struct exec_work *w, uint64_t *t_in
 	uint64_t t1;
 	size_t items = (w->n + 3) / 4;
 
-	if (w->kernel == EXEC_DOT) {
+	if (w->kernel == KERNEL_DOT) {
 		size_t groups = (items + ocl->wg - 1) / ocl->wg;
 
 		if (groups > DOT_MAX_GROUPS)
@@ -514,14 +515,13 @@ static uint64_t run_vector(struct launch *l, struct exec_work *w, uint64_t *t_in
 		items = groups * ocl->wg;
 		out = device_buffer(l, groups);
 		finish(l, "clFinish (upload)");
-		*t_in = clock_mono_ns();
+		t0 = clock_mono_ns();
 		set_arg(l, ocl->kernels[K_DOT], 0, sizeof(n), &n);
 		set_arg(l, ocl->kernels[K_DOT], 1, sizeof(cl_mem), &x);
 		set_arg(l, ocl->kernels[K_DOT], 2, sizeof(cl_mem), &y);
 		set_arg(l, ocl->kernels[K_DOT], 3, sizeof(cl_mem), &out);
 		enqueue(l, ocl->kernels[K_DOT], 1, &items, &ocl->wg);
 		finish(l, "clFinish (dot)");
-		t0 = *t_in;
 		t1 = clock_mono_ns();
 		{
 			float partial[DOT_MAX_GROUPS];
@@ -532,16 +532,14 @@ static uint64_t run_vector(struct launch *l, struct exec_work *w, uint64_t *t_in
 				sum += partial[i];
 			w->dot = sum;
 		}
-		*t_out = clock_mono_ns();
 		return t1 - t0;
 	}
 	out = device_buffer(l, w->n);
 	finish(l, "clFinish (upload)");
 	t0 = clock_mono_ns();
-	*t_in = t0;
 	{
-		cl_kernel k = ocl->kernels[w->kernel == EXEC_SAXPY ? K_SAXPY : K_TRIAD];
-		float scalar = w->kernel == EXEC_SAXPY ? w->alpha : w->s;
+		cl_kernel k = ocl->kernels[w->kernel == KERNEL_SAXPY ? K_SAXPY : K_TRIAD];
+		float scalar = w->kernel == KERNEL_SAXPY ? w->alpha : w->s;
 
 		set_arg(l, k, 0, sizeof(n), &n);
 		set_arg(l, k, 1, sizeof(float), &scalar);
@@ -554,11 +552,10 @@ static uint64_t run_vector(struct launch *l, struct exec_work *w, uint64_t *t_in
 	finish(l, "clFinish (kernel)");
 	t1 = clock_mono_ns();
 	read_back(l, out, w->out, w->n);
-	*t_out = clock_mono_ns();
 	return t1 - t0;
 }
 
-static uint64_t run_sgemm(struct launch *l, struct exec_work *w, uint64_t *t_in, uint64_t *t_out)
+static uint64_t run_sgemm(struct launch *l, struct backend_work *w)
 {
 	struct exec_ocl *ocl = l->ocl;
 	size_t mp = round_up(w->m, SGEMM_TILE_M);
@@ -595,7 +592,6 @@ static uint64_t run_sgemm(struct launch *l, struct exec_work *w, uint64_t *t_in,
 		write_rect(l, c, w->in[2], w->m, w->n, np);
 	finish(l, "clFinish (upload)");
 	t0 = clock_mono_ns();
-	*t_in = t0;
 	set_arg(l, ocl->kernels[K_SGEMM], 0, sizeof(cl_int), &mi);
 	set_arg(l, ocl->kernels[K_SGEMM], 1, sizeof(cl_int), &ni);
 	set_arg(l, ocl->kernels[K_SGEMM], 2, sizeof(cl_int), &ki);
@@ -621,11 +617,10 @@ static uint64_t run_sgemm(struct launch *l, struct exec_work *w, uint64_t *t_in,
 			l->what = "clEnqueueReadBufferRect";
 		}
 	}
-	*t_out = clock_mono_ns();
 	return t1 - t0;
 }
 
-static uint64_t run_softmax(struct launch *l, struct exec_work *w, uint64_t *t_in, uint64_t *t_out)
+static uint64_t run_softmax(struct launch *l, struct backend_work *w)
 {
 	struct exec_ocl *ocl = l->ocl;
 	size_t count = w->m * w->n;
@@ -638,7 +633,6 @@ static uint64_t run_softmax(struct launch *l, struct exec_work *w, uint64_t *t_i
 
 	finish(l, "clFinish (upload)");
 	t0 = clock_mono_ns();
-	*t_in = t0;
 	set_arg(l, ocl->kernels[K_SOFTMAX], 0, sizeof(cols), &cols);
 	set_arg(l, ocl->kernels[K_SOFTMAX], 1, sizeof(cl_mem), &x);
 	set_arg(l, ocl->kernels[K_SOFTMAX], 2, sizeof(cl_mem), &out);
@@ -647,36 +641,33 @@ static uint64_t run_softmax(struct launch *l, struct exec_work *w, uint64_t *t_i
 	finish(l, "clFinish (softmax)");
 	t1 = clock_mono_ns();
 	read_back(l, out, w->out, count);
-	*t_out = clock_mono_ns();
 	return t1 - t0;
 }
 
-enum acceld_err exec_ocl_run(struct exec_ocl *ocl, struct exec_work *w, struct exec_backend_timing *t, char *err,
+enum acceld_err exec_ocl_run(struct exec_ocl *ocl, struct backend_work *w, struct backend_timing *t, char *err,
 			     size_t errsz)
 {
 	struct launch l = {.ocl = ocl, .rc = CL_SUCCESS, .what = ""};
 	uint64_t start = clock_mono_ns();
-	uint64_t t_in = start;
-	uint64_t t_out = start;
 	uint64_t kernel_ns = 0;
 
-	if (w->kernel == EXEC_SGEMM && (w->m > INT_MAX || w->n > INT_MAX || w->k > INT_MAX)) {
+	if (w->kernel == KERNEL_SGEMM && (w->m > INT_MAX || w->n > INT_MAX || w->k > INT_MAX)) {
 		snprintf(err, errsz, "sgemm sizes beyond %d are not supported by the OpenCL backend", INT_MAX);
 		return ACCELD_ETOOLARGE;
 	}
 	switch (w->kernel) {
-	case EXEC_SAXPY:
-	case EXEC_TRIAD:
-	case EXEC_DOT:
-		kernel_ns = run_vector(&l, w, &t_in, &t_out);
+	case KERNEL_SAXPY:
+	case KERNEL_TRIAD:
+	case KERNEL_DOT:
+		kernel_ns = run_vector(&l, w);
 		break;
-	case EXEC_SGEMM:
-		kernel_ns = run_sgemm(&l, w, &t_in, &t_out);
+	case KERNEL_SGEMM:
+		kernel_ns = run_sgemm(&l, w);
 		break;
-	case EXEC_SOFTMAX:
-		kernel_ns = run_softmax(&l, w, &t_in, &t_out);
+	case KERNEL_SOFTMAX:
+		kernel_ns = run_softmax(&l, w);
 		break;
-	case EXEC_KERNEL_COUNT:
+	case KERNEL_COUNT:
 		break;
 	}
 	pool_put_all(ocl);
@@ -688,22 +679,53 @@ enum acceld_err exec_ocl_run(struct exec_ocl *ocl, struct exec_work *w, struct e
 	t->kernel_ms = (double)kernel_ns / 1e6;
 	/* everything but the kernel: uploads, read-back, and the launch of the copies */
 	t->transfer_ms = (double)(clock_mono_ns() - start - kernel_ns) / 1e6;
-	(void)t_in;
-	(void)t_out;
 	return ACCELD_OK;
 }
 
-/*
- * Sanitizer builds: PoCL and the LLVM it compiles with keep allocations for the life of the process (mostly on
- * a cold program cache); they are not acceld's leaks. LeakSanitizer reads this hook; other builds ignore it.
- */
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void)
+/* --- the backend --- */
+
+static bool ocl_serves(const struct device *dev)
 {
-	return "leak:libpocl\nleak:libLLVM\nleak:libclang\nleak:libOpenCL\n";
+	return dev->opencl.present && dev->type != DEVICE_TPU;
 }
 
-/* --- the backend --- */
+/* POCL_CACHE_DIR: the configured folder, else "pocl-cache" beside the database (PoCL's default for in-memory
+ * or URI databases) */
+static void ocl_prepare(const struct config *cfg)
+{
+	char dir[4096];
+	const char *slash;
+
+	dir[0] = '\0';
+	if (cfg->pocl_cache_dir != NULL)
+		snprintf(dir, sizeof(dir), "%s", cfg->pocl_cache_dir);
+	else if (cfg->db_path == NULL || strcmp(cfg->db_path, ":memory:") == 0 || strncmp(cfg->db_path, "file:", 5) == 0)
+		return;
+	else if ((slash = strrchr(cfg->db_path, '/')) == NULL)
+		snprintf(dir, sizeof(dir), "pocl-cache");
+	else
+		snprintf(dir, sizeof(dir), "%.*s/pocl-cache", (int)(slash - cfg->db_path), cfg->db_path);
+	exec_opencl_set_cache_dir(dir);
+}
+
+/* every buffer of a run must fit the device's largest allocation */
+static enum acceld_err ocl_admit(const struct device *dev, enum kernel_id k, const struct kernel_shape *s,
+				 const char **reason, char *detail, size_t detailsz)
+{
+	uint64_t largest = kernel_output_len(k, s);
+
+	for (unsigned i = 0; i < KERNEL_MAX_INPUTS; i++)
+		if (kernel_input_len(k, s, i) > largest)
+			largest = kernel_input_len(k, s, i);
+	if (dev->opencl.max_alloc_bytes == 0 || largest <= dev->opencl.max_alloc_bytes / sizeof(float))
+		return ACCELD_OK;
+	*reason = "EXCEEDS_DEVICE_ALLOCATION";
+	snprintf(detail, detailsz, "a buffer of %llu bytes exceeds %s's largest allocation of %llu bytes",
+		 largest > UINT64_MAX / sizeof(float) ? (unsigned long long)UINT64_MAX
+						      : (unsigned long long)(largest * sizeof(float)),
+		 dev->id, (unsigned long long)dev->opencl.max_alloc_bytes);
+	return ACCELD_ETOOLARGE;
+}
 
 static enum acceld_err ocl_backend_open(const struct device *dev, unsigned threads, void **state, char *err,
 					size_t errsz)
@@ -718,7 +740,7 @@ static enum acceld_err ocl_backend_open(const struct device *dev, unsigned threa
 	return rc;
 }
 
-static enum acceld_err ocl_backend_run(void *state, struct exec_work *w, struct exec_backend_timing *t, char *err,
+static enum acceld_err ocl_backend_run(void *state, struct backend_work *w, struct backend_timing *t, char *err,
 				       size_t errsz)
 {
 	return exec_ocl_run(state, w, t, err, errsz);
@@ -729,9 +751,13 @@ static void ocl_backend_close(void *state)
 	exec_ocl_close(state);
 }
 
-const struct exec_backend_ops exec_opencl_ops = {
+const struct backend_ops backend_opencl = {
 	.name = "opencl",
-	.kind = EXEC_BACKEND_OPENCL,
+	.serves_what = "devices with an OpenCL view",
+	.rank = 20,
+	.serves = ocl_serves,
+	.prepare = ocl_prepare,
+	.admit = ocl_admit,
 	.open = ocl_backend_open,
 	.run = ocl_backend_run,
 	.close = ocl_backend_close,

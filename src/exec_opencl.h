@@ -1,5 +1,5 @@
 /*
- * exec_opencl: the OpenCL backend (GPUs, and PoCL's CPU device, which CI uses to test this path).
+ * exec_opencl: the OpenCL backend (backend_opencl in backend.h: GPUs, and PoCL's CPU device, which CI uses to test this path).
  *
  * One exec_ocl per worker: its own context, command queue, program (built once when it opens) and cl_kernel
  * objects, since clSetKernelArg on one kernel is not thread-safe, and a small pool of device buffers reused across
@@ -16,7 +16,7 @@
 
 #include "device.h"
 #include "err.h"
-#include "exec.h"
+#include "backend.h"
 
 struct exec_ocl;
 
@@ -36,7 +36,7 @@ enum acceld_err exec_ocl_open(const struct device *dev, struct exec_ocl **out, c
 void exec_ocl_close(struct exec_ocl *ocl); /* NULL allowed */
 
 /* Runs one kernel on the device: inputs are copied in, the output copied back. */
-enum acceld_err exec_ocl_run(struct exec_ocl *ocl, struct exec_work *w, struct exec_backend_timing *t, char *err,
+enum acceld_err exec_ocl_run(struct exec_ocl *ocl, struct backend_work *w, struct backend_timing *t, char *err,
 			     size_t errsz);
 
 /* The name of an OpenCL error code ("CL_OUT_OF_RESOURCES"); "CL_UNKNOWN_ERROR" for others. */

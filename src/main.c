@@ -117,13 +117,8 @@ static int cmd_serve(int argc, char **argv)
 
 	app.metrics = metrics_new(); /* before the server, which reports every request to it */
 	app_http_opts(&app, &hopts);
-	{
-		char pocl_dir[4096];
-
-		/* before any thread or OpenCL call: PoCL's cache folder and OpenBLAS's core type (exec.h) */
-		exec_pocl_cache_dir(&app.cfg, pocl_dir, sizeof(pocl_dir));
-		exec_prepare_process(pocl_dir);
-	}
+	/* before any thread or OpenCL call: the backends' process-wide settings (PoCL's cache, OpenBLAS's core) */
+	backend_prepare_all(&app.cfg);
 	/* serve first, so /livez answers while start-up work runs */
 	if (http_server_start(&hopts, &app.http, err, sizeof(err)) != 0) {
 		log_msg(LOGL_ERROR, "http", "%s", err);

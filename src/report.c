@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "select.h"
 #include "clock.h"
 #include "config.h"
 #include "log.h"
@@ -68,31 +69,34 @@ static const struct device *first_of(const struct detect_snapshot *s, enum devic
 	return NULL;
 }
 
-/* The seeds' automatic order: TPU (when allowed) > GPU > CPU. */
-static const struct device *recommended(const struct detect_snapshot *s, const struct config *cfg)
+/*
+ * The device GET /select names for prefer (and the configured allow_tpu, no other constraint), or NULL when the host
+ * has no device of a named kind (selection would fall back to another kind).
+ */
+static const struct device *choice(const struct detect_snapshot *s, const struct config *cfg, int prefer)
 {
-	const struct device *d = cfg->allow_tpu ? first_of(s, DEVICE_TPU) : NULL;
+	struct select_request req;
+	struct select_result res;
+	const struct device *d = NULL;
 
-	if (d == NULL)
-		d = first_of(s, DEVICE_GPU);
-	if (d == NULL)
-		d = first_of(s, DEVICE_CPU);
+	select_request_init(&req, cfg);
+	req.prefer = prefer;
+	if (select_choose(s->devices, s->n, &req, NULL, 0, &res) == ACCELD_OK && !res.fell_back)
+		d = res.device;
+	select_result_release(&res);
 	return d;
 }
 
-/* The device the configured preference points at, or NULL when the host has none of that type. */
+/* The device the configured preference points at. */
 static const struct device *preferred(const struct detect_snapshot *s, const struct config *cfg)
 {
-	switch (cfg->prefer) {
-	case PREFER_CPU:
-		return first_of(s, DEVICE_CPU);
-	case PREFER_GPU:
-		return first_of(s, DEVICE_GPU);
-	case PREFER_TPU:
-		return cfg->allow_tpu ? first_of(s, DEVICE_TPU) : NULL;
-	default:
-		return recommended(s, cfg);
-	}
+	return choice(s, cfg, cfg->prefer);
+}
+
+/* The automatic order's choice: TPU (when allowed) > GPU > CPU. */
+static const struct device *recommended(const struct detect_snapshot *s, const struct config *cfg)
+{
+	return choice(s, cfg, PREFER_AUTO);
 }
 
 static void backends_text(unsigned bits, char *out, size_t outsz)

@@ -9,16 +9,8 @@
 
 #include "mem.h"
 
-/* auto order: TPU > GPU > CPU */
+/* auto order: TPU > GPU > CPU (device_type_rank) */
 static const enum device_type auto_order[3] = {DEVICE_TPU, DEVICE_GPU, DEVICE_CPU};
-
-static unsigned type_rank(enum device_type t)
-{
-	for (unsigned i = 0; i < 3; i++)
-		if (auto_order[i] == t)
-			return i;
-	return 3;
-}
 
 static const char *type_upper(enum device_type t)
 {
@@ -36,7 +28,6 @@ static const char *type_upper(enum device_type t)
 /* --- request fields --- */
 
 static const char *const policy_names[] = {"priority", "fastest", "cheapest", "efficient"};
-static const char *const kernel_names[] = {"", "saxpy", "dot", "sgemm", "softmax", "triad"};
 static const char *const format_names[] = {"json", "env"};
 static const char *const scope_names[] = {"chip", "host"};
 static const char *const prefer_names[] = {"auto", "cpu", "gpu", "tpu"};
@@ -72,18 +63,13 @@ const char *select_policy_name(enum select_policy p)
 	return (unsigned)p < 4 ? policy_names[p] : "priority";
 }
 
-const char *select_kernel_name(enum select_kernel k)
-{
-	return (unsigned)k < 6 ? kernel_names[k] : "";
-}
-
 void select_request_init(struct select_request *req, const struct config *cfg)
 {
 	memset(req, 0, sizeof(*req));
 	req->prefer = cfg ? cfg->prefer : PREFER_AUTO;
 	req->allow_tpu = cfg ? cfg->allow_tpu : true;
 	req->policy = SELECT_PRIORITY;
-	req->kernel = SELECT_KERNEL_NONE;
+	req->kernel = -1;
 	req->format = SELECT_FORMAT_JSON;
 	req->tpu_scope = SELECT_TPU_CHIP;
 }
@@ -135,10 +121,11 @@ enum acceld_err select_request_set(struct select_request *req, const char *name,
 		if (ok)
 			req->policy = (enum select_policy)idx;
 	} else if (strcmp(name, "kernel") == 0) {
-		idx = name_index(kernel_names, 6, value);
-		ok = idx > 0;
+		enum kernel_id k;
+
+		ok = kernel_parse(value, &k);
 		if (ok)
-			req->kernel = (enum select_kernel)idx;
+			req->kernel = (int)k;
 	} else if (strcmp(name, "format") == 0) {
 		idx = name_index(format_names, 2, value);
 		ok = idx >= 0;
@@ -166,11 +153,72 @@ enum acceld_err select_request_set(struct select_request *req, const char *name,
 	return ACCELD_EINVAL;
 }
 
+/* JSON types of the fields: s string, b boolean, i integer. */
+static char json_kind(const char *name)
+{
+	static const struct {
+		const char *name;
+		char kind;
+	} kinds[] = {
+		{"prefer", 's'},     {"allow_tpu", 'b'}, {"policy", 's'}, {"device", 's'},    {"min_memory_bytes", 'i'},
+		{"executable", 'b'}, {"kernel", 's'},    {"format", 's'}, {"tpu_scope", 's'},
+	};
+
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (strcmp(kinds[i].name, name) == 0)
+			return kinds[i].kind;
+	return 0;
+}
+
+enum acceld_err select_request_set_json(struct select_request *req, const char *name, json_t *value,
+					const char **expected, char *err, size_t errsz)
+{
+	char text[64];
+	const char *s = text;
+	char kind = json_kind(name);
+
+	*expected = NULL;
+	if (kind == 0) {
+		snprintf(err, errsz, "unknown field '%.64s'", name);
+		return ACCELD_ENOTFOUND;
+	}
+	/* null leaves the default in place, as if the field were absent */
+	if (json_is_null(value))
+		return ACCELD_OK;
+	if (kind == 's' && !json_is_string(value))
+		*expected = "a string";
+	else if (kind == 'b' && !json_is_boolean(value))
+		*expected = "a boolean";
+	else if (kind == 'i' && !json_is_integer(value))
+		*expected = "an integer";
+	if (*expected != NULL) {
+		snprintf(err, errsz, "%s must be %s", name, *expected);
+		return ACCELD_EINVAL;
+	}
+	if (kind == 's') {
+		s = json_string_value(value);
+		if (strlen(s) != json_string_length(value)) {
+			snprintf(err, errsz, "invalid %s: the value holds a NUL character", name);
+			return ACCELD_EINVAL;
+		}
+	} else if (kind == 'b') {
+		s = json_is_true(value) ? "true" : "false";
+	} else if (json_integer_value(value) < 0) {
+		snprintf(err, errsz, "invalid %s %" JSON_INTEGER_FORMAT "; accepted: %s", name, json_integer_value(value),
+			 select_param_accepted(name));
+		return ACCELD_EINVAL;
+	} else {
+		snprintf(text, sizeof(text), "%" JSON_INTEGER_FORMAT, json_integer_value(value));
+	}
+	return select_request_set(req, name, s, err, errsz);
+}
+
 /* --- figures --- */
 
-static bool kernel_memory_bound(enum select_kernel k)
+/* the kernel hint: no hint counts as compute-bound dense work */
+static bool kernel_memory_bound(int k)
 {
-	return k == SELECT_SAXPY || k == SELECT_DOT || k == SELECT_SOFTMAX || k == SELECT_TRIAD;
+	return k >= 0 && !kernel_compute_bound((enum kernel_id)k);
 }
 
 static bool usable(double v)
@@ -192,11 +240,11 @@ static const struct select_measured *find_measured(const struct select_measured 
  * The throughput that counts for the kernel: measured when the caller has a figure for this device and kernel,
  * else the peak. Compute-bound work (sgemm, or no hint) in GFLOP/s, memory-bound work in GB/s.
  */
-static double throughput(const struct device *d, enum select_kernel k, const struct select_measured *m, size_t nm,
+static double throughput(const struct device *d, int k, const struct select_measured *m, size_t nm,
 			 const char **figure, const char **source)
 {
 	const struct select_measured *hit;
-	const char *kname = k == SELECT_KERNEL_NONE ? "sgemm" : kernel_names[k];
+	const char *kname = kernel_name(k < 0 ? KERNEL_SGEMM : (enum kernel_id)k);
 
 	hit = find_measured(m, nm, d->id, kname);
 	*source = NULL;
@@ -220,7 +268,7 @@ static double throughput(const struct device *d, enum select_kernel k, const str
 		return hit->gflops;
 	}
 	/* without a hint, dense training is bf16 where the device has it; sgemm is fp32 */
-	if (k == SELECT_KERNEL_NONE && usable(d->peak.bf16_tflops)) {
+	if (k < 0 && usable(d->peak.bf16_tflops)) {
 		*figure = "peak bf16 GFLOP/s";
 		*source = "peak";
 		return d->peak.bf16_tflops * 1000.0;
@@ -332,8 +380,8 @@ static bool ranks_before(const struct select_candidate *a, size_t ia, const stru
 {
 	bool ka = !isnan(a->score);
 	bool kb = !isnan(b->score);
-	unsigned ta = type_rank(a->dev->type);
-	unsigned tb = type_rank(b->dev->type);
+	unsigned ta = device_type_rank(a->dev->type);
+	unsigned tb = device_type_rank(b->dev->type);
 
 	if (policy != SELECT_PRIORITY) {
 		if (ka != kb)
@@ -444,11 +492,20 @@ enum acceld_err select_choose(const struct device *devs, size_t n, const struct 
 	const struct select_candidate *best;
 	char score[96];
 	char summary[256];
+	enum device_type chain[3];
+	size_t nchain = 0;
+	size_t k;
 	enum acceld_err rc = ACCELD_OK;
 
 	memset(out, 0, sizeof(*out));
 	envfmt_init(&out->env);
 	out->candidates = xcalloc(n ? n : 1, sizeof(*out->candidates));
+	out->order = xcalloc(n ? n : 1, sizeof(*out->order));
+	/* the kinds in the order a named preference falls back through: the preferred one, then the auto order */
+	chain[nchain++] = want;
+	for (k = 0; k < 3; k++)
+		if (auto_order[k] != want)
+			chain[nchain++] = auto_order[k];
 	out->ncandidates = n;
 	pool = xcalloc(n ? n : 1, sizeof(*pool));
 
@@ -482,6 +539,7 @@ enum acceld_err select_choose(const struct device *devs, size_t n, const struct 
 		}
 		pinned->rank = 1;
 		out->device = pinned->dev;
+		out->order[out->norder++] = (size_t)(pinned - out->candidates);
 		snprintf(pinned->why, sizeof(pinned->why), "pinned by the request");
 		snprintf(out->reason, sizeof(out->reason), "%s was pinned by the request (device=%s) and meets the "
 			 "constraints", req->device, req->device);
@@ -502,13 +560,7 @@ enum acceld_err select_choose(const struct device *devs, size_t n, const struct 
 			if (out->candidates[i].eligible)
 				pool[npool++] = i;
 	} else {
-		enum device_type chain[3] = {want, want, want};
-		size_t nc = 1;
-
-		for (size_t k = 0; k < 3; k++)
-			if (auto_order[k] != want)
-				chain[nc++] = auto_order[k];
-		for (size_t k = 0; k < nc && npool == 0; k++) {
+		for (k = 0; k < nchain && npool == 0; k++) {
 			tier = chain[k];
 			for (size_t i = 0; i < n; i++)
 				if (out->candidates[i].eligible && devs[i].type == tier)
@@ -520,8 +572,19 @@ enum acceld_err select_choose(const struct device *devs, size_t n, const struct 
 	}
 
 	rank_pool(out->candidates, pool, npool, req->policy);
-	for (size_t r = 0; r < npool; r++)
+	for (size_t r = 0; r < npool; r++) {
 		out->candidates[pool[r]].rank = (unsigned)r + 1;
+		out->order[out->norder++] = pool[r];
+	}
+	/* the other eligible devices follow, kind by kind in the fallback chain, each kind ranked by the policy */
+	for (; want_kind && k < nchain; k++) {
+		size_t from = out->norder;
+
+		for (size_t i = 0; i < n; i++)
+			if (out->candidates[i].eligible && devs[i].type == chain[k])
+				out->order[out->norder++] = i;
+		rank_pool(out->candidates, out->order + from, out->norder - from, req->policy);
+	}
 	best = &out->candidates[pool[0]];
 	out->device = best->dev;
 
@@ -540,7 +603,7 @@ enum acceld_err select_choose(const struct device *devs, size_t n, const struct 
 				 prefer_names[req->prefer], device_type_name(tier), best->dev->id);
 		else if (req->policy == SELECT_PRIORITY)
 			snprintf(c->why, sizeof(c->why), "ranked %u by the %s order", c->rank,
-				 type_rank(c->dev->type) != type_rank(best->dev->type) ? "TPU > GPU > CPU" : "registry");
+				 device_type_rank(c->dev->type) != device_type_rank(best->dev->type) ? "TPU > GPU > CPU" : "registry");
 		else
 			snprintf(c->why, sizeof(c->why), "ranked %u by %s: %s", c->rank,
 				 select_policy_name(req->policy), score);
@@ -577,6 +640,9 @@ out:
 void select_result_release(struct select_result *res)
 {
 	free(res->candidates);
+	free(res->order);
+	res->order = NULL;
+	res->norder = 0;
 	res->candidates = NULL;
 	res->ncandidates = 0;
 	res->device = NULL;
@@ -734,7 +800,7 @@ json_t *select_result_to_json(const struct select_result *res, const struct sele
 	json_object_set_new(o, "policy", json_string(select_policy_name(req->policy)));
 	json_object_set_new(o, "prefer", json_string(prefer_names[req->prefer & 3]));
 	json_object_set_new(o, "allow_tpu", json_boolean(req->allow_tpu));
-	json_object_set_new(o, "kernel", req->kernel ? json_string(kernel_names[req->kernel]) : json_null());
+	json_object_set_new(o, "kernel", req->kernel >= 0 ? json_string(kernel_name((enum kernel_id)req->kernel)) : json_null());
 	if (req->device[0])
 		json_object_set_new(constraints, "device", json_string(req->device));
 	if (req->min_memory_bytes)

@@ -24,10 +24,9 @@
 #include "device.h"
 #include "envfmt.h"
 #include "err.h"
+#include "kernel.h"
 
 enum select_policy { SELECT_PRIORITY, SELECT_FASTEST, SELECT_CHEAPEST, SELECT_EFFICIENT };
-
-enum select_kernel { SELECT_KERNEL_NONE, SELECT_SAXPY, SELECT_DOT, SELECT_SGEMM, SELECT_SOFTMAX, SELECT_TRIAD };
 
 enum select_format { SELECT_FORMAT_JSON, SELECT_FORMAT_ENV };
 
@@ -43,7 +42,7 @@ struct select_request {
 	char device[16];              /* pinned device id; "" none */
 	uint64_t min_memory_bytes;    /* 0 = no constraint */
 	bool executable;              /* needs a /run backend */
-	enum select_kernel kernel;
+	int kernel;                   /* enum kernel_id: the work the device is for; -1 no hint */
 	enum select_format format;
 	enum select_tpu_scope tpu_scope;
 };
@@ -75,6 +74,13 @@ struct select_result {
 	char reason[512];             /* plain words: why this device */
 	struct select_candidate *candidates; /* one per device, in the array's order; owned */
 	size_t ncandidates;
+	/*
+	 * Every eligible device, best first (indices into candidates; owned): the chosen one, the rest of its kind as
+	 * ranked, then, with a named preference, the other kinds in its fallback order, each ranked by the policy. A
+	 * job placed by this selection falls back along it. Only the pinned device when one is pinned.
+	 */
+	size_t *order;
+	size_t norder;
 	struct envfmt env;            /* variables to export for the choice */
 };
 
@@ -89,6 +95,15 @@ void select_request_init(struct select_request *req, const struct config *cfg);
  */
 enum acceld_err select_request_set(struct select_request *req, const char *name, const char *value, char *err,
 				   size_t errsz);
+
+/*
+ * Sets one field from a JSON value (the bodies of POST /select and POST /run): string fields take strings, the
+ * booleans booleans, min_memory_bytes a non-negative integer; null leaves the default. Returns ACCELD_OK,
+ * ACCELD_ENOTFOUND when name is not a field, or ACCELD_EINVAL with a message in err and, when the JSON type is
+ * wrong, *expected naming the type wanted ("a string"; NULL otherwise).
+ */
+enum acceld_err select_request_set_json(struct select_request *req, const char *name, json_t *value,
+					const char **expected, char *err, size_t errsz);
 
 /* The accepted values of a field, for messages ("auto|cpu|gpu|tpu"); NULL when name is not a field. */
 const char *select_param_accepted(const char *name);
@@ -121,8 +136,7 @@ json_t *select_result_to_json(const struct select_result *res, const struct sele
 /* Every candidate as a new JSON array (id, type, eligible, score, rank, excluded_by, why). */
 json_t *select_candidates_json(const struct select_result *res);
 
-/* Names of the enums, for answers: "priority", "sgemm" ("" for none), "json", "chip". */
+/* The name of a policy, for answers: "priority". */
 const char *select_policy_name(enum select_policy p);
-const char *select_kernel_name(enum select_kernel k);
 
 #endif

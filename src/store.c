@@ -115,8 +115,9 @@ static const char *const stmt_sql[S_COUNT] = {
 	[S_SAMPLE] = "INSERT OR REPLACE INTO samples (device, ts, dt, source, util, mem, temp, power) "
 		     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
 	[S_JOB] = "INSERT INTO jobs (id, device, kernel, backend, state, submitted_at, started_at, finished_at, n, m, k, "
-		  "flops, bytes, kernel_ms, total_ms, cost_usd, error) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
-		  "?11, ?12, ?13, ?14, ?15, ?16, ?17) ON CONFLICT (id) DO UPDATE SET device = excluded.device, "
+		  "flops, bytes, kernel_ms, total_ms, cost_usd, error, reason, queued_ms, transfer_ms) VALUES (?1, ?2, "
+		  "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20) "
+		  "ON CONFLICT (id) DO UPDATE SET device = excluded.device, "
 		  "kernel = excluded.kernel, backend = coalesce(excluded.backend, backend), "
 		  /* a final state is never taken back by a late "running" */
 		  "state = CASE WHEN excluded.state IN ('queued', 'running') AND state NOT IN ('queued', 'running') "
@@ -127,11 +128,14 @@ static const char *const stmt_sql[S_COUNT] = {
 		  "m = coalesce(excluded.m, m), k = coalesce(excluded.k, k), flops = coalesce(excluded.flops, flops), "
 		  "bytes = coalesce(excluded.bytes, bytes), kernel_ms = coalesce(excluded.kernel_ms, kernel_ms), "
 		  "total_ms = coalesce(excluded.total_ms, total_ms), cost_usd = coalesce(excluded.cost_usd, cost_usd), "
-		  "error = coalesce(excluded.error, error)",
+		  "error = coalesce(excluded.error, error), reason = coalesce(excluded.reason, reason), "
+		  "queued_ms = coalesce(excluded.queued_ms, queued_ms), "
+		  "transfer_ms = coalesce(excluded.transfer_ms, transfer_ms)",
 	/* when it stopped is unknown: the row keeps no run time, so usage and cost do not count the downtime */
 	[S_JOBS_INTERRUPT] = "UPDATE jobs SET state = 'interrupted', finished_at = coalesce(finished_at, ?1), "
 			     "total_ms = coalesce(total_ms, 0), kernel_ms = coalesce(kernel_ms, 0), "
-			     "error = coalesce(error, 'acceld stopped before the job finished; its run time is unknown') "
+			     "error = coalesce(error, 'acceld stopped before the job finished; its run time is unknown'), "
+			     "reason = coalesce(reason, 'INTERRUPTED') "
 			     "WHERE state IN ('queued', 'running')",
 	[S_PRICES_CLEAR] = "DELETE FROM prices",
 	[S_PRICE] = "INSERT OR REPLACE INTO prices (selector, value, usd_per_hour, usd_per_hour_spot, unit, note, "
@@ -157,7 +161,8 @@ static const char *const stmt_sql[S_COUNT] = {
 	[S_PRICES] = "SELECT selector, value, usd_per_hour, usd_per_hour_spot, unit, note, updated_at FROM prices "
 		     "ORDER BY selector, value",
 	[S_JOB_GET] = "SELECT id, device, kernel, backend, state, submitted_at, started_at, finished_at, n, m, k, "
-		      "flops, bytes, kernel_ms, total_ms, cost_usd, error FROM jobs WHERE id = ?1",
+		      "flops, bytes, kernel_ms, total_ms, cost_usd, error, reason, queued_ms, transfer_ms FROM jobs "
+		      "WHERE id = ?1",
 	[S_USAGE + STORE_RAW] = BUCKET "total(dt), total(CASE WHEN util IS NOT NULL THEN dt END), total(util * dt) "
 				       "FROM samples " RANGE "GROUP BY b",
 	[S_USAGE + STORE_MINUTE] = USAGE_ROLL("rollup_minute"),
@@ -731,6 +736,9 @@ static int write_job(struct store *st, const struct store_job *j)
 	bind_num(s, 15, j->total_ms);
 	bind_num(s, 16, j->cost_usd);
 	bind_text(s, 17, j->error);
+	bind_text(s, 18, j->reason);
+	bind_num(s, 19, j->queued_ms);
+	bind_num(s, 20, j->transfer_ms);
 	return step_done(s);
 }
 
@@ -1811,6 +1819,9 @@ enum acceld_err store_job_get(struct store *st, const char *id, struct store_job
 			out->total_ms = col_num(s, 14);
 			out->cost_usd = col_num(s, 15);
 			col_text(s, 16, out->error, sizeof(out->error));
+			col_text(s, 17, out->reason, sizeof(out->reason));
+			out->queued_ms = col_num(s, 18);
+			out->transfer_ms = col_num(s, 19);
 		}
 		sqlite3_reset(s);
 	}

@@ -125,16 +125,20 @@ struct store_job {
 	char device[16];
 	char kernel[16];
 	char backend[16];
-	char state[16];             /* queued | running | succeeded | failed | timeout | cancelled | interrupted */
+	char state[16];             /* exec_state_name: queued | running | succeeded | failed | timed_out | cancelled |
+				       interrupted */
 	int64_t submitted_ms;
 	int64_t started_ms;
 	int64_t finished_ms;
 	uint64_t n, m, k;
 	double flops;               /* floating-point operations performed */
 	double bytes;               /* bytes moved */
+	double queued_ms;           /* NAN unknown, as the durations below */
+	double transfer_ms;
 	double kernel_ms;
 	double total_ms;
 	double cost_usd;
+	char reason[48];            /* UPPER_SNAKE reason of an error; "" none */
 	char error[160];
 };
 

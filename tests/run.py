@@ -108,6 +108,9 @@ def run_http():
 
 def main():
     os.chdir(ROOT)
+    # sanitizer builds: the leaks of libraries acceld loads (PoCL, LLVM) are suppressed here, not in acceld's code
+    os.environ["LSAN_OPTIONS"] = ":".join(filter(None, [os.environ.get("LSAN_OPTIONS", ""),
+                                                        f"suppressions={ROOT}/tests/lsan.supp"]))
     if "--fuzz-only" in sys.argv:
         fp, ff = run_fuzz()
         print(f"fuzz: {fp} passed, {ff} failed", flush=True)

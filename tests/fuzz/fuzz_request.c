@@ -31,7 +31,7 @@
 
 #include "app.h"
 #include "config.h"
-#include "exec.h"
+#include "backend.h"
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
@@ -102,7 +102,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (config_load(&app.cfg, (int)(sizeof(args) / sizeof(args[0])), args, no_env, err, sizeof(err)) != 0)
 		die(err);
 	log_set_level((enum log_level)app.cfg.log_level);
-	exec_prepare_process(pocl);
+	backend_prepare_all(&app.cfg);
 	app.metrics = metrics_new();
 	app_http_opts(&app, &hopts);
 	if (http_server_start(&hopts, &app.http, err, sizeof(err)) != 0)

@@ -134,7 +134,23 @@ class RunKernels(ServerTestCase):
         doc = self.run_ok({"kernel": "saxpy", "n": 100, "prefer": "gpu"})
         self.assertEqual(doc["device"], "cpu:0")
         self.assertTrue(doc["fell_back"])
-        self.assertIn("no executable gpu", doc["fallback_reason"])
+        self.assertIn("no GPU", doc["fallback_reason"])
+
+    def test_placement_is_the_selection_of_select(self):
+        # a job sent with the constraints of a /select call lands on the device that call names
+        for extra in ({"policy": "cheapest"}, {"policy": "fastest", "prefer": "cpu"}, {"allow_tpu": False},
+                      {"min_memory_bytes": 1024, "policy": "efficient"}):
+            query = "&".join(f"{k}={json.dumps(v).strip(chr(34))}" for k, v in extra.items())
+            chosen = self.server.get("/select?executable=true&kernel=sgemm&" + query).json()["device"]["id"]
+            doc = self.run_ok(dict({"kernel": "sgemm", "m": 64, "n": 64, "k": 64}, **extra))
+            self.assertEqual(doc["device"], chosen, (extra, doc))
+            self.assertTrue(doc["placement"], doc)
+        # what /select refuses, /run refuses alike, naming the constraint
+        doc = self.bad({"kernel": "saxpy", "n": 3, "min_memory_bytes": 2 ** 62}, "NO_MATCHING_DEVICE", status=409)
+        self.assertIn("min_memory_bytes", doc["detail"])
+        self.bad({"kernel": "saxpy", "n": 3, "policy": "fast"}, "INVALID_VALUE", "policy")
+        self.bad({"kernel": "saxpy", "n": 3, "allow_tpu": "yes"}, "INVALID_TYPE", "allow_tpu")
+        self.bad({"kernel": "saxpy", "n": 3, "min_memory_bytes": -1}, "INVALID_VALUE", "min_memory_bytes")
 
     def test_async_get_list_delete(self):
         r = post(self.server, {"kernel": "saxpy", "n": 1000, "wait": False})
@@ -233,9 +249,11 @@ class RunQueueAndTimeouts(ServerTestCase):
         statuses = []
         ids = []
         try:
-            for _ in range(6):
+            for i in range(6):
+                # the first runs for a good while (~60 GFLOP), so the one queued behind it is still queued below
+                size = 3072 if i == 0 else 512
                 r = self.server.request("POST", "/run", conn=conn,
-                                        json_body={"kernel": "sgemm", "m": 1536, "n": 1536, "k": 1536,
+                                        json_body={"kernel": "sgemm", "m": size, "n": size, "k": size,
                                                    "wait": False})
                 statuses.append(r.status)
                 if r.status == 429:
@@ -255,6 +273,9 @@ class RunQueueAndTimeouts(ServerTestCase):
             cancelled += r.status == 200
             if r.status == 200:
                 self.assertEqual(r.json()["state"], "cancelled")
+                self.assertEqual(r.json()["error"]["reason"], "CANCELLED")
+                self.assertEqual(self.server.get("/run/" + i).json()["state"], "cancelled")
+        self.assertEqual(cancelled, 1)
 
 
 class RunAuthAndCli(unittest.TestCase):

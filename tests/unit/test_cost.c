@@ -3,13 +3,16 @@
  * built-in; CPU 0), accrued cost from stored samples and jobs, and estimates (measured, peak, cheapest first).
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "check_main.h"
+#include "config.h"
 #include "cost.h"
+#include "exec.h"
 #include "device.h"
 #include "store.h"
 
@@ -212,19 +215,13 @@ END_TEST
 START_TEST(estimates_use_measurements_then_peaks_cheapest_first)
 {
 	struct cost *c = NULL;
-	struct cost_estimate_query q = {.kernel = "sgemm", .m = 1024, .n = 1024, .k = 1024};
+	struct cost_estimate_query q = {.kernel = KERNEL_SGEMM, .shape = {.m = 1024, .n = 1024, .k = 1024}};
 	struct store_job j = {.id = "m1", .device = "cpu:0", .kernel = "sgemm", .state = "succeeded",
 			      .finished_ms = T0, .flops = 2e9, .bytes = NAN, .kernel_ms = 20, .total_ms = 25,
 			      .cost_usd = NAN};
 	json_t *doc = NULL, *list;
-	double flops, bytes;
 	char err[256];
 
-	ck_assert_int_eq(cost_kernel_work("sgemm", 1024, 1024, 1024, &flops, &bytes), ACCELD_OK);
-	ck_assert_double_eq(flops, 2.0 * 1024 * 1024 * 1024);
-	ck_assert_int_eq(cost_kernel_work("saxpy", 1000, 0, 0, &flops, &bytes), ACCELD_OK);
-	ck_assert_double_eq(bytes, 12000);
-	ck_assert_int_eq(cost_kernel_work("fft", 1, 1, 1, &flops, &bytes), ACCELD_EINVAL);
 	store_job_record(st, &j);
 	ck_assert(store_flush(st, 5000));
 	ck_assert_int_eq(cost_new(st, NULL, &c, err, sizeof(err)), ACCELD_OK);
@@ -242,7 +239,7 @@ START_TEST(estimates_use_measurements_then_peaks_cheapest_first)
 	ck_assert(json_is_null(json_object_get(json_array_get(list, 2), "usd")));
 	json_decref(doc);
 
-	q = (struct cost_estimate_query){.seconds = 3600, .device = "gpu:0"};
+	q = (struct cost_estimate_query){.seconds = 3600, .device = "gpu:0", .kernel = -1};
 	ck_assert_int_eq(cost_estimate(c, devs, 3, &q, &doc), ACCELD_OK);
 	list = json_object_get(doc, "estimates");
 	ck_assert_uint_eq(json_array_size(list), 1);
@@ -251,6 +248,90 @@ START_TEST(estimates_use_measurements_then_peaks_cheapest_first)
 	q.device = "tpu:0";
 	ck_assert_int_eq(cost_estimate(c, devs, 3, &q, &doc), ACCELD_ENOTFOUND);
 	cost_free(c);
+}
+END_TEST
+
+/* What a job records of its work, as the executor's history callback sees it. */
+static double job_flops, job_bytes;
+static int jobs_recorded;
+static pthread_mutex_t note_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t note_cv = PTHREAD_COND_INITIALIZER;
+
+static void note_job(void *ctx, const struct exec_job_record *rec)
+{
+	(void)ctx;
+	pthread_mutex_lock(&note_mu);
+	job_flops = rec->flops;
+	job_bytes = rec->bytes;
+	jobs_recorded++;
+	pthread_cond_broadcast(&note_cv);
+	pthread_mutex_unlock(&note_mu);
+}
+
+static void wait_recorded(int n)
+{
+	pthread_mutex_lock(&note_mu);
+	while (jobs_recorded < n)
+		pthread_cond_wait(&note_cv, &note_mu);
+	pthread_mutex_unlock(&note_mu);
+}
+
+/*
+ * An estimate counts the same work as the job it estimates: the FLOPs and bytes of /cost/estimate for a kernel and
+ * sizes equal those the executor records for that job (sgemm's C, softmax's m rows).
+ */
+START_TEST(estimates_count_the_work_jobs_record)
+{
+	static const struct {
+		enum kernel_id kernel;
+		struct kernel_shape shape;
+	} cases[] = {
+		{KERNEL_SGEMM, {.m = 48, .n = 40, .k = 24}},
+		{KERNEL_SOFTMAX, {.m = 30, .n = 50}},
+		{KERNEL_SAXPY, {.n = 1000}},
+		{KERNEL_DOT, {.n = 1000}},
+		{KERNEL_TRIAD, {.n = 1000}},
+	};
+	struct config cfg;
+	char err[256];
+	struct cost *c = NULL;
+	struct exec *ex = NULL;
+	struct exec_opts opts;
+
+	ck_assert_int_eq(config_load(&cfg, 0, NULL, NULL, err, sizeof(err)), 0);
+	exec_opts_from_config(&cfg, &opts);
+	opts.devices = devs;
+	opts.ndevices = 1;
+	opts.on_job_done = note_job;
+	ck_assert_int_eq(exec_new(&opts, &ex), ACCELD_OK);
+	ck_assert_int_eq(cost_new(st, NULL, &c, err, sizeof(err)), ACCELD_OK);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct cost_estimate_query q = {.device = "cpu:0", .kernel = (int)cases[i].kernel,
+						.shape = cases[i].shape};
+		struct exec_request r;
+		struct exec_refusal why;
+		struct exec_job *job = NULL;
+		json_t *doc = NULL;
+
+		exec_request_init(&r);
+		r.kernel = cases[i].kernel;
+		r.shape = cases[i].shape;
+		exec_request_add_device(&r, "cpu:0");
+		ck_assert_int_eq(exec_submit(ex, &r, NULL, NULL, &job, &why), ACCELD_OK);
+		exec_job_wait(job);
+		ck_assert_int_eq(exec_job_state(job), EXEC_SUCCEEDED);
+		wait_recorded((int)i + 1);
+		ck_assert_int_eq(cost_estimate(c, devs, 3, &q, &doc), ACCELD_OK);
+		ck_assert_double_eq(json_real_value(json_object_get(doc, "flops")), job_flops);
+		ck_assert_double_eq(json_real_value(json_object_get(doc, "bytes")), job_bytes);
+		ck_assert_double_eq(job_flops, kernel_flops(cases[i].kernel, &cases[i].shape));
+		json_decref(doc);
+		exec_job_unref(job);
+		exec_request_release(&r);
+	}
+	exec_free(ex);
+	cost_free(c);
+	config_release(&cfg);
 }
 END_TEST
 
@@ -264,6 +345,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, prices_follow_precedence_and_name_their_source);
 	tcase_add_test(tc, report_accrues_allocated_and_utilized_cost);
 	tcase_add_test(tc, estimates_use_measurements_then_peaks_cheapest_first);
+	tcase_add_test(tc, estimates_count_the_work_jobs_record);
 	suite_add_tcase(s, tc);
 	return s;
 }

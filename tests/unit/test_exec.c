@@ -5,6 +5,7 @@
  * until the test opens a gate, one that always fails like a broken GPU). Nothing here depends on timing: tests
  * wait for states, never for durations.
  */
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "check_main.h"
 #include "config.h"
 #include "exec.h"
+#include "kernel.h"
 
 /* --- fakes --- */
 
@@ -50,7 +52,7 @@ static enum acceld_err fake_open(const struct device *dev, unsigned threads, voi
 	return ACCELD_OK;
 }
 
-static enum acceld_err blocking_run(void *state, struct exec_work *w, struct exec_backend_timing *t, char *err,
+static enum acceld_err blocking_run(void *state, struct backend_work *w, struct backend_timing *t, char *err,
 				    size_t errsz)
 {
 	(void)state;
@@ -63,7 +65,7 @@ static enum acceld_err blocking_run(void *state, struct exec_work *w, struct exe
 		pthread_cond_wait(&gate_cv, &gate_mu);
 	pthread_mutex_unlock(&gate_mu);
 	if (w->out)
-		memset(w->out, 0, exec_output_len(w->kernel, w->m, w->n, w->k) * sizeof(float));
+		memset(w->out, 0, kernel_output_len(w->kernel, &(struct kernel_shape){w->m, w->n, w->k}) * sizeof(float));
 	t->kernel_ms = 1.0;
 	t->transfer_ms = 0.0;
 	return ACCELD_OK;
@@ -74,7 +76,7 @@ static void fake_close(void *state)
 	(void)state;
 }
 
-static enum acceld_err failing_run(void *state, struct exec_work *w, struct exec_backend_timing *t, char *err,
+static enum acceld_err failing_run(void *state, struct backend_work *w, struct backend_timing *t, char *err,
 				   size_t errsz)
 {
 	(void)state;
@@ -84,10 +86,30 @@ static enum acceld_err failing_run(void *state, struct exec_work *w, struct exec
 	return ACCELD_EDEVICE;
 }
 
-static const struct exec_backend_ops blocking_native = {
-	.name = "native", .kind = EXEC_BACKEND_NATIVE, .open = fake_open, .run = blocking_run, .close = fake_close};
-static const struct exec_backend_ops failing_opencl = {
-	.name = "opencl", .kind = EXEC_BACKEND_OPENCL, .open = fake_open, .run = failing_run, .close = fake_close};
+static bool serves_cpu(const struct device *dev)
+{
+	return dev->type == DEVICE_CPU;
+}
+
+static bool serves_opencl_view(const struct device *dev)
+{
+	return dev->opencl.present && dev->type != DEVICE_TPU;
+}
+
+static const struct backend_ops blocking_native = {.name = "native",
+						   .serves_what = "CPUs",
+						   .serves = serves_cpu,
+						   .open = fake_open,
+						   .run = blocking_run,
+						   .close = fake_close};
+/* a run that fails like a broken GPU; start() gives it the real admission check of OpenCL (largest allocation) */
+static struct backend_ops failing_opencl = {.name = "opencl",
+						  .serves_what = "devices with an OpenCL view",
+						  .rank = 20,
+						  .serves = serves_opencl_view,
+						  .open = fake_open,
+						  .run = failing_run,
+						  .close = fake_close};
 
 /*
  * The real native backend, allowing inline runs, that notes the thread of each run and holds jobs of GATE_N
@@ -99,10 +121,10 @@ static pthread_t last_run_thread;
 static enum acceld_err noting_open(const struct device *dev, unsigned threads, void **state, char *err,
 				   size_t errsz)
 {
-	return exec_native_ops.open(dev, threads, state, err, errsz);
+	return backend_native.open(dev, threads, state, err, errsz);
 }
 
-static enum acceld_err noting_run(void *state, struct exec_work *w, struct exec_backend_timing *t, char *err,
+static enum acceld_err noting_run(void *state, struct backend_work *w, struct backend_timing *t, char *err,
 				  size_t errsz)
 {
 	pthread_mutex_lock(&gate_mu);
@@ -114,16 +136,17 @@ static enum acceld_err noting_run(void *state, struct exec_work *w, struct exec_
 			pthread_cond_wait(&gate_cv, &gate_mu);
 	}
 	pthread_mutex_unlock(&gate_mu);
-	return exec_native_ops.run(state, w, t, err, errsz);
+	return backend_native.run(state, w, t, err, errsz);
 }
 
 static void noting_close(void *state)
 {
-	exec_native_ops.close(state);
+	backend_native.close(state);
 }
 
-static const struct exec_backend_ops noting_native = {.name = "native",
-						      .kind = EXEC_BACKEND_NATIVE,
+static const struct backend_ops noting_native = {.name = "native",
+						      .serves_what = "CPUs",
+						      .serves = serves_cpu,
 						      .open = noting_open,
 						      .run = noting_run,
 						      .close = noting_close,
@@ -243,9 +266,11 @@ static enum exec_presence fake_presence(void *ctx, const struct device *dev)
 	return strcmp(dev->id, "gpu:0") == 0 ? gpu_presence : EXEC_PRESENT;
 }
 
-static struct exec *start(const struct exec_backend_ops *native, unsigned depth, uint64_t max_elements)
+static const struct backend_ops *ops_in_use[3];
+static int (*thread_create_in_use)(pthread_t *thread, void *(*fn)(void *), void *arg);
+
+static struct exec *start(const struct backend_ops *native, unsigned depth, uint64_t max_elements)
 {
-	const struct exec_backend_ops *ops[2] = {native, &failing_opencl};
 	struct exec_opts o = {
 		.devices = devs,
 		.ndevices = 3,
@@ -258,10 +283,15 @@ static struct exec *start(const struct exec_backend_ops *native, unsigned depth,
 		.on_job_done = on_record,
 		.on_job_start = on_start,
 		.presence = fake_presence,
-		.backends = ops,
-		.nbackends = 2,
+		.backends = ops_in_use,
+		.thread_create = thread_create_in_use,
 	};
 	struct exec *ex = NULL;
+
+	failing_opencl.admit = backend_opencl.admit;
+	ops_in_use[0] = native;
+	ops_in_use[1] = &failing_opencl;
+	ops_in_use[2] = NULL;
 
 	make_devices();
 	reset_counts();
@@ -271,18 +301,32 @@ static struct exec *start(const struct exec_backend_ops *native, unsigned depth,
 	return ex;
 }
 
+/* A saxpy job named to device (pinned, no fallback), or with no device yet when device is NULL. */
 static struct exec_request saxpy(uint64_t n, const char *device)
 {
 	struct exec_request r;
 
 	exec_request_init(&r);
-	r.kernel = EXEC_SAXPY;
-	r.n = n;
+	r.kernel = KERNEL_SAXPY;
+	r.shape.n = n;
 	r.alpha = 2.0f;
-	if (device)
-		snprintf(r.device, sizeof(r.device), "%s", device);
+	if (device) {
+		exec_request_add_device(&r, device);
+		r.pinned = true;
+	}
 	return r;
 }
+
+/* Places r on these devices in order (a NULL-terminated list), as selection ranks them, with fallback. */
+static void rank(struct exec_request *r, const char *const *ids)
+{
+	for (size_t i = 0; ids[i] != NULL; i++)
+		exec_request_add_device(r, ids[i]);
+	r->fallback = true;
+}
+
+static const char *const tpu_first[] = {"tpu:0", "gpu:0", "cpu:0", NULL};
+static const char *const gpu_first[] = {"gpu:0", "cpu:0", NULL};
 
 static struct exec_job *submit_ok(struct exec *ex, struct exec_request *r)
 {
@@ -317,7 +361,7 @@ static const char *jstr(json_t *o, const char *key)
 
 START_TEST(runs_and_verifies_natively)
 {
-	struct exec *ex = start(&exec_native_ops, 8, 1u << 24);
+	struct exec *ex = start(&backend_native, 8, 1u << 24);
 	struct exec_request r = saxpy(100003, "cpu:0");
 	struct exec_job *job;
 	json_t *doc;
@@ -352,8 +396,8 @@ END_TEST
 
 START_TEST(every_kernel_verifies)
 {
-	struct exec *ex = start(&exec_native_ops, 8, 1u << 24);
-	static const enum exec_kernel kernels[] = {EXEC_SAXPY, EXEC_TRIAD, EXEC_DOT, EXEC_SGEMM, EXEC_SOFTMAX};
+	struct exec *ex = start(&backend_native, 8, 1u << 24);
+	static const enum kernel_id kernels[] = {KERNEL_SAXPY, KERNEL_TRIAD, KERNEL_DOT, KERNEL_SGEMM, KERNEL_SOFTMAX};
 
 	for (size_t i = 0; i < 5; i++) {
 		struct exec_request r;
@@ -362,18 +406,16 @@ START_TEST(every_kernel_verifies)
 
 		exec_request_init(&r);
 		r.kernel = kernels[i];
-		r.m = 37;
-		r.n = 53;
-		r.k = 29;
+		r.shape = (struct kernel_shape){.m = 37, .n = 53, .k = 29};
 		r.beta = -1.0f;
 		r.verify = true;
 		r.full = true;
-		snprintf(r.device, sizeof(r.device), "cpu:0");
+		exec_request_add_device(&r, "cpu:0");
 		job = submit_ok(ex, &r);
 		exec_job_wait(job);
 		doc = exec_job_json(job);
 		ck_assert_msg(json_is_true(json_object_get(doc, "verified")), "%s not verified",
-			      exec_kernel_name(kernels[i]));
+			      kernel_name(kernels[i]));
 		ck_assert_ptr_nonnull(json_object_get(json_object_get(doc, "result"), "output"));
 		json_decref(doc);
 		exec_job_unref(job);
@@ -384,7 +426,7 @@ END_TEST
 
 START_TEST(inline_inputs_are_used)
 {
-	struct exec *ex = start(&exec_native_ops, 8, 1u << 24);
+	struct exec *ex = start(&backend_native, 8, 1u << 24);
 	struct exec_request r = saxpy(3, "cpu:0");
 	struct exec_job *job;
 	json_t *doc;
@@ -415,7 +457,7 @@ END_TEST
 
 START_TEST(limits_are_checked_up_front)
 {
-	struct exec *ex = start(&exec_native_ops, 8, 1000);
+	struct exec *ex = start(&backend_native, 8, 1000);
 	struct exec_request r = saxpy(400, "cpu:0");
 	struct exec_request g;
 
@@ -423,20 +465,19 @@ START_TEST(limits_are_checked_up_front)
 	r = saxpy(10, "nope:0");
 	submit_refused(ex, &r, ACCELD_ENOTFOUND, "UNKNOWN_DEVICE");
 	exec_request_init(&g);
-	g.kernel = EXEC_SGEMM;
-	g.m = g.n = g.k = 4;
+	g.kernel = KERNEL_SGEMM;
+	g.shape = (struct kernel_shape){.m = 4, .n = 4, .k = 4};
 	g.timeout_ms = 1;
 	g.full = true;
-	snprintf(g.device, sizeof(g.device), "cpu:0");
+	exec_request_add_device(&g, "cpu:0");
 	exec_free(ex);
 
-	ex = start(&exec_native_ops, 8, 1ull << 40);
+	ex = start(&backend_native, 8, 1ull << 40);
 	/* 2 * 8192^3 flops cannot finish in 1 ms even at the optimistic ceiling */
-	g.m = g.n = g.k = 8192;
+	g.shape = (struct kernel_shape){.m = 8192, .n = 8192, .k = 8192};
 	g.full = false;
 	submit_refused(ex, &g, ACCELD_EUNPROCESSABLE, "WOULD_TIME_OUT");
-	g.m = g.n = 1024;
-	g.k = 1;
+	g.shape = (struct kernel_shape){.m = 1024, .n = 1024, .k = 1};
 	g.full = true;
 	g.timeout_ms = 0;
 	submit_refused(ex, &g, ACCELD_ETOOLARGE, "OUTPUT_TOO_LARGE");
@@ -449,14 +490,14 @@ END_TEST
 
 START_TEST(tpu_is_unsupported_and_prefer_falls_back)
 {
-	struct exec *ex = start(&exec_native_ops, 8, 1u << 24);
+	struct exec *ex = start(&backend_native, 8, 1u << 24);
 	struct exec_request r = saxpy(1000, "tpu:0");
 	struct exec_job *job;
 	json_t *doc;
 
 	submit_refused(ex, &r, ACCELD_EUNSUPPORTED, "UNSUPPORTED");
 	r = saxpy(1000, NULL);
-	r.prefer = PREFER_TPU;
+	rank(&r, tpu_first);
 	job = submit_ok(ex, &r);
 	exec_job_wait(job);
 	doc = exec_job_json(job);
@@ -470,8 +511,9 @@ START_TEST(tpu_is_unsupported_and_prefer_falls_back)
 	json_decref(doc);
 	exec_job_unref(job);
 	/* a named device may fall back when the request allows it */
-	r = saxpy(1000, "tpu:0");
-	r.fallback = 1;
+	r = saxpy(1000, NULL);
+	rank(&r, tpu_first);
+	r.pinned = true;
 	job = submit_ok(ex, &r);
 	exec_job_wait(job);
 	ck_assert_int_eq(exec_job_state(job), EXEC_SUCCEEDED);
@@ -482,12 +524,12 @@ END_TEST
 
 START_TEST(device_failure_retries_on_next_device)
 {
-	struct exec *ex = start(&exec_native_ops, 8, 1u << 26);
+	struct exec *ex = start(&backend_native, 8, 1u << 26);
 	struct exec_request r = saxpy(1u << 19, NULL); /* 6 MB moved: not a tiny job */
 	struct exec_job *job;
 	json_t *doc;
 
-	r.prefer = PREFER_GPU;
+	rank(&r, gpu_first);
 	job = submit_ok(ex, &r);
 	exec_job_wait(job);
 	doc = exec_job_json(job);
@@ -505,9 +547,11 @@ START_TEST(device_failure_retries_on_next_device)
 	exec_job_wait(job);
 	ck_assert_int_eq(exec_job_state(job), EXEC_FAILED);
 	{
+		char reason[48];
 		char detail[256];
 
-		ck_assert_int_eq(exec_job_error(job, detail, sizeof(detail)), ACCELD_EDEVICE);
+		ck_assert_int_eq(exec_job_error(job, reason, sizeof(reason), detail, sizeof(detail)), ACCELD_EDEVICE);
+		ck_assert_str_eq(reason, "DEVICE_FAILURE");
 		ck_assert(strstr(detail, "CL_OUT_OF_RESOURCES") != NULL);
 	}
 	exec_job_unref(job);
@@ -517,13 +561,13 @@ END_TEST
 
 START_TEST(devices_gone_or_changed_since_start_are_not_used)
 {
-	struct exec *ex = start(&exec_native_ops, 8, 1u << 26);
+	struct exec *ex = start(&backend_native, 8, 1u << 26);
 	struct exec_request r = saxpy(1u << 19, NULL);
 	struct exec_job *job;
 	json_t *doc;
 
 	gpu_presence = EXEC_GONE;
-	r.prefer = PREFER_GPU;
+	rank(&r, gpu_first);
 	job = submit_ok(ex, &r);
 	exec_job_wait(job);
 	doc = exec_job_json(job);
@@ -668,13 +712,11 @@ static void *submit_many(void *arg)
 		struct exec_refusal why;
 
 		exec_request_init(&r);
-		r.kernel = (enum exec_kernel)(i % EXEC_KERNEL_COUNT);
-		r.m = 9 + (uint64_t)i;
-		r.n = 31 + (uint64_t)i;
-		r.k = 5;
+		r.kernel = (enum kernel_id)(i % KERNEL_COUNT);
+		r.shape = (struct kernel_shape){.m = 9 + (uint64_t)i, .n = 31 + (uint64_t)i, .k = 5};
 		r.seed = (uint64_t)i;
 		r.verify = true;
-		snprintf(r.device, sizeof(r.device), "cpu:0");
+		exec_request_add_device(&r, "cpu:0");
 		if (exec_submit(s->ex, &r, NULL, NULL, &job, &why) != ACCELD_OK) {
 			json_decref(why.extra);
 			continue;
@@ -694,7 +736,7 @@ static void *submit_many(void *arg)
 
 START_TEST(many_jobs_at_once)
 {
-	struct exec *ex = start(&exec_native_ops, 64, 1u << 24);
+	struct exec *ex = start(&backend_native, 64, 1u << 24);
 	pthread_t th[8];
 	struct submitter s[8];
 	int total = 0;
@@ -816,22 +858,107 @@ START_TEST(tiny_jobs_queue_on_other_backends)
 }
 END_TEST
 
-START_TEST(names_and_sizes)
+START_TEST(state_names)
 {
-	enum exec_kernel k;
-	enum exec_state s;
+	enum exec_state st;
 
-	ck_assert_int_eq(exec_kernel_parse("sgemm", &k), 0);
-	ck_assert_int_eq(k, EXEC_SGEMM);
-	ck_assert_int_eq(exec_kernel_parse("gemm", &k), -1);
-	ck_assert_int_eq(exec_state_parse("timed_out", &s), 0);
-	ck_assert_int_eq(s, EXEC_TIMED_OUT);
-	ck_assert_uint_eq(exec_input_len(EXEC_SGEMM, 2, 3, 4, 0), 8);
-	ck_assert_uint_eq(exec_input_len(EXEC_SGEMM, 2, 3, 4, 1), 12);
-	ck_assert_uint_eq(exec_output_len(EXEC_SGEMM, 2, 3, 4), 6);
-	ck_assert_uint_eq(exec_input_len(EXEC_SGEMM, UINT64_MAX, 3, UINT64_MAX, 0), UINT64_MAX); /* saturates */
-	ck_assert(exec_flops(EXEC_SGEMM, 2, 3, 4) == 48.0);
-	ck_assert(exec_bytes(EXEC_TRIAD, 0, 10, 0) == 120.0);
+	ck_assert(exec_state_parse("timed_out", &st));
+	ck_assert_int_eq(st, EXEC_TIMED_OUT);
+	ck_assert(exec_state_parse("interrupted", &st));
+	ck_assert_int_eq(st, EXEC_INTERRUPTED);
+	ck_assert(!exec_state_parse("timeout", &st));
+	for (unsigned i = 0; i < EXEC_STATE_COUNT; i++)
+		ck_assert_ptr_nonnull(strstr(exec_state_names_text(), exec_state_name((enum exec_state)i)));
+}
+END_TEST
+
+/* a thread creator that fails for the worker of the second device (and the reaper when told) */
+static int creations;
+static bool fail_reaper;
+
+static int failing_create(pthread_t *thread, void *(*fn)(void *), void *arg)
+{
+	int n = __atomic_add_fetch(&creations, 1, __ATOMIC_SEQ_CST);
+
+	/* workers start in device order (cpu:0, gpu:0; the TPU has none), then the reaper */
+	if (n == 2 || (fail_reaper && n == 3))
+		return EAGAIN;
+	return pthread_create(thread, NULL, fn, arg);
+}
+
+/* A worker that cannot start is said, and leaves its device without jobs; without a reaper nothing runs. */
+START_TEST(threads_that_fail_to_start_are_said)
+{
+	struct exec *ex;
+	struct exec_request r;
+	struct exec_refusal why;
+	struct exec_job *job = NULL;
+	struct exec_opts bad = {.queue_depth = 1};
+
+	creations = 0;
+	fail_reaper = false;
+	thread_create_in_use = failing_create;
+	ex = start(&backend_native, 8, 1u << 24);
+	ck_assert_ptr_nonnull(exec_device(ex, "cpu:0"));
+	ck_assert_ptr_null(exec_device(ex, "gpu:0"));
+	ck_assert_ptr_null(exec_device(ex, "tpu:0"));
+	ck_assert_str_eq(exec_device_backend(ex, "cpu:0"), "native");
+	ck_assert_ptr_null(exec_device_backend(ex, "gpu:0"));
+	r = saxpy(1u << 19, "gpu:0");
+	ck_assert_int_eq(exec_submit(ex, &r, NULL, NULL, &job, &why), ACCELD_EUNSUPPORTED);
+	ck_assert_str_eq(why.reason, "UNSUPPORTED");
+	ck_assert_msg(strstr(why.detail, "worker thread could not be started") != NULL, "%s", why.detail);
+	/* placed by preference, the job goes on to the CPU */
+	r = saxpy(1u << 19, NULL);
+	rank(&r, gpu_first);
+	job = submit_ok(ex, &r);
+	exec_job_wait(job);
+	ck_assert_int_eq(exec_job_state(job), EXEC_SUCCEEDED);
+	exec_job_unref(job);
+	exec_free(ex);
+
+	creations = 0;
+	fail_reaper = true;
+	make_devices();
+	{
+		struct exec_opts o = {.devices = devs, .ndevices = 3, .max_elements = 1000, .queue_depth = 1,
+				      .default_timeout_ms = 1000, .max_timeout_ms = 1000, .recent = 4,
+				      .backends = ops_in_use, .thread_create = failing_create};
+
+		ex = (struct exec *)&bad; /* must be cleared on failure */
+		ck_assert_int_eq(exec_new(&o, &ex), ACCELD_EUNAVAILABLE);
+		ck_assert_ptr_null(ex);
+	}
+	thread_create_in_use = NULL;
+	/* options the configuration would never give are refused, not patched */
+	ck_assert_int_eq(exec_new(&bad, &ex), ACCELD_EINVAL);
+}
+END_TEST
+
+/* A named backend is used where it serves the device, and refused plainly where it does not. */
+START_TEST(named_backend)
+{
+	struct exec *ex = start(&backend_native, 8, 1u << 24);
+	struct exec_request r = saxpy(1000, "cpu:0");
+	struct exec_job *job;
+	json_t *doc;
+
+	snprintf(r.backend, sizeof(r.backend), "opencl");
+	submit_refused(ex, &r, ACCELD_EUNSUPPORTED, "UNSUPPORTED");
+	r = saxpy(1000, "cpu:0");
+	snprintf(r.backend, sizeof(r.backend), "cuda");
+	submit_refused(ex, &r, ACCELD_EINVAL, "INVALID_VALUE");
+	r = saxpy(1000, "cpu:0");
+	snprintf(r.backend, sizeof(r.backend), "native");
+	job = submit_ok(ex, &r);
+	exec_job_wait(job);
+	doc = exec_job_json(job);
+	ck_assert_str_eq(jstr(doc, "backend"), "native");
+	json_decref(doc);
+	exec_job_unref(job);
+	r = saxpy(10, NULL);
+	submit_refused(ex, &r, ACCELD_ECONFLICT, "NO_MATCHING_DEVICE"); /* no device at all */
+	exec_free(ex);
 }
 END_TEST
 
@@ -841,7 +968,9 @@ Suite *make_suite(void)
 	TCase *tc = tcase_create("executor");
 
 	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, names_and_sizes);
+	tcase_add_test(tc, state_names);
+	tcase_add_test(tc, threads_that_fail_to_start_are_said);
+	tcase_add_test(tc, named_backend);
 	tcase_add_test(tc, runs_and_verifies_natively);
 	tcase_add_test(tc, every_kernel_verifies);
 	tcase_add_test(tc, inline_inputs_are_used);

@@ -38,19 +38,18 @@ static void check_close(double got, double ref, double tol, const char *what, si
 		      got, ref, tol);
 }
 
-static struct exec_cpu *pool(unsigned threads)
+static struct pool *pool(unsigned threads)
 {
-	struct exec_cpu *cpu = NULL;
+	struct pool *cpu = pool_new(threads);
 
-	ck_assert_int_eq(exec_cpu_new(threads, &cpu), ACCELD_OK);
-	ck_assert_uint_ge(exec_cpu_threads(cpu), 1);
+	ck_assert_uint_ge(pool_threads(cpu), 1);
 	return cpu;
 }
 
 START_TEST(saxpy_and_triad_match_reference)
 {
 	static const float alphas[] = {0.0f, 1.0f, -1.0f, 2.5f};
-	struct exec_cpu *cpu = pool((unsigned)_i + 1);
+	struct pool *cpu = pool((unsigned)_i + 1);
 
 	for (size_t si = 0; si < sizeof(odd_sizes) / sizeof(odd_sizes[0]); si++) {
 		size_t n = odd_sizes[si];
@@ -74,7 +73,7 @@ START_TEST(saxpy_and_triad_match_reference)
 		free(y);
 		free(out);
 	}
-	exec_cpu_free(cpu);
+	pool_free(cpu);
 }
 END_TEST
 
@@ -85,7 +84,7 @@ END_TEST
 START_TEST(large_outputs_stream_the_same_values)
 {
 	const size_t n = (8u << 20) / sizeof(float) + 1237;
-	struct exec_cpu *cpu = pool((unsigned)_i + 1);
+	struct pool *cpu = pool((unsigned)_i + 1);
 	float *x = randv(n + 16, 3);
 	float *y = randv(n + 16, 4);
 	float *buf = malloc((n + 16) * sizeof(float));
@@ -115,13 +114,13 @@ START_TEST(large_outputs_stream_the_same_values)
 	free(x);
 	free(y);
 	free(buf);
-	exec_cpu_free(cpu);
+	pool_free(cpu);
 }
 END_TEST
 
 START_TEST(dot_matches_reference)
 {
-	struct exec_cpu *cpu = pool((unsigned)_i + 1);
+	struct pool *cpu = pool((unsigned)_i + 1);
 
 	for (size_t si = 0; si < sizeof(odd_sizes) / sizeof(odd_sizes[0]); si++) {
 		size_t n = odd_sizes[si];
@@ -138,11 +137,11 @@ START_TEST(dot_matches_reference)
 		free(x);
 		free(y);
 	}
-	exec_cpu_free(cpu);
+	pool_free(cpu);
 }
 END_TEST
 
-static void gemm_case(struct exec_cpu *cpu, size_t m, size_t n, size_t k, float alpha, float beta, bool with_c)
+static void gemm_case(struct pool *cpu, size_t m, size_t n, size_t k, float alpha, float beta, bool with_c)
 {
 	float *a = randv(m * k, 5);
 	float *b = randv(k * n, 6);
@@ -179,18 +178,18 @@ START_TEST(sgemm_matches_reference)
 	static const size_t shapes[][3] = {{1, 1, 1}, {1, 7, 3}, {7, 1, 5}, {3, 5, 1}, {17, 31, 13}, {64, 64, 64},
 					   {67, 131, 97}, {128, 3, 257}};
 	static const float ab[][2] = {{1.0f, 0.0f}, {0.0f, 1.0f}, {-1.0f, -1.0f}, {1.5f, 0.5f}, {0.0f, 0.0f}};
-	struct exec_cpu *cpu = pool((unsigned)_i + 1);
+	struct pool *cpu = pool((unsigned)_i + 1);
 
 	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
 		for (size_t e = 0; e < sizeof(ab) / sizeof(ab[0]); e++)
 			gemm_case(cpu, shapes[s][0], shapes[s][1], shapes[s][2], ab[e][0], ab[e][1], e % 2 == 0);
-	exec_cpu_free(cpu);
+	pool_free(cpu);
 }
 END_TEST
 
 START_TEST(sgemm_beta_zero_ignores_c)
 {
-	struct exec_cpu *cpu = pool(2);
+	struct pool *cpu = pool(2);
 	float a[4] = {1, 2, 3, 4};
 	float b[4] = {1, 0, 0, 1};
 	float c[4] = {NAN, INFINITY, NAN, -INFINITY};
@@ -199,14 +198,14 @@ START_TEST(sgemm_beta_zero_ignores_c)
 	exec_cpu_sgemm(cpu, 2, 2, 2, 1.0f, a, b, 0.0f, c, out);
 	for (int i = 0; i < 4; i++)
 		ck_assert_float_eq(out[i], a[i]);
-	exec_cpu_free(cpu);
+	pool_free(cpu);
 }
 END_TEST
 
 START_TEST(softmax_matches_reference)
 {
 	static const size_t shapes[][2] = {{1, 1}, {1, 7}, {3, 17}, {13, 1009}, {257, 33}};
-	struct exec_cpu *cpu = pool((unsigned)_i + 1);
+	struct pool *cpu = pool((unsigned)_i + 1);
 
 	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
 		size_t rows = shapes[s][0];
@@ -238,50 +237,26 @@ START_TEST(softmax_matches_reference)
 		free(x);
 		free(out);
 	}
-	exec_cpu_free(cpu);
-}
-END_TEST
-
-struct count_task {
-	size_t n;
-	unsigned char *seen;
-};
-
-static void mark(void *arg, unsigned part, size_t b, size_t e)
-{
-	struct count_task *t = arg;
-
-	(void)part;
-	for (size_t i = b; i < e; i++)
-		t->seen[i]++;
-}
-
-START_TEST(parallel_covers_every_index_once)
-{
-	struct exec_cpu *cpu = pool(3);
-	static const size_t sizes[] = {0, 1, 5, 16, 17, 1000, 99991};
-
-	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
-		struct count_task t = {.n = sizes[s], .seen = calloc(sizes[s] + 1, 1)};
-
-		exec_cpu_parallel(cpu, t.n, 1, 16, mark, &t);
-		for (size_t i = 0; i < t.n; i++)
-			ck_assert_uint_eq(t.seen[i], 1);
-		free(t.seen);
-	}
-	exec_cpu_free(cpu);
+	pool_free(cpu);
 }
 END_TEST
 
 START_TEST(blas_is_loaded_and_checked)
 {
+	const char *before = getenv("OPENBLAS_CORETYPE");
+	char *given = before ? strdup(before) : NULL;
+
 	/* OpenBLAS is a build dependency, so the run-time load must find it and its self-check must pass */
 	exec_cpu_blas_prepare();
 	ck_assert_ptr_nonnull(exec_cpu_blas_config());
 	ck_assert_ptr_nonnull(exec_cpu_blas_core());
 	ck_assert_msg(strstr(exec_cpu_blas_note(), "OpenBLAS core") != NULL, "%s", exec_cpu_blas_note());
-	/* the process environment is left as it was */
-	ck_assert_ptr_null(getenv("OPENBLAS_CORETYPE"));
+	/* the process environment is left as it was, whatever the caller's shell had set */
+	if (given == NULL)
+		ck_assert_ptr_null(getenv("OPENBLAS_CORETYPE"));
+	else
+		ck_assert_str_eq(getenv("OPENBLAS_CORETYPE"), given);
+	free(given);
 }
 END_TEST
 
@@ -293,20 +268,25 @@ START_TEST(native_backend_runs_work)
 	float x[5] = {1, 2, 3, 4, 5};
 	float y[5] = {1, 1, 1, 1, 1};
 	float out[5];
-	struct exec_work w = {.kernel = EXEC_SAXPY, .n = 5, .alpha = 2.0f, .in = {x, y, NULL}, .out = out};
-	struct exec_backend_timing t;
+	struct backend_work w = {.kernel = KERNEL_SAXPY, .n = 5, .alpha = 2.0f, .in = {x, y, NULL}, .out = out};
+	struct backend_timing t;
 
 	device_init(&dev, DEVICE_CPU);
-	ck_assert_int_eq(exec_native_ops.open(&dev, 2, &state, err, sizeof(err)), ACCELD_OK);
-	ck_assert_int_eq(exec_native_ops.run(state, &w, &t, err, sizeof(err)), ACCELD_OK);
+	ck_assert_int_eq(backend_native.open(&dev, 2, &state, err, sizeof(err)), ACCELD_OK);
+	ck_assert_int_eq(backend_native.run(state, &w, &t, err, sizeof(err)), ACCELD_OK);
 	for (int i = 0; i < 5; i++)
 		ck_assert_float_eq(out[i], 2.0f * x[i] + 1.0f);
 	ck_assert(t.kernel_ms >= 0.0);
 	ck_assert(t.transfer_ms == 0.0);
-	w.kernel = EXEC_DOT;
-	ck_assert_int_eq(exec_native_ops.run(state, &w, &t, err, sizeof(err)), ACCELD_OK);
+	w.kernel = KERNEL_DOT;
+	ck_assert_int_eq(backend_native.run(state, &w, &t, err, sizeof(err)), ACCELD_OK);
 	ck_assert(fabs(w.dot - 15.0) < 1e-9);
-	exec_native_ops.close(state);
+	backend_native.close(state);
+	/* it serves CPUs only, and is preferred there */
+	ck_assert(backend_native.serves(&dev));
+	ck_assert(backend_default(backend_builtin, &dev) == &backend_native);
+	device_init(&dev, DEVICE_GPU);
+	ck_assert(!backend_native.serves(&dev));
 }
 END_TEST
 
@@ -322,7 +302,6 @@ Suite *make_suite(void)
 	tcase_add_loop_test(tc, sgemm_matches_reference, 0, 3);
 	tcase_add_test(tc, sgemm_beta_zero_ignores_c);
 	tcase_add_loop_test(tc, softmax_matches_reference, 0, 3);
-	tcase_add_test(tc, parallel_covers_every_index_once);
 	tcase_add_test(tc, blas_is_loaded_and_checked);
 	tcase_add_test(tc, native_backend_runs_work);
 	suite_add_tcase(s, tc);

@@ -85,9 +85,9 @@ static void check_close(double got, double ref, double tol, const char *what, si
 		      got, ref, tol);
 }
 
-static void run(struct exec_work *w)
+static void run(struct backend_work *w)
 {
-	struct exec_backend_timing t = {0};
+	struct backend_timing t = {0};
 	char err[2048];
 
 	ck_assert_msg(exec_ocl_run(ocl, w, &t, err, sizeof(err)) == ACCELD_OK, "%s", err);
@@ -108,21 +108,21 @@ START_TEST(vectors_match_reference)
 		double mag = 0.0;
 
 		for (size_t ai = 0; ai < 4; ai++) {
-			struct exec_work w = {.kernel = EXEC_SAXPY, .n = n, .alpha = alphas[ai], .s = alphas[ai],
+			struct backend_work w = {.kernel = KERNEL_SAXPY, .n = n, .alpha = alphas[ai], .s = alphas[ai],
 					      .in = {x, y, NULL}, .out = out};
 
 			run(&w);
 			for (size_t i = 0; i < n; i++)
 				check_close(out[i], (double)w.alpha * x[i] + y[i],
 					    1e-6 * (fabs((double)w.alpha * x[i]) + fabs(y[i])), "saxpy", i);
-			w.kernel = EXEC_TRIAD;
+			w.kernel = KERNEL_TRIAD;
 			run(&w);
 			for (size_t i = 0; i < n; i++)
 				check_close(out[i], x[i] + (double)w.s * y[i], 1e-6 * (fabs(x[i]) + fabs((double)w.s * y[i])),
 					    "triad", i);
 		}
 		{
-			struct exec_work w = {.kernel = EXEC_DOT, .n = n, .in = {x, y, NULL}};
+			struct backend_work w = {.kernel = KERNEL_DOT, .n = n, .in = {x, y, NULL}};
 
 			for (size_t i = 0; i < n; i++) {
 				ref += (double)x[i] * y[i];
@@ -154,7 +154,7 @@ START_TEST(sgemm_matches_reference)
 		float *out = malloc(m * n * sizeof(float));
 
 		for (size_t e = 0; e < sizeof(ab) / sizeof(ab[0]); e++) {
-			struct exec_work w = {.kernel = EXEC_SGEMM, .m = m, .n = n, .k = k, .alpha = ab[e][0],
+			struct backend_work w = {.kernel = KERNEL_SGEMM, .m = m, .n = n, .k = k, .alpha = ab[e][0],
 					      .beta = ab[e][1], .in = {a, b, e == 3 ? NULL : c}, .out = out};
 
 			run(&w);
@@ -194,7 +194,7 @@ START_TEST(softmax_matches_reference)
 		size_t cols = shapes[s][1];
 		float *x = randv(rows * cols, 6);
 		float *out = malloc(rows * cols * sizeof(float));
-		struct exec_work w = {.kernel = EXEC_SOFTMAX, .m = rows, .n = cols, .in = {x, NULL, NULL}, .out = out};
+		struct backend_work w = {.kernel = KERNEL_SOFTMAX, .m = rows, .n = cols, .in = {x, NULL, NULL}, .out = out};
 
 		for (size_t i = 0; i < rows * cols; i++)
 			x[i] *= 40.0f;
@@ -223,7 +223,7 @@ START_TEST(buffers_are_pooled)
 {
 	float *x = randv(4096, 7);
 	float *out = malloc(4096 * sizeof(float));
-	struct exec_work w = {.kernel = EXEC_SAXPY, .n = 4096, .alpha = 1.0f, .in = {x, x, NULL}, .out = out};
+	struct backend_work w = {.kernel = KERNEL_SAXPY, .n = 4096, .alpha = 1.0f, .in = {x, x, NULL}, .out = out};
 	uint64_t after_first;
 
 	run(&w);
@@ -253,6 +253,37 @@ START_TEST(missing_device_is_reported)
 }
 END_TEST
 
+START_TEST(serves_and_admits)
+{
+	struct device d = dev;
+	const char *reason = NULL;
+	char detail[256];
+	struct kernel_shape fits = {.n = 1000};
+	struct kernel_shape big = {.m = 4096, .n = 4096, .k = 16};
+
+	ck_assert(backend_opencl.serves(&d));
+	d.opencl.max_alloc_bytes = 64u << 20;
+	ck_assert_int_eq(backend_opencl.admit(&d, KERNEL_SAXPY, &fits, &reason, detail, sizeof(detail)), ACCELD_OK);
+	/* 4096 x 4096 floats is 64 MiB: the output fits exactly, one more row would not */
+	ck_assert_int_eq(backend_opencl.admit(&d, KERNEL_SGEMM, &big, &reason, detail, sizeof(detail)), ACCELD_OK);
+	big.m++;
+	ck_assert_int_eq(backend_opencl.admit(&d, KERNEL_SGEMM, &big, &reason, detail, sizeof(detail)),
+			 ACCELD_ETOOLARGE);
+	ck_assert_str_eq(reason, "EXCEEDS_DEVICE_ALLOCATION");
+	ck_assert_msg(strstr(detail, "largest allocation") != NULL, "%s", detail);
+	/* a CPU with PoCL is served, but natively first; a TPU never */
+	d.type = DEVICE_CPU;
+	ck_assert(backend_opencl.serves(&d));
+	ck_assert(backend_default(backend_builtin, &d) == &backend_native);
+	d.type = DEVICE_TPU;
+	ck_assert(!backend_opencl.serves(&d));
+	d.type = DEVICE_GPU;
+	d.opencl.present = false;
+	ck_assert(!backend_opencl.serves(&d));
+	ck_assert_ptr_null(backend_default(backend_builtin, &d));
+}
+END_TEST
+
 START_TEST(error_names)
 {
 	ck_assert_str_eq(exec_ocl_error_name(CL_OUT_OF_RESOURCES), "CL_OUT_OF_RESOURCES");
@@ -275,6 +306,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, softmax_matches_reference);
 	tcase_add_test(tc, buffers_are_pooled);
 	tcase_add_test(tc, missing_device_is_reported);
+	tcase_add_test(tc, serves_and_admits);
 	tcase_add_test(tc, error_names);
 	suite_add_tcase(s, tc);
 	return s;

@@ -234,14 +234,14 @@ START_TEST(policy_fastest)
 	select_result_release(&res);
 
 	/* sgemm counts fp32 */
-	r.kernel = SELECT_SGEMM;
+	r.kernel = KERNEL_SGEMM;
 	ck_assert_int_eq(select_choose(devs, ndevs, &r, NULL, 0, &res), ACCELD_OK);
 	ck_assert_double_eq_tol(cand(&res, "gpu:1")->score, 30300, 1e-6);
 	ck_assert_str_eq(cand(&res, "gpu:1")->figure, "peak fp32 GFLOP/s");
 	select_result_release(&res);
 
 	/* a memory-bound kernel counts bandwidth */
-	r.kernel = SELECT_TRIAD;
+	r.kernel = KERNEL_TRIAD;
 	ck_assert_int_eq(select_choose(devs, ndevs, &r, NULL, 0, &res), ACCELD_OK);
 	ck_assert_str_eq(res.device->id, "gpu:0");
 	ck_assert_double_eq_tol(cand(&res, "gpu:0")->score, 3350, 1e-9);
@@ -262,7 +262,7 @@ START_TEST(policy_fastest_uses_measured)
 	};
 
 	host_gpus();
-	r.kernel = SELECT_TRIAD;
+	r.kernel = KERNEL_TRIAD;
 	ck_assert_int_eq(select_choose(devs, ndevs, &r, m, 3, &res), ACCELD_OK);
 	ck_assert_str_eq(res.device->id, "gpu:1");
 	ck_assert_str_eq(cand(&res, "gpu:1")->source, "measured");
@@ -270,7 +270,7 @@ START_TEST(policy_fastest_uses_measured)
 	select_result_release(&res);
 
 	/* sgemm: measured for gpu:1 only; gpu:0 keeps its peak */
-	r.kernel = SELECT_SGEMM;
+	r.kernel = KERNEL_SGEMM;
 	ck_assert_int_eq(select_choose(devs, ndevs, &r, m, 3, &res), ACCELD_OK);
 	ck_assert_str_eq(res.device->id, "gpu:0");
 	ck_assert_str_eq(cand(&res, "gpu:0")->source, "peak");
@@ -318,7 +318,7 @@ START_TEST(policy_efficient)
 	select_result_release(&res);
 
 	/* measured sgemm per dollar: H100 60000/10.98 = 5464, L4 2000/0.56 = 3571 */
-	r.kernel = SELECT_SGEMM;
+	r.kernel = KERNEL_SGEMM;
 	ck_assert_int_eq(select_choose(devs, ndevs, &r, m, 2, &res), ACCELD_OK);
 	ck_assert_str_eq(res.device->id, "gpu:0");
 	ck_assert_double_eq_tol(cand(&res, "gpu:0")->score, 60000 / 10.98, 1e-6);

@@ -116,7 +116,7 @@ START_TEST(memory_database_is_migrated_and_healthy)
 	ck_assert_int_eq(store_open(":memory:", &st, err, sizeof(err)), ACCELD_OK);
 	ck_assert_str_eq(err, "");
 	ck_assert(store_healthy(st, err, sizeof(err)));
-	ck_assert_int_eq(store_schema_version(), 3);
+	ck_assert_int_eq(store_schema_version(), 4);
 	ck_assert_str_eq(store_sqlite_version(), sqlite3_libversion());
 	store_close(st);
 }
@@ -131,7 +131,7 @@ START_TEST(fresh_file_gets_the_newest_schema)
 	ck_assert_int_eq(store_open(path, &st, err, sizeof(err)), ACCELD_OK);
 	ck_assert(store_healthy(st, err, sizeof(err)));
 	store_close(st);
-	ck_assert_int_eq(file_query(path, "PRAGMA user_version"), 3);
+	ck_assert_int_eq(file_query(path, "PRAGMA user_version"), 4);
 	ck_assert_int_eq(file_query(path, "SELECT count(*) FROM sqlite_schema WHERE name IN ('devices', 'samples', "
 					  "'rollup_minute', 'rollup_hour', 'jobs', 'prices')"),
 			 6);
@@ -153,9 +153,38 @@ START_TEST(older_file_is_upgraded_keeping_its_rows)
 	ck_assert_int_eq(store_open(path, &st, err, sizeof(err)), ACCELD_OK);
 	ck_assert_msg(store_healthy(st, err, sizeof(err)), "%s", err);
 	store_close(st);
-	ck_assert_int_eq(file_query(path, "PRAGMA user_version"), 3);
+	ck_assert_int_eq(file_query(path, "PRAGMA user_version"), 4);
 	ck_assert_int_eq(file_query(path, "SELECT count(*) FROM devices WHERE id = 'gpu:7'"), 1);
 	ck_assert_int_eq(file_query(path, "SELECT count(*) FROM jobs"), 0);
+}
+END_TEST
+
+/* A history written before 0004 reads back with the API's state names and reasons. */
+START_TEST(old_job_states_are_migrated)
+{
+	struct store *st = NULL;
+	struct store_job j;
+	char path[300], err[256];
+	char *v1 = read_text("db/migrations/0001_init.sql");
+	char *v2 = read_text("db/migrations/0002_jobs_prices.sql");
+
+	tmp_path(path, sizeof(path), "v2.db");
+	file_exec(path, v1);
+	file_exec(path, v2);
+	file_exec(path, "PRAGMA user_version = 2; INSERT INTO jobs (id, device, kernel, state, error) VALUES "
+			"('late', 'cpu:0', 'dot', 'timeout', 'ran past its timeout'), "
+			"('ok', 'cpu:0', 'dot', 'succeeded', NULL)");
+	free(v1);
+	free(v2);
+	ck_assert_int_eq(store_open(path, &st, err, sizeof(err)), ACCELD_OK);
+	ck_assert_int_eq(store_job_get(st, "late", &j), ACCELD_OK);
+	ck_assert_str_eq(j.state, "timed_out");
+	ck_assert_str_eq(j.reason, "TIMED_OUT");
+	ck_assert(isnan(j.queued_ms));
+	ck_assert_int_eq(store_job_get(st, "ok", &j), ACCELD_OK);
+	ck_assert_str_eq(j.reason, "");
+	store_close(st);
+	ck_assert_int_eq(file_query(path, "SELECT count(*) FROM jobs WHERE state = 'timeout'"), 0);
 }
 END_TEST
 
@@ -609,6 +638,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, memory_database_is_migrated_and_healthy);
 	tcase_add_test(tc, fresh_file_gets_the_newest_schema);
 	tcase_add_test(tc, older_file_is_upgraded_keeping_its_rows);
+	tcase_add_test(tc, old_job_states_are_migrated);
 	tcase_add_test(tc, newer_file_is_refused_and_left_alone);
 	tcase_add_test(tc, samples_read_back_as_a_raw_series);
 	tcase_add_test(tc, rollups_answer_coarse_series_and_usage);

@@ -1,0 +1,74 @@
+/*
+ * kernel: the one table of acceld's compute kernels: their names, inputs and scalar parameters, the length of each
+ * buffer, and the floating-point operations and bytes a run does. The executor, the estimates of /cost and /select,
+ * the request parsers and the backends all ask it; nothing else counts a kernel's work.
+ *
+ * All kernels are float32 and row-major:
+ *   saxpy:   out[n] = alpha * x[n] + y[n]
+ *   triad:   out[n] = b[n] + s * c[n]                       (STREAM's a = b + s*c)
+ *   dot:     out    = sum x[n] * y[n]                        (one value)
+ *   sgemm:   out[m x n] = alpha * a[m x k] * b[k x n] + beta * c[m x n]   (c optional: zeros)
+ *   softmax: out[m x n] = row-wise softmax of x[m x n]
+ */
+#ifndef ACCELD_KERNEL_H
+#define ACCELD_KERNEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum kernel_id { KERNEL_SAXPY, KERNEL_TRIAD, KERNEL_DOT, KERNEL_SGEMM, KERNEL_SOFTMAX, KERNEL_COUNT };
+
+#define KERNEL_MAX_INPUTS 3
+
+/* The sizes of one run: vectors use n; sgemm m, n, k; softmax m rows of n columns. Unused sizes are 0. */
+struct kernel_shape {
+	uint64_t m, n, k;
+};
+
+/* The request fields a kernel takes besides n (bits). */
+enum kernel_param {
+	KERNEL_PARAM_ALPHA = 1u << 0,
+	KERNEL_PARAM_BETA = 1u << 1,
+	KERNEL_PARAM_S = 1u << 2,
+	KERNEL_PARAM_M = 1u << 3,
+	KERNEL_PARAM_K = 1u << 4,
+};
+
+/* "saxpy", ...; "?" for a value out of range. */
+const char *kernel_name(enum kernel_id k);
+
+/* The kernel called name; false when there is none. */
+bool kernel_parse(const char *name, enum kernel_id *out);
+
+/* "saxpy, triad, dot, sgemm, softmax": the accepted names, for messages. */
+const char *kernel_names_text(void);
+
+/* Names of the kernel's inputs in order, NULL-terminated ("x", "y"); an optional input is marked by
+ * kernel_input_optional. */
+const char *const *kernel_inputs(enum kernel_id k);
+bool kernel_input_optional(enum kernel_id k, unsigned i);
+
+/* The enum kernel_param bits of the fields the kernel takes. */
+unsigned kernel_params(enum kernel_id k);
+
+/* Whether the shape has every size the kernel needs (n; m for sgemm and softmax; k for sgemm). */
+bool kernel_shape_complete(enum kernel_id k, const struct kernel_shape *s);
+
+/* Elements of input i (0 when the kernel has no such input) and of the output (1 for dot); saturating. */
+uint64_t kernel_input_len(enum kernel_id k, const struct kernel_shape *s, unsigned i);
+uint64_t kernel_output_len(enum kernel_id k, const struct kernel_shape *s);
+
+/* Elements of every buffer of a run together (inputs, optional ones included, and the output); saturating. */
+uint64_t kernel_total_len(enum kernel_id k, const struct kernel_shape *s);
+
+/*
+ * The work of one run: floating-point operations, and bytes moved at the least (every input read once, the output
+ * written once; sgemm's optional c is counted as read).
+ */
+double kernel_flops(enum kernel_id k, const struct kernel_shape *s);
+double kernel_bytes(enum kernel_id k, const struct kernel_shape *s);
+
+/* True for kernels whose speed is set by arithmetic (sgemm); the others are bound by memory bandwidth. */
+bool kernel_compute_bound(enum kernel_id k);
+
+#endif
