@@ -148,7 +148,17 @@ class Browser:
                 out.append(p["entry"].get("text", ""))
         return out
 
-    def screenshot(self, path):
+    def set_viewport(self, width, height):
+        """Makes the page's viewport width x height CSS pixels (scale 1), whatever the window's size."""
+        self.send("Emulation.setDeviceMetricsOverride",
+                  {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+
+    def screenshot(self, path, full_page=False):
+        """Writes a PNG of the viewport, or with full_page of the whole page at the viewport's width."""
+        if full_page:
+            width = self.eval("innerWidth")
+            height = self.eval("Math.ceil(document.documentElement.scrollHeight)")
+            self.set_viewport(width, height)
         data = self.send("Page.captureScreenshot", {"format": "png"})["data"]
         with open(path, "wb") as f:
             f.write(base64.b64decode(data))

@@ -1,12 +1,66 @@
 """The dashboard in a real headless Chromium (Debian's chromium) against a running acceld: the page loads with no
-console errors, the device table and the utilisation chart render with data, and the job form runs a job.
-UPDATE_SCREENSHOT=1 also writes docs/dashboard.png."""
+console errors; the device table, the history and cost charts (with time and value axes) and the recent jobs
+render; jobs are told apart by id; nothing overflows sideways at 1400, 1000 and 420 px; the job form runs a job.
+
+The database is given a day of CPU samples before acceld serves it (as a sampler would have written them, with a
+gap where acceld was down) and the CPU a price, so the charts have history to draw. UPDATE_SCREENSHOT=1 also
+writes docs/dashboard.png (the whole page at 1400 px)."""
+import math
 import os
+import re
+import sqlite3
 import time
 import unittest
 
 from cdp import Browser, chromium_path
 from harness import ROOT, Server
+
+SERVER_ARGS = ["--sample-interval", "200ms", "--telemetry-interval", "200ms"]
+JOBS = [
+    {"kernel": "saxpy", "n": 4096, "generate": {"seed": 1}, "verify": True},
+    {"kernel": "dot", "n": 65536, "generate": {"seed": 2}, "verify": True},
+    {"kernel": "sgemm", "m": 64, "n": 64, "k": 64, "generate": {"seed": 3}, "verify": True},
+]
+HHMM = re.compile(r"^([01]\d|2[0-3]):[0-5]\d$")
+DAY = re.compile(r"^(Sun|Mon|Tue|Wed|Thu|Fri|Sat) \d{1,2}$")
+MiB = 1 << 20
+
+
+def device_stored(db):
+    con = sqlite3.connect(db, timeout=10)
+    try:
+        return con.execute("SELECT 1 FROM devices WHERE id = 'cpu:0'").fetchone() is not None
+    except sqlite3.OperationalError:  # no schema yet
+        return False
+    finally:
+        con.close()
+
+
+def seed_history(db, now_ms):
+    """A day of cpu:0 samples ending 20 s ago: one a minute, every 15 s in the last hour, none for 6 minutes
+    half an hour ago; a slow daily swing with a busy spell every 25 minutes."""
+    con = sqlite3.connect(db, timeout=10)
+    try:
+        key = con.execute("SELECT key FROM devices WHERE id = 'cpu:0'").fetchone()[0]
+        rows = []
+        t = now_ms - 24 * 3600 * 1000
+        while t < now_ms - 20 * 1000:
+            recent = t >= now_ms - 3600 * 1000
+            step = 15 * 1000 if recent else 60 * 1000
+            age_min = (now_ms - t) / 60000
+            if not 30 <= age_min < 36:
+                minute = t // 60000
+                util = 0.12 + 0.08 * math.sin(minute / 90) + 0.03 * math.sin(minute * 1.7)
+                if minute % 25 < 4:
+                    util += 0.55 + 0.1 * math.sin(minute)
+                mem = 450 * MiB + util * 600 * MiB
+                rows.append((key, t, step, 1, min(util, 1.0), mem, None, None))
+            t += step
+        con.executemany("INSERT OR REPLACE INTO samples (device, ts, dt, source, util, mem, temp, power) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        con.commit()
+    finally:
+        con.close()
 
 
 class Dashboard(unittest.TestCase):
@@ -14,19 +68,60 @@ class Dashboard(unittest.TestCase):
     def setUpClass(cls):
         if chromium_path() is None:
             raise AssertionError("chromium is not installed (make test installs it)")
-        cls.server = Server(args=["--sample-interval", "200ms", "--telemetry-interval", "200ms"]).start()
-        # a job and a few samples, so the page has data to draw
-        r = cls.server.request("POST", "/run", json_body={"kernel": "saxpy", "n": 4096, "generate": {"seed": 1}})
+        # a first start creates the schema and the device rows; the history goes in while acceld is down
+        first = Server(args=SERVER_ARGS).start()
+        cls.tmp = first.tmp
+        deadline = time.monotonic() + 20
+        while not device_stored(first.db):
+            assert time.monotonic() < deadline, "cpu:0 never reached the database"
+            time.sleep(0.1)
+        first.stop()
+        seed_history(first.db, int(time.time() * 1000))
+        cls.server = Server(args=SERVER_ARGS, db=first.db).start()
+        r = cls.server.request("PUT", "/cost/prices", json_body={"prices": [{"type": "cpu", "usd_per_hour": 0.12}]})
         assert r.status == 200, r
-        time.sleep(1.5)
-        cls.browser = Browser(height=1150)
+        cls.job_ids = []
+        for job in JOBS:
+            r = cls.server.request("POST", "/run", json_body=job)
+            assert r.status == 200, r
+            cls.job_ids.append(r.json()["id"])
+        cls.browser = Browser(width=1400, height=900)
         cls.browser.open(f"http://127.0.0.1:{cls.server.port}/")
+        cls.browser.set_viewport(1400, 900)
 
     @classmethod
     def tearDownClass(cls):
         cls.browser.close()
         cls.server.stop()
         cls.server.tmp.cleanup()
+        cls.tmp.cleanup()
+
+    def settle(self):
+        """Waits two frames, so resize observers have redrawn the charts."""
+        self.browser.eval("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))")
+
+    def choose_metric(self, metric):
+        self.browser.eval("{ const m = document.getElementById('hist-metric');"
+                          f" m.value = '{metric}'; m.dispatchEvent(new Event('change')); }} true")
+
+    def labels(self, chart, axis):
+        return self.browser.eval(f"[...document.querySelectorAll('#{chart} text.tick.{axis}')].map(t => t.textContent)")
+
+    def assert_x_labels_apart(self, chart):
+        """The time labels lie inside the chart, left to right, none over another."""
+        boxes = self.browser.eval(f"""(() => {{
+            const svg = document.getElementById('{chart}').getBoundingClientRect();
+            return [...document.querySelectorAll('#{chart} text.tick.x')].map(t => {{
+                const b = t.getBoundingClientRect();
+                return [b.left - svg.left, b.right - svg.left, svg.width];
+            }});
+        }})()""")
+        self.assertGreaterEqual(len(boxes), 2, chart)
+        for left, right, width in boxes:
+            self.assertGreaterEqual(left, -0.5, (chart, boxes))
+            self.assertLessEqual(right, width + 0.5, (chart, boxes))
+        for a, b in zip(boxes, boxes[1:]):
+            self.assertLess(a[1], b[0], (chart, boxes))
 
     def test_1_devices_table(self):
         b = self.browser
@@ -34,18 +129,150 @@ class Dashboard(unittest.TestCase):
         cells = b.eval("[...document.querySelectorAll('#devices tr[data-id=\"cpu:0\"] td')].map(t => t.textContent)")
         self.assertEqual(cells[0], "cpu:0")
         self.assertRegex(cells[2], r"GiB")  # memory is shown
+        self.assertEqual(cells[6], "0.12")  # the price set above
         b.wait_until("document.getElementById('ready').textContent === 'ready'")
 
-    def test_2_utilisation_chart_has_data(self):
+    def test_2_history_chart_has_axes_and_data(self):
         b = self.browser
-        b.wait_until("document.querySelector('#util-chart polyline') !== null", timeout=20)
-        n = b.eval("document.querySelector('#util-chart polyline').getAttribute('points').split(' ').length")
-        self.assertGreaterEqual(n, 1)
+        b.wait_until("document.querySelectorAll('#hist-chart polyline').length >= 2", timeout=20)
+        # the last hour at 15 s steps, broken where the samples stop for 6 minutes
+        n = b.eval("[...document.querySelectorAll('#hist-chart polyline')]"
+                   ".reduce((n, l) => n + l.getAttribute('points').split(' ').length, 0)")
+        self.assertGreater(n, 150)
+        self.assertEqual(self.labels("hist-chart", "y"), ["0%", "25%", "50%", "75%", "100%"])
+        x = self.labels("hist-chart", "x")
+        self.assertGreaterEqual(len(x), 3, x)
+        for label in x:
+            self.assertRegex(label, HHMM)
+        self.assertEqual(len(set(x)), len(x), x)
+        self.assertGreaterEqual(b.eval("document.querySelectorAll('#hist-chart line.grid').length"), 6)
+        self.assertIn("utilisation of cpu:0", b.eval("document.getElementById('hist-chart').getAttribute('aria-label')"))
+        self.assert_x_labels_apart("hist-chart")
 
-    def test_3_recent_jobs_listed(self):
-        self.browser.wait_until("[...document.querySelectorAll('#jobs td')].some(td => td.textContent === 'saxpy')")
+        # memory in binary units (MiB or GiB, as the host's own use goes); a week labelled by days
+        self.choose_metric("memory_used_bytes")
+        b.wait_until("[...document.querySelectorAll('#hist-chart text.tick.y')].some(t => / [MG]iB$/.test(t.textContent))")
+        b.eval("[...document.querySelectorAll('[data-chart=hist] button')].find(x => x.textContent === '7d').click(); true")
+        b.wait_until("[...document.querySelectorAll('#hist-chart text.tick.x')].every(t => /^[A-Z][a-z]{2} \\d/.test(t.textContent))"
+                     " && document.querySelector('#hist-chart polyline') !== null")
+        for label in self.labels("hist-chart", "x"):
+            self.assertRegex(label, DAY)
+        self.assert_x_labels_apart("hist-chart")
 
-    def test_4_job_form_runs_a_job(self):
+        # a CPU reports no temperature: axes in °C and a note instead of a line
+        self.choose_metric("temperature_celsius")
+        b.wait_until("document.querySelector('#hist-chart text.empty') !== null")
+        self.assertEqual(b.eval("document.querySelectorAll('#hist-chart polyline, #hist-chart circle').length"), 0)
+        self.assertTrue(all(t.endswith(" °C") for t in self.labels("hist-chart", "y")))
+        self.assertGreaterEqual(len(self.labels("hist-chart", "x")), 2)
+
+        # back to the default view for what follows
+        self.choose_metric("utilization_ratio")
+        b.eval("[...document.querySelectorAll('[data-chart=hist] button')].find(x => x.textContent === '1h').click(); true")
+        b.wait_until("document.querySelectorAll('#hist-chart polyline').length >= 2")
+
+    def test_3_a_single_point_is_drawn(self):
+        """One sample in the window: a dot with both axes, no line."""
+        got = self.browser.eval("""(() => {
+            const svg = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
+            svg.id = 'one-point'; svg.setAttribute('class', 'chart');
+            document.body.append(svg);
+            const t1 = Date.now(), t0 = t1 - 3600e3;
+            drawChart(svg, { t0, t1, points: [{ t: t1 - 600e3, v: 42 }], gapMs: 30e3,
+                             axis: METRICS.power_watts.axis(42), label: 'power' });
+            const r = { dots: svg.querySelectorAll('circle').length, lines: svg.querySelectorAll('polyline').length,
+                        y: [...svg.querySelectorAll('text.tick.y')].map(t => t.textContent),
+                        x: [...svg.querySelectorAll('text.tick.x')].map(t => t.textContent) };
+            svg.remove();
+            return r;
+        })()""")
+        self.assertEqual((got["dots"], got["lines"]), (1, 0))
+        self.assertEqual(got["y"][0], "0 W")
+        self.assertTrue(all(t.endswith(" W") for t in got["y"]), got)
+        self.assertGreaterEqual(float(got["y"][-1].split()[0]), 42)
+        self.assertGreaterEqual(len(got["x"]), 2)
+        for label in got["x"]:
+            self.assertRegex(label, HHMM)
+
+    def test_4_cost_chart_has_axes_and_bars(self):
+        b = self.browser
+        b.wait_until("document.querySelectorAll('#cost-chart rect.col').length >= 20")
+        y = self.labels("cost-chart", "y")
+        self.assertRegex(y[0], r"^\$0\.0+$")
+        self.assertTrue(all(re.fullmatch(r"\$\d+\.\d+", t) for t in y), y)
+        self.assertGreaterEqual(float(y[-1][1:]), 0.12)  # a whole hour at 0.12 USD/h fits under the top tick
+        x = self.labels("cost-chart", "x")
+        self.assertGreaterEqual(len(x), 3, x)
+        for label in x:
+            self.assertTrue(HHMM.match(label) or DAY.match(label), x)
+        self.assertGreater(b.eval("document.querySelectorAll('#cost-chart rect.col-used').length"), 0)
+        self.assert_x_labels_apart("cost-chart")
+
+    def test_5_recent_jobs_are_told_apart(self):
+        b = self.browser
+        b.wait_until("document.querySelectorAll('#jobs tbody a.jid').length >= 3")
+        rows = b.eval("[...document.querySelectorAll('#jobs tbody tr')].map(tr => ({ id: tr.dataset.id,"
+                      " href: tr.querySelector('a.jid').getAttribute('href'), title: tr.querySelector('a.jid').title,"
+                      " shown: tr.querySelector('a.jid').innerText, cells: [...tr.cells].map(c => c.innerText),"
+                      " font: getComputedStyle(tr.querySelector('a.jid')).fontFamily }))")
+        by_id = {r["id"]: r for r in rows}
+        for job, job_id in zip(JOBS, self.job_ids):
+            r = by_id[job_id]
+            self.assertEqual(r["href"], "/run/" + job_id)
+            self.assertIn(job_id, r["title"])
+            self.assertEqual(r["shown"], job_id)  # at 1400 px the whole id shows
+            self.assertIn("monospace", r["font"])
+            self.assertEqual(r["cells"][1], job["kernel"])
+            self.assertEqual(r["cells"][3].split()[0], "cpu:0")
+            self.assertTrue(r["cells"][4].startswith("succeeded"), r["cells"])
+        self.assertEqual(by_id[self.job_ids[0]]["cells"][2], "n 4,096")
+        self.assertEqual(by_id[self.job_ids[2]]["cells"][2], "64×64×64")
+        shown = [r["shown"] for r in rows]
+        self.assertEqual(len(set(shown)), len(shown), shown)
+        # the link leads to the job's record
+        got = b.eval(f"fetch(document.querySelector('#jobs tr[data-id=\"{self.job_ids[1]}\"] a.jid').href)"
+                     ".then(r => r.json()).then(j => j.id)")
+        self.assertEqual(got, self.job_ids[1])
+
+        # narrower, the time digits give way to the 8 random ones, still distinct
+        b.set_viewport(1000, 800)
+        self.settle()
+        shown = b.eval("[...document.querySelectorAll('#jobs tbody a.jid')].map(a => a.innerText)")
+        self.assertEqual(len(set(shown)), len(shown), shown)
+        for job_id in self.job_ids:
+            self.assertIn(job_id[12:], shown)
+        b.set_viewport(1400, 900)
+        self.settle()
+
+    def test_6_no_horizontal_overflow(self):
+        b = self.browser
+        b.wait_until("document.querySelectorAll('#jobs tbody a.jid').length >= 3")
+        b.wait_until("document.querySelector('#hist-chart polyline') !== null")
+        for width, height in ((1400, 900), (1000, 800), (420, 800)):
+            b.set_viewport(width, height)
+            self.settle()
+            sizes = b.eval("""(() => {
+                const d = document.documentElement, j = document.getElementById('jobs-scroll');
+                return { viewport: innerWidth, page: [d.scrollWidth, d.clientWidth], jobs: [j.scrollWidth, j.clientWidth] };
+            })()""")
+            self.assertEqual(sizes["viewport"], width)
+            self.assertLessEqual(sizes["page"][0], sizes["page"][1], (width, sizes))
+            self.assertLessEqual(sizes["jobs"][0], sizes["jobs"][1], (width, sizes))
+            for chart in ("hist-chart", "cost-chart"):
+                self.assert_x_labels_apart(chart)
+        b.set_viewport(1400, 900)
+        self.settle()
+        # at 1400 px the jobs span the page below the charts, which sit side by side
+        boxes = b.eval("""(() => {
+            const r = id => document.getElementById(id).closest('section').getBoundingClientRect();
+            return { hist: [r('hist-chart').left, r('hist-chart').bottom], cost: [r('cost-chart').left],
+                     jobs: [r('jobs').top, r('jobs').width], main: document.querySelector('main').clientWidth };
+        })()""")
+        self.assertLess(boxes["hist"][0], boxes["cost"][0])
+        self.assertGreaterEqual(boxes["jobs"][0], boxes["hist"][1])
+        self.assertGreater(boxes["jobs"][1], 0.9 * boxes["main"])
+
+    def test_7_job_form_runs_a_job(self):
         b = self.browser
         b.eval("document.querySelector('#job-form [name=kernel]').value = 'dot';"
                "document.querySelector('#job-form [name=n]').value = '10000';"
@@ -54,12 +281,16 @@ class Dashboard(unittest.TestCase):
         text = b.eval("document.getElementById('job-result').textContent")
         self.assertIn('"verified": true', text)
         self.assertNotIn("error", b.eval("document.getElementById('job-result').className"))
+        b.wait_until("document.querySelectorAll('#jobs tbody a.jid').length >= 4")
 
-    def test_5_no_console_errors(self):
+    def test_8_no_console_errors(self):
         time.sleep(0.5)
         self.assertEqual(self.browser.errors(), [])
         if os.environ.get("UPDATE_SCREENSHOT"):
-            self.browser.screenshot(os.path.join(ROOT, "docs", "dashboard.png"))
+            self.browser.set_viewport(1400, 900)
+            self.settle()
+            self.browser.eval("document.getElementById('job-result').scrollTop = 0; true")
+            self.browser.screenshot(os.path.join(ROOT, "docs", "dashboard.png"), full_page=True)
 
 
 if __name__ == "__main__":
