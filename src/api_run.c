@@ -22,6 +22,7 @@
 #include "clock.h"
 #include "config.h"
 #include "exec.h"
+#include "log.h"
 #include "store.h"
 
 #define MAX_SIZE (1ull << 40) /* n, m, k beyond this are refused before any arithmetic */
@@ -33,10 +34,10 @@ static const char *const run_fields[] = {"kernel", "device", "prefer", "fallback
 					 "timeout_ms", NULL};
 
 /* A 400 naming the JSON path; returns false so callers can `return bad(...)`. */
-static bool bad(struct http_resp *resp, const char *reason, const char *path, const char *fmt, ...)
+static bool bad(struct http_resp *resp, enum reason reason, const char *path, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-static bool bad(struct http_resp *resp, const char *reason, const char *path, const char *fmt, ...)
+static bool bad(struct http_resp *resp, enum reason reason, const char *path, const char *fmt, ...)
 {
 	char detail[512];
 	va_list ap;
@@ -45,7 +46,7 @@ static bool bad(struct http_resp *resp, const char *reason, const char *path, co
 	va_start(ap, fmt);
 	vsnprintf(detail, sizeof(detail), fmt, ap);
 	va_end(ap);
-	doc = http_resp_problem(resp, 400, reason, "%s: %s", path, detail);
+	doc = http_resp_problem(resp, reason, "%s: %s", path, detail);
 	json_object_set_new(doc, "path", json_string(path));
 	return false;
 }
@@ -68,14 +69,14 @@ static bool get_float(json_t *v, const char *path, float *out, struct http_resp 
 
 	if (json_is_string(v)) {
 		if (is_nan_text(json_string_value(v)))
-			return bad(resp, "NOT_A_NUMBER", path, "NaN and Infinity are not accepted; give a finite number");
-		return bad(resp, "INVALID_TYPE", path, "expected a number, got a string");
+			return bad(resp, REASON_NOT_A_NUMBER, path, "NaN and Infinity are not accepted; give a finite number");
+		return bad(resp, REASON_INVALID_TYPE, path, "expected a number, got a string");
 	}
 	if (!json_is_number(v))
-		return bad(resp, "INVALID_TYPE", path, "expected a number");
+		return bad(resp, REASON_INVALID_TYPE, path, "expected a number");
 	d = json_number_value(v);
 	if (!isfinite(d) || fabs(d) > FLT_MAX)
-		return bad(resp, "OUT_OF_RANGE", path, "%g is outside the float32 range (|x| <= %g)", d, (double)FLT_MAX);
+		return bad(resp, REASON_OUT_OF_RANGE, path, "%g is outside the float32 range (|x| <= %g)", d, (double)FLT_MAX);
 	*out = (float)d;
 	return true;
 }
@@ -85,10 +86,10 @@ static bool get_size(json_t *v, const char *path, uint64_t *out, struct http_res
 	json_int_t i;
 
 	if (!json_is_integer(v))
-		return bad(resp, "INVALID_TYPE", path, "expected an integer");
+		return bad(resp, REASON_INVALID_TYPE, path, "expected an integer");
 	i = json_integer_value(v);
 	if (i < 1 || (uint64_t)i > MAX_SIZE)
-		return bad(resp, "OUT_OF_RANGE", path, "expected an integer from 1 to %llu", (unsigned long long)MAX_SIZE);
+		return bad(resp, REASON_OUT_OF_RANGE, path, "expected an integer from 1 to %llu", (unsigned long long)MAX_SIZE);
 	*out = (uint64_t)i;
 	return true;
 }
@@ -96,7 +97,7 @@ static bool get_size(json_t *v, const char *path, uint64_t *out, struct http_res
 static bool get_bool(json_t *v, const char *path, bool *out, struct http_resp *resp)
 {
 	if (!json_is_boolean(v))
-		return bad(resp, "INVALID_TYPE", path, "expected true or false");
+		return bad(resp, REASON_INVALID_TYPE, path, "expected true or false");
 	*out = json_is_true(v);
 	return true;
 }
@@ -128,40 +129,40 @@ static bool parse_matrix(json_t *v, const char *path, uint64_t *rows, uint64_t *
 	float *data = NULL;
 
 	if (!json_is_array(v))
-		return bad(resp, "INVALID_TYPE", path, "expected an array of numbers%s", vector ? "" : " or of rows");
+		return bad(resp, REASON_INVALID_TYPE, path, "expected an array of numbers%s", vector ? "" : " or of rows");
 	n = json_array_size(v);
 	if (n == 0)
-		return bad(resp, "LENGTH_MISMATCH", path, "the array is empty");
+		return bad(resp, REASON_LENGTH_MISMATCH, path, "the array is empty");
 	if (!vector && json_is_array(json_array_get(v, 0))) {
 		size_t ncols = json_array_size(json_array_get(v, 0));
 		size_t r;
 		json_t *row;
 
 		if (*rows && n != *rows)
-			return bad(resp, n > *rows ? "TOO_MANY_ELEMENTS" : "LENGTH_MISMATCH", path,
+			return bad(resp, n > *rows ? REASON_TOO_MANY_ELEMENTS : REASON_LENGTH_MISMATCH, path,
 				   "has %zu rows, expected %llu", n, (unsigned long long)*rows);
 		if (*cols && ncols != *cols)
-			return bad(resp, ncols > *cols ? "TOO_MANY_ELEMENTS" : "LENGTH_MISMATCH", path,
+			return bad(resp, ncols > *cols ? REASON_TOO_MANY_ELEMENTS : REASON_LENGTH_MISMATCH, path,
 				   "rows have %zu columns, expected %llu", ncols, (unsigned long long)*cols);
 		if (ncols == 0)
-			return bad(resp, "LENGTH_MISMATCH", path, "the rows are empty");
+			return bad(resp, REASON_LENGTH_MISMATCH, path, "the rows are empty");
 		if ((double)n * (double)ncols > (double)cap)
-			return bad(resp, "TOO_MANY_ELEMENTS", path, "more than %llu elements inline",
+			return bad(resp, REASON_TOO_MANY_ELEMENTS, path, "more than %llu elements inline",
 				   (unsigned long long)cap);
 		data = malloc(n * ncols * sizeof(float));
 		if (data == NULL)
-			return bad(resp, "TOO_MANY_ELEMENTS", path, "cannot hold the inline matrix");
+			return bad(resp, REASON_TOO_MANY_ELEMENTS, path, "cannot hold the inline matrix");
 		json_array_foreach(v, r, row) {
 			char p[96];
 
 			snprintf(p, sizeof(p), "%s[%zu]", path, r);
 			if (!json_is_array(row)) {
 				free(data);
-				return bad(resp, "INVALID_TYPE", p, "expected a row (an array of numbers)");
+				return bad(resp, REASON_INVALID_TYPE, p, "expected a row (an array of numbers)");
 			}
 			if (json_array_size(row) != ncols) {
 				free(data);
-				return bad(resp, "ROW_LENGTH_MISMATCH", p, "has %zu elements; row 0 has %zu",
+				return bad(resp, REASON_ROW_LENGTH_MISMATCH, p, "has %zu elements; row 0 has %zu",
 					   json_array_size(row), ncols);
 			}
 			if (!fill_numbers(row, p, data + r * ncols, resp)) {
@@ -182,16 +183,16 @@ static bool parse_matrix(json_t *v, const char *path, uint64_t *rows, uint64_t *
 	} else if (*rows == 0 && *cols != 0 && n % *cols == 0) {
 		*rows = n / *cols;
 	} else if (*rows == 0 || *cols == 0) {
-		return bad(resp, "MISSING_FIELD", path, "a flat matrix needs its shape: give m, n and k (or rows of numbers)");
+		return bad(resp, REASON_MISSING_FIELD, path, "a flat matrix needs its shape: give m, n and k (or rows of numbers)");
 	}
 	if ((double)*rows * (double)*cols != (double)n)
-		return bad(resp, (double)n > (double)*rows * (double)*cols ? "TOO_MANY_ELEMENTS" : "LENGTH_MISMATCH", path,
+		return bad(resp, (double)n > (double)*rows * (double)*cols ? REASON_TOO_MANY_ELEMENTS : REASON_LENGTH_MISMATCH, path,
 			   "has %zu elements, expected %llu", n, (unsigned long long)(*rows * *cols));
 	if (n > cap)
-		return bad(resp, "TOO_MANY_ELEMENTS", path, "more than %llu elements inline", (unsigned long long)cap);
+		return bad(resp, REASON_TOO_MANY_ELEMENTS, path, "more than %llu elements inline", (unsigned long long)cap);
 	data = malloc(n * sizeof(float));
 	if (data == NULL)
-		return bad(resp, "TOO_MANY_ELEMENTS", path, "cannot hold the inline array");
+		return bad(resp, REASON_TOO_MANY_ELEMENTS, path, "cannot hold the inline array");
 	if (!fill_numbers(v, path, data, resp)) {
 		free(data);
 		return false;
@@ -209,7 +210,7 @@ static bool parse_inputs(json_t *inputs, struct exec_request *req, uint64_t cap,
 	char path[64];
 
 	if (!json_is_object(inputs))
-		return bad(resp, "INVALID_TYPE", "inputs", "expected an object");
+		return bad(resp, REASON_INVALID_TYPE, "inputs", "expected an object");
 	json_object_foreach(inputs, key, v) {
 		bool known = false;
 
@@ -217,7 +218,7 @@ static bool parse_inputs(json_t *inputs, struct exec_request *req, uint64_t cap,
 			known = known || strcmp(names[i], key) == 0;
 		if (!known) {
 			snprintf(path, sizeof(path), "inputs.%.40s", key);
-			return bad(resp, "UNKNOWN_FIELD", path, "%s takes inputs %s%s%s%s%s", exec_kernel_name(req->kernel),
+			return bad(resp, REASON_UNKNOWN_FIELD, path, "%s takes inputs %s%s%s%s%s", exec_kernel_name(req->kernel),
 				   names[0], names[1] ? ", " : "", names[1] ? names[1] : "", names[1] && names[2] ? ", " : "",
 				   names[1] && names[2] ? names[2] : "");
 		}
@@ -228,7 +229,7 @@ static bool parse_inputs(json_t *inputs, struct exec_request *req, uint64_t cap,
 		if (v == NULL) {
 			if (req->kernel == EXEC_SGEMM && i == 2)
 				continue; /* C defaults to zeros */
-			return bad(resp, "MISSING_FIELD", path, "the input is missing");
+			return bad(resp, REASON_MISSING_FIELD, path, "the input is missing");
 		}
 		switch (req->kernel) {
 		case EXEC_SAXPY:
@@ -270,21 +271,21 @@ static bool parse_run(json_t *body, const struct config *cfg, struct exec_reques
 
 	*wait = true;
 	if (!json_is_object(body))
-		return bad(resp, "INVALID_TYPE", "$", "the body must be a JSON object");
+		return bad(resp, REASON_INVALID_TYPE, "$", "the body must be a JSON object");
 	json_object_foreach(body, key, v) {
 		bool known = false;
 
 		for (size_t i = 0; run_fields[i]; i++)
 			known = known || strcmp(run_fields[i], key) == 0;
 		if (!known)
-			return bad(resp, "UNKNOWN_FIELD", key, "unknown field; accepted: kernel, device, prefer, fallback, "
+			return bad(resp, REASON_UNKNOWN_FIELD, key, "unknown field; accepted: kernel, device, prefer, fallback, "
 				   "backend, alpha, beta, s, n, m, k, inputs, generate, return, verify, wait, timeout_ms");
 	}
 	v = json_object_get(body, "kernel");
 	if (v == NULL)
-		return bad(resp, "MISSING_FIELD", "kernel", "name a kernel: saxpy, triad, dot, sgemm or softmax");
+		return bad(resp, REASON_MISSING_FIELD, "kernel", "name a kernel: saxpy, triad, dot, sgemm or softmax");
 	if (!json_is_string(v) || exec_kernel_parse(json_string_value(v), &req->kernel) != 0)
-		return bad(resp, "INVALID_VALUE", "kernel", "expected one of saxpy, triad, dot, sgemm, softmax");
+		return bad(resp, REASON_INVALID_VALUE, "kernel", "expected one of saxpy, triad, dot, sgemm, softmax");
 	/* fields that mean nothing for this kernel are refused rather than ignored */
 	{
 		static const struct {
@@ -300,17 +301,17 @@ static bool parse_run(json_t *body, const struct config *cfg, struct exec_reques
 
 		for (size_t i = 0; i < sizeof(applies) / sizeof(applies[0]); i++)
 			if (json_object_get(body, applies[i].field) && !(applies[i].kernels & (1u << req->kernel)))
-				return bad(resp, "NOT_APPLICABLE", applies[i].field, "%s takes no '%s'",
+				return bad(resp, REASON_NOT_APPLICABLE, applies[i].field, "%s takes no '%s'",
 					   exec_kernel_name(req->kernel), applies[i].field);
 	}
 	v = json_object_get(body, "device");
 	if (v != NULL) {
 		if (!json_is_string(v) || strlen(json_string_value(v)) == 0 ||
 		    strlen(json_string_value(v)) >= sizeof(req->device))
-			return bad(resp, "INVALID_VALUE", "device", "expected a device id such as cpu:0 or gpu:1");
+			return bad(resp, REASON_INVALID_VALUE, "device", "expected a device id such as cpu:0 or gpu:1");
 		snprintf(req->device, sizeof(req->device), "%s", json_string_value(v));
 		if (json_object_get(body, "prefer"))
-			return bad(resp, "CONFLICTING_FIELDS", "prefer", "give either device or prefer, not both");
+			return bad(resp, REASON_CONFLICTING_FIELDS, "prefer", "give either device or prefer, not both");
 	}
 	req->prefer = cfg->prefer;
 	v = json_object_get(body, "prefer");
@@ -322,7 +323,7 @@ static bool parse_run(json_t *body, const struct config *cfg, struct exec_reques
 			if (strcmp(json_string_value(v), names[i]) == 0)
 				found = i;
 		if (found < 0)
-			return bad(resp, "INVALID_VALUE", "prefer", "expected one of auto, cpu, gpu, tpu");
+			return bad(resp, REASON_INVALID_VALUE, "prefer", "expected one of auto, cpu, gpu, tpu");
 		req->prefer = found;
 	}
 	v = json_object_get(body, "fallback");
@@ -340,7 +341,7 @@ static bool parse_run(json_t *body, const struct config *cfg, struct exec_reques
 		else if (json_is_string(v) && strcmp(json_string_value(v), "opencl") == 0)
 			req->backend = EXEC_BACKEND_OPENCL;
 		else
-			return bad(resp, "INVALID_VALUE", "backend", "expected native or opencl");
+			return bad(resp, REASON_INVALID_VALUE, "backend", "expected native or opencl");
 	}
 	if ((v = json_object_get(body, "alpha")) != NULL && !get_float(v, "alpha", &req->alpha, resp))
 		return false;
@@ -363,32 +364,32 @@ static bool parse_run(json_t *body, const struct config *cfg, struct exec_reques
 		if (json_is_string(v) && strcmp(json_string_value(v), "full") == 0)
 			req->full = true;
 		else if (!(json_is_string(v) && strcmp(json_string_value(v), "summary") == 0))
-			return bad(resp, "INVALID_VALUE", "return", "expected summary or full");
+			return bad(resp, REASON_INVALID_VALUE, "return", "expected summary or full");
 	}
 	v = json_object_get(body, "timeout_ms");
 	if (v != NULL) {
 		if (!json_is_integer(v) || json_integer_value(v) < 1 ||
 		    (uint64_t)json_integer_value(v) > cfg->exec_max_timeout_ms)
-			return bad(resp, "OUT_OF_RANGE", "timeout_ms", "expected an integer from 1 to %llu (ACCELD_EXEC_MAX_TIMEOUT)",
+			return bad(resp, REASON_OUT_OF_RANGE, "timeout_ms", "expected an integer from 1 to %llu (ACCELD_EXEC_MAX_TIMEOUT)",
 				   (unsigned long long)cfg->exec_max_timeout_ms);
 		req->timeout_ms = (uint64_t)json_integer_value(v);
 	}
 	inputs = json_object_get(body, "inputs");
 	generate = json_object_get(body, "generate");
 	if (inputs && generate)
-		return bad(resp, "CONFLICTING_FIELDS", "generate", "give either inputs or generate, not both");
+		return bad(resp, REASON_CONFLICTING_FIELDS, "generate", "give either inputs or generate, not both");
 	if (generate != NULL) {
 		json_t *seed;
 
 		if (!json_is_object(generate))
-			return bad(resp, "INVALID_TYPE", "generate", "expected an object such as {\"seed\": 1}");
+			return bad(resp, REASON_INVALID_TYPE, "generate", "expected an object such as {\"seed\": 1}");
 		json_object_foreach(generate, key, v)
 			if (strcmp(key, "seed") != 0)
-				return bad(resp, "UNKNOWN_FIELD", "generate", "unknown field '%.40s'; accepted: seed", key);
+				return bad(resp, REASON_UNKNOWN_FIELD, "generate", "unknown field '%.40s'; accepted: seed", key);
 		seed = json_object_get(generate, "seed");
 		if (seed != NULL) {
 			if (!json_is_integer(seed) || json_integer_value(seed) < 0)
-				return bad(resp, "INVALID_VALUE", "generate.seed", "expected a non-negative integer");
+				return bad(resp, REASON_INVALID_VALUE, "generate.seed", "expected a non-negative integer");
 			req->seed = (uint64_t)json_integer_value(seed);
 		}
 	}
@@ -396,11 +397,11 @@ static bool parse_run(json_t *body, const struct config *cfg, struct exec_reques
 		return parse_inputs(inputs, req, cfg->exec_max_elements, resp);
 	/* generated inputs: the sizes must be given */
 	if (req->n == 0)
-		return bad(resp, "MISSING_FIELD", "n", "give n (or inline inputs)");
+		return bad(resp, REASON_MISSING_FIELD, "n", "give n (or inline inputs)");
 	if ((req->kernel == EXEC_SGEMM || req->kernel == EXEC_SOFTMAX) && req->m == 0)
-		return bad(resp, "MISSING_FIELD", "m", "%s needs m", exec_kernel_name(req->kernel));
+		return bad(resp, REASON_MISSING_FIELD, "m", "%s needs m", exec_kernel_name(req->kernel));
 	if (req->kernel == EXEC_SGEMM && req->k == 0)
-		return bad(resp, "MISSING_FIELD", "k", "sgemm needs k");
+		return bad(resp, REASON_MISSING_FIELD, "k", "sgemm needs k");
 	return true;
 }
 
@@ -418,13 +419,12 @@ static void answer_job(struct exec_job *job, struct http_resp *resp)
 		return;
 	case EXEC_TIMED_OUT:
 		exec_job_error(job, detail, sizeof(detail));
-		p = http_resp_problem(resp, 504, "TIMED_OUT", "job %s %s", exec_job_id(job), detail);
+		p = http_resp_problem(resp, REASON_TIMED_OUT, "job %s %s", exec_job_id(job), detail);
 		break;
 	case EXEC_CANCELLED:
 		err = exec_job_error(job, detail, sizeof(detail));
-		p = http_resp_problem(resp, err == ACCELD_EUNAVAILABLE ? 503 : 409,
-				      err == ACCELD_EUNAVAILABLE ? "SHUTTING_DOWN" : "CANCELLED", "job %s: %s",
-				      exec_job_id(job), detail);
+		p = http_resp_problem(resp, err == ACCELD_EUNAVAILABLE ? REASON_SHUTTING_DOWN : REASON_CANCELLED,
+				      "job %s: %s", exec_job_id(job), detail);
 		break;
 	default:
 		err = exec_job_error(job, detail, sizeof(detail));
@@ -445,22 +445,21 @@ static void on_job_done(void *arg, struct exec_job *job)
 	http_deferred_finish(d, &resp);
 }
 
+/* The executor names its refusal's reason; one the reason table lacks is answered as the error's own reason. */
 static void refusal_answer(const struct exec_refusal *why, struct http_resp *resp)
 {
-	json_t *p = http_resp_problem(resp, acceld_err_http(why->err), why->reason, "%s", why->detail);
+	enum reason reason = acceld_err_to_reason(why->err);
+	json_t *p;
+
+	if (!reason_parse(why->reason, &reason))
+		log_msg(LOGL_WARN, "api", "refusal reason %s is not in the reason table; answering %s", why->reason,
+			reason_name(reason));
+	p = http_resp_problem(resp, reason, "%s", why->detail);
 
 	if (why->extra)
 		json_object_update(p, why->extra);
 	if (why->err == ACCELD_EBUSY)
 		http_resp_header(resp, "Retry-After", "1");
-}
-
-static bool have_exec(struct app *app, struct http_resp *resp)
-{
-	if (app->exec != NULL)
-		return true;
-	http_resp_problem(resp, 503, "EXECUTOR_UNAVAILABLE", "the executor is not running yet");
-	return false;
 }
 
 void api_run_post(struct app *app, struct http_req *req, struct http_resp *resp)
@@ -473,7 +472,7 @@ void api_run_post(struct app *app, struct http_req *req, struct http_resp *resp)
 	bool wait;
 	enum acceld_err rc;
 
-	if (!http_req_check_query(req, resp, allowed) || !have_exec(app, resp))
+	if (!http_req_check_query(req, resp, allowed))
 		return;
 	exec_request_init(&r);
 	if (!parse_run(req->json, &app->cfg, &r, &wait, resp))
@@ -517,25 +516,19 @@ void api_run_list(struct app *app, struct http_req *req, struct http_resp *resp)
 	uint64_t after = 0;
 	json_t *doc;
 
-	if (!http_req_check_query(req, resp, allowed) || !have_exec(app, resp))
+	if (!http_req_check_query(req, resp, allowed))
 		return;
 	if (state != NULL && exec_state_parse(state, &st) != 0) {
-		json_t *p = http_resp_problem(resp, 400, "INVALID_PARAMETER",
-					      "state must be one of queued, running, succeeded, failed, timed_out, "
-					      "cancelled");
-		json_object_set_new(p, "parameter", json_string("state"));
+		http_resp_bad_param(resp, "state",
+				    "state must be one of queued, running, succeeded, failed, timed_out, cancelled");
 		return;
 	}
 	if (size != NULL && (config_parse_u64(size, &page) != 0 || page < 1 || page > PAGE_MAX)) {
-		json_t *p = http_resp_problem(resp, 400, "INVALID_PARAMETER", "page_size must be an integer from 1 to %d",
-					      PAGE_MAX);
-		json_object_set_new(p, "parameter", json_string("page_size"));
+		http_resp_bad_param(resp, "page_size", "page_size must be an integer from 1 to %d", PAGE_MAX);
 		return;
 	}
 	if (token != NULL && (config_parse_u64(token, &after) != 0 || after == 0)) {
-		json_t *p = http_resp_problem(resp, 400, "INVALID_PARAMETER",
-					      "page_token must be the next_page_token of a previous page");
-		json_object_set_new(p, "parameter", json_string("page_token"));
+		http_resp_bad_param(resp, "page_token", "page_token must be the next_page_token of a previous page");
 		return;
 	}
 	doc = exec_list_json(app->exec, state ? (int)st : -1, (unsigned)page, after);
@@ -602,7 +595,7 @@ void api_run_get(struct app *app, struct http_req *req, struct http_resp *resp)
 	struct exec_job *job;
 	struct store_job stored;
 
-	if (!http_req_check_query(req, resp, allowed) || !have_exec(app, resp))
+	if (!http_req_check_query(req, resp, allowed))
 		return;
 	job = exec_get(app->exec, req->params[0]);
 	if (job == NULL && app->store != NULL && store_job_get(app->store, req->params[0], &stored) == ACCELD_OK) {
@@ -610,7 +603,7 @@ void api_run_get(struct app *app, struct http_req *req, struct http_resp *resp)
 		return;
 	}
 	if (job == NULL) {
-		http_resp_problem(resp, 404, "JOB_NOT_FOUND", "no job '%.64s' among the recent jobs or in the history",
+		http_resp_problem(resp, REASON_JOB_NOT_FOUND, "no job '%.64s' among the recent jobs or in the history",
 				  req->params[0]);
 		return;
 	}
@@ -624,16 +617,16 @@ void api_run_delete(struct app *app, struct http_req *req, struct http_resp *res
 	enum acceld_err rc;
 	struct exec_job *job;
 
-	if (!http_req_check_query(req, resp, allowed) || !have_exec(app, resp))
+	if (!http_req_check_query(req, resp, allowed))
 		return;
 	rc = exec_cancel(app->exec, req->params[0]);
 	if (rc == ACCELD_ENOTFOUND) {
-		http_resp_problem(resp, 404, "JOB_NOT_FOUND", "no job '%.64s' among the recent jobs", req->params[0]);
+		http_resp_problem(resp, REASON_JOB_NOT_FOUND, "no job '%.64s' among the recent jobs", req->params[0]);
 		return;
 	}
 	job = exec_get(app->exec, req->params[0]);
 	if (rc == ACCELD_ECONFLICT) {
-		json_t *p = http_resp_problem(resp, 409, "NOT_CANCELLABLE",
+		json_t *p = http_resp_problem(resp, REASON_NOT_CANCELLABLE,
 					      "job '%.64s' is %s; only queued jobs can be cancelled", req->params[0],
 					      job ? exec_state_name(exec_job_state(job)) : "gone");
 
