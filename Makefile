@@ -154,7 +154,9 @@ $(BUILD)/tests/%.o: tests/unit/%.c
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(ALL_CFLAGS) -Itests/unit $(shell pkg-config --cflags check) -c $< -o $@
 
-$(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(BUILD)/tests/check_main.o $(BUILD)/libacceld.a
+# check_api.o: hand-built requests and a service context for the handler tests (tests/unit/check_api.h)
+$(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(BUILD)/tests/check_main.o $(BUILD)/tests/check_api.o \
+		       $(BUILD)/libacceld.a
 	$(call say,LINK,$@)$(CC) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs check) $(LDLIBS)
 
 $(BUILD)/fakes/lib%.so: tests/fakes/%.c
@@ -192,7 +194,7 @@ uninstall:
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(BUILD)/obj/main.d $(UNIT_BIN:%=%.d)
+-include $(LIB_OBJ:.o=.d) $(BUILD)/obj/main.d $(UNIT_BIN:%=%.d) $(BUILD)/tests/check_api.d
 
 # the libFuzzer harnesses (variables above)
 .PHONY: fuzz fuzz-build
