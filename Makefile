@@ -84,7 +84,13 @@ FUZZ_FLAGS   := -std=c11 -D_GNU_SOURCE -DCL_TARGET_OPENCL_VERSION=300 -DACCELD_V
 FUZZ_DEB_PKGS := clang libclang-rt-dev
 TEST_DEB_PKGS += $(FUZZ_DEB_PKGS)
 
-.PHONY: all deps test-deps run test unit fuzz-bins bench install uninstall clean
+# the OpenAPI linter (Redocly CLI, pinned in tests/contract/package-lock.json) that tests/http/test_contract.py runs:
+# Node.js and npm from Debian unless a node and an npm are already on PATH (they may come from elsewhere), then
+# `npm ci` whenever the lock file is newer than the installed tree
+NODE_DEB_PKGS := nodejs npm
+CONTRACT_LINT := tests/contract/node_modules/.package-lock.json
+
+.PHONY: all deps test-deps node-deps run test unit fuzz-bins bench install uninstall clean
 .DELETE_ON_ERROR:
 
 all: $(BUILD)/acceld
@@ -105,6 +111,16 @@ deps:
 
 test-deps:
 	$(call install_missing,$(DEB_PKGS) $(TEST_DEB_PKGS))
+	@if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
+	    $(MAKE) --no-print-directory node-deps; fi
+	@$(MAKE) --no-print-directory -s $(CONTRACT_LINT)
+
+node-deps:
+	$(call install_missing,$(NODE_DEB_PKGS))
+
+$(CONTRACT_LINT): tests/contract/package.json tests/contract/package-lock.json
+	cd tests/contract && npm ci --no-audit --no-fund --ignore-scripts
+	@touch $@
 
 $(BUILD)/obj/%.o: src/%.c
 	@mkdir -p $(@D)
@@ -154,7 +170,9 @@ $(BUILD)/tests/%.o: tests/unit/%.c
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(ALL_CFLAGS) -Itests/unit $(shell pkg-config --cflags check) -c $< -o $@
 
-$(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(BUILD)/tests/check_main.o $(BUILD)/libacceld.a
+# check_api.o: hand-built requests and a service context for the handler tests (tests/unit/check_api.h)
+$(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(BUILD)/tests/check_main.o $(BUILD)/tests/check_api.o \
+		       $(BUILD)/libacceld.a
 	$(call say,LINK,$@)$(CC) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs check) $(LDLIBS)
 
 $(BUILD)/fakes/lib%.so: tests/fakes/%.c
@@ -192,7 +210,7 @@ uninstall:
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(BUILD)/obj/main.d $(UNIT_BIN:%=%.d)
+-include $(LIB_OBJ:.o=.d) $(BUILD)/obj/main.d $(UNIT_BIN:%=%.d) $(BUILD)/tests/check_api.d
 
 # the libFuzzer harnesses (variables above)
 .PHONY: fuzz fuzz-build

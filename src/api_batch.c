@@ -1,6 +1,7 @@
 /*
  * api_batch: GET /batch-config: the batch size for a device (the one /select would pick when none is named),
- * every step of the arithmetic, and 422 with the arithmetic when the model or a sample cannot fit.
+ * every step of the arithmetic, and 422 with the arithmetic when the model or a sample cannot fit. The route
+ * needs the device registry (ROUTE_DETECT).
  */
 #include <stdio.h>
 #include <string.h>
@@ -11,14 +12,6 @@
 #include "detect.h"
 #include "http.h"
 #include "select.h"
-
-static void bad_value(struct http_resp *resp, const char *param, const char *msg)
-{
-	json_t *doc = http_resp_problem(resp, 400, "INVALID_PARAMETER", "%s", msg);
-
-	json_object_set_new(doc, "parameter", json_string(param));
-	json_object_set_new(doc, "accepted", json_string(batch_param_accepted(param)));
-}
 
 /* The device asked for, or the default choice; NULL after filling an error answer. */
 static const struct device *resolve_device(struct app *app, const struct detect_snapshot *snap,
@@ -67,18 +60,14 @@ void api_batch_config(struct app *app, struct http_req *req, struct http_resp *r
 		const char *value = req->query[i].value ? req->query[i].value : "";
 
 		if (batch_request_set(&breq, req->query[i].key, value, err, sizeof(err)) != ACCELD_OK) {
-			bad_value(resp, req->query[i].key, err);
+			json_t *doc = http_resp_bad_param(resp, req->query[i].key, "%s", err);
+
+			json_object_set_new(doc, "accepted", json_string(batch_param_accepted(req->query[i].key)));
 			return;
 		}
 	}
 	if (batch_request_check(&breq, &param, err, sizeof(err)) != ACCELD_OK) {
-		json_t *doc = http_resp_problem(resp, 400, "INVALID_PARAMETER", "%s", err);
-
-		json_object_set_new(doc, "parameter", json_string(param));
-		return;
-	}
-	if (app->detect == NULL) {
-		http_resp_error(resp, ACCELD_EUNAVAILABLE, "device detection has not finished yet");
+		http_resp_bad_param(resp, param, "%s", err);
 		return;
 	}
 	snap = detect_acquire(app->detect);

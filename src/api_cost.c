@@ -1,4 +1,5 @@
-/* api_cost: GET /cost, GET /cost/estimate, GET and PUT /cost/prices. */
+/* api_cost: GET /cost, GET /cost/estimate, GET and PUT /cost/prices; every route needs the price book and the store
+ * (ROUTE_COST | ROUTE_STORE). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -19,13 +20,6 @@
 #define MAX_VECTOR_N 1000000000000ull
 #define MAX_MATRIX_DIM 1000000ull
 
-static void bad_param(struct http_resp *resp, const char *reason, const char *param, const char *detail)
-{
-	json_t *doc = http_resp_problem(resp, 400, reason, "%s", detail);
-
-	json_object_set_new(doc, "parameter", json_string(param));
-}
-
 /* The devices present now (snap may be NULL before detection has run). */
 static const struct device *present(struct app *app, const struct detect_snapshot **snap, size_t *n)
 {
@@ -40,14 +34,6 @@ static void done(const struct detect_snapshot *snap)
 		detect_release(snap);
 }
 
-static bool ready(struct app *app, struct http_resp *resp)
-{
-	if (app->cost != NULL && app->store != NULL)
-		return true;
-	http_resp_problem(resp, 503, "NOT_READY", "cost accounting is not set up yet");
-	return false;
-}
-
 void api_cost(struct app *app, struct http_req *req, struct http_resp *resp)
 {
 	static const char *const allowed[] = {"device", "start_time", "end_time", "group_by", NULL};
@@ -56,17 +42,18 @@ void api_cost(struct app *app, struct http_req *req, struct http_resp *resp)
 	struct history_window w;
 	const struct detect_snapshot *snap;
 	const struct device *devs;
-	const char *param, *reason;
+	const char *param;
+	enum reason reason;
 	char why[256];
 	int64_t raw, minute, hour;
 	size_t n;
 	json_t *doc = NULL;
 	enum acceld_err e;
 
-	if (!http_req_check_query(req, resp, allowed) || !ready(app, resp))
+	if (!http_req_check_query(req, resp, allowed))
 		return;
 	if (group != NULL && strcmp(group, "hour") != 0 && strcmp(group, "day") != 0) {
-		bad_param(resp, "INVALID_PARAMETER", "group_by", "group_by must be hour or day");
+		http_resp_bad_param(resp, "group_by", "group_by must be hour or day");
 		return;
 	}
 	if (group != NULL && strcmp(group, "day") == 0)
@@ -74,16 +61,15 @@ void api_cost(struct app *app, struct http_req *req, struct http_resp *resp)
 	store_retention(app->store, &raw, &minute, &hour);
 	if (history_window_parse(http_req_query(req, "start_time"), http_req_query(req, "end_time"), clock_real_ms(),
 				 DEFAULT_SPAN_MS, hour, &w, &param, &reason, why, sizeof(why)) != ACCELD_OK) {
-		bad_param(resp, reason, param, why);
+		http_resp_param_problem(resp, reason, param, "%s", why);
 		return;
 	}
 	q.start_ms = w.start_ms;
 	q.end_ms = w.end_ms;
 	if (history_buckets(&w, q.bucket_ms) > HISTORY_MAX_POINTS) {
-		json_t *p = http_resp_problem(resp, 400, "TOO_MANY_POINTS", "the window holds more than %d groups",
-					      HISTORY_MAX_POINTS);
+		json_t *p = http_resp_param_problem(resp, REASON_TOO_MANY_POINTS, "group_by",
+						    "the window holds more than %d groups", HISTORY_MAX_POINTS);
 
-		json_object_set_new(p, "parameter", json_string("group_by"));
 		json_object_set_new(p, "limit", json_integer(HISTORY_MAX_POINTS));
 		return;
 	}
@@ -107,16 +93,13 @@ void api_cost(struct app *app, struct http_req *req, struct http_resp *resp)
 static bool u64_param(struct http_req *req, struct http_resp *resp, const char *name, uint64_t max, uint64_t *out)
 {
 	const char *text = http_req_query(req, name);
-	char why[160];
 
 	if (text == NULL) {
-		snprintf(why, sizeof(why), "%s is required for this kernel", name);
-		bad_param(resp, "MISSING_PARAMETER", name, why);
+		http_resp_param_problem(resp, REASON_MISSING_PARAMETER, name, "%s is required for this kernel", name);
 		return false;
 	}
 	if (config_parse_u64(text, out) != 0 || *out < 1 || *out > max) {
-		snprintf(why, sizeof(why), "%s must be an integer from 1 to %llu", name, (unsigned long long)max);
-		bad_param(resp, "INVALID_PARAMETER", name, why);
+		http_resp_bad_param(resp, name, "%s must be an integer from 1 to %llu", name, (unsigned long long)max);
 		return false;
 	}
 	return true;
@@ -135,12 +118,12 @@ void api_cost_estimate(struct app *app, struct http_req *req, struct http_resp *
 	json_t *doc = NULL;
 	enum acceld_err e;
 
-	if (!http_req_check_query(req, resp, allowed) || !ready(app, resp))
+	if (!http_req_check_query(req, resp, allowed))
 		return;
 	if ((secs == NULL) == (kernel == NULL)) {
-		bad_param(resp, "MISSING_PARAMETER", secs ? "kernel" : "seconds",
-			  "give either seconds, or kernel with its sizes (n; m, n, k for sgemm; m, n for softmax), not "
-			  "both");
+		http_resp_param_problem(resp, REASON_MISSING_PARAMETER, secs ? "kernel" : "seconds",
+					"give either seconds, or kernel with its sizes (n; m, n, k for sgemm; m, n for "
+					"softmax), not both");
 		return;
 	}
 	if (secs != NULL) {
@@ -150,34 +133,28 @@ void api_cost_estimate(struct app *app, struct http_req *req, struct http_resp *
 		q.seconds = strtod(secs, &end);
 		if (errno != 0 || end == secs || *end != '\0' || !isfinite(q.seconds) || q.seconds <= 0 ||
 		    q.seconds > MAX_SECONDS) {
-			bad_param(resp, "INVALID_PARAMETER", "seconds", "seconds must be a number above 0, at most 1e9");
+			http_resp_bad_param(resp, "seconds", "seconds must be a number above 0, at most 1e9");
 			return;
 		}
 		if (http_req_query(req, "n") || http_req_query(req, "m") || http_req_query(req, "k")) {
-			bad_param(resp, "INVALID_PARAMETER", http_req_query(req, "n") ? "n" : http_req_query(req, "m") ? "m" : "k",
-				  "n, m and k go with kernel, not with seconds");
+			http_resp_bad_param(resp, http_req_query(req, "n") ? "n" : http_req_query(req, "m") ? "m" : "k",
+					    "n, m and k go with kernel, not with seconds");
 			return;
 		}
 	} else if (!kernel_parse(kernel, &k)) {
-		char why[160];
-
-		snprintf(why, sizeof(why), "kernel must be one of %s", kernel_names_text());
-		bad_param(resp, "INVALID_PARAMETER", "kernel", why);
+		http_resp_bad_param(resp, "kernel", "kernel must be one of %s", kernel_names_text());
 		return;
 	} else {
 		/* the sizes the kernel takes (kernel.h), each within its limit; the others are refused */
 		unsigned params = kernel_params(k);
 		uint64_t max_n = params & KERNEL_PARAM_M ? MAX_MATRIX_DIM : MAX_VECTOR_N;
+		const char *extra = !(params & KERNEL_PARAM_M) && http_req_query(req, "m")   ? "m"
+				    : !(params & KERNEL_PARAM_K) && http_req_query(req, "k") ? "k"
+											     : NULL;
 
 		q.kernel = (int)k;
-		if ((!(params & KERNEL_PARAM_M) && http_req_query(req, "m")) ||
-		    (!(params & KERNEL_PARAM_K) && http_req_query(req, "k"))) {
-			char why[160];
-
-			snprintf(why, sizeof(why), "%s takes no %s", kernel_name(k),
-				 !(params & KERNEL_PARAM_M) && http_req_query(req, "m") ? "m" : "k");
-			bad_param(resp, "INVALID_PARAMETER",
-				  !(params & KERNEL_PARAM_M) && http_req_query(req, "m") ? "m" : "k", why);
+		if (extra != NULL) {
+			http_resp_bad_param(resp, extra, "%s takes no %s", kernel_name(k), extra);
 			return;
 		}
 		if (((params & KERNEL_PARAM_M) && !u64_param(req, resp, "m", MAX_MATRIX_DIM, &q.shape.m)) ||
@@ -209,7 +186,7 @@ void api_cost_prices_get(struct app *app, struct http_req *req, struct http_resp
 	size_t n;
 	json_t *doc;
 
-	if (!http_req_check_query(req, resp, allowed) || !ready(app, resp))
+	if (!http_req_check_query(req, resp, allowed))
 		return;
 	devs = present(app, &snap, &n);
 	doc = cost_prices_json(app->cost, devs, n);
@@ -222,16 +199,13 @@ void api_cost_prices_put(struct app *app, struct http_req *req, struct http_resp
 	static const char *const allowed[] = {NULL};
 	struct store_price *v = NULL;
 	size_t n = 0;
+	enum reason fault;
 	char path[128], why[160];
 
-	if (!http_req_check_query(req, resp, allowed) || !ready(app, resp))
+	if (!http_req_check_query(req, resp, allowed))
 		return;
-	if (cost_parse_prices(req->json, &v, &n, path, sizeof(path), why, sizeof(why)) != ACCELD_OK) {
-		const char *reason = strncmp(why, "unknown field", 13) == 0 ? "UNKNOWN_FIELD"
-				     : strncmp(why, "must be a", 9) == 0 || strncmp(why, "must be an", 10) == 0
-					     ? "WRONG_TYPE"
-					     : "INVALID_VALUE";
-		json_t *p = http_resp_problem(resp, 400, reason, "%s %s", path, why);
+	if (cost_parse_prices(req->json, &v, &n, &fault, path, sizeof(path), why, sizeof(why)) != ACCELD_OK) {
+		json_t *p = http_resp_problem(resp, fault, "%s %s", path, why);
 
 		json_object_set_new(p, "path", json_string(path));
 		return;

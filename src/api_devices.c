@@ -56,20 +56,12 @@ static void answer(struct http_req *req, struct http_resp *resp, const struct de
 			 (void *)(uintptr_t)snap);
 }
 
-static bool have_registry(struct app *app, struct http_resp *resp)
-{
-	if (app->detect != NULL)
-		return true;
-	http_resp_error(resp, ACCELD_EUNAVAILABLE, "device detection has not finished yet");
-	return false;
-}
-
 void api_devices_list(struct app *app, struct http_req *req, struct http_resp *resp)
 {
 	static const char *const allowed[] = {NULL};
 	const struct detect_snapshot *snap;
 
-	if (!http_req_check_query(req, resp, allowed) || !have_registry(app, resp))
+	if (!http_req_check_query(req, resp, allowed))
 		return;
 	snap = detect_acquire(app->detect);
 	answer(req, resp, snap, true, snap->json, snap->json_len, snap->etag);
@@ -83,7 +75,7 @@ void api_devices_get(struct app *app, struct http_req *req, struct http_resp *re
 	const char *body;
 	size_t len = 0;
 
-	if (!http_req_check_query(req, resp, allowed) || !have_registry(app, resp))
+	if (!http_req_check_query(req, resp, allowed))
 		return;
 	snap = detect_acquire(app->detect);
 	body = detect_device_json(snap, id, &len);
@@ -102,7 +94,7 @@ void api_devices_refresh(struct app *app, struct http_req *req, struct http_resp
 	static const char *const allowed[] = {NULL};
 	const struct detect_snapshot *snap;
 
-	if (!http_req_check_query(req, resp, allowed) || !have_registry(app, resp))
+	if (!http_req_check_query(req, resp, allowed))
 		return;
 	/* runs in this request's thread; readers keep the previous snapshot until the new one is published */
 	detect_refresh(app->detect, true);

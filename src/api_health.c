@@ -87,7 +87,7 @@ void api_readyz(struct app *app, struct http_req *req, struct http_resp *resp)
 		}
 		json_decref(lines);
 	} else {
-		json_t *doc = http_resp_problem(resp, 503, "NOT_READY", "%s", failed);
+		json_t *doc = http_resp_problem(resp, REASON_NOT_READY, "%s", failed);
 
 		json_object_set_new(doc, "checks", lines);
 	}

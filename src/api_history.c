@@ -1,4 +1,4 @@
-/* api_history: GET /history, a time series of one metric per device from the store. */
+/* api_history: GET /history, a time series of one metric per device from the store (ROUTE_STORE). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,13 +16,6 @@
 #define DEFAULT_POINTS 360
 
 static const char *const metric_units[STORE_METRIC_COUNT] = {"ratio", "bytes", "celsius", "watts"};
-
-static void bad_param(struct http_resp *resp, const char *reason, const char *param, const char *detail)
-{
-	json_t *doc = http_resp_problem(resp, 400, reason, "%s", detail);
-
-	json_object_set_new(doc, "parameter", json_string(param));
-}
 
 static json_t *series_json(const char *device, const struct store_series *s)
 {
@@ -99,7 +92,8 @@ void api_history(struct app *app, struct http_req *req, struct http_resp *resp)
 	const char *step_text = http_req_query(req, "step");
 	enum store_metric metric = STORE_UTILIZATION;
 	struct history_window w;
-	const char *param, *reason;
+	const char *param;
+	enum reason reason;
 	char why[256];
 	int64_t raw, minute, hour, step, now = clock_real_ms();
 	char(*ids)[16] = NULL;
@@ -111,20 +105,20 @@ void api_history(struct app *app, struct http_req *req, struct http_resp *resp)
 	if (!http_req_check_query(req, resp, allowed))
 		return;
 	if (metric_text != NULL && store_metric_parse(metric_text, &metric) != 0) {
-		bad_param(resp, "INVALID_PARAMETER", "metric",
-			  "metric must be one of utilization_ratio, memory_used_bytes, temperature_celsius, power_watts");
+		http_resp_bad_param(resp, "metric", "metric must be one of utilization_ratio, memory_used_bytes, "
+				    "temperature_celsius, power_watts");
 		return;
 	}
 	store_retention(app->store, &raw, &minute, &hour);
 	if (history_window_parse(http_req_query(req, "start_time"), http_req_query(req, "end_time"), now,
 				 DEFAULT_SPAN_MS, hour, &w, &param, &reason, why, sizeof(why)) != ACCELD_OK) {
-		bad_param(resp, reason, param, why);
+		http_resp_param_problem(resp, reason, param, "%s", why);
 		return;
 	}
 	if (step_text != NULL) {
 		if (history_step_parse(step_text, &step) != 0) {
-			bad_param(resp, "INVALID_PARAMETER", "step",
-				  "step must be seconds (60, 0.5) or a duration (500ms, 5m, 1h) up to 400 days");
+			http_resp_bad_param(resp, "step",
+					    "step must be seconds (60, 0.5) or a duration (500ms, 5m, 1h) up to 400 days");
 			return;
 		}
 	} else {
@@ -133,17 +127,13 @@ void api_history(struct app *app, struct http_req *req, struct http_resp *resp)
 		step = (step + 999) / 1000 * 1000;
 	}
 	if (history_buckets(&w, step) > HISTORY_MAX_POINTS) {
-		json_t *p = http_resp_problem(resp, 400, "TOO_MANY_POINTS",
-					      "the window holds %lld steps of %lld ms; the limit is %d points per answer: "
-					      "use a larger step or a shorter window",
-					      (long long)history_buckets(&w, step), (long long)step, HISTORY_MAX_POINTS);
+		json_t *p = http_resp_param_problem(resp, REASON_TOO_MANY_POINTS, "step",
+						    "the window holds %lld steps of %lld ms; the limit is %d points per "
+						    "answer: use a larger step or a shorter window",
+						    (long long)history_buckets(&w, step), (long long)step,
+						    HISTORY_MAX_POINTS);
 
-		json_object_set_new(p, "parameter", json_string("step"));
 		json_object_set_new(p, "limit", json_integer(HISTORY_MAX_POINTS));
-		return;
-	}
-	if (app->store == NULL) {
-		http_resp_error(resp, ACCELD_EUNAVAILABLE, "the database is not open");
 		return;
 	}
 	e = device_ids(app, device, &ids, &nids);

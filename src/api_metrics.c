@@ -1,4 +1,4 @@
-/* api_metrics: GET /metrics, the Prometheus text exposition of the registry and the current device snapshot. */
+/* api_metrics: GET /metrics, the Prometheus text exposition of the registry (ROUTE_METRICS) and the device snapshot. */
 #include <stdlib.h>
 
 #include "api.h"
@@ -20,10 +20,6 @@ void api_metrics(struct app *app, struct http_req *req, struct http_resp *resp)
 
 	if (!http_req_check_query(req, resp, allowed))
 		return;
-	if (app->metrics == NULL) {
-		http_resp_problem(resp, 503, "NOT_READY", "metrics are not set up yet");
-		return;
-	}
 	/* the snapshot is immutable: taking it never waits for a refresh in progress */
 	if (app->detect != NULL)
 		snap = detect_acquire(app->detect);

@@ -40,10 +40,10 @@ static const char *const run_fields[] = {"kernel", "device", "prefer", "policy",
 	"s, n, m, k, inputs, generate, return, verify, wait, timeout_ms"
 
 /* A 400 naming the JSON path; returns false so callers can `return bad(...)`. */
-static bool bad(struct http_resp *resp, const char *reason, const char *path, const char *fmt, ...)
+static bool bad(struct http_resp *resp, enum reason reason, const char *path, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-static bool bad(struct http_resp *resp, const char *reason, const char *path, const char *fmt, ...)
+static bool bad(struct http_resp *resp, enum reason reason, const char *path, const char *fmt, ...)
 {
 	char detail[512];
 	va_list ap;
@@ -52,7 +52,7 @@ static bool bad(struct http_resp *resp, const char *reason, const char *path, co
 	va_start(ap, fmt);
 	vsnprintf(detail, sizeof(detail), fmt, ap);
 	va_end(ap);
-	doc = http_resp_problem(resp, 400, reason, "%s: %s", path, detail);
+	doc = http_resp_problem(resp, reason, "%s: %s", path, detail);
 	json_object_set_new(doc, "path", json_string(path));
 	return false;
 }
@@ -75,14 +75,14 @@ static bool get_float(json_t *v, const char *path, float *out, struct http_resp 
 
 	if (json_is_string(v)) {
 		if (is_nan_text(json_string_value(v)))
-			return bad(resp, "NOT_A_NUMBER", path, "NaN and Infinity are not accepted; give a finite number");
-		return bad(resp, "INVALID_TYPE", path, "expected a number, got a string");
+			return bad(resp, REASON_NOT_A_NUMBER, path, "NaN and Infinity are not accepted; give a finite number");
+		return bad(resp, REASON_INVALID_TYPE, path, "expected a number, got a string");
 	}
 	if (!json_is_number(v))
-		return bad(resp, "INVALID_TYPE", path, "expected a number");
+		return bad(resp, REASON_INVALID_TYPE, path, "expected a number");
 	d = json_number_value(v);
 	if (!isfinite(d) || fabs(d) > FLT_MAX)
-		return bad(resp, "OUT_OF_RANGE", path, "%g is outside the float32 range (|x| <= %g)", d, (double)FLT_MAX);
+		return bad(resp, REASON_OUT_OF_RANGE, path, "%g is outside the float32 range (|x| <= %g)", d, (double)FLT_MAX);
 	*out = (float)d;
 	return true;
 }
@@ -92,10 +92,10 @@ static bool get_size(json_t *v, const char *path, uint64_t *out, struct http_res
 	json_int_t i;
 
 	if (!json_is_integer(v))
-		return bad(resp, "INVALID_TYPE", path, "expected an integer");
+		return bad(resp, REASON_INVALID_TYPE, path, "expected an integer");
 	i = json_integer_value(v);
 	if (i < 1 || (uint64_t)i > MAX_SIZE)
-		return bad(resp, "OUT_OF_RANGE", path, "expected an integer from 1 to %llu", (unsigned long long)MAX_SIZE);
+		return bad(resp, REASON_OUT_OF_RANGE, path, "expected an integer from 1 to %llu", (unsigned long long)MAX_SIZE);
 	*out = (uint64_t)i;
 	return true;
 }
@@ -103,7 +103,7 @@ static bool get_size(json_t *v, const char *path, uint64_t *out, struct http_res
 static bool get_bool(json_t *v, const char *path, bool *out, struct http_resp *resp)
 {
 	if (!json_is_boolean(v))
-		return bad(resp, "INVALID_TYPE", path, "expected true or false");
+		return bad(resp, REASON_INVALID_TYPE, path, "expected true or false");
 	*out = json_is_true(v);
 	return true;
 }
@@ -135,40 +135,40 @@ static bool parse_matrix(json_t *v, const char *path, uint64_t *rows, uint64_t *
 	float *data = NULL;
 
 	if (!json_is_array(v))
-		return bad(resp, "INVALID_TYPE", path, "expected an array of numbers%s", vector ? "" : " or of rows");
+		return bad(resp, REASON_INVALID_TYPE, path, "expected an array of numbers%s", vector ? "" : " or of rows");
 	n = json_array_size(v);
 	if (n == 0)
-		return bad(resp, "LENGTH_MISMATCH", path, "the array is empty");
+		return bad(resp, REASON_LENGTH_MISMATCH, path, "the array is empty");
 	if (!vector && json_is_array(json_array_get(v, 0))) {
 		size_t ncols = json_array_size(json_array_get(v, 0));
 		size_t r;
 		json_t *row;
 
 		if (*rows && n != *rows)
-			return bad(resp, n > *rows ? "TOO_MANY_ELEMENTS" : "LENGTH_MISMATCH", path,
+			return bad(resp, n > *rows ? REASON_TOO_MANY_ELEMENTS : REASON_LENGTH_MISMATCH, path,
 				   "has %zu rows, expected %llu", n, (unsigned long long)*rows);
 		if (*cols && ncols != *cols)
-			return bad(resp, ncols > *cols ? "TOO_MANY_ELEMENTS" : "LENGTH_MISMATCH", path,
+			return bad(resp, ncols > *cols ? REASON_TOO_MANY_ELEMENTS : REASON_LENGTH_MISMATCH, path,
 				   "rows have %zu columns, expected %llu", ncols, (unsigned long long)*cols);
 		if (ncols == 0)
-			return bad(resp, "LENGTH_MISMATCH", path, "the rows are empty");
+			return bad(resp, REASON_LENGTH_MISMATCH, path, "the rows are empty");
 		if ((double)n * (double)ncols > (double)cap)
-			return bad(resp, "TOO_MANY_ELEMENTS", path, "more than %llu elements inline",
+			return bad(resp, REASON_TOO_MANY_ELEMENTS, path, "more than %llu elements inline",
 				   (unsigned long long)cap);
 		data = malloc(n * ncols * sizeof(float));
 		if (data == NULL)
-			return bad(resp, "TOO_MANY_ELEMENTS", path, "cannot hold the inline matrix");
+			return bad(resp, REASON_TOO_MANY_ELEMENTS, path, "cannot hold the inline matrix");
 		json_array_foreach(v, r, row) {
 			char p[96];
 
 			snprintf(p, sizeof(p), "%s[%zu]", path, r);
 			if (!json_is_array(row)) {
 				free(data);
-				return bad(resp, "INVALID_TYPE", p, "expected a row (an array of numbers)");
+				return bad(resp, REASON_INVALID_TYPE, p, "expected a row (an array of numbers)");
 			}
 			if (json_array_size(row) != ncols) {
 				free(data);
-				return bad(resp, "ROW_LENGTH_MISMATCH", p, "has %zu elements; row 0 has %zu",
+				return bad(resp, REASON_ROW_LENGTH_MISMATCH, p, "has %zu elements; row 0 has %zu",
 					   json_array_size(row), ncols);
 			}
 			if (!fill_numbers(row, p, data + r * ncols, resp)) {
@@ -189,16 +189,16 @@ static bool parse_matrix(json_t *v, const char *path, uint64_t *rows, uint64_t *
 	} else if (*rows == 0 && *cols != 0 && n % *cols == 0) {
 		*rows = n / *cols;
 	} else if (*rows == 0 || *cols == 0) {
-		return bad(resp, "MISSING_FIELD", path, "a flat matrix needs its shape: give m, n and k (or rows of numbers)");
+		return bad(resp, REASON_MISSING_FIELD, path, "a flat matrix needs its shape: give m, n and k (or rows of numbers)");
 	}
 	if ((double)*rows * (double)*cols != (double)n)
-		return bad(resp, (double)n > (double)*rows * (double)*cols ? "TOO_MANY_ELEMENTS" : "LENGTH_MISMATCH", path,
+		return bad(resp, (double)n > (double)*rows * (double)*cols ? REASON_TOO_MANY_ELEMENTS : REASON_LENGTH_MISMATCH, path,
 			   "has %zu elements, expected %llu", n, (unsigned long long)(*rows * *cols));
 	if (n > cap)
-		return bad(resp, "TOO_MANY_ELEMENTS", path, "more than %llu elements inline", (unsigned long long)cap);
+		return bad(resp, REASON_TOO_MANY_ELEMENTS, path, "more than %llu elements inline", (unsigned long long)cap);
 	data = malloc(n * sizeof(float));
 	if (data == NULL)
-		return bad(resp, "TOO_MANY_ELEMENTS", path, "cannot hold the inline array");
+		return bad(resp, REASON_TOO_MANY_ELEMENTS, path, "cannot hold the inline array");
 	if (!fill_numbers(v, path, data, resp)) {
 		free(data);
 		return false;
@@ -217,7 +217,7 @@ static bool parse_inputs(json_t *inputs, struct exec_request *req, uint64_t cap,
 	char path[64];
 
 	if (!json_is_object(inputs))
-		return bad(resp, "INVALID_TYPE", "inputs", "expected an object");
+		return bad(resp, REASON_INVALID_TYPE, "inputs", "expected an object");
 	json_object_foreach(inputs, key, v) {
 		bool known = false;
 
@@ -225,7 +225,7 @@ static bool parse_inputs(json_t *inputs, struct exec_request *req, uint64_t cap,
 			known = known || strcmp(names[i], key) == 0;
 		if (!known) {
 			snprintf(path, sizeof(path), "inputs.%.40s", key);
-			return bad(resp, "UNKNOWN_FIELD", path, "%s takes inputs %s%s%s%s%s", kernel_name(req->kernel),
+			return bad(resp, REASON_UNKNOWN_FIELD, path, "%s takes inputs %s%s%s%s%s", kernel_name(req->kernel),
 				   names[0], names[1] ? ", " : "", names[1] ? names[1] : "", names[1] && names[2] ? ", " : "",
 				   names[1] && names[2] ? names[2] : "");
 		}
@@ -236,7 +236,7 @@ static bool parse_inputs(json_t *inputs, struct exec_request *req, uint64_t cap,
 		if (v == NULL) {
 			if (kernel_input_optional(req->kernel, (unsigned)i))
 				continue; /* sgemm's c defaults to zeros */
-			return bad(resp, "MISSING_FIELD", path, "the input is missing");
+			return bad(resp, REASON_MISSING_FIELD, path, "the input is missing");
 		}
 		switch (req->kernel) {
 		case KERNEL_SAXPY:
@@ -280,8 +280,8 @@ static bool parse_placement(json_t *body, struct select_request *sreq, struct ht
 		if (v == NULL || select_request_set_json(sreq, fields[i], v, &expected, err, sizeof(err)) == ACCELD_OK)
 			continue;
 		if (expected != NULL)
-			return bad(resp, "INVALID_TYPE", fields[i], "expected %s", expected);
-		return bad(resp, "INVALID_VALUE", fields[i], "%s", err);
+			return bad(resp, REASON_INVALID_TYPE, fields[i], "expected %s", expected);
+		return bad(resp, REASON_INVALID_VALUE, fields[i], "%s", err);
 	}
 	return true;
 }
@@ -301,20 +301,20 @@ static bool parse_run(json_t *body, const struct config *cfg, struct exec_reques
 
 	*wait = true;
 	if (!json_is_object(body))
-		return bad(resp, "INVALID_TYPE", "$", "the body must be a JSON object");
+		return bad(resp, REASON_INVALID_TYPE, "$", "the body must be a JSON object");
 	json_object_foreach(body, key, v) {
 		bool known = false;
 
 		for (size_t i = 0; run_fields[i]; i++)
 			known = known || strcmp(run_fields[i], key) == 0;
 		if (!known)
-			return bad(resp, "UNKNOWN_FIELD", key, "unknown field; accepted: " RUN_FIELDS_TEXT);
+			return bad(resp, REASON_UNKNOWN_FIELD, key, "unknown field; accepted: " RUN_FIELDS_TEXT);
 	}
 	v = json_object_get(body, "kernel");
 	if (v == NULL)
-		return bad(resp, "MISSING_FIELD", "kernel", "name a kernel: %s", kernel_names_text());
+		return bad(resp, REASON_MISSING_FIELD, "kernel", "name a kernel: %s", kernel_names_text());
 	if (!json_is_string(v) || !kernel_parse(json_string_value(v), &req->kernel))
-		return bad(resp, "INVALID_VALUE", "kernel", "expected one of %s", kernel_names_text());
+		return bad(resp, REASON_INVALID_VALUE, "kernel", "expected one of %s", kernel_names_text());
 	/* fields that mean nothing for this kernel are refused rather than ignored */
 	{
 		static const struct {
@@ -327,7 +327,7 @@ static bool parse_run(json_t *body, const struct config *cfg, struct exec_reques
 
 		for (size_t i = 0; i < sizeof(applies) / sizeof(applies[0]); i++)
 			if (json_object_get(body, applies[i].field) && !(kernel_params(req->kernel) & applies[i].param))
-				return bad(resp, "NOT_APPLICABLE", applies[i].field, "%s takes no '%s'",
+				return bad(resp, REASON_NOT_APPLICABLE, applies[i].field, "%s takes no '%s'",
 					   kernel_name(req->kernel), applies[i].field);
 	}
 	v = json_object_get(body, "device");
@@ -336,9 +336,9 @@ static bool parse_run(json_t *body, const struct config *cfg, struct exec_reques
 
 		if (!json_is_string(v) || select_request_set(sreq, "device", json_string_value(v), err, sizeof(err)) !=
 						  ACCELD_OK)
-			return bad(resp, "INVALID_VALUE", "device", "expected a device id such as cpu:0 or gpu:1");
+			return bad(resp, REASON_INVALID_VALUE, "device", "expected a device id such as cpu:0 or gpu:1");
 		if (json_object_get(body, "prefer"))
-			return bad(resp, "CONFLICTING_FIELDS", "prefer", "give either device or prefer, not both");
+			return bad(resp, REASON_CONFLICTING_FIELDS, "prefer", "give either device or prefer, not both");
 	}
 	if (!parse_placement(body, sreq, resp))
 		return false;
@@ -353,7 +353,7 @@ static bool parse_run(json_t *body, const struct config *cfg, struct exec_reques
 
 		backend_names(backend_builtin, names, sizeof(names));
 		if (!json_is_string(v) || backend_find(backend_builtin, json_string_value(v)) == NULL)
-			return bad(resp, "INVALID_VALUE", "backend", "expected one of %s", names);
+			return bad(resp, REASON_INVALID_VALUE, "backend", "expected one of %s", names);
 		snprintf(req->backend, sizeof(req->backend), "%s", json_string_value(v));
 	}
 	if ((v = json_object_get(body, "alpha")) != NULL && !get_float(v, "alpha", &req->alpha, resp))
@@ -377,32 +377,32 @@ static bool parse_run(json_t *body, const struct config *cfg, struct exec_reques
 		if (json_is_string(v) && strcmp(json_string_value(v), "full") == 0)
 			req->full = true;
 		else if (!(json_is_string(v) && strcmp(json_string_value(v), "summary") == 0))
-			return bad(resp, "INVALID_VALUE", "return", "expected summary or full");
+			return bad(resp, REASON_INVALID_VALUE, "return", "expected summary or full");
 	}
 	v = json_object_get(body, "timeout_ms");
 	if (v != NULL) {
 		if (!json_is_integer(v) || json_integer_value(v) < 1 ||
 		    (uint64_t)json_integer_value(v) > cfg->exec_max_timeout_ms)
-			return bad(resp, "OUT_OF_RANGE", "timeout_ms", "expected an integer from 1 to %llu (ACCELD_EXEC_MAX_TIMEOUT)",
+			return bad(resp, REASON_OUT_OF_RANGE, "timeout_ms", "expected an integer from 1 to %llu (ACCELD_EXEC_MAX_TIMEOUT)",
 				   (unsigned long long)cfg->exec_max_timeout_ms);
 		req->timeout_ms = (uint64_t)json_integer_value(v);
 	}
 	inputs = json_object_get(body, "inputs");
 	generate = json_object_get(body, "generate");
 	if (inputs && generate)
-		return bad(resp, "CONFLICTING_FIELDS", "generate", "give either inputs or generate, not both");
+		return bad(resp, REASON_CONFLICTING_FIELDS, "generate", "give either inputs or generate, not both");
 	if (generate != NULL) {
 		json_t *seed;
 
 		if (!json_is_object(generate))
-			return bad(resp, "INVALID_TYPE", "generate", "expected an object such as {\"seed\": 1}");
+			return bad(resp, REASON_INVALID_TYPE, "generate", "expected an object such as {\"seed\": 1}");
 		json_object_foreach(generate, key, v)
 			if (strcmp(key, "seed") != 0)
-				return bad(resp, "UNKNOWN_FIELD", "generate", "unknown field '%.40s'; accepted: seed", key);
+				return bad(resp, REASON_UNKNOWN_FIELD, "generate", "unknown field '%.40s'; accepted: seed", key);
 		seed = json_object_get(generate, "seed");
 		if (seed != NULL) {
 			if (!json_is_integer(seed) || json_integer_value(seed) < 0)
-				return bad(resp, "INVALID_VALUE", "generate.seed", "expected a non-negative integer");
+				return bad(resp, REASON_INVALID_VALUE, "generate.seed", "expected a non-negative integer");
 			req->seed = (uint64_t)json_integer_value(seed);
 		}
 	}
@@ -410,11 +410,11 @@ static bool parse_run(json_t *body, const struct config *cfg, struct exec_reques
 		return parse_inputs(inputs, req, cfg->exec_max_elements, resp);
 	/* generated inputs: the sizes must be given */
 	if (req->shape.n == 0)
-		return bad(resp, "MISSING_FIELD", "n", "give n (or inline inputs)");
+		return bad(resp, REASON_MISSING_FIELD, "n", "give n (or inline inputs)");
 	if ((kernel_params(req->kernel) & KERNEL_PARAM_M) && req->shape.m == 0)
-		return bad(resp, "MISSING_FIELD", "m", "%s needs m", kernel_name(req->kernel));
+		return bad(resp, REASON_MISSING_FIELD, "m", "%s needs m", kernel_name(req->kernel));
 	if ((kernel_params(req->kernel) & KERNEL_PARAM_K) && req->shape.k == 0)
-		return bad(resp, "MISSING_FIELD", "k", "%s needs k", kernel_name(req->kernel));
+		return bad(resp, REASON_MISSING_FIELD, "k", "%s needs k", kernel_name(req->kernel));
 	return true;
 }
 
@@ -423,20 +423,16 @@ static void answer_job(struct exec_job *job, struct http_resp *resp)
 {
 	json_t *doc = exec_job_json(job);
 	enum exec_state state = exec_job_state(job);
-	char reason[48];
+	enum reason reason;
 	char detail[640];
-	enum acceld_err err;
 	json_t *p;
 
 	if (state == EXEC_SUCCEEDED) {
 		http_resp_json(resp, 200, doc);
 		return;
 	}
-	err = exec_job_error(job, reason, sizeof(reason), detail, sizeof(detail));
-	if (err == ACCELD_OK)
-		err = ACCELD_EDEVICE;
-	p = http_resp_problem(resp, acceld_err_http(err), reason[0] ? reason : acceld_err_reason(err), "job %s (%s): %s",
-			      exec_job_id(job), exec_state_name(state), detail);
+	reason = exec_job_error(job, detail, sizeof(detail));
+	p = http_resp_problem(resp, reason, "job %s (%s): %s", exec_job_id(job), exec_state_name(state), detail);
 	json_object_set_new(p, "job", doc);
 }
 
@@ -452,20 +448,12 @@ static void on_job_done(void *arg, struct exec_job *job)
 
 static void refusal_answer(const struct exec_refusal *why, struct http_resp *resp)
 {
-	json_t *p = http_resp_problem(resp, acceld_err_http(why->err), why->reason, "%s", why->detail);
+	json_t *p = http_resp_problem(resp, why->reason, "%s", why->detail);
 
 	if (why->extra)
 		json_object_update(p, why->extra);
 	if (why->err == ACCELD_EBUSY)
 		http_resp_header(resp, "Retry-After", "1");
-}
-
-static bool have_exec(struct app *app, struct http_resp *resp)
-{
-	if (app->exec != NULL)
-		return true;
-	http_resp_problem(resp, 503, "EXECUTOR_UNAVAILABLE", "the executor is not running yet");
-	return false;
 }
 
 struct chooser {
@@ -502,7 +490,7 @@ void api_run_post(struct app *app, struct http_req *req, struct http_resp *resp)
 	bool wait;
 	enum acceld_err rc;
 
-	if (!http_req_check_query(req, resp, allowed) || !have_exec(app, resp))
+	if (!http_req_check_query(req, resp, allowed))
 		return;
 	exec_request_init(&r);
 	select_request_init(&sreq, &app->cfg);
@@ -553,24 +541,18 @@ void api_run_list(struct app *app, struct http_req *req, struct http_resp *resp)
 	uint64_t after = 0;
 	json_t *doc;
 
-	if (!http_req_check_query(req, resp, allowed) || !have_exec(app, resp))
+	if (!http_req_check_query(req, resp, allowed))
 		return;
 	if (state != NULL && !exec_state_parse(state, &st)) {
-		json_t *p = http_resp_problem(resp, 400, "INVALID_PARAMETER", "state must be one of %s",
-					      exec_state_names_text());
-		json_object_set_new(p, "parameter", json_string("state"));
+		http_resp_bad_param(resp, "state", "state must be one of %s", exec_state_names_text());
 		return;
 	}
 	if (size != NULL && (config_parse_u64(size, &page) != 0 || page < 1 || page > PAGE_MAX)) {
-		json_t *p = http_resp_problem(resp, 400, "INVALID_PARAMETER", "page_size must be an integer from 1 to %d",
-					      PAGE_MAX);
-		json_object_set_new(p, "parameter", json_string("page_size"));
+		http_resp_bad_param(resp, "page_size", "page_size must be an integer from 1 to %d", PAGE_MAX);
 		return;
 	}
 	if (token != NULL && (config_parse_u64(token, &after) != 0 || after == 0)) {
-		json_t *p = http_resp_problem(resp, 400, "INVALID_PARAMETER",
-					      "page_token must be the next_page_token of a previous page");
-		json_object_set_new(p, "parameter", json_string("page_token"));
+		http_resp_bad_param(resp, "page_token", "page_token must be the next_page_token of a previous page");
 		return;
 	}
 	doc = exec_list_json(app->exec, state ? (int)st : -1, (unsigned)page, after);
@@ -608,7 +590,7 @@ static json_t *stored_job_json(const struct detect_snapshot *snap, const struct 
 	}
 	d.cost_usd = j->cost_usd;
 	if (j->error[0] || j->reason[0]) {
-		d.error_reason = j->reason[0] ? j->reason : "FAILED";
+		d.error_reason = j->reason[0] ? j->reason : reason_name(REASON_DEVICE_FAILURE);
 		d.error_detail = j->error;
 	}
 	return jobdoc_json(&d);
@@ -620,7 +602,7 @@ void api_run_get(struct app *app, struct http_req *req, struct http_resp *resp)
 	struct exec_job *job;
 	struct store_job stored;
 
-	if (!http_req_check_query(req, resp, allowed) || !have_exec(app, resp))
+	if (!http_req_check_query(req, resp, allowed))
 		return;
 	job = exec_get(app->exec, req->params[0]);
 	if (job == NULL && app->store != NULL && store_job_get(app->store, req->params[0], &stored) == ACCELD_OK) {
@@ -631,7 +613,7 @@ void api_run_get(struct app *app, struct http_req *req, struct http_resp *resp)
 		return;
 	}
 	if (job == NULL) {
-		http_resp_problem(resp, 404, "JOB_NOT_FOUND", "no job '%.64s' among the recent jobs or in the history",
+		http_resp_problem(resp, REASON_JOB_NOT_FOUND, "no job '%.64s' among the recent jobs or in the history",
 				  req->params[0]);
 		return;
 	}
@@ -645,16 +627,16 @@ void api_run_delete(struct app *app, struct http_req *req, struct http_resp *res
 	enum acceld_err rc;
 	struct exec_job *job;
 
-	if (!http_req_check_query(req, resp, allowed) || !have_exec(app, resp))
+	if (!http_req_check_query(req, resp, allowed))
 		return;
 	rc = exec_cancel(app->exec, req->params[0]);
 	if (rc == ACCELD_ENOTFOUND) {
-		http_resp_problem(resp, 404, "JOB_NOT_FOUND", "no job '%.64s' among the recent jobs", req->params[0]);
+		http_resp_problem(resp, REASON_JOB_NOT_FOUND, "no job '%.64s' among the recent jobs", req->params[0]);
 		return;
 	}
 	job = exec_get(app->exec, req->params[0]);
 	if (rc == ACCELD_ECONFLICT) {
-		json_t *p = http_resp_problem(resp, 409, "NOT_CANCELLABLE",
+		json_t *p = http_resp_problem(resp, REASON_NOT_CANCELLABLE,
 					      "job '%.64s' is %s; only queued jobs can be cancelled", req->params[0],
 					      job ? exec_state_name(exec_job_state(job)) : "gone");
 

@@ -1,6 +1,7 @@
 /*
  * api_select: GET /select (query) and POST /select (the same fields as a JSON object): which device to use, why,
  * every candidate, and the environment to export -- as JSON, or with format=env as `export NAME='value'` lines.
+ * Both routes need the device registry (ROUTE_DETECT).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,9 +15,8 @@
 
 static void bad_value(struct http_resp *resp, const char *param, const char *msg)
 {
-	json_t *doc = http_resp_problem(resp, 400, "INVALID_PARAMETER", "%s", msg);
+	json_t *doc = http_resp_bad_param(resp, param, "%s", msg);
 
-	json_object_set_new(doc, "parameter", json_string(param));
 	json_object_set_new(doc, "accepted", json_string(select_param_accepted(param)));
 }
 
@@ -48,10 +48,6 @@ static void answer(struct app *app, const struct select_request *sreq, struct ht
 	enum acceld_err rc;
 	json_t *doc;
 
-	if (app->detect == NULL) {
-		http_resp_error(resp, ACCELD_EUNAVAILABLE, "device detection has not finished yet");
-		return;
-	}
 	snap = detect_acquire(app->detect);
 	rc = app_select(app, snap, sreq, &res);
 	if (rc == ACCELD_ENOTFOUND) {
@@ -119,7 +115,7 @@ static bool known_fields(json_t *body, struct http_resp *resp)
 		return true;
 	}
 	{
-		json_t *doc = http_resp_problem(resp, 400, "UNKNOWN_FIELD",
+		json_t *doc = http_resp_problem(resp, REASON_UNKNOWN_FIELD,
 						"unknown field%s %s; accepted: prefer, allow_tpu, policy, device, "
 						"min_memory_bytes, executable, kernel, format, tpu_scope",
 						json_array_size(unknown) > 1 ? "s" : "", list);
@@ -135,8 +131,7 @@ static void wrong_type(struct http_resp *resp, const char *key, const char *expe
 	json_t *doc;
 
 	snprintf(path, sizeof(path), "$.%.64s", key);
-	doc = http_resp_problem(resp, 400, "WRONG_TYPE", "%s must be %s", path, expected);
-	json_object_set_new(doc, "parameter", json_string(key));
+	doc = http_resp_param_problem(resp, REASON_INVALID_TYPE, key, "%s must be %s", path, expected);
 	json_object_set_new(doc, "path", json_string(path));
 }
 
@@ -151,8 +146,10 @@ void api_select_post(struct app *app, struct http_req *req, struct http_resp *re
 	if (!http_req_check_query(req, resp, no_query))
 		return;
 	if (!json_is_object(req->json)) {
-		http_resp_problem(resp, 400, "WRONG_TYPE", "the body must be a JSON object with the fields of GET "
-				  "/select");
+		json_t *doc = http_resp_problem(resp, REASON_INVALID_TYPE,
+						"the body must be a JSON object with the fields of GET /select");
+
+		json_object_set_new(doc, "path", json_string("$"));
 		return;
 	}
 	if (!known_fields(req->json, resp))

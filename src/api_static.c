@@ -51,7 +51,7 @@ void api_static_index(struct app *app, struct http_req *req, struct http_resp *r
 		char *body = read_index(app->cfg.static_dir, &len);
 
 		if (body == NULL) {
-			http_resp_problem(resp, 404, "NOT_FOUND", "no index.html in --static-dir %.200s: %s",
+			http_resp_problem(resp, REASON_NOT_FOUND, "no index.html in --static-dir %.200s: %s",
 					  app->cfg.static_dir, strerror(errno));
 			return;
 		}

@@ -17,6 +17,7 @@
 #include "device.h"
 #include "err.h"
 #include "kernel.h"
+#include "reason.h"
 
 struct config;
 
@@ -50,11 +51,11 @@ struct backend_ops {
 	void (*prepare)(const struct config *cfg);
 	/*
 	 * May be NULL. Whether dev can take a run of this kernel and shape at all (its largest allocation, its
-	 * memory): ACCELD_OK, or an error with a static UPPER_SNAKE reason and a detail. Called under the executor's
-	 * lock: quick, no I/O.
+	 * memory): ACCELD_OK, or an error with its reason and a detail. Called under the executor's lock: quick, no
+	 * I/O.
 	 */
 	enum acceld_err (*admit)(const struct device *dev, enum kernel_id k, const struct kernel_shape *s,
-				 const char **reason, char *detail, size_t detailsz);
+				 enum reason *reason, char *detail, size_t detailsz);
 	/*
 	 * Prepares the backend for dev (threads, context, programs); runs on the device's worker thread when it
 	 * starts. *state is the backend's own. Returns ACCELD_OK, or an error with a message in err.

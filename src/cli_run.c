@@ -217,8 +217,8 @@ int cli_run_main(int argc, char **argv)
 	if (place_job(choose, &(struct chooser){.snap = snap}, &sreq, &a.req, &why) != ACCELD_OK ||
 	    exec_submit(ex, &a.req, NULL, NULL, &job, &why) != ACCELD_OK) {
 		if (a.json) {
-			json_t *p = json_pack("{s:s, s:i, s:s}", "reason", why.reason, "status", acceld_err_http(why.err),
-					      "detail", why.detail);
+			json_t *p = json_pack("{s:s, s:i, s:s}", "reason", reason_name(why.reason), "status",
+					      reason_status(why.reason), "detail", why.detail);
 
 			if (why.extra)
 				json_object_update(p, why.extra);
@@ -226,7 +226,7 @@ int cli_run_main(int argc, char **argv)
 			fputc('\n', stdout);
 			json_decref(p);
 		} else {
-			fprintf(stderr, "acceld run: %s (%s)\n", why.detail, why.reason);
+			fprintf(stderr, "acceld run: %s (%s)\n", why.detail, reason_name(why.reason));
 		}
 		json_decref(why.extra);
 		goto out;

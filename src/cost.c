@@ -37,15 +37,25 @@ static json_t *num_or_null(double v)
 
 /* --- the prices document --- */
 
-static enum acceld_err bad(char *path, size_t pathsz, char *why, size_t whysz, const char *p, const char *w)
+/* Where a prices document is wrong: the fault, the JSON path and the detail (the out-parameters of the parse). */
+struct price_fault {
+	enum reason *reason;        /* may be NULL */
+	char *path;
+	size_t pathsz;
+	char *why;
+	size_t whysz;
+};
+
+static enum acceld_err bad(const struct price_fault *f, enum reason r, const char *p, const char *w)
 {
-	snprintf(path, pathsz, "%s", p);
-	snprintf(why, whysz, "%s", w);
+	if (f->reason != NULL)
+		*f->reason = r;
+	snprintf(f->path, f->pathsz, "%s", p);
+	snprintf(f->why, f->whysz, "%s", w);
 	return ACCELD_EINVAL;
 }
 
-static enum acceld_err parse_entry(json_t *e, size_t idx, struct store_price *p, char *path, size_t pathsz,
-				   char *why, size_t whysz)
+static enum acceld_err parse_entry(json_t *e, size_t idx, struct store_price *p, const struct price_fault *f)
 {
 	char base[48];
 	char at[112];
@@ -55,7 +65,7 @@ static enum acceld_err parse_entry(json_t *e, size_t idx, struct store_price *p,
 
 	snprintf(base, sizeof(base), "$.prices[%zu]", idx);
 	if (!json_is_object(e))
-		return bad(path, pathsz, why, whysz, base, "must be an object");
+		return bad(f, REASON_INVALID_TYPE, base, "must be an object");
 	memset(p, 0, sizeof(*p));
 	p->usd_per_hour = NAN;
 	p->usd_per_hour_spot = NAN;
@@ -64,11 +74,13 @@ static enum acceld_err parse_entry(json_t *e, size_t idx, struct store_price *p,
 		if (strcmp(key, "device") == 0 || strcmp(key, "accelerator_type") == 0 || strcmp(key, "type") == 0) {
 			const char *s = json_string_value(v);
 
-			if (s == NULL || *s == '\0' || strlen(s) >= sizeof(p->value))
-				return bad(path, pathsz, why, whysz, at, "must be a non-empty string of at most 39 bytes");
+			if (s == NULL)
+				return bad(f, REASON_INVALID_TYPE, at, "must be a non-empty string of at most 39 bytes");
+			if (*s == '\0' || strlen(s) >= sizeof(p->value))
+				return bad(f, REASON_INVALID_VALUE, at, "must be a non-empty string of at most 39 bytes");
 			if (strcmp(key, "type") == 0 && strcmp(s, "cpu") != 0 && strcmp(s, "gpu") != 0 &&
 			    strcmp(s, "tpu") != 0)
-				return bad(path, pathsz, why, whysz, at, "must be one of cpu, gpu, tpu");
+				return bad(f, REASON_INVALID_VALUE, at, "must be one of cpu, gpu, tpu");
 			snprintf(p->selector, sizeof(p->selector), "%s", key);
 			snprintf(p->value, sizeof(p->value), "%s", s);
 			nsel++;
@@ -79,10 +91,10 @@ static enum acceld_err parse_entry(json_t *e, size_t idx, struct store_price *p,
 			if (spot && json_is_null(v))
 				continue;
 			if (!json_is_number(v))
-				return bad(path, pathsz, why, whysz, at, "must be a number");
+				return bad(f, REASON_INVALID_TYPE, at, "must be a number");
 			d = json_number_value(v);
 			if (!isfinite(d) || d < 0 || d > 1e6)
-				return bad(path, pathsz, why, whysz, at, "must be from 0 to 1000000");
+				return bad(f, REASON_INVALID_VALUE, at, "must be from 0 to 1000000");
 			if (spot)
 				p->usd_per_hour_spot = d;
 			else
@@ -92,27 +104,28 @@ static enum acceld_err parse_entry(json_t *e, size_t idx, struct store_price *p,
 			size_t cap = key[0] == 'u' ? sizeof(p->unit) : sizeof(p->note);
 
 			if (s == NULL || strlen(s) >= cap)
-				return bad(path, pathsz, why, whysz, at,
+				return bad(f, s == NULL ? REASON_INVALID_TYPE : REASON_INVALID_VALUE, at,
 					   key[0] == 'u' ? "must be a string of at most 15 bytes"
 							 : "must be a string of at most 159 bytes");
 			snprintf(key[0] == 'u' ? p->unit : p->note, cap, "%s", s);
 		} else {
-			return bad(path, pathsz, why, whysz, at, "unknown field");
+			return bad(f, REASON_UNKNOWN_FIELD, at, "unknown field");
 		}
 	}
 	if (nsel != 1)
-		return bad(path, pathsz, why, whysz, base,
+		return bad(f, nsel == 0 ? REASON_MISSING_FIELD : REASON_CONFLICTING_FIELDS, base,
 			   "must name exactly one of device, accelerator_type or type");
 	if (!isfinite(p->usd_per_hour)) {
 		snprintf(at, sizeof(at), "%s.usd_per_hour", base);
-		return bad(path, pathsz, why, whysz, at, "is required");
+		return bad(f, REASON_MISSING_FIELD, at, "is required");
 	}
 	return ACCELD_OK;
 }
 
-enum acceld_err cost_parse_prices(json_t *doc, struct store_price **out, size_t *n, char *path, size_t pathsz,
-				  char *why, size_t whysz)
+enum acceld_err cost_parse_prices(json_t *doc, struct store_price **out, size_t *n, enum reason *fault, char *path,
+				  size_t pathsz, char *why, size_t whysz)
 {
+	const struct price_fault f = {.reason = fault, .path = path, .pathsz = pathsz, .why = why, .whysz = whysz};
 	struct store_price *v = NULL;
 	json_t *list;
 	const char *key;
@@ -123,33 +136,33 @@ enum acceld_err cost_parse_prices(json_t *doc, struct store_price **out, size_t 
 	*out = NULL;
 	*n = 0;
 	if (!json_is_object(doc))
-		return bad(path, pathsz, why, whysz, "$", "must be an object with a prices array");
+		return bad(&f, REASON_INVALID_TYPE, "$", "must be an object with a prices array");
 	json_object_foreach(doc, key, val) {
 		char at[80];
 
 		snprintf(at, sizeof(at), "$.%.60s", key);
 		if (strcmp(key, "currency") == 0) {
 			if (!json_is_string(val) || strcmp(json_string_value(val), "USD") != 0)
-				return bad(path, pathsz, why, whysz, at, "must be \"USD\"");
+				return bad(&f, REASON_INVALID_VALUE, at, "must be \"USD\"");
 		} else if (strcmp(key, "prices") != 0) {
-			return bad(path, pathsz, why, whysz, at, "unknown field");
+			return bad(&f, REASON_UNKNOWN_FIELD, at, "unknown field");
 		}
 	}
 	list = json_object_get(doc, "prices");
 	if (!json_is_array(list))
-		return bad(path, pathsz, why, whysz, "$.prices", "must be an array");
+		return bad(&f, list == NULL ? REASON_MISSING_FIELD : REASON_INVALID_TYPE, "$.prices", "must be an array");
 	len = json_array_size(list);
 	if (len > COST_MAX_PRICES)
-		return bad(path, pathsz, why, whysz, "$.prices", "has more than 1024 entries");
+		return bad(&f, REASON_INVALID_VALUE, "$.prices", "has more than 1024 entries");
 	v = len ? xcalloc(len, sizeof(*v)) : NULL;
 	for (size_t i = 0; i < len && e == ACCELD_OK; i++) {
-		e = parse_entry(json_array_get(list, i), i, &v[i], path, pathsz, why, whysz);
+		e = parse_entry(json_array_get(list, i), i, &v[i], &f);
 		for (size_t j = 0; j < i && e == ACCELD_OK; j++) {
 			if (strcmp(v[j].selector, v[i].selector) == 0 && strcmp(v[j].value, v[i].value) == 0) {
 				char at[48];
 
 				snprintf(at, sizeof(at), "$.prices[%zu]", i);
-				e = bad(path, pathsz, why, whysz, at, "repeats an earlier entry's selector");
+				e = bad(&f, REASON_INVALID_VALUE, at, "repeats an earlier entry's selector");
 			}
 		}
 	}
@@ -173,7 +186,7 @@ static enum acceld_err load_file(struct cost *c, char *err, size_t errsz)
 		snprintf(err, errsz, "prices file %s (ACCELD_PRICES_FILE): %s at line %d", c->file, je.text, je.line);
 		return ACCELD_EINVAL;
 	}
-	e = cost_parse_prices(doc, &c->file_prices, &c->nfile, path, sizeof(path), why, sizeof(why));
+	e = cost_parse_prices(doc, &c->file_prices, &c->nfile, NULL, path, sizeof(path), why, sizeof(why));
 	json_decref(doc);
 	if (e != ACCELD_OK)
 		snprintf(err, errsz, "prices file %s (ACCELD_PRICES_FILE): %s %s", c->file, path, why);

@@ -45,11 +45,13 @@ enum acceld_err cost_new(struct store *store, const char *prices_file, struct co
 void cost_free(struct cost *c);
 
 /*
- * Validates a prices document (borrowed, not changed). On success *out is a malloc'ed array (free() it) of *n entries. On failure returns
- * ACCELD_EINVAL with the JSON path ("$.prices[2].usd_per_hour") in path and the reason in why.
+ * Validates a prices document (borrowed, not changed). On success *out is a malloc'ed array (free() it) of *n
+ * entries. On failure returns ACCELD_EINVAL with the fault in *fault (when not NULL): REASON_UNKNOWN_FIELD,
+ * REASON_MISSING_FIELD, REASON_CONFLICTING_FIELDS (two selectors), REASON_INVALID_TYPE or REASON_INVALID_VALUE; the
+ * JSON path ("$.prices[2].usd_per_hour") in path and what is wrong in why ("must be a number").
  */
-enum acceld_err cost_parse_prices(json_t *doc, struct store_price **out, size_t *n, char *path, size_t pathsz,
-				  char *why, size_t whysz);
+enum acceld_err cost_parse_prices(json_t *doc, struct store_price **out, size_t *n, enum reason *fault, char *path,
+				  size_t pathsz, char *why, size_t whysz);
 
 /* Replaces the overrides set through the API with v[0..n) (copied) and queues them for the database. */
 void cost_set_overrides(struct cost *c, const struct store_price *v, size_t n);

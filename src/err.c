@@ -1,24 +1,23 @@
-/* err: names and HTTP statuses of the service's error codes. */
+/* err: names of the service's error codes and the problem reason each one is answered with. */
 #include "err.h"
 
 static const struct {
 	const char *str;
-	const char *reason;
-	int http;
+	enum reason reason;
 } err_table[ACCELD_ERR_COUNT] = {
-	[ACCELD_OK] = {"ok", "OK", 200},
-	[ACCELD_EINVAL] = {"invalid value", "INVALID_VALUE", 400},
-	[ACCELD_ENOTFOUND] = {"not found", "NOT_FOUND", 404},
-	[ACCELD_ECONFLICT] = {"no device meets the constraints", "NO_MATCHING_DEVICE", 409},
-	[ACCELD_ETOOLARGE] = {"too large", "TOO_LARGE", 413},
-	[ACCELD_EUNPROCESSABLE] = {"cannot be satisfied", "UNSATISFIABLE", 422},
-	[ACCELD_EBUSY] = {"busy", "BUSY", 429},
-	[ACCELD_EUNAVAILABLE] = {"unavailable", "UNAVAILABLE", 503},
-	[ACCELD_ETIMEOUT] = {"timed out", "TIMEOUT", 504},
-	[ACCELD_EUNSUPPORTED] = {"not supported by the device", "UNSUPPORTED", 422},
-	[ACCELD_EDEVICE] = {"device failure", "DEVICE_FAILURE", 502},
-	[ACCELD_EIO] = {"input/output error", "IO_ERROR", 500},
-	[ACCELD_ENOMEM] = {"out of memory", "OUT_OF_MEMORY", 503},
+	[ACCELD_OK] = {"ok", REASON_INTERNAL}, /* never answered as a problem */
+	[ACCELD_EINVAL] = {"invalid value", REASON_INVALID_VALUE},
+	[ACCELD_ENOTFOUND] = {"not found", REASON_NOT_FOUND},
+	[ACCELD_ECONFLICT] = {"no device meets the constraints", REASON_NO_MATCHING_DEVICE},
+	[ACCELD_ETOOLARGE] = {"too large", REASON_TOO_LARGE},
+	[ACCELD_EUNPROCESSABLE] = {"cannot be satisfied", REASON_UNSATISFIABLE},
+	[ACCELD_EBUSY] = {"busy", REASON_BUSY},
+	[ACCELD_EUNAVAILABLE] = {"unavailable", REASON_UNAVAILABLE},
+	[ACCELD_ETIMEOUT] = {"timed out", REASON_TIMED_OUT},
+	[ACCELD_EUNSUPPORTED] = {"not supported by the device", REASON_UNSUPPORTED},
+	[ACCELD_EDEVICE] = {"device failure", REASON_DEVICE_FAILURE},
+	[ACCELD_EIO] = {"input/output error", REASON_IO_ERROR},
+	[ACCELD_ENOMEM] = {"out of memory", REASON_OUT_OF_MEMORY},
 };
 
 static int err_valid(enum acceld_err err)
@@ -31,12 +30,17 @@ const char *acceld_err_str(enum acceld_err err)
 	return err_valid(err) ? err_table[err].str : "unknown error";
 }
 
+enum reason acceld_err_to_reason(enum acceld_err err)
+{
+	return err_valid(err) ? err_table[err].reason : REASON_INTERNAL;
+}
+
 const char *acceld_err_reason(enum acceld_err err)
 {
-	return err_valid(err) ? err_table[err].reason : "INTERNAL";
+	return err == ACCELD_OK ? "OK" : reason_name(acceld_err_to_reason(err));
 }
 
 int acceld_err_http(enum acceld_err err)
 {
-	return err_valid(err) ? err_table[err].http : 500;
+	return err == ACCELD_OK ? 200 : reason_status(acceld_err_to_reason(err));
 }

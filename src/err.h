@@ -2,10 +2,12 @@
  * err: the one error enum of acceld, its names and its HTTP mapping.
  *
  * Domain modules return enum acceld_err and put results in out-parameters; the HTTP layer maps an error to a
- * status and an RFC 9457 reason in one place (acceld_err_http, acceld_err_reason).
+ * reason of the reason table (reason.h), which gives its status, in one place (acceld_err_to_reason).
  */
 #ifndef ACCELD_ERR_H
 #define ACCELD_ERR_H
+
+#include "reason.h"
 
 enum acceld_err {
 	ACCELD_OK = 0,
@@ -27,10 +29,13 @@ enum acceld_err {
 /* Lower-case phrase for logs and messages, e.g. "not found". Never NULL. */
 const char *acceld_err_str(enum acceld_err err);
 
-/* UPPER_SNAKE reason used in problem+json bodies, e.g. "NOT_FOUND". Never NULL. */
+/* The reason a problem answer for the error names (REASON_INTERNAL for ACCELD_OK or a value outside the enum). */
+enum reason acceld_err_to_reason(enum acceld_err err);
+
+/* The name of that reason, e.g. "NOT_FOUND"; "OK" for ACCELD_OK. Never NULL. */
 const char *acceld_err_reason(enum acceld_err err);
 
-/* HTTP status for the error; 200 for ACCELD_OK. */
+/* HTTP status for the error (the status of its reason); 200 for ACCELD_OK. */
 int acceld_err_http(enum acceld_err err);
 
 #endif

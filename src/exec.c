@@ -24,6 +24,7 @@
 #include "log.h"
 #include "mem.h"
 #include "pool.h"
+#include "reason.h"
 
 #define BACKENDS_MAX 8             /* backends serving one device */
 #define FULL_MAX_ELEMENTS 262144u  /* largest output returned whole */
@@ -63,8 +64,7 @@ struct exec_job {
 	struct jobdata_summary summary;
 	struct jobdata_verification verification;
 	bool verify_done;
-	enum acceld_err err;
-	char reason[48];
+	enum reason reason;                /* why it did not succeed; REASON_COUNT while it has not failed */
 	char error[640];
 	bool running_timed_out;            /* answered as timed out while its kernel kept running */
 	bool done_called;
@@ -218,16 +218,15 @@ enum exec_state exec_job_state(struct exec_job *job)
 	return s;
 }
 
-enum acceld_err exec_job_error(struct exec_job *job, char *reason, size_t reasonsz, char *detail, size_t detailsz)
+enum reason exec_job_error(struct exec_job *job, char *detail, size_t detailsz)
 {
-	enum acceld_err e;
+	enum reason r;
 
 	pthread_mutex_lock(&job->ex->mu);
-	e = job->err;
-	snprintf(reason, reasonsz, "%s", job->reason);
+	r = job->reason == REASON_COUNT ? REASON_INTERNAL : job->reason;
 	snprintf(detail, detailsz, "%s", job->error);
 	pthread_mutex_unlock(&job->ex->mu);
-	return e;
+	return r;
 }
 
 void exec_job_wait(struct exec_job *job)
@@ -257,13 +256,11 @@ static double job_cost(const struct exec_job *job)
 	return job->usd_per_hour * ms_between(job->started_ns, job->finished_ns) / 1000.0 / 3600.0;
 }
 
-/* Marks a job final under ex->mu; reason NULL keeps none (success). */
-static void set_final(struct exec_job *job, enum exec_state s, enum acceld_err err, const char *reason,
-		      const char *detail)
+/* Marks a job final under ex->mu; reason REASON_COUNT for a success. */
+static void set_final(struct exec_job *job, enum exec_state s, enum reason reason, const char *detail)
 {
 	job->state = s;
-	job->err = err;
-	snprintf(job->reason, sizeof(job->reason), "%s", reason ? reason : "");
+	job->reason = reason;
 	if (detail)
 		snprintf(job->error, sizeof(job->error), "%s", detail);
 	if (job->finished_ns == 0) {
@@ -315,7 +312,7 @@ static struct exec_job_record record_of(const struct exec_job *job)
 		.created_ms = job->created_ms,
 		.started_ms = job->started_ms,
 		.finished_ms = final ? job->finished_ms : 0,
-		.reason = job->reason[0] ? job->reason : NULL,
+		.reason = job->reason != REASON_COUNT ? reason_name(job->reason) : NULL,
 		.error = job->error[0] ? job->error : NULL,
 	};
 }
@@ -427,7 +424,7 @@ enum acceld_err exec_cancel(struct exec *ex, const char *id)
 		}
 	}
 	if (job != NULL) {
-		set_final(job, EXEC_CANCELLED, ACCELD_ECONFLICT, "CANCELLED", "cancelled by DELETE /run/{id} while queued");
+		set_final(job, EXEC_CANCELLED, REASON_CANCELLED, "cancelled by DELETE /run/{id} while queued");
 		rc = ACCELD_OK;
 	} else {
 		for (unsigned i = 0; i < ex->ring_len; i++)
@@ -486,12 +483,12 @@ const char *exec_device_backend(const struct exec *ex, const char *id)
 
 /* --- placement --- */
 
-void exec_refuse(struct exec_refusal *why, enum acceld_err err, const char *reason, const char *fmt, ...)
+void exec_refuse(struct exec_refusal *why, enum acceld_err err, enum reason reason, const char *fmt, ...)
 {
 	va_list ap;
 
 	why->err = err;
-	snprintf(why->reason, sizeof(why->reason), "%s", reason ? reason : acceld_err_reason(err));
+	why->reason = reason;
 	va_start(ap, fmt);
 	vsnprintf(why->detail, sizeof(why->detail), fmt, ap);
 	va_end(ap);
@@ -526,7 +523,7 @@ static enum exec_presence presence(struct exec *ex, size_t d)
 static bool device_takes(struct exec *ex, const struct worker *w, const struct backend_ops *ops,
 			 const struct exec_job *job, struct exec_refusal *why)
 {
-	const char *reason = NULL;
+	enum reason reason = REASON_TOO_LARGE;
 	char detail[400];
 
 	if (ops == NULL) {
@@ -534,13 +531,13 @@ static bool device_takes(struct exec *ex, const struct worker *w, const struct b
 
 		backend_describe(ex->backends, what, sizeof(what));
 		if (job->req.backend[0] != '\0' && worker_default(w) != NULL)
-			exec_refuse(why, ACCELD_EUNSUPPORTED, "UNSUPPORTED", "%s: the requested backend is not available on "
+			exec_refuse(why, ACCELD_EUNSUPPORTED, REASON_UNSUPPORTED, "%s: the requested backend is not available on "
 			       "it (%s; asked: %s)", w->dev.id, what, job->req.backend);
 		else if (w->nbe > 0 && !w->started)
-			exec_refuse(why, ACCELD_EUNSUPPORTED, "UNSUPPORTED", "%s: its worker thread could not be started "
+			exec_refuse(why, ACCELD_EUNSUPPORTED, REASON_UNSUPPORTED, "%s: its worker thread could not be started "
 			       "(see the log); it runs no jobs", w->dev.id);
 		else
-			exec_refuse(why, ACCELD_EUNSUPPORTED, "UNSUPPORTED", "%s is not executable: no backend of acceld "
+			exec_refuse(why, ACCELD_EUNSUPPORTED, REASON_UNSUPPORTED, "%s is not executable: no backend of acceld "
 			       "serves it (%s)", w->dev.id, what);
 		return false;
 	}
@@ -566,7 +563,7 @@ static enum acceld_err place(struct exec *ex, struct exec_job *job, struct exec_
 		named = backend_find(ex->backends, req->backend);
 		backend_names(ex->backends, names, sizeof(names));
 		if (named == NULL) {
-			exec_refuse(why, ACCELD_EINVAL, "INVALID_VALUE", "no backend '%s'; acceld has %s", req->backend,
+			exec_refuse(why, ACCELD_EINVAL, REASON_INVALID_VALUE, "no backend '%s'; acceld has %s", req->backend,
 			       names);
 			return why->err;
 		}
@@ -579,19 +576,19 @@ static enum acceld_err place(struct exec *ex, struct exec_job *job, struct exec_
 
 		if (d == ex->ndevices) {
 			if (i == 0 && req->pinned) {
-				exec_refuse(why, ACCELD_ENOTFOUND, "UNKNOWN_DEVICE",
+				exec_refuse(why, ACCELD_ENOTFOUND, REASON_UNKNOWN_DEVICE,
 				       "no device '%s' that acceld can run jobs on (see GET /devices; a device found after "
 				       "start needs a restart of acceld to run jobs)",
 				       req->devices[i]);
 				return why->err;
 			}
-			exec_refuse(&no, ACCELD_EUNSUPPORTED, "UNSUPPORTED",
+			exec_refuse(&no, ACCELD_EUNSUPPORTED, REASON_UNSUPPORTED,
 			       "%s was found after acceld started; a restart of acceld runs jobs on it", req->devices[i]);
 		} else {
 			switch (presence(ex, d)) {
 			case EXEC_GONE:
 				if (i == 0 && req->pinned) {
-					exec_refuse(why, ACCELD_ENOTFOUND, "UNKNOWN_DEVICE",
+					exec_refuse(why, ACCELD_ENOTFOUND, REASON_UNKNOWN_DEVICE,
 					       "device '%s' is gone since acceld started (see GET /devices)",
 					       req->devices[i]);
 					return why->err;
@@ -599,7 +596,7 @@ static enum acceld_err place(struct exec *ex, struct exec_job *job, struct exec_
 				continue;
 			case EXEC_CHANGED:
 				if (i == 0 && req->pinned) {
-					exec_refuse(why, ACCELD_ECONFLICT, "DEVICE_CHANGED",
+					exec_refuse(why, ACCELD_ECONFLICT, REASON_DEVICE_CHANGED,
 					       "'%s' now names another device than the one acceld opened at start "
 					       "(devices were added or removed); restart acceld to run jobs on it",
 					       req->devices[i]);
@@ -634,14 +631,15 @@ static enum acceld_err place(struct exec *ex, struct exec_job *job, struct exec_
 			*why = first;
 			return why->err;
 		}
-		exec_refuse(why, ACCELD_ECONFLICT, "NO_MATCHING_DEVICE", "no device that acceld runs jobs on is left among "
+		exec_refuse(why, ACCELD_ECONFLICT, REASON_NO_MATCHING_DEVICE, "no device that acceld runs jobs on is left among "
 		       "the candidates");
 		return why->err;
 	}
 	if (first.err != ACCELD_OK) {
 		job->fell_back = true;
 		snprintf(job->fallback_from, sizeof(job->fallback_from), "%s", first_dev);
-		snprintf(job->fallback_reason, sizeof(job->fallback_reason), "%.440s (%s)", first.detail, first.reason);
+		snprintf(job->fallback_reason, sizeof(job->fallback_reason), "%.440s (%s)", first.detail,
+			 reason_name(first.reason));
 	} else if (req->fallback_from[0] != '\0') {
 		job->fell_back = true;
 		snprintf(job->fallback_from, sizeof(job->fallback_from), "%s", req->fallback_from);
@@ -679,7 +677,7 @@ static enum acceld_err check_sizes(struct exec *ex, struct exec_job *job, struct
 	uint64_t total = kernel_total_len(r->kernel, &r->shape);
 
 	if (total > ex->opts.max_elements) {
-		exec_refuse(why, ACCELD_ETOOLARGE, "JOB_TOO_LARGE",
+		exec_refuse(why, ACCELD_ETOOLARGE, REASON_JOB_TOO_LARGE,
 		       "the job needs %llu float32 elements in all; the limit is %llu (ACCELD_EXEC_MAX_ELEMENTS)",
 		       (unsigned long long)total, (unsigned long long)ex->opts.max_elements);
 		why->extra = json_pack("{s:I, s:I}", "elements", (json_int_t)(total > INT64_MAX ? INT64_MAX : total),
@@ -687,7 +685,7 @@ static enum acceld_err check_sizes(struct exec *ex, struct exec_job *job, struct
 		return why->err;
 	}
 	if (r->full && kernel_output_len(r->kernel, &r->shape) > FULL_MAX_ELEMENTS) {
-		exec_refuse(why, ACCELD_ETOOLARGE, "OUTPUT_TOO_LARGE",
+		exec_refuse(why, ACCELD_ETOOLARGE, REASON_OUTPUT_TOO_LARGE,
 		       "return=full is limited to outputs of %u elements; ask for return=summary", FULL_MAX_ELEMENTS);
 		return why->err;
 	}
@@ -773,10 +771,11 @@ enum acceld_err exec_submit(struct exec *ex, struct exec_request *req, exec_done
 	job->done = done;
 	job->done_arg = arg;
 	job->usd_per_hour = NAN;
+	job->reason = REASON_COUNT;
 
 	pthread_mutex_lock(&ex->mu);
 	if (ex->stop) {
-		exec_refuse(why, ACCELD_EUNAVAILABLE, "SHUTTING_DOWN", "the executor is stopping");
+		exec_refuse(why, ACCELD_EUNAVAILABLE, REASON_SHUTTING_DOWN, "the executor is stopping");
 		rc = why->err;
 		goto out;
 	}
@@ -789,7 +788,7 @@ enum acceld_err exec_submit(struct exec *ex, struct exec_request *req, exec_done
 	first = &ex->workers[job->chain[0]];
 	est = estimate_ms(first, job);
 	if (est > (double)job->timeout_ms) {
-		exec_refuse(why, ACCELD_EUNPROCESSABLE, "WOULD_TIME_OUT",
+		exec_refuse(why, ACCELD_EUNPROCESSABLE, REASON_WOULD_TIME_OUT,
 		       "the job would take at least %.1f ms on %s, more than its timeout of %llu ms; raise timeout_ms "
 		       "or shrink the job",
 		       est, first->dev.id, (unsigned long long)job->timeout_ms);
@@ -810,7 +809,7 @@ enum acceld_err exec_submit(struct exec *ex, struct exec_request *req, exec_done
 		first->inline_running++;
 	} else if (!queue_push(ex, first, job)) {
 		exec_job_unref(job);
-		exec_refuse(why, ACCELD_EBUSY, "QUEUE_FULL", "the queue of %s is full (%u jobs; ACCELD_EXEC_QUEUE_DEPTH)",
+		exec_refuse(why, ACCELD_EBUSY, REASON_QUEUE_FULL, "the queue of %s is full (%u jobs; ACCELD_EXEC_QUEUE_DEPTH)",
 		       first->dev.id, ex->opts.queue_depth);
 		rc = why->err;
 		goto out;
@@ -1003,7 +1002,7 @@ static void worker_step(struct worker *w, struct exec_job *job, bool here)
 		job->finished_ms = clock_real_ms();
 		learn(w, job);
 		if (!answered_already)
-			set_final(job, EXEC_SUCCEEDED, ACCELD_OK, NULL, NULL);
+			set_final(job, EXEC_SUCCEEDED, REASON_COUNT, NULL);
 	} else if (!answered_already && device_failure(rc) && job->req.fallback && job->at + 1 < job->nchain &&
 		   !ex->stop) {
 		struct worker *next = &ex->workers[job->chain[job->at + 1]];
@@ -1013,7 +1012,7 @@ static void worker_step(struct worker *w, struct exec_job *job, bool here)
 			job->fell_back = true;
 			snprintf(job->fallback_from, sizeof(job->fallback_from), "%s", w->dev.id);
 			snprintf(job->fallback_reason, sizeof(job->fallback_reason), "%s failed (%s): %.440s", w->dev.id,
-				 acceld_err_reason(rc), err);
+				 reason_name(acceld_err_to_reason(rc)), err);
 			snprintf(job->device_id, sizeof(job->device_id), "%s", next->dev.id);
 			job->ops = job->chain_ops[job->at];
 			job->state = EXEC_QUEUED;
@@ -1027,7 +1026,7 @@ static void worker_step(struct worker *w, struct exec_job *job, bool here)
 		job->finished_ns = clock_mono_ns();
 		job->finished_ms = clock_real_ms();
 		if (!answered_already)
-			set_final(job, EXEC_FAILED, rc, acceld_err_reason(rc), err);
+			set_final(job, EXEC_FAILED, acceld_err_to_reason(rc), err);
 	}
 	if (!requeued)
 		job->usd_per_hour = w->dev.price.usd_per_hour;
@@ -1105,7 +1104,7 @@ static struct exec_job *reap_one(struct exec *ex, uint64_t now, uint64_t *next, 
 			j = w->queue[i];
 			if (j->deadline_ns <= now) {
 				queue_remove(w, i);
-				set_final(j, EXEC_TIMED_OUT, ACCELD_ETIMEOUT, "TIMED_OUT", NULL);
+				set_final(j, EXEC_TIMED_OUT, REASON_TIMED_OUT, NULL);
 				snprintf(j->error, sizeof(j->error), "waited in the queue of %s past its timeout of %llu ms",
 					 w->dev.id, (unsigned long long)j->timeout_ms);
 				*running = false;
@@ -1125,8 +1124,7 @@ static struct exec_job *reap_one(struct exec *ex, uint64_t now, uint64_t *next, 
 		exec_job_ref(j);
 		j->running_timed_out = true;
 		j->state = EXEC_TIMED_OUT;
-		j->err = ACCELD_ETIMEOUT;
-		snprintf(j->reason, sizeof(j->reason), "TIMED_OUT");
+		j->reason = REASON_TIMED_OUT;
 		snprintf(j->error, sizeof(j->error),
 			 "ran past its timeout of %llu ms on %s; a running kernel cannot be interrupted, so its result "
 			 "will be dropped",
@@ -1283,8 +1281,7 @@ bool exec_stop(struct exec *ex, uint64_t wait_ms)
 			struct exec_job *j = w->queue[0];
 
 			queue_remove(w, 0);
-			set_final(j, EXEC_CANCELLED, ACCELD_EUNAVAILABLE, "SHUTTING_DOWN",
-				  "the executor stopped before the job ran");
+			set_final(j, EXEC_CANCELLED, REASON_SHUTTING_DOWN, "the executor stopped before the job ran");
 			cancelled[ncancelled++] = j;
 		}
 		pthread_cond_broadcast(&w->cv);
@@ -1400,7 +1397,7 @@ json_t *exec_job_json(struct exec_job *job)
 	if (is_final(job->state))
 		d.cost_usd = job_cost(job);
 	if (job->error[0]) {
-		d.error_reason = job->reason[0] ? job->reason : "FAILED";
+		d.error_reason = reason_name(job->reason == REASON_COUNT ? REASON_INTERNAL : job->reason);
 		d.error_detail = job->error;
 	}
 	o = jobdoc_json(&d);

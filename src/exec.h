@@ -26,6 +26,7 @@
 #include "device.h"
 #include "err.h"
 #include "kernel.h"
+#include "reason.h"
 
 /* interrupted: only read back from the history (a job that was running when acceld died) */
 enum exec_state {
@@ -135,16 +136,16 @@ struct exec_request {
 	uint64_t timeout_ms;        /* 0 = the default */
 };
 
-/* Why a submission was refused: err maps to the status; reason and detail go into the problem answer. */
+/* Why a submission was refused: the reason (which gives the status) and detail go into the problem answer. */
 struct exec_refusal {
 	enum acceld_err err;
-	char reason[48];
+	enum reason reason;
 	char detail[512];
 	json_t *extra;              /* members to add to the problem (owned; may be NULL) */
 };
 
-/* Fills why: err, reason (NULL: the error's own) and the detail. why->extra is left as it is. */
-void exec_refuse(struct exec_refusal *why, enum acceld_err err, const char *reason, const char *fmt, ...)
+/* Fills why: err, reason and the detail. why->extra is left as it is. */
+void exec_refuse(struct exec_refusal *why, enum acceld_err err, enum reason reason, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
 struct exec;
@@ -224,11 +225,8 @@ void exec_job_unref(struct exec_job *job); /* NULL allowed */
 enum exec_state exec_job_state(struct exec_job *job);
 const char *exec_job_id(const struct exec_job *job);
 
-/*
- * The error of a job that did not succeed: the acceld_err that maps to its status, its UPPER_SNAKE reason and its
- * message; ACCELD_OK otherwise.
- */
-enum acceld_err exec_job_error(struct exec_job *job, char *reason, size_t reasonsz, char *detail, size_t detailsz);
+/* Why a job did not succeed (the reason gives the status of its answer), and its message in detail. */
+enum reason exec_job_error(struct exec_job *job, char *detail, size_t detailsz);
 
 /* The job as the API shows it (a new object, see jobdoc.h); the output array only when the request asked for it. */
 json_t *exec_job_json(struct exec_job *job);

@@ -710,7 +710,7 @@ static void ocl_prepare(const struct config *cfg)
 
 /* every buffer of a run must fit the device's largest allocation */
 static enum acceld_err ocl_admit(const struct device *dev, enum kernel_id k, const struct kernel_shape *s,
-				 const char **reason, char *detail, size_t detailsz)
+				 enum reason *reason, char *detail, size_t detailsz)
 {
 	uint64_t largest = kernel_output_len(k, s);
 
@@ -719,7 +719,7 @@ static enum acceld_err ocl_admit(const struct device *dev, enum kernel_id k, con
 			largest = kernel_input_len(k, s, i);
 	if (dev->opencl.max_alloc_bytes == 0 || largest <= dev->opencl.max_alloc_bytes / sizeof(float))
 		return ACCELD_OK;
-	*reason = "EXCEEDS_DEVICE_ALLOCATION";
+	*reason = REASON_EXCEEDS_DEVICE_ALLOCATION;
 	snprintf(detail, detailsz, "a buffer of %llu bytes exceeds %s's largest allocation of %llu bytes",
 		 largest > UINT64_MAX / sizeof(float) ? (unsigned long long)UINT64_MAX
 						      : (unsigned long long)(largest * sizeof(float)),

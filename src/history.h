@@ -22,12 +22,12 @@ struct history_window {
 
 /*
  * Parses and checks a window. start and end may be NULL (defaults). On failure returns ACCELD_EINVAL, sets *param
- * to the parameter at fault ("start_time" or "end_time"), *reason to an UPPER_SNAKE reason (INVALID_TIME,
- * INVALID_WINDOW, BEYOND_RETENTION) and writes the detail into why.
+ * to the parameter at fault ("start_time" or "end_time"), *reason to the problem reason (REASON_INVALID_TIME,
+ * REASON_INVALID_WINDOW, REASON_BEYOND_RETENTION) and writes the detail into why.
  */
 enum acceld_err history_window_parse(const char *start, const char *end, int64_t now_ms, int64_t default_span_ms,
 				     int64_t retention_ms, struct history_window *out, const char **param,
-				     const char **reason, char *why, size_t whysz);
+				     enum reason *reason, char *why, size_t whysz);
 
 /*
  * Parses a step: a number of seconds ("60", "0.5") or a duration with a unit ("500ms", "5m", "1h"); from 1 ms to

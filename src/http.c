@@ -288,19 +288,21 @@ static void problem_type(const char *reason, char *out, size_t outsz)
 	out[n < outsz ? n : outsz - 1] = '\0';
 }
 
-json_t *http_resp_vproblem(struct http_resp *resp, int status, const char *reason, const char *fmt, va_list ap)
+json_t *http_resp_vproblem(struct http_resp *resp, enum reason reason, const char *fmt, va_list ap)
 {
+	int status = reason_status(reason);
+	const char *name = reason_name(reason);
 	char detail[1024];
 	char type[96];
 	json_t *doc;
 
 	vsnprintf(detail, sizeof(detail), fmt, ap);
-	problem_type(reason, type, sizeof(type));
-	doc = json_pack("{s:s, s:s, s:i, s:s, s:s}", "type", type, "title", http_status_title(status), "status",
-			status, "detail", detail, "reason", reason);
+	problem_type(name, type, sizeof(type));
+	doc = json_pack("{s:s, s:s, s:i, s:s, s:s}", "type", type, "title", reason_title(reason), "status", status,
+			"detail", detail, "reason", name);
 	if (doc == NULL) /* detail was not valid UTF-8: say so rather than lose the answer */
-		doc = json_pack("{s:s, s:s, s:i, s:s, s:s}", "type", type, "title", http_status_title(status),
-				"status", status, "detail", "(detail not representable)", "reason", reason);
+		doc = json_pack("{s:s, s:s, s:i, s:s, s:s}", "type", type, "title", reason_title(reason), "status",
+				status, "detail", "(detail not representable)", "reason", name);
 	json_object_set_new(doc, "request_id", resp->request_id ? json_string(resp->request_id) : json_null());
 	http_resp_json(resp, status, doc);
 	resp->content_type = "application/problem+json";
@@ -309,13 +311,13 @@ json_t *http_resp_vproblem(struct http_resp *resp, int status, const char *reaso
 	return doc;
 }
 
-json_t *http_resp_problem(struct http_resp *resp, int status, const char *reason, const char *fmt, ...)
+json_t *http_resp_problem(struct http_resp *resp, enum reason reason, const char *fmt, ...)
 {
 	va_list ap;
 	json_t *doc;
 
 	va_start(ap, fmt);
-	doc = http_resp_vproblem(resp, status, reason, fmt, ap);
+	doc = http_resp_vproblem(resp, reason, fmt, ap);
 	va_end(ap);
 	return doc;
 }
@@ -326,7 +328,39 @@ json_t *http_resp_error(struct http_resp *resp, enum acceld_err err, const char 
 	json_t *doc;
 
 	va_start(ap, fmt);
-	doc = http_resp_vproblem(resp, acceld_err_http(err), acceld_err_reason(err), fmt, ap);
+	doc = http_resp_vproblem(resp, acceld_err_to_reason(err), fmt, ap);
+	va_end(ap);
+	return doc;
+}
+
+static json_t *param_vproblem(struct http_resp *resp, enum reason reason, const char *param, const char *fmt,
+			      va_list ap)
+{
+	json_t *doc = http_resp_vproblem(resp, reason, fmt, ap);
+
+	/* a parameter name that is not UTF-8 (from a query string) is left out rather than failing the answer */
+	json_object_set_new(doc, "parameter", param ? json_string(param) : json_null());
+	return doc;
+}
+
+json_t *http_resp_bad_param(struct http_resp *resp, const char *param, const char *fmt, ...)
+{
+	va_list ap;
+	json_t *doc;
+
+	va_start(ap, fmt);
+	doc = param_vproblem(resp, REASON_INVALID_PARAMETER, param, fmt, ap);
+	va_end(ap);
+	return doc;
+}
+
+json_t *http_resp_param_problem(struct http_resp *resp, enum reason reason, const char *param, const char *fmt, ...)
+{
+	va_list ap;
+	json_t *doc;
+
+	va_start(ap, fmt);
+	doc = param_vproblem(resp, reason, param, fmt, ap);
 	va_end(ap);
 	return doc;
 }
@@ -439,17 +473,15 @@ bool http_req_check_query(const struct http_req *req, struct http_resp *resp, co
 					      j ? ", " : "", allowed[j]);
 		}
 		if (!known) {
-			json_t *doc = http_resp_problem(resp, 400, "UNKNOWN_PARAMETER",
-							"unknown query parameter '%.64s'; accepted: %s", key,
-							allowed[0] ? list : "none");
-			json_object_set_new(doc, "parameter", json_string(key));
+			http_resp_param_problem(resp, REASON_UNKNOWN_PARAMETER, key,
+						"unknown query parameter '%.64s'; accepted: %s", key,
+						allowed[0] ? list : "none");
 			return false;
 		}
 		for (size_t j = 0; j < i; j++) {
 			if (strcmp(req->query[j].key, key) == 0) {
-				json_t *doc = http_resp_problem(resp, 400, "DUPLICATE_PARAMETER",
-								"query parameter '%s' is given more than once", key);
-				json_object_set_new(doc, "parameter", json_string(key));
+				http_resp_param_problem(resp, REASON_DUPLICATE_PARAMETER, key,
+							"query parameter '%s' is given more than once", key);
 				return false;
 			}
 		}
@@ -508,25 +540,25 @@ bool http_req_parse_json(struct http_req *req, struct http_resp *resp)
 	unsigned depth;
 
 	if (!is_json_type(req->content_type)) {
-		http_resp_problem(resp, 415, "UNSUPPORTED_MEDIA_TYPE",
+		http_resp_problem(resp, REASON_UNSUPPORTED_MEDIA_TYPE,
 				  "the body must be JSON (Content-Type: application/json); got %.100s",
 				  req->content_type ? req->content_type : "no Content-Type");
 		http_resp_header(resp, "Accept-Post", "application/json");
 		return false;
 	}
 	if (req->body_len == 0) {
-		http_resp_problem(resp, 400, "EMPTY_BODY", "the request body is empty; send a JSON object");
+		http_resp_problem(resp, REASON_EMPTY_BODY, "the request body is empty; send a JSON object");
 		return false;
 	}
 	depth = http_json_depth(req->body, req->body_len, req->max_json_depth);
 	if (depth > req->max_json_depth) {
-		http_resp_problem(resp, 400, "JSON_TOO_DEEP", "the JSON body is nested deeper than %u levels",
+		http_resp_problem(resp, REASON_JSON_TOO_DEEP, "the JSON body is nested deeper than %u levels",
 				  req->max_json_depth);
 		return false;
 	}
 	doc = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
 	if (doc == NULL) {
-		json_t *p = http_resp_problem(resp, 400, "MALFORMED_JSON", "malformed JSON at line %d, column %d: %s",
+		json_t *p = http_resp_problem(resp, REASON_MALFORMED_JSON, "malformed JSON at line %d, column %d: %s",
 					      jerr.line, jerr.column, jerr.text);
 		json_object_set_new(p, "line", json_integer(jerr.line));
 		json_object_set_new(p, "column", json_integer(jerr.column));
@@ -574,7 +606,7 @@ static enum MHD_Result queue(struct conn_req *cr, struct MHD_Connection *conn, s
 
 		if (text == NULL) {
 			/* only a document with invalid strings gets here; answer rather than drop the request */
-			http_resp_problem(resp, 500, "INTERNAL", "the answer could not be encoded as JSON");
+			http_resp_problem(resp, REASON_INTERNAL, "the answer could not be encoded as JSON");
 			text = json_dumps(resp->json, JSON_COMPACT);
 		}
 		len = strlen(text);
@@ -616,13 +648,13 @@ static enum MHD_Result queue(struct conn_req *cr, struct MHD_Connection *conn, s
 	return rc;
 }
 
-static enum MHD_Result answer_problem(struct conn_req *cr, struct MHD_Connection *conn, int status,
-				      const char *reason, const char *detail)
+static enum MHD_Result answer_problem(struct conn_req *cr, struct MHD_Connection *conn, enum reason reason,
+				      const char *detail)
 {
 	struct http_resp resp;
 
 	http_resp_init(&resp, cr->request_id);
-	http_resp_problem(&resp, status, reason, "%s", detail);
+	http_resp_problem(&resp, reason, "%s", detail);
 	return queue(cr, conn, &resp);
 }
 
@@ -632,7 +664,7 @@ static enum MHD_Result answer_too_large(struct conn_req *cr, struct MHD_Connecti
 
 	snprintf(detail, sizeof(detail), "the request body exceeds the limit of %zu bytes (ACCELD_MAX_BODY)",
 		 cr->srv->opts.max_body);
-	return answer_problem(cr, conn, 413, "BODY_TOO_LARGE", detail);
+	return answer_problem(cr, conn, REASON_BODY_TOO_LARGE, detail);
 }
 
 /* How much of an over-long chunked body is read and dropped before the connection is cut. */
@@ -670,7 +702,7 @@ static void deferred_cut_short(struct http_deferred *d)
 	pthread_mutex_lock(&d->mu);
 	if (!d->finished) {
 		d->resp.request_id = d->request_id;
-		http_resp_problem(&d->resp, 503, "SHUTTING_DOWN", "the service stopped before the answer was ready");
+		http_resp_problem(&d->resp, REASON_SHUTTING_DOWN, "the service stopped before the answer was ready");
 		d->finished = true;
 	}
 	if (d->suspended) {
@@ -769,7 +801,7 @@ static enum MHD_Result answer(struct conn_req *cr, struct MHD_Connection *conn, 
 		char detail[96];
 
 		snprintf(detail, sizeof(detail), "more than %d query parameters", HTTP_MAX_QUERY);
-		return answer_problem(cr, conn, 400, "TOO_MANY_PARAMETERS", detail);
+		return answer_problem(cr, conn, REASON_TOO_MANY_PARAMETERS, detail);
 	}
 
 	http_resp_init(&resp, cr->request_id);

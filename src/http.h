@@ -173,17 +173,29 @@ void http_resp_shared(struct http_resp *resp, int status, const char *content_ty
 void http_resp_header(struct http_resp *resp, const char *name, const char *value);
 
 /*
- * An RFC 9457 problem+json answer: type, title, status, detail, reason and request_id. Returns the document
- * (borrowed) so the caller may add members. 429 and 503 get a Retry-After of 1 s unless one is set afterwards.
+ * An RFC 9457 problem+json answer: type, title, status, detail, reason and request_id, with the status and the title
+ * of the reason's entry in the reason table (reason.h). Returns the document (borrowed) so the caller may add
+ * members. 429 and 503 get a Retry-After of 1 s unless one is set afterwards.
  */
-json_t *http_resp_problem(struct http_resp *resp, int status, const char *reason, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-json_t *http_resp_vproblem(struct http_resp *resp, int status, const char *reason, const char *fmt, va_list ap)
-	__attribute__((format(printf, 4, 0)));
+json_t *http_resp_problem(struct http_resp *resp, enum reason reason, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+json_t *http_resp_vproblem(struct http_resp *resp, enum reason reason, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
 
-/* A problem answer for a service error code: status and reason from the error table. */
+/* A problem answer for a service error code: the reason the error maps to (acceld_err_to_reason). */
 json_t *http_resp_error(struct http_resp *resp, enum acceld_err err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/*
+ * The answer for a bad query or body parameter: 400 INVALID_PARAMETER with `parameter` naming it (param is copied).
+ * Returns the document (borrowed) so the caller may add members such as `accepted`.
+ */
+json_t *http_resp_bad_param(struct http_resp *resp, const char *param, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* The same for another reason about one parameter (MISSING_PARAMETER, INVALID_TIME, TOO_MANY_POINTS, ...). */
+json_t *http_resp_param_problem(struct http_resp *resp, enum reason reason, const char *param, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 /* --- deferred answers --- */
 

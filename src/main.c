@@ -16,6 +16,7 @@
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
+#include "reason.h"
 #include "report.h"
 #include "routes.h"
 #include "sampler.h"
@@ -34,6 +35,7 @@ static void usage(FILE *out)
 		"  serve      run the HTTP service (default address 127.0.0.1:9470)\n"
 		"  version    print version, commit, build time and library versions as JSON\n"
 		"  routes     print the HTTP routes the service answers\n"
+		"  reasons    print every problem reason the API answers, with its status and title\n"
 		"  report     print the devices found (--json, --verbose, --nfd PATH)\n"
 		"  select     print the device to use and the environment to export (--format env)\n"
 		"  batch      print the batch size for a device, step by step\n"
@@ -191,6 +193,19 @@ static int cmd_routes(int argc, char **argv)
 	return 0;
 }
 
+static int cmd_reasons(int argc, char **argv)
+{
+	(void)argv;
+	if (argc > 0) {
+		fprintf(stderr, "acceld: reasons takes no options\n");
+		return EXIT_USAGE;
+	}
+	for (int i = 0; i < REASON_COUNT; i++)
+		printf("%s %d %s\n", reason_name((enum reason)i), reason_status((enum reason)i),
+		       reason_title((enum reason)i));
+	return 0;
+}
+
 static int cmd_help(int argc, char **argv)
 {
 	(void)argc;
@@ -206,6 +221,7 @@ static const struct command {
 	{"serve", cmd_serve},
 	{"version", cmd_version},
 	{"routes", cmd_routes},
+	{"reasons", cmd_reasons},
 	{"report", report_main},
 	{"select", cli_select_main},
 	{"batch", cli_batch_main},

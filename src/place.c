@@ -45,7 +45,7 @@ static enum acceld_err place_pinned(place_choose_fn choose, void *ctx, struct se
 		snprintf(req->fallback_from, sizeof(req->fallback_from), "%s", pinned);
 		snprintf(req->fallback_reason, sizeof(req->fallback_reason), "%s", res->reason);
 	} else {
-		exec_refuse(why, ACCELD_ECONFLICT, "NO_MATCHING_DEVICE", "%s", res->reason);
+		exec_refuse(why, ACCELD_ECONFLICT, REASON_NO_MATCHING_DEVICE, "%s", res->reason);
 		return why->err;
 	}
 	if (!req->fallback)
@@ -56,7 +56,7 @@ static enum acceld_err place_pinned(place_choose_fn choose, void *ctx, struct se
 	if (choose(ctx, s, res) == ACCELD_OK)
 		add_order(req, res, pinned);
 	if (req->ndevices == 0) {
-		exec_refuse(why, ACCELD_ECONFLICT, "NO_MATCHING_DEVICE", "%.240s; and no other device meets the "
+		exec_refuse(why, ACCELD_ECONFLICT, REASON_NO_MATCHING_DEVICE, "%.240s; and no other device meets the "
 			    "constraints: %.240s", req->fallback_reason, res->reason);
 		return why->err;
 	}
@@ -80,9 +80,9 @@ enum acceld_err place_job(place_choose_fn choose, void *ctx, const struct select
 	if (req->pinned) {
 		rc = place_pinned(choose, ctx, &s, &res, rc, req, why);
 	} else if (rc != ACCELD_OK) {
-		exec_refuse(why, ACCELD_ECONFLICT, "NO_MATCHING_DEVICE", "%s", res.reason);
+		exec_refuse(why, ACCELD_ECONFLICT, REASON_NO_MATCHING_DEVICE, "%s", res.reason);
 	} else if (res.fell_back && !req->fallback) {
-		exec_refuse(why, ACCELD_ECONFLICT, "NO_MATCHING_DEVICE", "%.400s; and the request does not allow a "
+		exec_refuse(why, ACCELD_ECONFLICT, REASON_NO_MATCHING_DEVICE, "%.400s; and the request does not allow a "
 			    "fallback (fallback=false)", res.reason);
 		rc = why->err;
 	} else {

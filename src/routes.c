@@ -14,28 +14,69 @@ static const struct route table[] = {
 	{HTTP_GET, "/healthz", api_readyz, ROUTE_EARLY},
 	{HTTP_GET, "/version", api_version, ROUTE_EARLY},
 	/* devices (api_devices.c) */
-	{HTTP_GET, "/devices", api_devices_list, 0},
-	{HTTP_GET, "/devices/{id}", api_devices_get, 0},
-	{HTTP_POST, "/devices/refresh", api_devices_refresh, ROUTE_AUTH},
+	{HTTP_GET, "/devices", api_devices_list, ROUTE_DETECT},
+	{HTTP_GET, "/devices/{id}", api_devices_get, ROUTE_DETECT},
+	{HTTP_POST, "/devices/refresh", api_devices_refresh, ROUTE_AUTH | ROUTE_DETECT},
 	/* selection and batch configuration (api_select.c, api_batch.c) */
-	{HTTP_GET, "/select", api_select_get, 0},
-	{HTTP_POST, "/select", api_select_post, ROUTE_JSON},
-	{HTTP_GET, "/batch-config", api_batch_config, 0},
+	{HTTP_GET, "/select", api_select_get, ROUTE_DETECT},
+	{HTTP_POST, "/select", api_select_post, ROUTE_JSON | ROUTE_DETECT},
+	{HTTP_GET, "/batch-config", api_batch_config, ROUTE_DETECT},
 	/* history and cost (api_history.c, api_cost.c) */
-	{HTTP_GET, "/history", api_history, 0},
-	{HTTP_GET, "/cost", api_cost, 0},
-	{HTTP_GET, "/cost/estimate", api_cost_estimate, 0},
-	{HTTP_GET, "/cost/prices", api_cost_prices_get, 0},
-	{HTTP_PUT, "/cost/prices", api_cost_prices_put, ROUTE_AUTH | ROUTE_JSON},
+	{HTTP_GET, "/history", api_history, ROUTE_STORE},
+	{HTTP_GET, "/cost", api_cost, ROUTE_COST | ROUTE_STORE},
+	{HTTP_GET, "/cost/estimate", api_cost_estimate, ROUTE_COST | ROUTE_STORE},
+	{HTTP_GET, "/cost/prices", api_cost_prices_get, ROUTE_COST | ROUTE_STORE},
+	{HTTP_PUT, "/cost/prices", api_cost_prices_put, ROUTE_AUTH | ROUTE_JSON | ROUTE_COST | ROUTE_STORE},
 	/* jobs (api_run.c) */
-	{HTTP_POST, "/run", api_run_post, ROUTE_AUTH | ROUTE_JSON},
-	{HTTP_GET, "/run", api_run_list, 0},
-	{HTTP_GET, "/run/{id}", api_run_get, 0},
-	{HTTP_DELETE, "/run/{id}", api_run_delete, ROUTE_AUTH},
+	{HTTP_POST, "/run", api_run_post, ROUTE_AUTH | ROUTE_JSON | ROUTE_EXEC},
+	{HTTP_GET, "/run", api_run_list, ROUTE_EXEC},
+	{HTTP_GET, "/run/{id}", api_run_get, ROUTE_EXEC},
+	{HTTP_DELETE, "/run/{id}", api_run_delete, ROUTE_AUTH | ROUTE_EXEC},
 	/* observability and the dashboard (api_metrics.c, api_static.c) */
 	{HTTP_GET, "/", api_static_index, 0},
-	{HTTP_GET, "/metrics", api_metrics, 0},
+	{HTTP_GET, "/metrics", api_metrics, ROUTE_METRICS},
 };
+
+/* The services behind the ROUTE_<service> flags: what the 503 names, and whether it is running. */
+static const struct {
+	unsigned flag;
+	const char *service;
+	const char *what;
+} services[] = {
+	{ROUTE_DETECT, "devices", "device detection"},
+	{ROUTE_EXEC, "executor", "the job executor"},
+	{ROUTE_STORE, "database", "the history database"},
+	{ROUTE_COST, "prices", "the price book"},
+	{ROUTE_METRICS, "metrics", "the metrics registry"},
+};
+
+static bool service_running(const struct app *app, unsigned flag)
+{
+	switch (flag) {
+	case ROUTE_DETECT: return app->detect != NULL;
+	case ROUTE_EXEC: return app->exec != NULL;
+	case ROUTE_STORE: return app->store != NULL;
+	case ROUTE_COST: return app->cost != NULL;
+	case ROUTE_METRICS: return app->metrics != NULL;
+	default: return true;
+	}
+}
+
+/* Answers 503 UNAVAILABLE when a service the route needs is not running; returns false then. */
+static bool services_up(const struct app *app, const struct route *route, struct http_resp *resp)
+{
+	for (size_t i = 0; i < sizeof(services) / sizeof(services[0]); i++) {
+		json_t *doc;
+
+		if (!(route->flags & services[i].flag) || service_running(app, services[i].flag))
+			continue;
+		doc = http_resp_problem(resp, REASON_UNAVAILABLE, "%s is not running (see the log); %s %s needs it",
+					services[i].what, http_method_name(route->method), route->pattern);
+		json_object_set_new(doc, "service", json_string(services[i].service));
+		return false;
+	}
+	return true;
+}
 
 const struct route *routes_table(size_t *n)
 {
@@ -131,7 +172,7 @@ void routes_dispatch_table(const struct route *t, size_t n, struct app *app, str
 	if (found != NULL)
 		resp->route = found->pattern; /* for metrics: the pattern, never the raw path */
 	if (!path_known) {
-		http_resp_problem(resp, 404, "NOT_FOUND", "no resource at %.200s", req->path);
+		http_resp_problem(resp, REASON_NOT_FOUND, "no resource at %.200s", req->path);
 		return;
 	}
 	if (found == NULL) {
@@ -139,7 +180,7 @@ void routes_dispatch_table(const struct route *t, size_t n, struct app *app, str
 		if (req->method == HTTP_OPTIONS) {
 			http_resp_bytes(resp, 204, NULL, NULL, 0);
 		} else {
-			json_t *doc = http_resp_problem(resp, 405, "METHOD_NOT_ALLOWED",
+			json_t *doc = http_resp_problem(resp, REASON_METHOD_NOT_ALLOWED,
 							"%.200s does not support %.16s; allowed: %s", req->path,
 							req->method_name, allow);
 			json_object_set_new(doc, "allow", json_string(allow));
@@ -149,22 +190,24 @@ void routes_dispatch_table(const struct route *t, size_t n, struct app *app, str
 	}
 	/* the module pointers in app are published by the start-up flag: nothing else may read them before it */
 	if (app != NULL && !(found->flags & ROUTE_EARLY) && !atomic_load(&app->started)) {
-		http_resp_problem(resp, 503, "STARTING", "start-up work is still running; retry shortly");
+		http_resp_problem(resp, REASON_STARTING, "start-up work is still running; retry shortly");
 		return;
 	}
 	if (app != NULL && atomic_load(&app->draining) && found->method != HTTP_GET) {
-		http_resp_problem(resp, 503, "SHUTTING_DOWN", "the service is shutting down and takes no new work");
+		http_resp_problem(resp, REASON_SHUTTING_DOWN, "the service is shutting down and takes no new work");
 		return;
 	}
 	if ((found->flags & ROUTE_AUTH) && app != NULL && app->cfg.token != NULL &&
 	    !routes_token_ok(req->authorization, app->cfg.token)) {
-		http_resp_problem(resp, 401, "UNAUTHORIZED", "%s %s needs a bearer token (Authorization: Bearer ...)",
+		http_resp_problem(resp, REASON_UNAUTHORIZED, "%s %s needs a bearer token (Authorization: Bearer ...)",
 				  req->method_name, found->pattern);
 		http_resp_header(resp, "WWW-Authenticate",
 				 req->authorization ? "Bearer realm=\"acceld\", error=\"invalid_token\""
 						    : "Bearer realm=\"acceld\"");
 		return;
 	}
+	if (app != NULL && !services_up(app, found, resp))
+		return;
 	if ((found->flags & ROUTE_JSON) || ((found->flags & ROUTE_JSON_OPTIONAL) && req->has_body)) {
 		if (!http_req_parse_json(req, resp))
 			return;

@@ -2,8 +2,9 @@
  * routes: the one route table (method, path pattern, handler, needs) and the dispatcher in front of it.
  *
  * The dispatcher answers what no handler should repeat: 404 for an unknown path, 405 with Allow for a known path
- * and another method, 204 with Allow for OPTIONS, 401 when a route needs the bearer token, and 415/400 for routes
- * that take a JSON body. Patterns are literal segments and {name} captures ("/devices/{id}").
+ * and another method, 204 with Allow for OPTIONS, 401 when a route needs the bearer token, 503 UNAVAILABLE when a
+ * service the route needs is not running, and 415/400 for routes that take a JSON body. Patterns are literal
+ * segments and {name} captures ("/devices/{id}").
  */
 #ifndef ACCELD_ROUTES_H
 #define ACCELD_ROUTES_H
@@ -21,6 +22,17 @@ typedef void (*route_fn)(struct app *app, struct http_req *req, struct http_resp
 #define ROUTE_JSON 2u /* takes a JSON body: req->json is set before the handler runs */
 #define ROUTE_JSON_OPTIONAL 4u /* like ROUTE_JSON, but a request without a body is passed on with json NULL */
 #define ROUTE_EARLY 8u /* answered during start-up too (probes); others get 503 until start-up is done */
+
+/*
+ * The services a route needs: when the member of struct app is NULL (it failed to start), the dispatcher answers
+ * 503 UNAVAILABLE with `service` naming it ("devices", "executor", "database", "prices", "metrics"), so the
+ * handler may use the member without checking it.
+ */
+#define ROUTE_DETECT 16u   /* app->detect, the device registry */
+#define ROUTE_EXEC 32u     /* app->exec, the job executor */
+#define ROUTE_STORE 64u    /* app->store, the history database */
+#define ROUTE_COST 128u    /* app->cost, the price book */
+#define ROUTE_METRICS 256u /* app->metrics, the Prometheus registry */
 
 struct route {
 	enum http_method method;

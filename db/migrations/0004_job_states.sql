@@ -5,6 +5,7 @@ UPDATE jobs SET state = 'timed_out' WHERE state = 'timeout';
 ALTER TABLE jobs ADD COLUMN reason TEXT;
 ALTER TABLE jobs ADD COLUMN queued_ms REAL;
 ALTER TABLE jobs ADD COLUMN transfer_ms REAL;
+-- a failed job of an earlier version failed on its device (the reason it was answered with)
 UPDATE jobs SET reason = CASE state WHEN 'interrupted' THEN 'INTERRUPTED' WHEN 'timed_out' THEN 'TIMED_OUT'
-	WHEN 'cancelled' THEN 'CANCELLED' ELSE 'FAILED' END
+	WHEN 'cancelled' THEN 'CANCELLED' ELSE 'DEVICE_FAILURE' END
 	WHERE error IS NOT NULL AND state NOT IN ('succeeded', 'queued', 'running');

@@ -1,12 +1,23 @@
-"""The HTTP contract (api/openapi.yaml) and the route table (`acceld routes`) must say the same thing.
+"""The HTTP contract (api/openapi.yaml) and the service must say the same thing, and the contract must pass a
+maintained OpenAPI linter.
 
-Operations marked `x-acceld-planned: true` are in the contract but not served yet: they must NOT be in the route
-table, so the marker is removed in the same change that serves them."""
+- The route table (`acceld routes`) and the operations: operations marked `x-acceld-planned: true` are in the
+  contract but not served yet, so they must NOT be in the route table (the marker goes in the change that serves
+  them). The bearer scheme is declared exactly on the routes that take the token (`auth`); the others are open.
+- The reason table (`acceld reasons`, one `REASON STATUS Title` a line) and the Problem schema's x-reasons: every
+  reason of each is in the other, with the same status and title.
+- Redocly CLI (tests/contract, installed by `make test-deps` with npm ci) lints it with its recommended rules:
+  no error and no warning. The contract is read as JSON through the same tool (`redocly bundle`)."""
+import json
 import os
 import re
+import subprocess
 import unittest
 
 from harness import ROOT, run_cli
+
+REDOCLY = os.path.join(ROOT, "tests", "contract", "node_modules", ".bin", "redocly")
+CONTRACT = os.path.join("api", "openapi.yaml")
 
 METHODS = ("get", "put", "post", "delete", "patch")
 
@@ -60,6 +71,75 @@ class Contract(unittest.TestCase):
                     ("GET", "/history"), ("POST", "/run"), ("GET", "/run"), ("GET", "/run/{id}"),
                     ("DELETE", "/run/{id}"), ("GET", "/metrics"), ("GET", "/")]:
             self.assertIn(key, ops)
+
+
+def redocly(*args):
+    """Runs Redocly CLI in the repository root, without telemetry or update checks (the tests stay offline)."""
+    if not os.access(REDOCLY, os.X_OK):
+        raise AssertionError(f"{REDOCLY} is missing: run `make test-deps` (npm ci in tests/contract)")
+    env = dict(os.environ, REDOCLY_TELEMETRY="off", REDOCLY_SUPPRESS_UPDATE_NOTICE="true", NO_COLOR="1")
+    return subprocess.run([REDOCLY] + list(args), cwd=ROOT, capture_output=True, text=True, env=env, timeout=180)
+
+
+class Lint(unittest.TestCase):
+    def test_contract_passes_the_recommended_rules(self):
+        r = redocly("lint", "--config", os.path.join("tests", "contract", "redocly.yaml"), "--format=json", CONTRACT)
+        try:
+            report = json.loads(r.stdout)
+        except ValueError:
+            self.fail(f"redocly lint gave no JSON report (exit {r.returncode}): {r.stdout[-2000:]}{r.stderr[-2000:]}")
+        found = [f"{p.get('severity')} {p.get('ruleId')}: {p.get('message')} at "
+                 f"{', '.join(l.get('pointer', '?') for l in p.get('location', []))}" for p in report["problems"]]
+        self.assertEqual(report["totals"]["errors"], 0, "\n".join(found))
+        self.assertEqual(report["totals"]["warnings"], 0, "\n".join(found))
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+
+
+class ServiceAgrees(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        r = redocly("bundle", CONTRACT, "--ext", "json")
+        if r.returncode != 0:
+            raise AssertionError(f"redocly bundle failed: {r.stderr[-2000:]}")
+        cls.doc = json.loads(r.stdout)
+
+    def test_reasons_match_the_service_table(self):
+        r = run_cli("reasons")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        table = {}
+        for line in r.stdout.splitlines():
+            name, status, title = line.split(" ", 2)
+            self.assertNotIn(name, table, f"{name} is listed twice by acceld reasons")
+            table[name] = (int(status), title)
+        self.assertIn("INVALID_PARAMETER", table)
+        documented = self.doc["components"]["schemas"]["Problem"]["properties"]["reason"]["x-reasons"]
+        documented = {name: (v["status"], v["title"]) for name, v in documented.items()}
+        for name in documented:
+            self.assertRegex(name, r"^[A-Z][A-Z0-9_]*[A-Z0-9]$")
+        self.assertEqual(sorted(set(table) - set(documented)), [],
+                         "answered by the service but not in api/openapi.yaml's x-reasons")
+        self.assertEqual(sorted(set(documented) - set(table)), [],
+                         "in api/openapi.yaml's x-reasons but not in the service's reason table")
+        for name, (status, title) in table.items():
+            self.assertEqual(documented[name], (status, title), f"{name}: status and title differ")
+
+    def test_security_is_declared_per_operation(self):
+        r = run_cli("routes")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        auth = {tuple(l.split()[:2]): l.split()[2:] == ["auth"] for l in r.stdout.splitlines() if l.strip()}
+        self.assertIn("bearer", self.doc["components"]["securitySchemes"])
+        for path, item in self.doc["paths"].items():
+            for method, op in item.items():
+                if method not in METHODS:
+                    continue
+                key = (method.upper(), path)
+                with self.subTest(operation=key):
+                    self.assertIn("security", op, "declare security: [] for an open operation")
+                    if auth.get(key, False):
+                        self.assertEqual(op["security"], [{"bearer": []}])
+                    else:
+                        self.assertEqual(op["security"], [])
+                    self.assertTrue(any(code.startswith("4") for code in op["responses"]), "no 4xx response")
 
 
 if __name__ == "__main__":

@@ -77,7 +77,7 @@ class Cost(ServerTestCase):
         self.assertEqual(doc["path"], "$.prices[0].x")
         doc = self.assertProblem(self.server.request("PUT", "/cost/prices", headers=AUTH,
                                                      json_body={"prices": [{"type": "cpu", "usd_per_hour": "1"}]}),
-                                 400, "WRONG_TYPE")
+                                 400, "INVALID_TYPE")
         self.assertEqual(doc["path"], "$.prices[0].usd_per_hour")
         r = self.server.request("PUT", "/cost/prices", headers=AUTH, json_body=body)
         self.assertEqual(r.status, 200, r)

@@ -195,7 +195,7 @@ class CpuOnly(SelectCase):
                            ({"min_memory_bytes": "1GiB"}, "$.min_memory_bytes"), ({"prefer": 1}, "$.prefer"),
                            ({"executable": 1}, "$.executable"), ({"device": ["cpu:0"]}, "$.device")):
             with self.subTest(body=body):
-                doc = self.assertProblem(self.server.request("POST", "/select", json_body=body), 400, "WRONG_TYPE")
+                doc = self.assertProblem(self.server.request("POST", "/select", json_body=body), 400, "INVALID_TYPE")
                 self.assertEqual(doc["path"], path)
         doc = self.assertProblem(self.server.request("POST", "/select", json_body={"min_memory_bytes": -5}), 400,
                                  "INVALID_PARAMETER")
@@ -203,7 +203,7 @@ class CpuOnly(SelectCase):
         doc = self.assertProblem(self.server.request("POST", "/select", json_body={"policy": "fast"}), 400,
                                  "INVALID_PARAMETER")
         self.assertEqual(doc["parameter"], "policy")
-        self.assertProblem(self.server.request("POST", "/select", json_body=["prefer"]), 400, "WRONG_TYPE")
+        self.assertProblem(self.server.request("POST", "/select", json_body=["prefer"]), 400, "INVALID_TYPE")
         self.assertProblem(self.server.request("POST", "/select", body=b"prefer=cpu",
                                                headers={"Content-Type": "application/x-www-form-urlencoded"}), 415)
         self.assertProblem(self.server.request("POST", "/select", body=b"{\"prefer\": ",

@@ -256,7 +256,7 @@ END_TEST
 START_TEST(serves_and_admits)
 {
 	struct device d = dev;
-	const char *reason = NULL;
+	enum reason reason = REASON_COUNT;
 	char detail[256];
 	struct kernel_shape fits = {.n = 1000};
 	struct kernel_shape big = {.m = 4096, .n = 4096, .k = 16};
@@ -269,7 +269,7 @@ START_TEST(serves_and_admits)
 	big.m++;
 	ck_assert_int_eq(backend_opencl.admit(&d, KERNEL_SGEMM, &big, &reason, detail, sizeof(detail)),
 			 ACCELD_ETOOLARGE);
-	ck_assert_str_eq(reason, "EXCEEDS_DEVICE_ALLOCATION");
+	ck_assert_int_eq(reason, REASON_EXCEEDS_DEVICE_ALLOCATION);
 	ck_assert_msg(strstr(detail, "largest allocation") != NULL, "%s", detail);
 	/* a CPU with PoCL is served, but natively first; a TPU never */
 	d.type = DEVICE_CPU;

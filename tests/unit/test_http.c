@@ -27,11 +27,11 @@ START_TEST(problem_has_every_member)
 	json_t *doc;
 
 	http_resp_init(&resp, "abc");
-	doc = http_resp_problem(&resp, 404, "NOT_FOUND", "no %s", "thing");
+	doc = http_resp_problem(&resp, REASON_NOT_FOUND, "no %s", "thing");
 	ck_assert_int_eq(resp.status, 404);
 	ck_assert_str_eq(resp.content_type, "application/problem+json");
 	ck_assert_str_eq(json_string_value(json_object_get(doc, "type")), "urn:acceld:problem:not-found");
-	ck_assert_str_eq(json_string_value(json_object_get(doc, "title")), "Not Found");
+	ck_assert_str_eq(json_string_value(json_object_get(doc, "title")), "Not found"); /* the reason's, not the status's */
 	ck_assert_int_eq(json_integer_value(json_object_get(doc, "status")), 404);
 	ck_assert_str_eq(json_string_value(json_object_get(doc, "detail")), "no thing");
 	ck_assert_str_eq(json_string_value(json_object_get(doc, "reason")), "NOT_FOUND");
@@ -45,7 +45,7 @@ START_TEST(retry_after_on_429_and_503)
 	struct http_resp resp;
 
 	http_resp_init(&resp, "r");
-	http_resp_problem(&resp, 429, "BUSY", "queue full");
+	http_resp_problem(&resp, REASON_QUEUE_FULL, "queue full");
 	ck_assert_uint_eq(resp.nheaders, 1);
 	ck_assert_str_eq(resp.headers[0].name, "Retry-After");
 	http_resp_header(&resp, "retry-after", "5"); /* replaces, case-insensitively */
@@ -66,10 +66,52 @@ START_TEST(invalid_utf8_detail_still_answers)
 	json_t *doc;
 
 	http_resp_init(&resp, "r");
-	doc = http_resp_problem(&resp, 400, "X", "bad \xff byte");
+	doc = http_resp_problem(&resp, REASON_INVALID_VALUE, "bad \xff byte");
 	ck_assert_ptr_nonnull(doc);
 	ck_assert_int_eq(json_integer_value(json_object_get(doc, "status")), 400);
 	http_resp_release(&resp);
+}
+END_TEST
+
+START_TEST(bad_parameter_helper)
+{
+	struct http_resp resp;
+	json_t *doc;
+
+	http_resp_init(&resp, "r");
+	doc = http_resp_bad_param(&resp, "page_size", "page_size must be at most %d", 100);
+	ck_assert_int_eq(resp.status, 400);
+	ck_assert_str_eq(json_string_value(json_object_get(doc, "reason")), "INVALID_PARAMETER");
+	ck_assert_str_eq(json_string_value(json_object_get(doc, "parameter")), "page_size");
+	ck_assert_str_eq(json_string_value(json_object_get(doc, "detail")), "page_size must be at most 100");
+	http_resp_release(&resp);
+
+	/* another reason about one parameter: the status is still the table's */
+	http_resp_init(&resp, "r");
+	doc = http_resp_param_problem(&resp, REASON_INVALID_TIME, "end_time", "not a time");
+	ck_assert_int_eq(resp.status, 400);
+	ck_assert_str_eq(json_string_value(json_object_get(doc, "reason")), "INVALID_TIME");
+	ck_assert_str_eq(json_string_value(json_object_get(doc, "parameter")), "end_time");
+	http_resp_release(&resp);
+}
+END_TEST
+
+START_TEST(error_codes_answer_their_reason)
+{
+	struct http_resp resp;
+	json_t *doc;
+
+	for (int e = ACCELD_EINVAL; e < ACCELD_ERR_COUNT; e++) {
+		http_resp_init(&resp, "r");
+		doc = http_resp_error(&resp, (enum acceld_err)e, "x");
+		ck_assert_int_eq(resp.status, acceld_err_http((enum acceld_err)e));
+		ck_assert_str_eq(json_string_value(json_object_get(doc, "reason")),
+				 acceld_err_reason((enum acceld_err)e));
+		http_resp_release(&resp);
+	}
+	ck_assert_int_eq(acceld_err_http(ACCELD_ETIMEOUT), 504);
+	ck_assert_str_eq(acceld_err_reason(ACCELD_ETIMEOUT), "TIMED_OUT"); /* one name for an overrun */
+	ck_assert_str_eq(acceld_err_reason(ACCELD_OK), "OK");
 }
 END_TEST
 
@@ -186,6 +228,8 @@ Suite *make_suite(void)
 	TCase *tc = tcase_create("helpers");
 
 	tcase_add_test(tc, problem_has_every_member);
+	tcase_add_test(tc, bad_parameter_helper);
+	tcase_add_test(tc, error_codes_answer_their_reason);
 	tcase_add_test(tc, retry_after_on_429_and_503);
 	tcase_add_test(tc, invalid_utf8_detail_still_answers);
 	tcase_add_test(tc, json_body_checks);

@@ -181,7 +181,7 @@ START_TEST(jobs_land_where_selection_says)
 		ck_assert_str_eq(want, cases[i].want);
 		run_with(&s, true, ran, sizeof(ran), &why);
 		ck_assert_msg(strcmp(ran, want) == 0, "case %zu: /select names %s, the job ran on '%s' (%s %s)", i, want,
-			      ran, why.reason, why.detail);
+			      ran, reason_name(why.reason), why.detail);
 		json_decref(why.extra);
 	}
 }
@@ -199,7 +199,7 @@ START_TEST(constraints_refuse_and_fallback_is_the_callers)
 	run_with(&s, true, ran, sizeof(ran), &why);
 	ck_assert_str_eq(ran, "");
 	ck_assert_int_eq(why.err, ACCELD_ECONFLICT);
-	ck_assert_str_eq(why.reason, "NO_MATCHING_DEVICE");
+	ck_assert_str_eq(reason_name(why.reason), "NO_MATCHING_DEVICE");
 	ck_assert_msg(strstr(why.detail, "min_memory_bytes") != NULL, "%s", why.detail);
 
 	/* a TPU preferred but not allowed: another kind only with fallback */
@@ -208,7 +208,7 @@ START_TEST(constraints_refuse_and_fallback_is_the_callers)
 	ck_assert_int_eq(select_request_set(&s, "allow_tpu", "false", err, sizeof(err)), ACCELD_OK);
 	run_with(&s, false, ran, sizeof(ran), &why);
 	ck_assert_str_eq(ran, "");
-	ck_assert_str_eq(why.reason, "NO_MATCHING_DEVICE");
+	ck_assert_str_eq(reason_name(why.reason), "NO_MATCHING_DEVICE");
 	ck_assert_msg(strstr(why.detail, "fallback=false") != NULL, "%s", why.detail);
 
 	/* a pinned device is held to the constraints: excluded, it falls back only when allowed */
@@ -217,7 +217,7 @@ START_TEST(constraints_refuse_and_fallback_is_the_callers)
 	ck_assert_int_eq(select_request_set(&s, "min_memory_bytes", "20GiB", err, sizeof(err)), ACCELD_OK);
 	run_with(&s, false, ran, sizeof(ran), &why);
 	ck_assert_str_eq(ran, "");
-	ck_assert_str_eq(why.reason, "NO_MATCHING_DEVICE");
+	ck_assert_str_eq(reason_name(why.reason), "NO_MATCHING_DEVICE");
 	run_with(&s, true, ran, sizeof(ran), &why);
 	ck_assert_str_eq(ran, "tpu:0"); /* the first with 20 GiB in the auto order TPU > GPU > CPU */
 
@@ -233,7 +233,7 @@ START_TEST(constraints_refuse_and_fallback_is_the_callers)
 	ck_assert_int_eq(select_request_set(&s, "device", "gpu:9", err, sizeof(err)), ACCELD_OK);
 	run_with(&s, false, ran, sizeof(ran), &why);
 	ck_assert_int_eq(why.err, ACCELD_ENOTFOUND);
-	ck_assert_str_eq(why.reason, "UNKNOWN_DEVICE");
+	ck_assert_str_eq(reason_name(why.reason), "UNKNOWN_DEVICE");
 }
 END_TEST
 

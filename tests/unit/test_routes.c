@@ -193,6 +193,72 @@ START_TEST(starting_and_draining)
 }
 END_TEST
 
+static const struct route needs_table[] = {
+	{HTTP_GET, "/dev", h_ok, ROUTE_DETECT},
+	{HTTP_GET, "/exec", h_ok, ROUTE_EXEC},
+	{HTTP_GET, "/store", h_ok, ROUTE_STORE},
+	{HTTP_GET, "/cost", h_ok, ROUTE_COST | ROUTE_STORE},
+	{HTTP_GET, "/metrics", h_ok, ROUTE_METRICS},
+	{HTTP_POST, "/json", h_ok, ROUTE_JSON | ROUTE_AUTH | ROUTE_EXEC},
+};
+
+static int dispatch_needs(struct app *app, const char *method_path, struct http_resp *resp)
+{
+	struct http_req r = req_of(strncmp(method_path, "POST ", 5) == 0 ? HTTP_POST : HTTP_GET,
+				   strchr(method_path, ' ') + 1);
+
+	http_resp_init(resp, "rid");
+	routes_dispatch_table(needs_table, sizeof(needs_table) / sizeof(needs_table[0]), app, &r, resp);
+	json_decref(r.json);
+	return resp->status;
+}
+
+START_TEST(missing_services_answer_503_unavailable)
+{
+	static const char *const cases[][2] = {
+		{"GET /dev", "devices"},  {"GET /exec", "executor"}, {"GET /store", "database"},
+		{"GET /cost", "database"}, {"GET /metrics", "metrics"}, {"POST /json", "executor"},
+	};
+	static char present; /* any non-NULL pointer stands for a running service: the handler never uses it */
+	struct app *app = test_app(NULL);
+	struct http_resp resp;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		calls = 0;
+		ck_assert_int_eq(dispatch_needs(app, cases[i][0], &resp), 503);
+		ck_assert_str_eq(json_string_value(json_object_get(resp.json, "reason")), "UNAVAILABLE");
+		ck_assert_str_eq(json_string_value(json_object_get(resp.json, "service")), cases[i][1]);
+		ck_assert_str_eq(header(&resp, "Retry-After"), "1");
+		ck_assert_int_eq(calls, 0); /* the handler never runs without its service */
+		http_resp_release(&resp);
+	}
+
+	/* a token is checked before the services: an unauthenticated caller learns nothing of them */
+	app->cfg.token = (char *)(uintptr_t)"tok";
+	ck_assert_int_eq(dispatch_needs(app, "POST /json", &resp), 401);
+	http_resp_release(&resp);
+	app->cfg.token = NULL;
+
+	/* the cost route needs both: the store alone is not enough */
+	app->store = (struct store *)(void *)&present;
+	ck_assert_int_eq(dispatch_needs(app, "GET /cost", &resp), 503);
+	ck_assert_str_eq(json_string_value(json_object_get(resp.json, "service")), "prices");
+	http_resp_release(&resp);
+
+	app->detect = (struct detect *)(void *)&present;
+	app->exec = (struct exec *)(void *)&present;
+	app->cost = (struct cost *)(void *)&present;
+	app->metrics = (struct metrics *)(void *)&present;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		calls = 0;
+		/* the JSON route answers 415 (no body) once its service is there: the dispatcher went on */
+		ck_assert_int_eq(dispatch_needs(app, cases[i][0], &resp), i == 5 ? 415 : 200);
+		ck_assert_int_eq(calls, i == 5 ? 0 : 1);
+		http_resp_release(&resp);
+	}
+}
+END_TEST
+
 START_TEST(service_table_is_sane)
 {
 	size_t n;
@@ -218,6 +284,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, auth);
 	tcase_add_test(tc, json_routes);
 	tcase_add_test(tc, starting_and_draining);
+	tcase_add_test(tc, missing_services_answer_503_unavailable);
 	tcase_add_test(tc, service_table_is_sane);
 	suite_add_tcase(s, tc);
 	return s;

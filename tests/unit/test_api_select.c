@@ -1,0 +1,144 @@
+/*
+ * Unit tests for api_select.c (GET and POST /select) through hand-built requests: bad parameters and fields, the
+ * 404 and 409 answers, and the 503 without the device registry.
+ */
+#include <string.h>
+
+#include "check_api.h"
+#include "check_main.h"
+
+static struct app app;
+
+static void setup(void)
+{
+	check_app_start(&app, ROUTE_DETECT);
+}
+
+static void teardown(void)
+{
+	check_app_stop(&app);
+}
+
+/* Calls and checks status and reason; the caller releases resp. */
+static void expect(struct http_resp *resp, enum http_method m, const char *target, const char *body, int status,
+		   const char *reason)
+{
+	struct check_req r;
+
+	check_req_init(&r, m, target, body);
+	ck_assert_msg(check_call(&app, &r, resp) == status, "%s %s: status %d", target, body ? body : "",
+		      resp->status);
+	if (reason != NULL)
+		ck_assert_str_eq(check_member(resp, "reason"), reason);
+}
+
+START_TEST(get_bad_values_name_the_parameter)
+{
+	struct http_resp resp;
+
+	expect(&resp, HTTP_GET, "/select?prefer=fpga", NULL, 400, "INVALID_PARAMETER");
+	ck_assert_str_eq(check_member(&resp, "parameter"), "prefer");
+	ck_assert_ptr_nonnull(check_member(&resp, "accepted"));
+	http_resp_release(&resp);
+
+	expect(&resp, HTTP_GET, "/select?min_memory_bytes=lots", NULL, 400, "INVALID_PARAMETER");
+	ck_assert_str_eq(check_member(&resp, "parameter"), "min_memory_bytes");
+	http_resp_release(&resp);
+
+	expect(&resp, HTTP_GET, "/select?colour=red", NULL, 400, "UNKNOWN_PARAMETER");
+	ck_assert_str_eq(check_member(&resp, "parameter"), "colour");
+	http_resp_release(&resp);
+}
+END_TEST
+
+START_TEST(post_types_fields_and_values)
+{
+	struct http_resp resp;
+
+	/* one name for a wrong JSON type across the API: INVALID_TYPE (was WRONG_TYPE here) */
+	expect(&resp, HTTP_POST, "/select", "{\"allow_tpu\": \"yes\"}", 400, "INVALID_TYPE");
+	ck_assert_str_eq(check_member(&resp, "parameter"), "allow_tpu");
+	ck_assert_str_eq(check_member(&resp, "path"), "$.allow_tpu");
+	http_resp_release(&resp);
+
+	expect(&resp, HTTP_POST, "/select", "{\"min_memory_bytes\": 1.5}", 400, "INVALID_TYPE");
+	ck_assert_str_eq(check_member(&resp, "path"), "$.min_memory_bytes");
+	http_resp_release(&resp);
+
+	expect(&resp, HTTP_POST, "/select", "[\"prefer\"]", 400, "INVALID_TYPE");
+	ck_assert_str_eq(check_member(&resp, "path"), "$");
+	http_resp_release(&resp);
+
+	expect(&resp, HTTP_POST, "/select", "{\"colour\": 1, \"size\": 2}", 400, "UNKNOWN_FIELD");
+	ck_assert_uint_eq(json_array_size(json_object_get(resp.json, "fields")), 2);
+	http_resp_release(&resp);
+
+	expect(&resp, HTTP_POST, "/select", "{\"min_memory_bytes\": -1}", 400, "INVALID_PARAMETER");
+	ck_assert_str_eq(check_member(&resp, "parameter"), "min_memory_bytes");
+	http_resp_release(&resp);
+
+	expect(&resp, HTTP_POST, "/select", "{\"policy\": \"random\"}", 400, "INVALID_PARAMETER");
+	ck_assert_str_eq(check_member(&resp, "parameter"), "policy");
+	http_resp_release(&resp);
+
+	expect(&resp, HTTP_POST, "/select?prefer=cpu", "{}", 400, "UNKNOWN_PARAMETER");
+	http_resp_release(&resp);
+
+	expect(&resp, HTTP_POST, "/select", "{\"prefer\":", 400, "MALFORMED_JSON");
+	http_resp_release(&resp);
+}
+END_TEST
+
+START_TEST(answers)
+{
+	struct http_resp resp;
+
+	expect(&resp, HTTP_GET, "/select?prefer=cpu", NULL, 200, NULL);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(resp.json, "device"), "id")), "cpu:0");
+	http_resp_release(&resp);
+
+	expect(&resp, HTTP_POST, "/select", "{\"prefer\": \"cpu\", \"kernel\": null}", 200, NULL);
+	http_resp_release(&resp);
+
+	expect(&resp, HTTP_GET, "/select?device=gpu:7", NULL, 404, "NOT_FOUND");
+	ck_assert_str_eq(check_member(&resp, "parameter"), "device");
+	http_resp_release(&resp);
+
+	expect(&resp, HTTP_GET, "/select?min_memory_bytes=1024GiB", NULL, 409, "NO_MATCHING_DEVICE");
+	ck_assert_ptr_nonnull(json_object_get(resp.json, "constraints"));
+	http_resp_release(&resp);
+}
+END_TEST
+
+START_TEST(without_the_registry_the_dispatcher_answers_503)
+{
+	struct app bare;
+	struct check_req r;
+	struct http_resp resp;
+
+	check_app_start(&bare, 0);
+	check_req_init(&r, HTTP_GET, "/select", NULL);
+	ck_assert_int_eq(check_call(&bare, &r, &resp), 503);
+	ck_assert_str_eq(check_member(&resp, "reason"), "UNAVAILABLE");
+	ck_assert_str_eq(check_member(&resp, "service"), "devices");
+	http_resp_release(&resp);
+	check_req_init(&r, HTTP_POST, "/select", "{}");
+	ck_assert_int_eq(check_call(&bare, &r, &resp), 503);
+	http_resp_release(&resp);
+	check_app_stop(&bare);
+}
+END_TEST
+
+Suite *make_suite(void)
+{
+	Suite *s = suite_create("api_select");
+	TCase *tc = tcase_create("select");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, get_bad_values_name_the_parameter);
+	tcase_add_test(tc, post_types_fields_and_values);
+	tcase_add_test(tc, answers);
+	tcase_add_test(tc, without_the_registry_the_dispatcher_answers_503);
+	suite_add_tcase(s, tc);
+	return s;
+}
