@@ -8,6 +8,7 @@
 #include "cost.h"
 #include "detect.h"
 #include "device.h"
+#include "exec.h"
 #include "probe.h"
 #include "store.h"
 
@@ -82,11 +83,23 @@ void check_app_start(struct app *app, unsigned services)
 		ck_assert_int_eq(store_open(":memory:", &app->store, err, sizeof(err)), ACCELD_OK);
 	if (services & ROUTE_COST)
 		ck_assert_int_eq(cost_new(app->store, NULL, &app->cost, err, sizeof(err)), ACCELD_OK);
+	if (services & ROUTE_EXEC) {
+		const struct detect_snapshot *snap = detect_acquire(app->detect);
+		struct exec_opts eo;
+
+		exec_opts_from_config(&app->cfg, &eo);
+		eo.devices = snap->devices;
+		eo.ndevices = snap->n;
+		eo.cpu_threads = 2;
+		ck_assert_int_eq(exec_new(&eo, &app->exec), ACCELD_OK);
+		detect_release(snap);
+	}
 	atomic_store(&app->started, true);
 }
 
 void check_app_stop(struct app *app)
 {
+	exec_free(app->exec);
 	cost_free(app->cost);
 	detect_free(app->detect);
 	store_close(app->store);

@@ -26,7 +26,8 @@ void check_req_init(struct check_req *r, enum http_method method, const char *ta
 /*
  * Loads the default configuration into app (the environment is not read), marks start-up done and starts the
  * services named by ROUTE_DETECT (one fake CPU, cpu:0: 4 threads, 8 GiB), ROUTE_STORE (an in-memory database)
- * and ROUTE_COST (the built-in prices); the other members stay NULL.
+ * ROUTE_COST (the built-in prices) and ROUTE_EXEC (the executor on the devices found, with the built-in backends;
+ * needs ROUTE_DETECT); the other members stay NULL.
  */
 void check_app_start(struct app *app, unsigned services);
 
