@@ -615,7 +615,7 @@ static void *refresher(void *arg)
 
 	for (;;) {
 		uint64_t due = next_tel < next_top ? next_tel : next_top;
-		struct timespec ts = {.tv_sec = (time_t)(due / 1000000000ull), .tv_nsec = (long)(due % 1000000000ull)};
+		struct timespec ts = clock_timespec_from_ns(due);
 		bool stop;
 		uint64_t now;
 

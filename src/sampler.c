@@ -303,15 +303,8 @@ static void *sampler_main(void *arg)
 
 	pthread_mutex_lock(&s->mu);
 	while (!s->stop) {
-		struct timespec ts;
+		struct timespec ts = clock_deadline(CLOCK_REALTIME, interval * 1000000ull);
 
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += (time_t)(interval / 1000);
-		ts.tv_nsec += (long)(interval % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
 		pthread_cond_timedwait(&s->cond, &s->mu, &ts);
 		if (s->stop)
 			break;
