@@ -17,6 +17,9 @@
 
 #define DEVICE_UNKNOWN NAN
 
+/* Room for a device id and its NUL ("cpu:0", "gpu:12", "tpu:255"); every buffer holding an id has this size. */
+#define DEVICE_ID_MAX 16
+
 enum device_type { DEVICE_CPU, DEVICE_GPU, DEVICE_TPU };
 
 /* Where a device was seen; a merged device carries several. */
@@ -110,7 +113,7 @@ struct device_opencl {
 };
 
 struct device {
-	char id[16];                /* "cpu:0", "gpu:1", "tpu:3": stable, assigned by detect */
+	char id[DEVICE_ID_MAX];     /* "cpu:0", "gpu:1", "tpu:3": stable, assigned by detect */
 	enum device_type type;
 	char vendor[32];            /* "NVIDIA", "AMD", "Intel", "Google", or the CPU vendor */
 	char model[128];

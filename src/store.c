@@ -185,7 +185,7 @@ struct conn {
 };
 
 struct devrec {
-	char id[16];
+	char id[DEVICE_ID_MAX];
 	char type[8];
 	char model[128];
 	char accelerator_type[32];
@@ -199,7 +199,7 @@ struct devrec {
 };
 
 struct keyrec {
-	char id[16];
+	char id[DEVICE_ID_MAX];
 	int64_t key;
 };
 
