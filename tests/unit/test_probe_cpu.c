@@ -1,5 +1,5 @@
 /*
- * Unit tests for probe_cpu.c: hwloc on this host, with cgroup v2 and v1 fixture trees (tests/fixtures/cgroup-*)
+ * Unit tests for probe_cpu.c: hwloc on this host, with cgroup v2, v1 and hybrid fixture trees (tests/fixtures/cgroup-*)
  * read through cfg.sysfs_root and cfg.proc_root: cpuset, CPU quota, memory limit, and the figures built on them.
  */
 #include <sched.h>
@@ -124,6 +124,27 @@ START_TEST(cgroup_v1_limits)
 }
 END_TEST
 
+START_TEST(cgroup_hybrid_limits)
+{
+	struct device d;
+	struct probe_result res;
+	cpu_set_t set;
+	void *state = NULL;
+
+	/* v1 trees beside an empty unified tree: the limits come from the v1 files; no cpuset tree is mounted */
+	use_fixture("cgroup-hybrid");
+	probe_once(&d, &res, &state);
+	ck_assert_ptr_nonnull(strstr(res.why, "hybrid"));
+	ck_assert(d.backends & BACKEND_CGROUP);
+	ck_assert(sched_getaffinity(0, sizeof(set), &set) == 0);
+	ck_assert_uint_eq(d.cpu.pus, (unsigned)CPU_COUNT(&set));
+	ck_assert_double_eq_tol(d.cpu.quota_cpus, 2.5, 1e-9);
+	ck_assert_uint_eq(d.memory_total_bytes, 4294967296ull);
+	ck_assert_uint_eq(d.memory_available_bytes, 4294967296ull - (1073741824ull - 268435456ull));
+	probe_cpu_ops.release(state);
+}
+END_TEST
+
 START_TEST(no_cgroup_files)
 {
 	struct device d;
@@ -177,6 +198,7 @@ Suite *make_suite(void)
 
 	tcase_add_test(tc, cgroup_v2_limits);
 	tcase_add_test(tc, cgroup_v1_limits);
+	tcase_add_test(tc, cgroup_hybrid_limits);
 	tcase_add_test(tc, no_cgroup_files);
 	tcase_add_test(tc, this_host);
 	suite_add_tcase(s, tc);
