@@ -155,4 +155,13 @@ json_t *device_to_json(const struct device *d);
 #define DEVICE_SET(field, src) device_set_str((field), sizeof(field), (src))
 void device_set_str(char *dst, size_t dstsz, const char *src);
 
+/*
+ * Copies a string read from hardware or a driver into a fixed-size field without its leading and trailing white
+ * space, cutting at the field's size (and trimming again where the cut falls after a blank). CPUID brand strings,
+ * OpenCL and NVML names and sysfs files come padded; every probe stores such strings through this. src may be the
+ * field itself (trimming in place); NULL stores "".
+ */
+#define DEVICE_SET_TRIMMED(field, src) device_set_trimmed((field), sizeof(field), (src))
+void device_set_trimmed(char *dst, size_t dstsz, const char *src);
+
 #endif

@@ -161,8 +161,7 @@ static void cpuinfo(const struct config *cfg, struct device *d)
 			while (*val == ' ' || *val == '\t')
 				val++;
 			if (strncmp(line, "model name", 10) == 0 && d->model[0] == '\0') {
-				DEVICE_SET(d->model, val);
-				d->model[strcspn(d->model, "\n")] = '\0';
+				DEVICE_SET_TRIMMED(d->model, val);
 			} else if (strncmp(line, "cpu MHz", 7) == 0 && mhz == 0) {
 				mhz = strtod(val, NULL);
 			} else if ((strncmp(line, "flags", 5) == 0 || strncmp(line, "Features", 8) == 0) && best < 0) {
@@ -339,10 +338,11 @@ static bool fill_topology(const struct cgroup *cg, struct device *d, char *why, 
 		const char *model = hwloc_obj_get_info_by_name(pkg, "CPUModel");
 		const char *vendor = hwloc_obj_get_info_by_name(pkg, "CPUVendor");
 
+		/* CPUID's brand string is padded to 48 bytes with blanks */
 		if (model != NULL)
-			DEVICE_SET(d->model, model);
+			DEVICE_SET_TRIMMED(d->model, model);
 		if (vendor != NULL)
-			DEVICE_SET(d->vendor, vendor);
+			DEVICE_SET_TRIMMED(d->vendor, vendor);
 	}
 	ok = true;
 out:
