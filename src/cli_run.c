@@ -189,10 +189,7 @@ int cli_run_main(int argc, char **argv)
 	exec_pocl_cache_dir(&cfg, pocl_dir, sizeof(pocl_dir));
 	exec_prepare_process(pocl_dir);
 	rc = EXIT_FAIL;
-	if (detect_new(&cfg, NULL, 0, &det) != ACCELD_OK) {
-		fprintf(stderr, "acceld run: device detection failed\n");
-		goto out;
-	}
+	det = detect_new(&cfg, NULL, 0);
 	snap = detect_acquire(det);
 	exec_opts_from_config(&cfg, &opts);
 	opts.devices = snap->devices;

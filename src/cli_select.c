@@ -173,7 +173,7 @@ static int cli_start(struct cli *c, int argc, char **argv, const char *const *fl
 	}
 	/* the answer goes to stdout; only warnings and errors go to stderr */
 	log_set_level(LOGL_WARN);
-	detect_new(&c->cfg, NULL, 0, &c->det);
+	c->det = detect_new(&c->cfg, NULL, 0);
 	c->snap = detect_acquire(c->det);
 	return -1;
 }

@@ -574,8 +574,7 @@ void detect_refresh(struct detect *det, bool full)
 	free(results);
 }
 
-enum acceld_err detect_new(const struct config *cfg, const struct probe_ops *const *probes, size_t nprobes,
-			   struct detect **out)
+struct detect *detect_new(const struct config *cfg, const struct probe_ops *const *probes, size_t nprobes)
 {
 	struct detect *det = xcalloc(1, sizeof(*det));
 	pthread_condattr_t ca;
@@ -601,8 +600,7 @@ enum acceld_err detect_new(const struct config *cfg, const struct probe_ops *con
 	pthread_cond_init(&det->thr_cv, &ca);
 	pthread_condattr_destroy(&ca);
 	detect_refresh(det, true);
-	*out = det;
-	return ACCELD_OK;
+	return det;
 }
 
 static void *refresher(void *arg)

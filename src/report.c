@@ -408,7 +408,7 @@ int report_main(int argc, char **argv)
 	}
 	/* the report is for people and scripts: only warnings and errors go to stderr */
 	log_set_level(o.verbose ? LOGL_INFO : LOGL_WARN);
-	detect_new(&cfg, NULL, 0, &det);
+	det = detect_new(&cfg, NULL, 0);
 	snap = detect_acquire(det);
 	if (o.json) {
 		fwrite(snap->json, 1, snap->json_len, stdout);

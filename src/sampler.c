@@ -236,19 +236,15 @@ static void prime(struct sampler *s)
 	s->prev_ms = clock_real_ms();
 }
 
-enum acceld_err sampler_new(const struct sampler_opts *opts, struct sampler **out)
+struct sampler *sampler_new(const struct sampler_opts *opts)
 {
-	struct sampler *s;
+	struct sampler *s = xcalloc(1, sizeof(*s));
 
-	if (opts == NULL || opts->cfg == NULL || opts->devices.acquire == NULL || opts->devices.release == NULL)
-		return ACCELD_EINVAL;
-	s = xcalloc(1, sizeof(*s));
 	s->o = *opts;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cond, NULL);
 	prime(s);
-	*out = s;
-	return ACCELD_OK;
+	return s;
 }
 
 static void *sampler_main(void *arg)

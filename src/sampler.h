@@ -41,8 +41,11 @@ struct sampler_opts {
 	void *busy_ctx;
 };
 
-/* Creates the sampler and takes the first CPU reading (so the first tick has a delta). Options are copied. */
-enum acceld_err sampler_new(const struct sampler_opts *opts, struct sampler **out);
+/*
+ * Creates the sampler and takes the first CPU reading (so the first tick has a delta). Options are copied;
+ * opts->cfg and opts->devices.acquire and .release must be set. Free it with sampler_free.
+ */
+struct sampler *sampler_new(const struct sampler_opts *opts);
 
 /* Starts the thread that ticks every cfg->sample_interval_ms. */
 enum acceld_err sampler_start(struct sampler *s);
