@@ -9,14 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "config.h"
 #include "detect.h"
 #include "exec.h"
 #include "log.h"
 #include "mem.h"
 
-#define EXIT_FAIL 1
-#define EXIT_USAGE 2
 #define MAX_ARGS 128
 
 struct run_args {
@@ -37,7 +36,7 @@ static int usage_error(const char *fmt, ...)
 	fprintf(stderr, "\nusage: acceld run saxpy|triad|dot|sgemm|softmax [--n N] [--m M] [--k K] [--device ID]\n"
 			"       [--backend native|opencl] [--alpha A] [--beta B] [--s S] [--seed S] [--timeout-ms T]\n"
 			"       [--verify] [--full] [--json] [settings, e.g. --prefer gpu]\n");
-	return EXIT_USAGE;
+	return CLI_EXIT_USAGE;
 }
 
 static int parse_u64(const char *text, uint64_t *out)
@@ -158,7 +157,6 @@ int cli_run_main(int argc, char **argv)
 	struct config cfg;
 	char *rest[MAX_ARGS];
 	int nrest = 0;
-	char err[1024];
 	char pocl_dir[4096];
 	struct detect *det = NULL;
 	const struct detect_snapshot *snap = NULL;
@@ -174,21 +172,12 @@ int cli_run_main(int argc, char **argv)
 	rc = parse_args(argc, argv, &a, rest, &nrest);
 	if (rc != 0)
 		return rc;
-	rc = config_load(&cfg, nrest, rest, NULL, err, sizeof(err));
-	if (rc == 1) {
-		config_release(&cfg);
-		return usage_error("%s", "help");
-	}
-	if (rc != 0) {
-		fprintf(stderr, "acceld run: %s\n", err);
-		config_release(&cfg);
-		return EXIT_USAGE;
-	}
-	log_set_level((enum log_level)cfg.log_level);
+	if (!cli_load_config(&cfg, "run", nrest, rest, NULL, &rc))
+		return rc;
 	a.req.prefer = cfg.prefer;
 	exec_pocl_cache_dir(&cfg, pocl_dir, sizeof(pocl_dir));
 	exec_prepare_process(pocl_dir);
-	rc = EXIT_FAIL;
+	rc = CLI_EXIT_FAIL;
 	det = detect_new(&cfg, NULL, 0);
 	snap = detect_acquire(det);
 	exec_opts_from_config(&cfg, &opts);
@@ -223,7 +212,7 @@ int cli_run_main(int argc, char **argv)
 		print_text(doc);
 	}
 	if (exec_job_state(job) == EXEC_SUCCEEDED && (!a.req.verify || json_is_true(json_object_get(doc, "verified"))))
-		rc = 0;
+		rc = CLI_EXIT_OK;
 	json_decref(doc);
 out:
 	exec_job_unref(job);
