@@ -49,14 +49,14 @@ static int cmp_id(const void *a, const void *b)
 }
 
 /* The ids to answer for: the one asked, or every device present now or in history (sorted, unique). */
-static enum acceld_err device_ids(struct app *app, const char *want, char (**ids)[16], size_t *n)
+static enum acceld_err device_ids(struct app *app, const char *want, char (**ids)[DEVICE_ID_MAX], size_t *n)
 {
 	struct store_device_row *rows = NULL;
 	size_t nrows = 0, len = 0;
 	const struct detect_snapshot *snap = app->detect ? detect_acquire(app->detect) : NULL;
 	size_t nsnap = snap ? snap->n : 0;
 	enum acceld_err e = store_devices_list(app->store, &rows, &nrows);
-	char(*v)[16];
+	char(*v)[DEVICE_ID_MAX];
 
 	if (e != ACCELD_OK) {
 		if (snap)
@@ -96,7 +96,7 @@ void api_history(struct app *app, struct http_req *req, struct http_resp *resp)
 	enum reason reason;
 	char why[256];
 	int64_t raw, minute, hour, step, now = clock_real_ms();
-	char(*ids)[16] = NULL;
+	char(*ids)[DEVICE_ID_MAX] = NULL;
 	size_t nids = 0;
 	enum store_tier tier;
 	json_t *doc, *list;

@@ -45,7 +45,7 @@ static void start_detect(struct app *app)
 {
 	const struct detect_snapshot *snap;
 
-	detect_new(&app->cfg, NULL, 0, &app->detect);
+	app->detect = detect_new(&app->cfg, NULL, 0);
 	if (detect_start(app->detect) != ACCELD_OK)
 		log_msg(LOGL_ERROR, "detect", "cannot start the refresher thread; devices are probed once");
 	snap = detect_acquire(app->detect);
@@ -194,8 +194,8 @@ static void start_history(struct app *app)
 	store_jobs_mark_interrupted(app->store);
 	if (cost_new(app->store, app->cfg.prices_file, &app->cost, err, sizeof(err)) != ACCELD_OK)
 		log_msg(LOGL_ERROR, "cost", "%s; /cost answers 503 until it is fixed and acceld restarted", err);
-	if (app->detect == NULL || sampler_new(&so, &app->sampler) != ACCELD_OK ||
-	    sampler_start(app->sampler) != ACCELD_OK)
+	app->sampler = sampler_new(&so);
+	if (sampler_start(app->sampler) != ACCELD_OK)
 		log_msg(LOGL_ERROR, "sampler", "cannot start the sampler; no history is recorded");
 }
 

@@ -34,7 +34,7 @@ enum batch_dtype { BATCH_DTYPE_NONE, BATCH_FP32, BATCH_FP16, BATCH_BF16, BATCH_I
 #define BATCH_MAX_RESERVE_PPM 900000u        /* reserve at most 0.9 */
 
 struct batch_request {
-	char device[16];           /* "" = the device /select would pick (the caller resolves it) */
+	char device[DEVICE_ID_MAX]; /* "" = the device /select would pick (the caller resolves it) */
 	uint64_t base;             /* 1..BATCH_MAX_BASE, default 1 */
 	uint64_t model_bytes;      /* 0 = not given */
 	uint64_t params;           /* 0 = not given */

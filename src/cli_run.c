@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "config.h"
 #include "detect.h"
 #include "exec.h"
@@ -18,13 +19,11 @@
 #include "place.h"
 #include "select.h"
 
-#define EXIT_FAIL 1
-#define EXIT_USAGE 2
 #define MAX_ARGS 128
 
 struct run_args {
 	struct exec_request req;
-	char device[16];
+	char device[DEVICE_ID_MAX];
 	bool json;
 };
 
@@ -41,7 +40,7 @@ static int usage_error(const char *fmt, ...)
 	fprintf(stderr, "\nusage: acceld run saxpy|triad|dot|sgemm|softmax [--n N] [--m M] [--k K] [--device ID]\n"
 			"       [--backend NAME] [--alpha A] [--beta B] [--s S] [--seed S] [--timeout-ms T]\n"
 			"       [--verify] [--full] [--json] [settings, e.g. --prefer gpu]\n");
-	return EXIT_USAGE;
+	return CLI_EXIT_USAGE;
 }
 
 static int parse_u64(const char *text, uint64_t *out)
@@ -183,17 +182,8 @@ int cli_run_main(int argc, char **argv)
 	rc = parse_args(argc, argv, &a, rest, &nrest);
 	if (rc != 0)
 		return rc;
-	rc = config_load(&cfg, nrest, rest, NULL, err, sizeof(err));
-	if (rc == 1) {
-		config_release(&cfg);
-		return usage_error("%s", "help");
-	}
-	if (rc != 0) {
-		fprintf(stderr, "acceld run: %s\n", err);
-		config_release(&cfg);
-		return EXIT_USAGE;
-	}
-	log_set_level((enum log_level)cfg.log_level);
+	if (!cli_load_config(&cfg, "run", nrest, rest, NULL, &rc))
+		return rc;
 	select_request_init(&sreq, &cfg);
 	if (a.device[0] != '\0' && select_request_set(&sreq, "device", a.device, err, sizeof(err)) != ACCELD_OK) {
 		config_release(&cfg);
@@ -201,11 +191,8 @@ int cli_run_main(int argc, char **argv)
 	}
 	a.req.fallback = a.device[0] == '\0';
 	backend_prepare_all(&cfg);
-	rc = EXIT_FAIL;
-	if (detect_new(&cfg, NULL, 0, &det) != ACCELD_OK) {
-		fprintf(stderr, "acceld run: device detection failed\n");
-		goto out;
-	}
+	rc = CLI_EXIT_FAIL;
+	det = detect_new(&cfg, NULL, 0);
 	snap = detect_acquire(det);
 	exec_opts_from_config(&cfg, &opts);
 	opts.devices = snap->devices;
@@ -240,7 +227,7 @@ int cli_run_main(int argc, char **argv)
 		print_text(doc);
 	}
 	if (exec_job_state(job) == EXEC_SUCCEEDED && (!a.req.verify || json_is_true(json_object_get(doc, "verified"))))
-		rc = 0;
+		rc = CLI_EXIT_OK;
 	json_decref(doc);
 out:
 	exec_job_unref(job);

@@ -6,14 +6,12 @@
 #include <string.h>
 
 #include "batch.h"
+#include "cli.h"
 #include "config.h"
 #include "detect.h"
 #include "log.h"
 #include "mem.h"
 #include "select.h"
-
-#define EXIT_FAIL 1
-#define EXIT_USAGE 2
 
 /* Request fields that are not settings; --prefer and --allow-tpu are settings, read by config_load. */
 static const char *const select_flags[] = {"policy", "device", "min_memory_bytes", "executable",
@@ -137,43 +135,43 @@ struct cli {
 	size_t nfields;
 };
 
-/* Splits the arguments, loads the settings, applies the fields, probes. Returns -1 to go on, else an exit code. */
-static int cli_start(struct cli *c, int argc, char **argv, const char *const *flags, const char *const *bools,
-		     void *req, void (*init)(void *req, const struct config *cfg), set_fn set, void (*usage)(FILE *))
+/*
+ * Splits the arguments, loads the settings, applies the fields, probes. Returns -1 to go on, else an exit code;
+ * cli_finish releases what it took either way.
+ */
+static int cli_start(struct cli *c, const char *command, int argc, char **argv, const char *const *flags,
+		     const char *const *bools, void *req, void (*init)(void *req, const struct config *cfg), set_fn set,
+		     void (*usage)(FILE *))
 {
 	char **rest = xcalloc((size_t)argc + 1, sizeof(*rest));
 	char err[1024] = "";
 	int nrest;
 	int rc;
+	bool loaded;
 
 	memset(c, 0, sizeof(*c));
 	c->fields = xcalloc((size_t)argc + 1, sizeof(*c->fields));
 	c->values = xcalloc((size_t)argc + 1, sizeof(*c->values));
 	if (split_args(argc, argv, flags, bools, c->fields, c->values, &c->nfields, rest, &nrest, err,
 		       sizeof(err)) != 0) {
-		fprintf(stderr, "acceld: %s\n", err);
+		fprintf(stderr, "acceld %s: %s\n", command, err);
 		free(rest);
-		return EXIT_USAGE;
+		return CLI_EXIT_USAGE;
 	}
-	rc = config_load(&c->cfg, nrest, rest, NULL, err, sizeof(err));
+	loaded = cli_load_config(&c->cfg, command, nrest, rest, usage, &rc);
 	free(rest);
-	if (rc != 0) {
-		if (rc > 0)
-			usage(stdout);
-		else
-			fprintf(stderr, "acceld: %s\n", err);
-		return rc > 0 ? 0 : EXIT_USAGE;
-	}
+	if (!loaded)
+		return rc;
 	init(req, &c->cfg);
 	for (size_t i = 0; i < c->nfields; i++) {
 		if (set(req, c->fields[i], c->values[i], err, sizeof(err)) != ACCELD_OK) {
-			fprintf(stderr, "acceld: %s\n", err);
-			return EXIT_USAGE;
+			fprintf(stderr, "acceld %s: %s\n", command, err);
+			return CLI_EXIT_USAGE;
 		}
 	}
 	/* the answer goes to stdout; only warnings and errors go to stderr */
 	log_set_level(LOGL_WARN);
-	detect_new(&c->cfg, NULL, 0, &c->det);
+	c->det = detect_new(&c->cfg, NULL, 0);
 	c->snap = detect_acquire(c->det);
 	return -1;
 }
@@ -214,27 +212,27 @@ int cli_select_main(int argc, char **argv)
 	struct select_request req;
 	struct select_result res;
 	enum acceld_err err;
-	int rc = cli_start(&c, argc, argv, select_flags, bools, &req, init_select, set_select, select_usage);
+	int rc = cli_start(&c, "select", argc, argv, select_flags, bools, &req, init_select, set_select, select_usage);
 
 	if (rc >= 0)
 		goto out;
 	err = select_choose(c.snap->devices, c.snap->n, &req, NULL, 0, &res);
 	if (err != ACCELD_OK) {
-		fprintf(stderr, "acceld: %s\n", res.reason);
+		fprintf(stderr, "acceld select: %s\n", res.reason);
 		if (req.format == SELECT_FORMAT_JSON)
 			print_json(json_pack("{s:s, s:o}", "error", res.reason, "candidates",
 					     select_candidates_json(&res)));
-		rc = EXIT_FAIL;
+		rc = CLI_EXIT_FAIL;
 	} else if (req.format == SELECT_FORMAT_ENV) {
 		size_t len;
 		char *text = envfmt_to_text(&res.env, &len);
 
 		fwrite(text, 1, len, stdout);
 		free(text);
-		rc = 0;
+		rc = CLI_EXIT_OK;
 	} else {
 		print_json(select_result_to_json(&res, &req));
-		rc = 0;
+		rc = CLI_EXIT_OK;
 	}
 	select_result_release(&res);
 out:
@@ -251,20 +249,20 @@ int cli_batch_main(int argc, char **argv)
 	const struct device *d;
 	const char *param;
 	char msg[256];
-	int rc = cli_start(&c, argc, argv, batch_param_names, bools, &req, init_batch, set_batch, batch_usage);
+	int rc = cli_start(&c, "batch", argc, argv, batch_param_names, bools, &req, init_batch, set_batch, batch_usage);
 
 	if (rc >= 0)
 		goto out;
 	if (batch_request_check(&req, &param, msg, sizeof(msg)) != ACCELD_OK) {
-		fprintf(stderr, "acceld: %s\n", msg);
-		rc = EXIT_USAGE;
+		fprintf(stderr, "acceld batch: %s\n", msg);
+		rc = CLI_EXIT_USAGE;
 		goto out;
 	}
 	if (req.device[0] != '\0') {
 		d = detect_find(c.snap, req.device);
 		if (d == NULL) {
-			fprintf(stderr, "acceld: no device %s on this host\n", req.device);
-			rc = EXIT_FAIL;
+			fprintf(stderr, "acceld batch: no device %s on this host\n", req.device);
+			rc = CLI_EXIT_FAIL;
 			goto out;
 		}
 	} else {
@@ -275,20 +273,20 @@ int cli_batch_main(int argc, char **argv)
 		select_choose(c.snap->devices, c.snap->n, &sreq, NULL, 0, &sres);
 		d = sres.device;
 		if (d == NULL)
-			fprintf(stderr, "acceld: no device given and none can be chosen: %s\n", sres.reason);
+			fprintf(stderr, "acceld batch: no device given and none can be chosen: %s\n", sres.reason);
 		select_result_release(&sres);
 		if (d == NULL) {
-			rc = EXIT_FAIL;
+			rc = CLI_EXIT_FAIL;
 			goto out;
 		}
 	}
 	if (batch_compute(d, &req, &res) != ACCELD_OK) {
-		fprintf(stderr, "acceld: %s\n", res.detail);
-		rc = EXIT_FAIL;
+		fprintf(stderr, "acceld batch: %s\n", res.detail);
+		rc = CLI_EXIT_FAIL;
 		goto out;
 	}
 	print_json(batch_result_to_json(&res, &req));
-	rc = 0;
+	rc = CLI_EXIT_OK;
 out:
 	cli_finish(&c);
 	return rc;

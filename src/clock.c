@@ -1,6 +1,7 @@
-/* clock: time sources and RFC 3339 formatting and parsing. */
+/* clock: time sources, deadlines, and RFC 3339 formatting and parsing. */
 #include "clock.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -19,6 +20,45 @@ int64_t clock_real_ms(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+#define NS_PER_S 1000000000ull
+
+/* The largest time_t (a signed type of the platform's width). */
+#define TIME_T_MAX ((time_t)(((uint64_t)1 << (sizeof(time_t) * 8 - 1)) - 1))
+
+struct timespec clock_timespec_add(struct timespec t, uint64_t ns)
+{
+	uint64_t secs = ns / NS_PER_S;
+	long nsec = t.tv_nsec + (long)(ns % NS_PER_S);
+
+	if (nsec >= (long)NS_PER_S) {
+		nsec -= (long)NS_PER_S;
+		secs++;
+	}
+	if (t.tv_sec >= 0 && secs > (uint64_t)(TIME_T_MAX - t.tv_sec)) {
+		t.tv_sec = TIME_T_MAX;
+		t.tv_nsec = (long)NS_PER_S - 1;
+		return t;
+	}
+	t.tv_sec += (time_t)secs;
+	t.tv_nsec = nsec;
+	return t;
+}
+
+struct timespec clock_timespec_from_ns(uint64_t ns)
+{
+	struct timespec t = {.tv_sec = 0, .tv_nsec = 0};
+
+	return clock_timespec_add(t, ns);
+}
+
+struct timespec clock_deadline(clockid_t clock, uint64_t ns_from_now)
+{
+	struct timespec now;
+
+	clock_gettime(clock, &now);
+	return clock_timespec_add(now, ns_from_now);
 }
 
 void clock_rfc3339(int64_t unix_ms, char out[CLOCK_RFC3339_LEN])

@@ -397,7 +397,7 @@ static double usd(double ms, double usd_per_hour)
 
 /* One entry of the report: a device present now, or one only history knows. */
 struct subject {
-	char id[16];
+	char id[DEVICE_ID_MAX];
 	char type[8];
 	char accelerator_type[32];
 	struct device_price def;

@@ -584,8 +584,7 @@ void detect_set_executable(struct detect *det, detect_executable_fn fn, void *ct
 	detect_refresh(det, false);
 }
 
-enum acceld_err detect_new(const struct config *cfg, const struct probe_ops *const *probes, size_t nprobes,
-			   struct detect **out)
+struct detect *detect_new(const struct config *cfg, const struct probe_ops *const *probes, size_t nprobes)
 {
 	struct detect *det = xcalloc(1, sizeof(*det));
 	pthread_condattr_t ca;
@@ -611,8 +610,7 @@ enum acceld_err detect_new(const struct config *cfg, const struct probe_ops *con
 	pthread_cond_init(&det->thr_cv, &ca);
 	pthread_condattr_destroy(&ca);
 	detect_refresh(det, true);
-	*out = det;
-	return ACCELD_OK;
+	return det;
 }
 
 static void *refresher(void *arg)
@@ -625,7 +623,7 @@ static void *refresher(void *arg)
 
 	for (;;) {
 		uint64_t due = next_tel < next_top ? next_tel : next_top;
-		struct timespec ts = {.tv_sec = (time_t)(due / 1000000000ull), .tv_nsec = (long)(due % 1000000000ull)};
+		struct timespec ts = clock_timespec_from_ns(due);
 		bool stop;
 		uint64_t now;
 

@@ -40,10 +40,10 @@ struct detect_snapshot {
 
 /*
  * Creates the registry with the given probes (NULL and 0 for the built-in set) and runs a first full probe, so a
- * snapshot exists when it returns. The config is borrowed and must outlive the registry.
+ * snapshot exists when it returns (a probe that fails is reported in the snapshot, not here). The config is
+ * borrowed and must outlive the registry. Free it with detect_free.
  */
-enum acceld_err detect_new(const struct config *cfg, const struct probe_ops *const *probes, size_t nprobes,
-			   struct detect **out);
+struct detect *detect_new(const struct config *cfg, const struct probe_ops *const *probes, size_t nprobes);
 
 /*
  * Who says whether a device runs jobs (device.executable): fn(ctx, dev) for every device of every snapshot from

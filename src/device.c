@@ -1,6 +1,7 @@
 /* device: initialisation, names and the JSON form of a device; the growable device list of probe.h. */
 #include "device.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,23 @@ void device_set_str(char *dst, size_t dstsz, const char *src)
 		src = "";
 	n = strnlen(src, dstsz - 1);
 	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+void device_set_trimmed(char *dst, size_t dstsz, const char *src)
+{
+	size_t n;
+
+	if (dstsz == 0)
+		return;
+	if (src == NULL)
+		src = "";
+	while (isspace((unsigned char)*src))
+		src++;
+	n = strnlen(src, dstsz - 1);
+	while (n > 0 && isspace((unsigned char)src[n - 1]))
+		n--;
+	memmove(dst, src, n);
 	dst[n] = '\0';
 }
 

@@ -17,6 +17,9 @@
 
 #define DEVICE_UNKNOWN NAN
 
+/* Room for a device id and its NUL ("cpu:0", "gpu:12", "tpu:255"); every buffer holding an id has this size. */
+#define DEVICE_ID_MAX 16
+
 enum device_type { DEVICE_CPU, DEVICE_GPU, DEVICE_TPU };
 
 /* Where a device was seen; a merged device carries several. */
@@ -110,7 +113,7 @@ struct device_opencl {
 };
 
 struct device {
-	char id[16];                /* "cpu:0", "gpu:1", "tpu:3": stable, assigned by detect */
+	char id[DEVICE_ID_MAX];     /* "cpu:0", "gpu:1", "tpu:3": stable, assigned by detect */
 	enum device_type type;
 	char vendor[32];            /* "NVIDIA", "AMD", "Intel", "Google", or the CPU vendor */
 	char model[128];
@@ -157,5 +160,14 @@ json_t *device_to_json(const struct device *d);
 /* Copies src into a fixed-size field, cutting at the field's size. */
 #define DEVICE_SET(field, src) device_set_str((field), sizeof(field), (src))
 void device_set_str(char *dst, size_t dstsz, const char *src);
+
+/*
+ * Copies a string read from hardware or a driver into a fixed-size field without its leading and trailing white
+ * space, cutting at the field's size (and trimming again where the cut falls after a blank). CPUID brand strings,
+ * OpenCL and NVML names and sysfs files come padded; every probe stores such strings through this. src may be the
+ * field itself (trimming in place); NULL stores "".
+ */
+#define DEVICE_SET_TRIMMED(field, src) device_set_trimmed((field), sizeof(field), (src))
+void device_set_trimmed(char *dst, size_t dstsz, const char *src);
 
 #endif

@@ -46,10 +46,10 @@ struct exec_job {
 	unsigned nchain;
 	unsigned at;                       /* position in the chain */
 	bool fell_back;
-	char fallback_from[16];
+	char fallback_from[DEVICE_ID_MAX];
 	char fallback_reason[512];
 	char placement[512];
-	char device_id[16];
+	char device_id[DEVICE_ID_MAX];
 	const struct backend_ops *ops;     /* the backend of the device it is on */
 	int64_t created_ms, started_ms, finished_ms;
 	uint64_t created_ns, started_ns, finished_ns, deadline_ns;
@@ -555,7 +555,7 @@ static enum acceld_err place(struct exec *ex, struct exec_job *job, struct exec_
 	const struct exec_request *req = &job->req;
 	const struct backend_ops *named = NULL;
 	struct exec_refusal first = {.err = ACCELD_OK};
-	char first_dev[16] = "";
+	char first_dev[DEVICE_ID_MAX] = "";
 
 	if (req->backend[0] != '\0') {
 		char names[128];
@@ -1077,21 +1077,6 @@ static void *worker_main(void *arg)
 
 /* --- the reaper: deadlines of queued and running jobs --- */
 
-/* The absolute CLOCK_MONOTONIC time wait_ns from now, for pthread_cond_timedwait on a monotonic condition. */
-static struct timespec mono_deadline(uint64_t wait_ns)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += (time_t)(wait_ns / 1000000000ull);
-	ts.tv_nsec += (long)(wait_ns % 1000000000ull);
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	return ts;
-}
-
 /* The first job of ex whose deadline has passed at now, made final under ex->mu (and *running said); or NULL, with
  * *next lowered to the nearest deadline still ahead. */
 static struct exec_job *reap_one(struct exec *ex, uint64_t now, uint64_t *next, bool *running)
@@ -1154,7 +1139,7 @@ static void *reaper_main(void *arg)
 			pthread_mutex_lock(&ex->mu);
 			continue;
 		}
-		ts = mono_deadline(next > now ? next - now : 0);
+		ts = clock_deadline(CLOCK_MONOTONIC, next > now ? next - now : 0);
 		pthread_cond_timedwait(&ex->reaper_cv, &ex->mu, &ts);
 	}
 	pthread_mutex_unlock(&ex->mu);
@@ -1303,12 +1288,7 @@ bool exec_stop(struct exec *ex, uint64_t wait_ms)
 			busy = busy || ex->workers[d].running != NULL || ex->workers[d].inline_running > 0;
 		if (!busy || clock_mono_ns() >= deadline)
 			break;
-		clock_gettime(CLOCK_REALTIME, &tick);
-		tick.tv_nsec += 10 * 1000 * 1000;
-		if (tick.tv_nsec >= 1000000000L) {
-			tick.tv_sec++;
-			tick.tv_nsec -= 1000000000L;
-		}
+		tick = clock_deadline(CLOCK_REALTIME, 10 * 1000 * 1000); /* final_cv runs on the default clock */
 		pthread_cond_timedwait(&ex->final_cv, &ex->mu, &tick);
 	}
 	pthread_mutex_unlock(&ex->mu);

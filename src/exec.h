@@ -119,13 +119,13 @@ struct exec_request {
 	 * pinned set). The job goes to the first one the executor can use; with fallback, to the next ones when a
 	 * device cannot take it or fails while running it.
 	 */
-	char devices[EXEC_CHAIN_MAX][16];
+	char devices[EXEC_CHAIN_MAX][DEVICE_ID_MAX];
 	unsigned ndevices;
 	bool pinned;                /* devices[0] was named by the caller */
 	bool fallback;
 	char backend[16];           /* "" = each device's default */
 	char placement[512];        /* how devices[0] was chosen, for the answer */
-	char fallback_from[16];     /* selection already fell back from this kind or device ("" no) */
+	char fallback_from[DEVICE_ID_MAX]; /* selection already fell back from this kind or device ("" no) */
 	char fallback_reason[512];
 	float alpha, beta, s;
 	float *inputs[KERNEL_MAX_INPUTS]; /* inline inputs (malloc'ed, owned) in kernel order, or NULL */

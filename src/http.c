@@ -928,12 +928,7 @@ static void *reaper_main(void *arg)
 				shutdown(w->fd, SHUT_RDWR);
 			}
 		}
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += 250 * 1000 * 1000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		ts = clock_deadline(CLOCK_MONOTONIC, 250 * 1000000ull);
 		pthread_cond_timedwait(&srv->watch_cv, &srv->watch_mu, &ts);
 	}
 	pthread_mutex_unlock(&srv->watch_mu);

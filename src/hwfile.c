@@ -48,6 +48,7 @@ int hwfile_read_line(char *out, size_t outsz, const char *fmt, ...)
 	char path[HWFILE_PATH_MAX];
 	va_list ap;
 	int rc;
+	size_t lead;
 	size_t len;
 
 	va_start(ap, fmt);
@@ -59,6 +60,8 @@ int hwfile_read_line(char *out, size_t outsz, const char *fmt, ...)
 	len = strlen(out);
 	while (len > 0 && isspace((unsigned char)out[len - 1]))
 		out[--len] = '\0';
+	lead = strspn(out, " \t\r\v\f");
+	memmove(out, out + lead, len - lead + 1);
 	return 0;
 }
 

@@ -16,8 +16,8 @@
 #define HWFILE_PATH_MAX 512
 
 /*
- * Reads the first line of a small file (at most outsz - 1 bytes, the trailing newline and spaces cut) into out.
- * Returns 0, or -1 when the path is too long or the file cannot be read.
+ * Reads the first line of a small file (at most outsz - 1 bytes) into out, without its newline and the white space
+ * around it (drivers pad some attributes). Returns 0, or -1 when the path is too long or the file cannot be read.
  */
 int hwfile_read_line(char *out, size_t outsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <time.h>
 
+#include "clock.h"
+
 #define LOG_LINE_MAX (64 * 1024)
 
 static atomic_int log_min = LOGL_INFO;
@@ -290,14 +292,8 @@ static void *flusher(void *arg)
 	(void)arg;
 	pthread_mutex_lock(&out.mu);
 	while (!out.stop) {
-		struct timespec until;
+		struct timespec until = clock_deadline(CLOCK_REALTIME, LOG_FLUSH_MS * 1000000ull);
 
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += LOG_FLUSH_MS * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
 		pthread_cond_timedwait(&out.cond, &out.mu, &until);
 		out_flush_locked();
 	}

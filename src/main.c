@@ -9,10 +9,11 @@
 #include <unistd.h>
 
 #include "app.h"
+#include "cli.h"
+#include "cli_run.h"
 #include "cli_select.h"
 #include "clock.h"
 #include "exec.h"
-#include "cli_run.h"
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
@@ -23,8 +24,6 @@
 #include "signals.h"
 #include "store.h"
 #include "version.h"
-
-#define EXIT_USAGE 2
 
 static void usage(FILE *out)
 {
@@ -42,28 +41,11 @@ static void usage(FILE *out)
 		"  run        run a kernel on the best device: run KERNEL [--n N] [--m M --k K] [--device ID] ...\n"
 		"  help       print this text\n"
 		"\n"
-		"Every command takes the settings below; `acceld COMMAND --help` prints them too.\n\n");
+		"Exit status: 0 done (or help printed), 1 the command failed or found what it reports (no device meets\n"
+		"the constraints, a job failed), 2 bad usage or a bad setting (flag, environment or config file).\n"
+		"\n"
+		"Every command but version and routes takes the settings below; `acceld COMMAND --help` prints them too.\n\n");
 	config_usage(out);
-}
-
-/* Loads the configuration for a command; returns 0, or the exit code to leave with. */
-static int load_config(struct config *cfg, int argc, char **argv)
-{
-	char err[1024];
-	int rc = config_load(cfg, argc, argv, NULL, err, sizeof(err));
-
-	if (rc == 1) {
-		usage(stdout);
-		config_release(cfg);
-		return -1;
-	}
-	if (rc != 0) {
-		fprintf(stderr, "acceld: %s\n", err);
-		config_release(cfg);
-		return EXIT_USAGE;
-	}
-	log_set_level((enum log_level)cfg->log_level);
-	return 0;
 }
 
 /* Waits for in-flight requests to finish, at most the grace period; a second signal cuts the wait short. */
@@ -100,9 +82,8 @@ static int cmd_serve(int argc, char **argv)
 	json_t *cfg_json;
 
 	memset(&app, 0, sizeof(app));
-	rc = load_config(&app.cfg, argc, argv);
-	if (rc != 0)
-		return rc < 0 ? 0 : rc;
+	if (!cli_load_config(&app.cfg, "serve", argc, argv, usage, &rc))
+		return rc;
 	app.started_at_ms = clock_real_ms();
 
 	log_buffering_start();
@@ -110,7 +91,7 @@ static int cmd_serve(int argc, char **argv)
 		log_msg(LOGL_ERROR, "main", "cannot install signal handlers");
 		log_buffering_stop();
 		config_release(&app.cfg);
-		return 1;
+		return CLI_EXIT_FAIL;
 	}
 
 	cfg_json = config_to_json(&app.cfg);
@@ -127,7 +108,7 @@ static int cmd_serve(int argc, char **argv)
 		metrics_free(app.metrics);
 		log_buffering_stop();
 		config_release(&app.cfg);
-		return 1;
+		return CLI_EXIT_FAIL;
 	}
 	log_fields(LOGL_INFO, "http", "listening",
 		   (struct log_field[]){LOG_S("host", app.cfg.listen_host), LOG_I("port", http_server_port(app.http)),
@@ -151,14 +132,14 @@ static int cmd_serve(int argc, char **argv)
 		sampler_free(app.sampler);
 		store_flush(app.store, 2000);
 		log_buffering_stop();
-		_exit(0);
+		_exit(CLI_EXIT_OK);
 	}
 	app_services_stop(&app);
 	metrics_free(app.metrics);
 	log_msg(LOGL_INFO, "main", "stopped");
 	log_buffering_stop();
 	config_release(&app.cfg);
-	return 0;
+	return CLI_EXIT_OK;
 }
 
 static int cmd_version(int argc, char **argv)
@@ -167,14 +148,14 @@ static int cmd_version(int argc, char **argv)
 
 	(void)argv;
 	if (argc > 0) {
-		fprintf(stderr, "acceld: version takes no options\n");
-		return EXIT_USAGE;
+		fprintf(stderr, "acceld version: takes no options\n");
+		return CLI_EXIT_USAGE;
 	}
 	v = version_json();
 	json_dumpf(v, stdout, JSON_INDENT(2));
 	fputc('\n', stdout);
 	json_decref(v);
-	return 0;
+	return CLI_EXIT_OK;
 }
 
 static int cmd_routes(int argc, char **argv)
@@ -184,26 +165,26 @@ static int cmd_routes(int argc, char **argv)
 
 	(void)argv;
 	if (argc > 0) {
-		fprintf(stderr, "acceld: routes takes no options\n");
-		return EXIT_USAGE;
+		fprintf(stderr, "acceld routes: takes no options\n");
+		return CLI_EXIT_USAGE;
 	}
 	for (size_t i = 0; i < n; i++)
 		printf("%s %s%s\n", http_method_name(t[i].method), t[i].pattern,
 		       (t[i].flags & ROUTE_AUTH) ? " auth" : "");
-	return 0;
+	return CLI_EXIT_OK;
 }
 
 static int cmd_reasons(int argc, char **argv)
 {
 	(void)argv;
 	if (argc > 0) {
-		fprintf(stderr, "acceld: reasons takes no options\n");
-		return EXIT_USAGE;
+		fprintf(stderr, "acceld reasons: takes no options\n");
+		return CLI_EXIT_USAGE;
 	}
 	for (int i = 0; i < REASON_COUNT; i++)
 		printf("%s %d %s\n", reason_name((enum reason)i), reason_status((enum reason)i),
 		       reason_title((enum reason)i));
-	return 0;
+	return CLI_EXIT_OK;
 }
 
 static int cmd_help(int argc, char **argv)
@@ -211,7 +192,7 @@ static int cmd_help(int argc, char **argv)
 	(void)argc;
 	(void)argv;
 	usage(stdout);
-	return 0;
+	return CLI_EXIT_OK;
 }
 
 static const struct command {
@@ -236,11 +217,11 @@ int main(int argc, char **argv)
 {
 	if (argc < 2) {
 		usage(stderr);
-		return EXIT_USAGE;
+		return CLI_EXIT_USAGE;
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (strcmp(argv[1], commands[i].name) == 0)
 			return commands[i].fn(argc - 2, argv + 2);
 	fprintf(stderr, "acceld: unknown command '%s' (see acceld --help)\n", argv[1]);
-	return EXIT_USAGE;
+	return CLI_EXIT_USAGE;
 }

@@ -1,8 +1,8 @@
 /*
  * probe_cpu: the host's CPUs as one device. hwloc gives the topology (packages, cores, PUs, NUMA nodes, caches,
- * model) restricted to the CPUs this process may use; the cgroup files give what hwloc ignores: the CPU quota
- * (v2 cpu.max, v1 cpu.cfs_quota_us/cfs_period_us) and the memory limit (v2 memory.max, v1
- * memory.limit_in_bytes). Every file is read below cfg->sysfs_root and cfg->proc_root so tests use fixture trees.
+ * model) restricted to the CPUs this process may use; the cgroup (cgroup.h: v2, v1 or hybrid) gives what hwloc
+ * ignores: the cpuset of the configured tree, the CPU quota and the memory limit. Every file is read below
+ * cfg->sysfs_root and cfg->proc_root so tests use fixture trees.
  */
 #include <errno.h>
 #include <hwloc.h>
@@ -12,25 +12,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "cgroup.h"
 #include "clock.h"
 #include "mem.h"
 #include "probe.h"
 
-#define CG_PATH_MAX 1024
-#define CG_DEPTH_MAX 32
-
-/* Where this process's cgroups are, resolved at each full probe and kept for telemetry. */
+/* This process's cgroup folders, resolved at each full probe and kept for telemetry. */
 struct cpu_state {
-	bool v2;
-	char cpu_dir[CG_PATH_MAX];    /* v2: the one unified dir; v1: the cpu controller's dir */
-	char cpu_root[CG_PATH_MAX];   /* the mount, where walking up stops */
-	char mem_dir[CG_PATH_MAX];
-	char mem_root[CG_PATH_MAX];
-	char set_dir[CG_PATH_MAX];
-	char set_root[CG_PATH_MAX];
+	struct cgroup cg;
 	uint64_t prev_busy;
 	uint64_t prev_total;
 	bool have_prev;
@@ -67,236 +57,6 @@ static int parse_u64(const char *s, uint64_t *out)
 	return 0;
 }
 
-static bool is_dir(const char *path)
-{
-	struct stat st;
-
-	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-/*
- * Sets dir to root + path when that folder exists, else to root (inside a cgroup namespace the path names a place
- * the mount does not show).
- */
-static void cg_dir(const char *root, const char *path, char *dir, size_t dirsz)
-{
-	if (snprintf(dir, dirsz, "%s%s", root, path) >= (int)dirsz || !is_dir(dir))
-		snprintf(dir, dirsz, "%s", root);
-	while (strlen(dir) > strlen(root) && dir[strlen(dir) - 1] == '/')
-		dir[strlen(dir) - 1] = '\0';
-}
-
-/* True when controller is in the comma-separated list. */
-static bool has_controller(const char *list, const char *controller)
-{
-	size_t n = strlen(controller);
-
-	while (*list) {
-		size_t len = strcspn(list, ",");
-
-		if (len == n && strncmp(list, controller, n) == 0)
-			return true;
-		list += len;
-		if (*list == ',')
-			list++;
-	}
-	return false;
-}
-
-/* Finds the v1 mount of a controller: "cpu", "cpu,cpuacct" or "cpuacct,cpu" below fs/cgroup. */
-static void v1_root(const struct config *cfg, const char *const *names, char *root, size_t rootsz)
-{
-	for (size_t i = 0; names[i] != NULL; i++) {
-		snprintf(root, rootsz, "%s/fs/cgroup/%s", cfg->sysfs_root, names[i]);
-		if (is_dir(root))
-			return;
-	}
-	root[0] = '\0';
-}
-
-/* Resolves the cgroup folders of this process from <proc>/self/cgroup. */
-static void cg_resolve(const struct config *cfg, struct cpu_state *st)
-{
-	static const char *const cpu_names[] = {"cpu,cpuacct", "cpu", "cpuacct,cpu", NULL};
-	static const char *const mem_names[] = {"memory", NULL};
-	static const char *const set_names[] = {"cpuset", NULL};
-	char path[CG_PATH_MAX];
-	char line[CG_PATH_MAX];
-	char unified[CG_PATH_MAX];
-	FILE *f;
-
-	st->cpu_dir[0] = st->mem_dir[0] = st->set_dir[0] = '\0';
-	snprintf(unified, sizeof(unified), "%s/fs/cgroup", cfg->sysfs_root);
-	snprintf(path, sizeof(path), "%s/fs/cgroup/cgroup.controllers", cfg->sysfs_root);
-	st->v2 = access(path, R_OK) == 0;
-	if (st->v2) {
-		snprintf(st->cpu_root, sizeof(st->cpu_root), "%s", unified);
-		snprintf(st->mem_root, sizeof(st->mem_root), "%s", unified);
-		snprintf(st->set_root, sizeof(st->set_root), "%s", unified);
-	} else {
-		v1_root(cfg, cpu_names, st->cpu_root, sizeof(st->cpu_root));
-		v1_root(cfg, mem_names, st->mem_root, sizeof(st->mem_root));
-		v1_root(cfg, set_names, st->set_root, sizeof(st->set_root));
-	}
-	snprintf(path, sizeof(path), "%s/self/cgroup", cfg->proc_root);
-	f = fopen(path, "re");
-	if (f == NULL)
-		goto out;
-	while (fgets(line, sizeof(line), f) != NULL) {
-		char *c1 = strchr(line, ':');
-		char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-		char *p;
-
-		if (c2 == NULL)
-			continue;
-		*c1 = '\0';
-		*c2 = '\0';
-		p = c2 + 1;
-		p[strcspn(p, "\n")] = '\0';
-		if (st->v2) {
-			if (strcmp(line, "0") == 0 && c1[1] == '\0') {
-				cg_dir(st->cpu_root, p, st->cpu_dir, sizeof(st->cpu_dir));
-				snprintf(st->mem_dir, sizeof(st->mem_dir), "%s", st->cpu_dir);
-				snprintf(st->set_dir, sizeof(st->set_dir), "%s", st->cpu_dir);
-			}
-			continue;
-		}
-		if (has_controller(c1 + 1, "cpu") && st->cpu_root[0])
-			cg_dir(st->cpu_root, p, st->cpu_dir, sizeof(st->cpu_dir));
-		if (has_controller(c1 + 1, "memory") && st->mem_root[0])
-			cg_dir(st->mem_root, p, st->mem_dir, sizeof(st->mem_dir));
-		if (has_controller(c1 + 1, "cpuset") && st->set_root[0])
-			cg_dir(st->set_root, p, st->set_dir, sizeof(st->set_dir));
-	}
-	fclose(f);
-out:
-	/* without /proc/self/cgroup the mount itself is the best guess */
-	if (st->cpu_dir[0] == '\0' && st->cpu_root[0] && is_dir(st->cpu_root))
-		snprintf(st->cpu_dir, sizeof(st->cpu_dir), "%s", st->cpu_root);
-	if (st->mem_dir[0] == '\0' && st->mem_root[0] && is_dir(st->mem_root))
-		snprintf(st->mem_dir, sizeof(st->mem_dir), "%s", st->mem_root);
-	if (st->set_dir[0] == '\0' && st->set_root[0] && is_dir(st->set_root))
-		snprintf(st->set_dir, sizeof(st->set_dir), "%s", st->set_root);
-}
-
-/* Cuts the last path component off dir unless it is root; returns false when it was root already. */
-static bool cg_parent(char *dir, const char *root)
-{
-	char *slash;
-
-	if (strlen(dir) <= strlen(root))
-		return false;
-	slash = strrchr(dir, '/');
-	if (slash == NULL || (size_t)(slash - dir) < strlen(root))
-		return false;
-	*slash = '\0';
-	return true;
-}
-
-/* The CPU quota in CPUs, the tightest over the cgroup and its ancestors; NAN when unlimited or unknown. */
-static double cg_quota(const struct cpu_state *st, bool *seen)
-{
-	char dir[CG_PATH_MAX];
-	char path[CG_PATH_MAX + 32];
-	char text[128];
-	double best = NAN;
-
-	if (st->cpu_dir[0] == '\0')
-		return NAN;
-	snprintf(dir, sizeof(dir), "%s", st->cpu_dir);
-	for (int depth = 0; depth < CG_DEPTH_MAX; depth++) {
-		uint64_t quota = 0;
-		uint64_t period = 0;
-		bool limited = false;
-
-		if (st->v2) {
-			snprintf(path, sizeof(path), "%s/cpu.max", dir);
-			if (read_text(path, text, sizeof(text)) == 0) {
-				char *sp = strchr(text, ' ');
-
-				*seen = true;
-				if (sp != NULL && strncmp(text, "max", 3) != 0) {
-					*sp = '\0';
-					limited = parse_u64(text, &quota) == 0 && parse_u64(sp + 1, &period) == 0;
-				}
-			}
-		} else {
-			snprintf(path, sizeof(path), "%s/cpu.cfs_quota_us", dir);
-			if (read_text(path, text, sizeof(text)) == 0) {
-				*seen = true;
-				if (text[0] != '-' && parse_u64(text, &quota) == 0) {
-					snprintf(path, sizeof(path), "%s/cpu.cfs_period_us", dir);
-					limited = read_text(path, text, sizeof(text)) == 0 &&
-						  parse_u64(text, &period) == 0;
-				}
-			}
-		}
-		if (limited && quota > 0 && period > 0) {
-			double cpus = (double)quota / (double)period;
-
-			if (isnan(best) || cpus < best)
-				best = cpus;
-		}
-		if (!cg_parent(dir, st->cpu_root))
-			break;
-	}
-	return best;
-}
-
-/* The memory limit in bytes, the tightest over the cgroup and its ancestors; 0 when unlimited or unknown. */
-static uint64_t cg_mem_limit(const struct cpu_state *st, bool *seen)
-{
-	char dir[CG_PATH_MAX];
-	char path[CG_PATH_MAX + 32];
-	char text[64];
-	uint64_t best = 0;
-
-	if (st->mem_dir[0] == '\0')
-		return 0;
-	snprintf(dir, sizeof(dir), "%s", st->mem_dir);
-	for (int depth = 0; depth < CG_DEPTH_MAX; depth++) {
-		uint64_t v;
-
-		snprintf(path, sizeof(path), "%s/%s", dir, st->v2 ? "memory.max" : "memory.limit_in_bytes");
-		if (read_text(path, text, sizeof(text)) == 0) {
-			*seen = true;
-			/* v1 writes "no limit" as a page-rounded LLONG_MAX */
-			if (parse_u64(text, &v) == 0 && v < (1ull << 62) && (best == 0 || v < best))
-				best = v;
-		}
-		if (!cg_parent(dir, st->mem_root))
-			break;
-	}
-	return best;
-}
-
-/* Memory the cgroup uses that it cannot give back cheaply: usage minus inactive page cache. */
-static bool cg_mem_used(const struct cpu_state *st, uint64_t *used)
-{
-	char path[CG_PATH_MAX + 32];
-	char text[64];
-	char line[256];
-	uint64_t usage;
-	uint64_t inactive = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", st->mem_dir, st->v2 ? "memory.current" : "memory.usage_in_bytes");
-	if (st->mem_dir[0] == '\0' || read_text(path, text, sizeof(text)) != 0 || parse_u64(text, &usage) != 0)
-		return false;
-	snprintf(path, sizeof(path), "%s/memory.stat", st->mem_dir);
-	f = fopen(path, "re");
-	if (f != NULL) {
-		const char *key = st->v2 ? "inactive_file " : "total_inactive_file ";
-
-		while (fgets(line, sizeof(line), f) != NULL)
-			if (strncmp(line, key, strlen(key)) == 0 && parse_u64(line + strlen(key), &inactive) != 0)
-				inactive = 0;
-		fclose(f);
-	}
-	*used = usage > inactive ? usage - inactive : 0;
-	return true;
-}
-
 /* MemTotal and MemAvailable from <proc>/meminfo, in bytes. */
 static void meminfo(const struct config *cfg, uint64_t *total, uint64_t *avail)
 {
@@ -320,19 +80,22 @@ static void meminfo(const struct config *cfg, uint64_t *total, uint64_t *avail)
 	fclose(f);
 }
 
-/* Fills memory total/available, honouring the cgroup limit. Returns true when a cgroup file was read. */
-static bool fill_memory(const struct config *cfg, const struct cpu_state *st, struct device *d)
+/* Fills memory total/available, honouring the cgroup limit. Returns true when a cgroup limit file was read. */
+static bool fill_memory(const struct config *cfg, const struct cgroup *cg, struct device *d)
 {
 	uint64_t total;
 	uint64_t avail;
-	uint64_t used;
-	bool seen = false;
-	uint64_t limit = cg_mem_limit(st, &seen);
+	uint64_t usage;
+	uint64_t inactive;
+	uint64_t limit;
+	bool seen = cgroup_memory_limit(cg, &limit) == 0;
 
 	meminfo(cfg, &total, &avail);
 	if (limit != 0 && (total == 0 || limit < total)) {
 		total = limit;
-		if (cg_mem_used(st, &used)) {
+		/* what the cgroup uses and cannot give back cheaply: usage minus inactive page cache */
+		if (cgroup_memory_usage(cg, &usage, &inactive) == 0) {
+			uint64_t used = usage > inactive ? usage - inactive : 0;
 			uint64_t room = limit > used ? limit - used : 0;
 
 			if (avail == 0 || room < avail)
@@ -398,8 +161,7 @@ static void cpuinfo(const struct config *cfg, struct device *d)
 			while (*val == ' ' || *val == '\t')
 				val++;
 			if (strncmp(line, "model name", 10) == 0 && d->model[0] == '\0') {
-				DEVICE_SET(d->model, val);
-				d->model[strcspn(d->model, "\n")] = '\0';
+				DEVICE_SET_TRIMMED(d->model, val);
 			} else if (strncmp(line, "cpu MHz", 7) == 0 && mhz == 0) {
 				mhz = strtod(val, NULL);
 			} else if ((strncmp(line, "flags", 5) == 0 || strncmp(line, "Features", 8) == 0) && best < 0) {
@@ -470,22 +232,12 @@ static void estimate_peak(struct device *d)
 		 why);
 }
 
-/* The cpuset of a cgroup (cpuset.cpus.effective, v1 cpuset.effective_cpus or cpuset.cpus) into set. */
-static bool cg_cpuset(const struct cpu_state *st, hwloc_bitmap_t set)
+/* The cgroup's cpuset into set. */
+static bool cg_cpuset(const struct cgroup *cg, hwloc_bitmap_t set)
 {
-	static const char *const names[] = {"cpuset.cpus.effective", "cpuset.effective_cpus", "cpuset.cpus"};
-	char path[CG_PATH_MAX + 32];
 	char text[1024];
 
-	if (st->set_dir[0] == '\0')
-		return false;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", st->set_dir, names[i]);
-		if (read_text(path, text, sizeof(text)) == 0 && text[0] != '\0' &&
-		    hwloc_bitmap_list_sscanf(set, text) == 0)
-			return true;
-	}
-	return false;
+	return cgroup_cpuset(cg, text, sizeof(text)) == 0 && hwloc_bitmap_list_sscanf(set, text) == 0;
 }
 
 /* Objects of a type with at least one PU in set (a package counts though only some of its cores are usable). */
@@ -515,7 +267,7 @@ static hwloc_obj_t next_touching(hwloc_topology_t topo, hwloc_const_cpuset_t set
 }
 
 /* Topology from hwloc, restricted to the CPUs this process may run on. */
-static bool fill_topology(const struct cpu_state *st, struct device *d, char *why, size_t whysz, bool *cg_seen)
+static bool fill_topology(const struct cgroup *cg, struct device *d, char *why, size_t whysz, bool *cg_seen)
 {
 	static const char *const io_components[] = {"opencl", "cuda", "nvml", "rsmi", "levelzero", "gl", "pci",
 						     "linuxio"};
@@ -555,7 +307,7 @@ static bool fill_topology(const struct cpu_state *st, struct device *d, char *wh
 				hwloc_bitmap_set(other, (unsigned)i);
 		hwloc_bitmap_and(set, set, other);
 	}
-	if (cg_cpuset(st, other)) {
+	if (cg_cpuset(cg, other)) {
 		*cg_seen = true;
 		hwloc_bitmap_and(set, set, other);
 	}
@@ -586,10 +338,11 @@ static bool fill_topology(const struct cpu_state *st, struct device *d, char *wh
 		const char *model = hwloc_obj_get_info_by_name(pkg, "CPUModel");
 		const char *vendor = hwloc_obj_get_info_by_name(pkg, "CPUVendor");
 
+		/* CPUID's brand string is padded to 48 bytes with blanks */
 		if (model != NULL)
-			DEVICE_SET(d->model, model);
+			DEVICE_SET_TRIMMED(d->model, model);
 		if (vendor != NULL)
-			DEVICE_SET(d->vendor, vendor);
+			DEVICE_SET_TRIMMED(d->vendor, vendor);
 	}
 	ok = true;
 out:
@@ -614,20 +367,21 @@ static void cpu_probe(void **state, const struct config *cfg, struct device_list
 		st = xcalloc(1, sizeof(*st));
 		*state = st;
 	}
-	cg_resolve(cfg, st);
+	cgroup_find(&st->cg, cfg->sysfs_root, cfg->proc_root);
 	device_init(&d, DEVICE_CPU);
 	d.backends = BACKEND_HWLOC;
 	res->available = true;
-	if (!fill_topology(st, &d, res->why, sizeof(res->why), &cg_seen)) {
+	if (!fill_topology(&st->cg, &d, res->why, sizeof(res->why), &cg_seen)) {
 		res->ok = false;
 		return;
 	}
 	cpuinfo(cfg, &d);
-	d.cpu.quota_cpus = cg_quota(st, &cg_seen);
+	if (cgroup_cpu_quota(&st->cg, &d.cpu.quota_cpus) == 0)
+		cg_seen = true;
 	d.cpu.effective_cpus = d.cpu.pus;
 	if (!isnan(d.cpu.quota_cpus) && d.cpu.quota_cpus < d.cpu.effective_cpus)
 		d.cpu.effective_cpus = d.cpu.quota_cpus;
-	if (fill_memory(cfg, st, &d))
+	if (fill_memory(cfg, &st->cg, &d))
 		cg_seen = true;
 	if (cg_seen)
 		d.backends |= BACKEND_CGROUP;
@@ -639,10 +393,10 @@ static void cpu_probe(void **state, const struct config *cfg, struct device_list
 	}
 	device_list_add(out, &d);
 	res->ok = true;
-	if (st->cpu_dir[0] == '\0' && st->mem_dir[0] == '\0' && st->set_dir[0] == '\0')
+	if (cgroup_mode(&st->cg) == NULL)
 		snprintf(res->why, sizeof(res->why), "no cgroup found under %.200s/fs/cgroup", cfg->sysfs_root);
 	else
-		snprintf(res->why, sizeof(res->why), "cgroup %s%s", st->v2 ? "v2" : "v1",
+		snprintf(res->why, sizeof(res->why), "cgroup %s%s", cgroup_mode(&st->cg),
 			 cg_seen ? "" : " (no limit files found)");
 }
 
@@ -662,7 +416,7 @@ static void cpu_refresh(void **state, const struct config *cfg, struct device_li
 
 		if (d->type != DEVICE_CPU)
 			continue;
-		fill_memory(cfg, st, d);
+		fill_memory(cfg, &st->cg, d);
 		if (cpu_times(cfg, &busy, &total)) {
 			if (st->have_prev && total > st->prev_total && busy >= st->prev_busy)
 				d->telemetry.utilization_ratio =

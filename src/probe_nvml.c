@@ -304,6 +304,7 @@ static void read_pci(const struct nvml_state *st, nvml_device h, unsigned gi, st
 	len = st->api.pci_info_v1 ? sizeof(p.bus_id_legacy) : sizeof(p.bus_id);
 	memcpy(text, st->api.pci_info_v1 ? p.bus_id_legacy : p.bus_id, len);
 	text[len] = '\0';
+	DEVICE_SET_TRIMMED(text, text);
 	if (hwfile_pci_normalise(text, d->pci_bus_id, sizeof(d->pci_bus_id)) != 0)
 		snprintf(d->pci_bus_id, sizeof(d->pci_bus_id), "%04x:%02x:%02x.0", p.domain & 0xffffu,
 			 p.bus & 0xffu, p.device & 0x1fu);
@@ -324,12 +325,14 @@ static void read_static(const struct nvml_state *st, const struct config *cfg, n
 
 	if (a->name && call_ok(st, a->name(h, text, sizeof(text)), gi, "name", res)) {
 		text[sizeof(text) - 1] = '\0';
-		DEVICE_SET(d->model, text);
+		DEVICE_SET_TRIMMED(d->model, text);
 	}
-	if (a->uuid && call_ok(st, a->uuid(h, d->uuid, sizeof(d->uuid)), gi, "uuid", res))
+	if (a->uuid && call_ok(st, a->uuid(h, d->uuid, sizeof(d->uuid)), gi, "uuid", res)) {
 		d->uuid[sizeof(d->uuid) - 1] = '\0';
-	else
+		DEVICE_SET_TRIMMED(d->uuid, d->uuid);
+	} else {
 		d->uuid[0] = '\0';
+	}
 	read_pci(st, h, gi, d, res);
 	if (a->max_clock && call_ok(st, a->max_clock(h, NVML_CLOCK_SM, &v), gi, "max sm clock", res) && v > 0 &&
 	    v < 100000) {
@@ -365,7 +368,7 @@ static void read_versions(const struct nvml_state *st, char *driver, size_t driv
 	if (st->api.driver_version && call_ok(st, st->api.driver_version(text, sizeof(text)), 0, "driver version",
 					      res)) {
 		text[sizeof(text) - 1] = '\0';
-		device_set_str(driver, driversz, text);
+		device_set_trimmed(driver, driversz, text);
 	}
 	/* 12040 is CUDA 12.4 */
 	if (st->api.cuda_version && call_ok(st, st->api.cuda_version(&v), 0, "cuda version", res) && v > 0 &&
@@ -394,6 +397,7 @@ static size_t list_mig(const struct nvml_state *st, const struct nvml_entry *e, 
 			    a->uuid(mh, uuids[count], NVML_UUID_SIZE) != NVML_SUCCESS)
 				continue;
 			uuids[count][NVML_UUID_SIZE - 1] = '\0';
+			device_set_trimmed(uuids[count], NVML_UUID_SIZE, uuids[count]);
 			parent[count++] = i;
 		}
 	}

@@ -171,7 +171,6 @@ static void fixup_run(void)
 static void dev_str(cl_device_id dev, cl_device_info what, char *out, size_t outsz)
 {
 	size_t need = 0;
-	size_t len;
 	char *tmp = NULL;
 
 	out[0] = '\0';
@@ -182,11 +181,8 @@ static void dev_str(cl_device_id dev, cl_device_info what, char *out, size_t out
 	if (clGetDeviceInfo(dev, what, need, tmp, NULL) != CL_SUCCESS)
 		goto out;
 	tmp[need] = '\0';
-	device_set_str(out, outsz, tmp);
-	/* drivers pad some strings with spaces */
-	len = strlen(out);
-	while (len > 0 && out[len - 1] == ' ')
-		out[--len] = '\0';
+	/* drivers pad some strings with blanks */
+	device_set_trimmed(out, outsz, tmp);
 out:
 	free(tmp);
 }
@@ -202,7 +198,7 @@ static void platform_name(cl_platform_id plat, char *out, size_t outsz)
 	tmp = xmalloc(need + 1);
 	if (clGetPlatformInfo(plat, CL_PLATFORM_NAME, need, tmp, NULL) == CL_SUCCESS) {
 		tmp[need] = '\0';
-		device_set_str(out, outsz, tmp);
+		device_set_trimmed(out, outsz, tmp);
 	}
 	free(tmp);
 }

@@ -132,7 +132,7 @@ static bool card_address(const char *root, const char *card, char *out, size_t o
 	while (fgets(path, sizeof(path), f) != NULL) {
 		if (strncmp(path, "PCI_SLOT_NAME=", 14) == 0) {
 			path[strcspn(path, "\n")] = '\0';
-			device_set_str(text, sizeof(text), path + 14);
+			device_set_trimmed(text, sizeof(text), path + 14);
 			break;
 		}
 	}
@@ -167,7 +167,7 @@ static bool read_card(const char *root, const char *card, struct candidate *c)
 	d->gpu.pci_device_id = (unsigned)(devid & 0xffffu);
 	d->backends = BACKEND_SYSFS;
 	if (hwfile_read_line(text, sizeof(text), "%s/product_name", c->dir) == 0 && text[0] != '\0')
-		DEVICE_SET(d->model, text);
+		DEVICE_SET_TRIMMED(d->model, text);
 	for (size_t i = 0; d->model[0] == '\0' && i < sizeof(known_ids) / sizeof(known_ids[0]); i++)
 		if (known_ids[i].vendor == vendor && known_ids[i].device == devid)
 			DEVICE_SET(d->model, known_ids[i].model);

@@ -200,6 +200,13 @@ static int env_line(const char *s, size_t len, struct tpu_env *out)
 			return -1;
 		val = s + v + 1;
 		vlen = len - v - 2;
+		/* blanks inside the quotes are padding too */
+		while (vlen > 0 && val[0] == ' ') {
+			val++;
+			vlen--;
+		}
+		while (vlen > 0 && val[vlen - 1] == ' ')
+			vlen--;
 		for (size_t i = 0; i < vlen; i++)
 			if (val[i] == '\'' || (unsigned char)val[i] < 0x20 || val[i] == 0x7f)
 				return -1;
@@ -351,10 +358,10 @@ static int metadata_fetch(const struct config *cfg, struct tpu_env *out, char *w
 	snprintf(url, sizeof(url), "%s/instance/attributes/accelerator-type", cfg->gce_metadata_url);
 	if (http_get(url, ms_left(start), &b, why, whysz) == 0) {
 		char *t = b.data;
-		size_t len = b.len;
+		size_t len;
 
-		while (len > 0 && isspace((unsigned char)t[len - 1]))
-			t[--len] = '\0';
+		device_set_trimmed(t, b.len + 1, t);
+		len = strlen(t);
 		if (len >= sizeof(out->accelerator_type) || probe_tpu_type_parse(t, gen, sizeof(gen), &n) != 0) {
 			snprintf(why, whysz, "accelerator-type is malformed");
 			goto out;
@@ -535,39 +542,54 @@ static bool google_host(const struct config *cfg)
 	       strstr(product, "Google") != NULL;
 }
 
+/*
+ * The variable's value without the blanks around it, in buf (cut at bufsz - 1, long enough for the checks to see
+ * a value too long for its field); NULL when it is unset or blank.
+ */
+static const char *env_trimmed(const char *name, char *buf, size_t bufsz)
+{
+	const char *v = getenv(name);
+
+	if (v == NULL)
+		return NULL;
+	device_set_trimmed(buf, bufsz, v);
+	return buf[0] != '\0' ? buf : NULL;
+}
+
 /* The slice facts from the environment, then the metadata server for what is still missing. */
 static unsigned slice_info(struct tpu_state *st, const struct config *cfg, struct tpu_env *info,
 			   struct probe_result *res)
 {
-	const char *type = getenv("TPU_ACCELERATOR_TYPE");
-	const char *topo = getenv("TPU_TOPOLOGY");
-	const char *worker = getenv("TPU_WORKER_ID");
-	const char *name = getenv("TPU_NAME");
+	char type_buf[128], topo_buf[128], worker_buf[32], name_buf[128];
+	const char *type = env_trimmed("TPU_ACCELERATOR_TYPE", type_buf, sizeof(type_buf));
+	const char *topo = env_trimmed("TPU_TOPOLOGY", topo_buf, sizeof(topo_buf));
+	const char *worker = env_trimmed("TPU_WORKER_ID", worker_buf, sizeof(worker_buf));
+	const char *name = env_trimmed("TPU_NAME", name_buf, sizeof(name_buf));
 	unsigned backends = 0;
 	unsigned n;
 	char gen[16];
 
 	memset(info, 0, sizeof(*info));
 	info->worker_id = -1;
-	if (type && *type) {
+	if (type) {
 		if (strlen(type) < sizeof(info->accelerator_type) && probe_tpu_type_parse(type, gen, sizeof(gen), &n) == 0)
 			DEVICE_SET(info->accelerator_type, type);
 		else
 			probe_note(res, "TPU_ACCELERATOR_TYPE '%.32s' is not a TPU type", type);
 	}
-	if (topo && *topo) {
+	if (topo) {
 		if (probe_tpu_topology_check(topo) == 0)
 			DEVICE_SET(info->topology, topo);
 		else
 			probe_note(res, "TPU_TOPOLOGY '%.32s' is malformed", topo);
 	}
-	if (worker && *worker) {
+	if (worker) {
 		if (parse_uint(worker, strlen(worker), 1000000, &n) == 0)
 			info->worker_id = (int)n;
 		else
 			probe_note(res, "TPU_WORKER_ID '%.16s' is malformed", worker);
 	}
-	if (name && *name) {
+	if (name) {
 		if (strlen(name) < sizeof(info->name) && strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-_.") ==
 							     strlen(name))
 			DEVICE_SET(info->name, name);

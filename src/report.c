@@ -9,13 +9,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "select.h"
+#include "cli.h"
 #include "clock.h"
 #include "config.h"
 #include "log.h"
 #include "mem.h"
+#include "select.h"
 
-#define EXIT_USAGE 2
 #define GIB 1073741824.0
 
 struct report_opts {
@@ -35,7 +35,7 @@ static void report_usage(FILE *out)
 	config_usage(out);
 }
 
-/* Takes report's own options out of argv; the rest (settings) go to config_load. Returns 0, 1 (help), or -1. */
+/* Takes report's own options out of argv; the rest (settings, --help) go to the configuration. Returns 0, or -1. */
 static int split_args(int argc, char **argv, struct report_opts *o, char **rest, int *nrest)
 {
 	*nrest = 0;
@@ -46,14 +46,12 @@ static int split_args(int argc, char **argv, struct report_opts *o, char **rest,
 			o->verbose = true;
 		} else if (strcmp(argv[i], "--nfd") == 0) {
 			if (i + 1 >= argc || argv[i + 1][0] == '\0') {
-				fprintf(stderr, "acceld: --nfd needs a file path\n");
+				fprintf(stderr, "acceld report: --nfd needs a file path\n");
 				return -1;
 			}
 			o->nfd = argv[++i];
 		} else if (strncmp(argv[i], "--nfd=", 6) == 0 && argv[i][6] != '\0') {
 			o->nfd = argv[i] + 6;
-		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			return 1;
 		} else {
 			rest[(*nrest)++] = argv[i];
 		}
@@ -392,27 +390,21 @@ int report_main(int argc, char **argv)
 	char **rest = xcalloc((size_t)argc + 1, sizeof(*rest));
 	char err[1024];
 	int nrest;
-	int rc = split_args(argc, argv, &o, rest, &nrest);
+	int rc = CLI_EXIT_OK;
+	bool loaded;
 
-	memset(&cfg, 0, sizeof(cfg));
-	if (rc != 0) {
-		report_usage(rc > 0 ? stdout : stderr);
+	if (split_args(argc, argv, &o, rest, &nrest) != 0) {
+		report_usage(stderr);
 		free(rest);
-		return rc > 0 ? 0 : EXIT_USAGE;
+		return CLI_EXIT_USAGE;
 	}
-	rc = config_load(&cfg, nrest, rest, NULL, err, sizeof(err));
+	loaded = cli_load_config(&cfg, "report", nrest, rest, report_usage, &rc);
 	free(rest);
-	if (rc != 0) {
-		if (rc > 0)
-			report_usage(stdout);
-		else
-			fprintf(stderr, "acceld: %s\n", err);
-		config_release(&cfg);
-		return rc > 0 ? 0 : EXIT_USAGE;
-	}
+	if (!loaded)
+		return rc;
 	/* the report is for people and scripts: only warnings and errors go to stderr */
 	log_set_level(o.verbose ? LOGL_INFO : LOGL_WARN);
-	detect_new(&cfg, NULL, 0, &det);
+	det = detect_new(&cfg, NULL, 0);
 	snap = detect_acquire(det);
 	if (o.json) {
 		fwrite(snap->json, 1, snap->json_len, stdout);
@@ -422,8 +414,8 @@ int report_main(int argc, char **argv)
 	}
 	if (o.nfd != NULL) {
 		if (report_write_nfd(snap, &cfg, o.nfd, err, sizeof(err)) != 0) {
-			fprintf(stderr, "acceld: %s\n", err);
-			rc = 1;
+			fprintf(stderr, "acceld report: %s\n", err);
+			rc = CLI_EXIT_FAIL;
 		} else if (!o.json) {
 			printf("\nNode Feature Discovery labels written to %s\n", o.nfd);
 		}

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cgroup.h"
 #include "clock.h"
 #include "hwfile.h"
 #include "log.h"
@@ -30,7 +31,7 @@ struct sampler {
 	uint64_t cg_prev_usec;
 	bool cg_prev_ok;
 	int64_t prev_ms;            /* wall clock of the previous reading */
-	char cgroup_dir[HWFILE_PATH_MAX];
+	struct cgroup cg;
 	struct store_sample last[SAMPLER_MAX_DEVICES];
 	size_t nlast;
 };
@@ -87,52 +88,6 @@ int sampler_read_meminfo(const char *proc_root, uint64_t *used_bytes)
 	return 0;
 }
 
-/* usage_usec from a cgroup v2 cpu.stat. */
-static int read_cgroup_usage(const char *dir, uint64_t *usec)
-{
-	char path[HWFILE_PATH_MAX + 16];
-	char line[256];
-	unsigned long long v;
-	int rc = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/cpu.stat", dir);
-	f = fopen(path, "r");
-	if (f == NULL)
-		return -1;
-	while (rc != 0 && fgets(line, sizeof(line), f) != NULL) {
-		if (sscanf(line, "usage_usec %llu", &v) == 1) {
-			*usec = v;
-			rc = 0;
-		}
-	}
-	fclose(f);
-	return rc;
-}
-
-/* Finds this process's cgroup v2 folder: "0::/path" in proc_root/self/cgroup, under sysfs_root/fs/cgroup. */
-static void find_cgroup(struct sampler *s)
-{
-	char path[HWFILE_PATH_MAX];
-	char line[HWFILE_PATH_MAX];
-	FILE *f;
-
-	s->cgroup_dir[0] = '\0';
-	snprintf(path, sizeof(path), "%s/self/cgroup", s->o.cfg->proc_root);
-	f = fopen(path, "r");
-	if (f == NULL)
-		return;
-	while (fgets(line, sizeof(line), f) != NULL) {
-		if (strncmp(line, "0::", 3) == 0) {
-			line[strcspn(line, "\n")] = '\0';
-			snprintf(s->cgroup_dir, sizeof(s->cgroup_dir), "%.200s/fs/cgroup%.280s", s->o.cfg->sysfs_root,
-				 strcmp(line + 3, "/") == 0 ? "" : line + 3);
-			break;
-		}
-	}
-	fclose(f);
-}
-
 /* Whether the CPU device is limited below the host (a quota or a smaller cpuset), so the cgroup is the truth. */
 static bool cpu_limited(const struct device *cpu, unsigned host_cpus)
 {
@@ -167,10 +122,10 @@ static void sample_cpu(struct sampler *s, const struct device *d, struct store_s
 	unsigned host = host_cpu_count(s->o.cfg->proc_root);
 	bool limited;
 
-	find_cgroup(s); /* each tick: the process may have been moved */
-	limited = s->cgroup_dir[0] && cpu_limited(d, host);
+	cgroup_find(&s->cg, s->o.cfg->sysfs_root, s->o.cfg->proc_root); /* each tick: the process may have moved */
+	limited = cgroup_mode(&s->cg) != NULL && cpu_limited(d, host);
 
-	if (limited && read_cgroup_usage(s->cgroup_dir, &usec) == 0) {
+	if (limited && cgroup_cpu_usage_usec(&s->cg, &usec) == 0) {
 		double cpus = isfinite(d->cpu.quota_cpus) ? d->cpu.quota_cpus : d->cpu.effective_cpus;
 
 		if (isfinite(d->cpu.effective_cpus) && d->cpu.effective_cpus < cpus)
@@ -183,7 +138,7 @@ static void sample_cpu(struct sampler *s, const struct device *d, struct store_s
 		x->source = STORE_SRC_CGROUP;
 		s->cg_prev_usec = usec;
 		s->cg_prev_ok = true;
-		if (hwfile_read_u64(&mem, "%s/memory.current", s->cgroup_dir) == 0)
+		if (cgroup_memory_usage(&s->cg, &mem, NULL) == 0)
 			x->memory_used_bytes = (double)mem;
 	} else if (sampler_read_proc_stat(s->o.cfg->proc_root, &t) == 0) {
 		if (s->host_prev_ok && t.total > s->host_prev.total && t.busy >= s->host_prev.busy)
@@ -273,27 +228,23 @@ static void prime(struct sampler *s)
 {
 	uint64_t usec;
 
-	find_cgroup(s);
+	cgroup_find(&s->cg, s->o.cfg->sysfs_root, s->o.cfg->proc_root);
 	s->host_prev_ok = sampler_read_proc_stat(s->o.cfg->proc_root, &s->host_prev) == 0;
-	s->cg_prev_ok = s->cgroup_dir[0] && read_cgroup_usage(s->cgroup_dir, &usec) == 0;
+	s->cg_prev_ok = cgroup_cpu_usage_usec(&s->cg, &usec) == 0;
 	if (s->cg_prev_ok)
 		s->cg_prev_usec = usec;
 	s->prev_ms = clock_real_ms();
 }
 
-enum acceld_err sampler_new(const struct sampler_opts *opts, struct sampler **out)
+struct sampler *sampler_new(const struct sampler_opts *opts)
 {
-	struct sampler *s;
+	struct sampler *s = xcalloc(1, sizeof(*s));
 
-	if (opts == NULL || opts->cfg == NULL || opts->devices.acquire == NULL || opts->devices.release == NULL)
-		return ACCELD_EINVAL;
-	s = xcalloc(1, sizeof(*s));
 	s->o = *opts;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cond, NULL);
 	prime(s);
-	*out = s;
-	return ACCELD_OK;
+	return s;
 }
 
 static void *sampler_main(void *arg)
@@ -303,15 +254,8 @@ static void *sampler_main(void *arg)
 
 	pthread_mutex_lock(&s->mu);
 	while (!s->stop) {
-		struct timespec ts;
+		struct timespec ts = clock_deadline(CLOCK_REALTIME, interval * 1000000ull);
 
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += (time_t)(interval / 1000);
-		ts.tv_nsec += (long)(interval % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
 		pthread_cond_timedwait(&s->cond, &s->mu, &ts);
 		if (s->stop)
 			break;
@@ -332,7 +276,7 @@ enum acceld_err sampler_start(struct sampler *s)
 	s->started = true;
 	log_fields(LOGL_INFO, "sampler", "sampling",
 		   (struct log_field[]){LOG_I("interval_ms", s->o.cfg->sample_interval_ms),
-					LOG_S("cgroup", s->cgroup_dir[0] ? s->cgroup_dir : NULL)},
+					LOG_S("cgroup", cgroup_dir(&s->cg, CGROUP_CPUACCT))},
 		   2);
 	return ACCELD_OK;
 }

@@ -3,8 +3,9 @@
  * the store.
  *
  * The CPU's utilisation comes from /proc/stat deltas (under cfg->proc_root), or, when the process runs in a cgroup
- * limited by a CPU quota or a smaller cpuset, from the cgroup's cpu.stat usage_usec over the CPUs it may use; its
- * memory from the cgroup's memory.current in that case, else MemTotal - MemAvailable. GPUs and TPUs report the
+ * limited by a CPU quota or a smaller cpuset, from the cgroup's CPU time (v2 cpu.stat usage_usec, v1
+ * cpuacct.usage; cgroup.h) over the CPUs it may use; its memory from the cgroup's usage (v2 memory.current, v1
+ * memory.usage_in_bytes) in that case, else MemTotal - MemAvailable. GPUs and TPUs report the
  * telemetry of the registry's snapshot (detect refreshes it); a device without telemetry reports the executor's
  * busy fraction when a callback gives one, or only its presence (so allocated cost still accrues). Every sample
  * names its source. A tick reads two small files and copies the snapshot: well under 1% of a core at 10 s.
@@ -40,8 +41,11 @@ struct sampler_opts {
 	void *busy_ctx;
 };
 
-/* Creates the sampler and takes the first CPU reading (so the first tick has a delta). Options are copied. */
-enum acceld_err sampler_new(const struct sampler_opts *opts, struct sampler **out);
+/*
+ * Creates the sampler and takes the first CPU reading (so the first tick has a delta). Options are copied;
+ * opts->cfg and opts->devices.acquire and .release must be set. Free it with sampler_free.
+ */
+struct sampler *sampler_new(const struct sampler_opts *opts);
 
 /* Starts the thread that ticks every cfg->sample_interval_ms. */
 enum acceld_err sampler_start(struct sampler *s);

@@ -39,7 +39,7 @@ struct select_request {
 	int prefer;                   /* enum prefer */
 	bool allow_tpu;
 	enum select_policy policy;
-	char device[16];              /* pinned device id; "" none */
+	char device[DEVICE_ID_MAX];   /* pinned device id; "" none */
 	uint64_t min_memory_bytes;    /* 0 = no constraint */
 	bool executable;              /* needs a /run backend */
 	int kernel;                   /* enum kernel_id: the work the device is for; -1 no hint */

@@ -190,7 +190,7 @@ struct conn {
 };
 
 struct devrec {
-	char id[16];
+	char id[DEVICE_ID_MAX];
 	char type[8];
 	char model[128];
 	char accelerator_type[32];
@@ -204,7 +204,7 @@ struct devrec {
 };
 
 struct keyrec {
-	char id[16];
+	char id[DEVICE_ID_MAX];
 	int64_t key;
 };
 
@@ -1075,17 +1075,10 @@ static void *writer_main(void *arg)
 		bool high = st->tail - st->head >= st->cap / 2 || st->jtail - st->jhead >= STORE_BACKLOG_RECORDS / 2;
 
 		if (!st->stop && !st->flush_req && !(high && !st->failing)) {
-			struct timespec ts;
 			unsigned wait_ms = st->failing || st->open_error[0] ? st->opts.retry_interval_ms
 									     : st->opts.flush_interval_ms;
+			struct timespec ts = clock_deadline(CLOCK_MONOTONIC, wait_ms * 1000000ull);
 
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			ts.tv_sec += wait_ms / 1000;
-			ts.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
 			pthread_cond_timedwait(&st->wake, &st->mu, &ts);
 		}
 		final = st->stop;
@@ -1331,13 +1324,7 @@ bool store_flush(struct store *st, unsigned timeout_ms)
 
 	if (st == NULL)
 		return false;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += timeout_ms / 1000;
-	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	ts = clock_deadline(CLOCK_MONOTONIC, timeout_ms * 1000000ull);
 	pthread_mutex_lock(&st->mu);
 	for (;;) {
 		empty = queues_empty(st) && !st->failing && atomic_load(&st->ready);

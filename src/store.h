@@ -100,7 +100,7 @@ const char *store_source_name(enum store_source src);
 
 /* One sampling tick of one device. Unknown figures are NAN. */
 struct store_sample {
-	char device[16];            /* "cpu:0" */
+	char device[DEVICE_ID_MAX]; /* "cpu:0" */
 	int64_t ts_ms;
 	uint32_t dt_ms;             /* wall time this sample stands for (the sampling interval) */
 	enum store_source source;
@@ -122,7 +122,7 @@ void store_devices_seen(struct store *st, const struct device *devs, size_t n, i
 /* A job as the jobs table keeps it. Unknown numbers are NAN (doubles) or 0 (times, sizes). */
 struct store_job {
 	char id[64];
-	char device[16];
+	char device[DEVICE_ID_MAX];
 	char kernel[16];
 	char backend[16];
 	char state[16];             /* exec_state_name: queued | running | succeeded | failed | timed_out | cancelled |
@@ -189,7 +189,7 @@ void store_retention(const struct store *st, int64_t *raw_ms, int64_t *minute_ms
 
 /* A device as the devices table remembers it. */
 struct store_device_row {
-	char id[16];
+	char id[DEVICE_ID_MAX];
 	char type[8];
 	char model[128];
 	char accelerator_type[32];

@@ -14,6 +14,8 @@
  *   FAKE_NVML_UTIL=P              every GPU reports P% utilisation (default 50 and 10, ...)
  *   FAKE_NVML_MIG=1               GPU 0 is in MIG mode with two instances (MIG-aaaa..., MIG-bbbb...)
  *   FAKE_NVML_NOT_SUPPORTED=call  that call answers "Not Supported" on every GPU
+ *   FAKE_NVML_PADDED=1            every string (names, UUIDs, the driver version) comes with blanks around it, as
+ *                                 drivers pad fixed-size fields
  * fake_nvml_calls(name) tells a test how often an entry point was called (by its exported name).
  */
 #include <stdlib.h>
@@ -208,9 +210,21 @@ static nvmlReturn_t gate(nvmlDevice_t h, const char *call)
 
 static nvmlReturn_t copy_text(char *buf, unsigned int len, const char *text)
 {
-	if (strlen(text) + 1 > len)
+	static const char lead[] = " \t ";
+	static const char trail[] = "   \t \n";
+	size_t n = strlen(text);
+
+	if (env_uint("FAKE_NVML_PADDED", 0)) {
+		if (sizeof(lead) - 1 + n + sizeof(trail) > len)
+			return ERR_INSUFFICIENT_SIZE;
+		memcpy(buf, lead, sizeof(lead) - 1);
+		memcpy(buf + sizeof(lead) - 1, text, n);
+		memcpy(buf + sizeof(lead) - 1 + n, trail, sizeof(trail));
+		return OK;
+	}
+	if (n + 1 > len)
 		return ERR_INSUFFICIENT_SIZE;
-	memcpy(buf, text, strlen(text) + 1);
+	memcpy(buf, text, n + 1);
 	return OK;
 }
 

@@ -1,5 +1,6 @@
 """Black-box tests of device detection: GET /devices and /devices/{id} with ETags, POST /devices/refresh, the CPU
-as hwloc and the kernel see it with PoCL merged into it, cgroup fixture trees, and `acceld report` in its forms."""
+as hwloc and the kernel see it with PoCL merged into it, cgroup fixture trees, strings from hardware and drivers
+trimmed of their padding, and `acceld report` in its forms."""
 import json
 import os
 import re
@@ -8,7 +9,7 @@ import tempfile
 import time
 import unittest
 
-from harness import FIXTURES, Server, ServerTestCase, run_cli
+from harness import FAKES, FIXTURES, Server, ServerTestCase, run_cli
 
 NS = "acceld.feature.node.kubernetes.io/"
 NO_NVML = {"ACCELD_NVML_LIBRARY": "/nonexistent/libnvidia-ml.so.1"}
@@ -201,6 +202,59 @@ class CgroupFixtures(unittest.TestCase):
         self.assertEqual(cpu["cpu"]["effective_cpus"], 1.0)
         self.assertEqual(cpu["memory"]["total_bytes"], 1 << 30)
         self.assertEqual(cpu["memory"]["available_bytes"], (1 << 30) - (256 << 20))
+
+
+def blank_edged(doc, path="$"):
+    """The paths of every string in doc (keys included) that starts or ends with white space."""
+    found = []
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            if k != k.strip():
+                found.append(path + "." + repr(k))
+            found += blank_edged(v, path + "." + k)
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            found += blank_edged(v, "%s[%d]" % (path, i))
+    elif isinstance(doc, str) and doc != doc.strip():
+        found.append("%s = %r" % (path, doc))
+    return found
+
+
+class PaddedStrings(unittest.TestCase):
+    """Drivers and firmware pad strings (CPUID brand strings, NVML and OpenCL names, sysfs files, the TPU
+    environment); /devices shows every one without blanks around it."""
+
+    def devices(self, env):
+        with Server(env=env) as s:
+            doc = s.get("/devices").json()
+        self.assertEqual(blank_edged(doc), [])
+        return doc["devices"]
+
+    def test_this_host(self):
+        self.devices(NO_NVML)
+
+    def test_padded_nvml_and_sysfs(self):
+        # the fake NVML pads every string it returns; GPU 1's product_name in the fixture has blanks on both sides
+        env = dict(fixture_env("amd-mi300x"), ACCELD_NVML_LIBRARY=os.path.join(FAKES, "libnvml.so"),
+                   FAKE_NVML_PADDED="1")
+        devs = self.devices(env)
+        models = sorted(d.get("model") for d in devs if d["type"] == "gpu")
+        self.assertEqual(models, ["AMD Instinct MI300X", "AMD Instinct MI300X", "NVIDIA H100 80GB HBM3",
+                                  "NVIDIA L4"])
+        nvidia = [d for d in devs if d.get("vendor") == "NVIDIA"]
+        self.assertEqual(nvidia[0]["gpu"]["driver_version"], "550.54.15")
+        self.assertTrue(nvidia[0]["uuid"].startswith("GPU-"))
+
+    def test_padded_tpu_environment(self):
+        env = dict(fixture_env("tpu-v6e-8"), ACCELD_DEV_ROOT=os.path.join(FIXTURES, "tpu-v6e-8", "dev"),
+                   TPU_ACCELERATOR_TYPE=" v6e-8\t", TPU_TOPOLOGY="2x4 ", TPU_NAME="  my-tpu ", TPU_WORKER_ID=" 0")
+        tpus = [d for d in self.devices(env) if d["type"] == "tpu"]
+        self.assertEqual(len(tpus), 8)
+        self.assertEqual(tpus[0]["tpu"]["accelerator_type"], "v6e-8")
+        self.assertEqual(tpus[0]["tpu"]["topology"], "2x4")
+        self.assertEqual(tpus[0]["tpu"]["name"], "my-tpu")
+        self.assertEqual(tpus[0]["tpu"]["worker_id"], 0)
+        self.assertIn("env", tpus[0]["backends"])
 
 
 class Report(unittest.TestCase):

@@ -183,7 +183,8 @@ START_TEST(merges_orders_and_names)
 	const struct detect_snapshot *s;
 	const struct device *d;
 
-	ck_assert_int_eq(detect_new(&cfg, all, NALL, &det), ACCELD_OK);
+	det = detect_new(&cfg, all, NALL);
+	ck_assert_ptr_nonnull(det);
 	s = detect_acquire(det);
 	ck_assert_uint_eq(s->n, 6);
 	ck_assert_uint_eq(s->generation, 1);
@@ -252,7 +253,7 @@ START_TEST(failing_probe_does_not_stop_others)
 	json_t *doc;
 	json_t *p;
 
-	detect_new(&cfg, all, NALL, &det);
+	det = detect_new(&cfg, all, NALL);
 	s = detect_acquire(det);
 	ck_assert_uint_eq(s->nprobes, NALL);
 	ck_assert_str_eq(s->probes[3].name, "broken");
@@ -284,7 +285,7 @@ START_TEST(only_failures_still_give_cpu0)
 	struct detect *det = NULL;
 	const struct detect_snapshot *s;
 
-	detect_new(&cfg, broken, 1, &det);
+	det = detect_new(&cfg, broken, 1);
 	s = detect_acquire(det);
 	ck_assert_uint_eq(s->n, 1);
 	ck_assert_str_eq(s->devices[0].id, "cpu:0");
@@ -305,7 +306,7 @@ START_TEST(refresh_generations_and_etags)
 	char etag1[40];
 	json_t *dev;
 
-	detect_new(&cfg, all, NALL, &det);
+	det = detect_new(&cfg, all, NALL);
 	s1 = detect_acquire(det);
 	snprintf(etag1, sizeof(etag1), "%s", detect_device_etag(s1, "gpu:0"));
 	ck_assert(s1->full);
@@ -354,7 +355,7 @@ START_TEST(refresher_thread_stops)
 	const struct detect_snapshot *s;
 
 	cfg.telemetry_interval_ms = 1;
-	detect_new(&cfg, all, NALL, &det);
+	det = detect_new(&cfg, all, NALL);
 	ck_assert_int_eq(detect_start(det), ACCELD_OK);
 	ck_assert_int_eq(detect_start(det), ACCELD_OK);
 	s = detect_acquire(det);
@@ -381,7 +382,7 @@ START_TEST(concurrent_refreshes_keep_snapshots_whole)
 
 	cfg.telemetry_interval_ms = 1;
 	cfg.topology_interval_ms = 1;
-	detect_new(&cfg, all, NALL, &det);
+	det = detect_new(&cfg, all, NALL);
 	ck_assert_int_eq(detect_start(det), ACCELD_OK);
 	for (int i = 0; i < 2; i++)
 		ck_assert_int_eq(pthread_create(&t[i], NULL, refresh_many, det), 0);

@@ -1,4 +1,5 @@
-/* Unit tests for device.c: unknowns stay absent in JSON, names, backends, and the device list. */
+/* Unit tests for device.c: unknowns stay absent in JSON, names, backends, trimmed strings, and the device list. */
+#include <stdio.h>
 #include <string.h>
 
 #include "check_main.h"
@@ -130,6 +131,42 @@ START_TEST(names_and_strings)
 }
 END_TEST
 
+START_TEST(hardware_strings_are_trimmed)
+{
+	struct device d;
+	char small[8];
+	char field[32];
+
+	device_init(&d, DEVICE_CPU);
+	/* CPUID's brand string is padded to 48 bytes */
+	DEVICE_SET_TRIMMED(d.model, "Oxide Virtual Turin-like Processor             ");
+	ck_assert_str_eq(d.model, "Oxide Virtual Turin-like Processor");
+	DEVICE_SET_TRIMMED(d.vendor, " \t AuthenticAMD\r\n");
+	ck_assert_str_eq(d.vendor, "AuthenticAMD");
+	/* blanks inside stay */
+	DEVICE_SET_TRIMMED(d.model, "  NVIDIA  H100  ");
+	ck_assert_str_eq(d.model, "NVIDIA  H100");
+	DEVICE_SET_TRIMMED(d.model, " \t\n ");
+	ck_assert_str_eq(d.model, "");
+	DEVICE_SET_TRIMMED(d.model, NULL);
+	ck_assert_str_eq(d.model, "");
+	/* cut at the field's size, and trimmed again when the cut falls after a blank */
+	DEVICE_SET_TRIMMED(small, "  abcdef");
+	ck_assert_str_eq(small, "abcdef");
+	DEVICE_SET_TRIMMED(small, "  abc defgh");
+	ck_assert_str_eq(small, "abc def");
+	DEVICE_SET_TRIMMED(small, "abcdef gh");
+	ck_assert_str_eq(small, "abcdef");
+	/* in place: src may be the field */
+	snprintf(field, sizeof(field), "   GPU-1234  ");
+	DEVICE_SET_TRIMMED(field, field);
+	ck_assert_str_eq(field, "GPU-1234");
+	/* the plain copy keeps blanks: request values are checked as given */
+	DEVICE_SET(small, " gpu:0 ");
+	ck_assert_str_eq(small, " gpu:0 ");
+}
+END_TEST
+
 START_TEST(list_grows)
 {
 	struct device_list l;
@@ -158,6 +195,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, known_fields_are_shown);
 	tcase_add_test(tc, tpu_and_cpu_members);
 	tcase_add_test(tc, names_and_strings);
+	tcase_add_test(tc, hardware_strings_are_trimmed);
 	tcase_add_test(tc, list_grows);
 	suite_add_tcase(s, tc);
 	return s;

@@ -168,7 +168,7 @@ static pthread_mutex_t rec_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t rec_cv = PTHREAD_COND_INITIALIZER;
 static int records;
 static char last_state[32];
-static char last_device[16];
+static char last_device[DEVICE_ID_MAX];
 static double last_cost;
 static int dones;
 static int starts;

@@ -167,7 +167,7 @@ START_TEST(jobs_land_where_selection_says)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct select_request s;
 		struct exec_refusal why = {.err = ACCELD_OK};
-		char err[256], want[16], ran[16];
+		char err[256], want[DEVICE_ID_MAX], ran[DEVICE_ID_MAX];
 
 		select_request_init(&s, &cfg);
 		ck_assert_int_eq(select_request_set(&s, "prefer", cases[i].prefer, err, sizeof(err)), ACCELD_OK);
@@ -191,7 +191,7 @@ START_TEST(constraints_refuse_and_fallback_is_the_callers)
 {
 	struct select_request s;
 	struct exec_refusal why = {.err = ACCELD_OK};
-	char err[256], ran[16];
+	char err[256], ran[DEVICE_ID_MAX];
 
 	/* nothing has 1 TiB: refused, naming the constraint */
 	select_request_init(&s, &cfg);

@@ -1,10 +1,14 @@
 /*
- * Unit tests for probe_cpu.c: hwloc on this host, with cgroup v2 and v1 fixture trees (tests/fixtures/cgroup-*)
- * read through cfg.sysfs_root and cfg.proc_root: cpuset, CPU quota, memory limit, and the figures built on them.
+ * Unit tests for probe_cpu.c: hwloc on this host, with cgroup v2, v1 and hybrid fixture trees (tests/fixtures/cgroup-*)
+ * read through cfg.sysfs_root and cfg.proc_root: cpuset, CPU quota, memory limit, and the figures built on them;
+ * and this host's topology given back to hwloc as XML (HWLOC_XMLFILE) with padded model and vendor strings.
  */
+#include <hwloc.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check_main.h"
 #include "probe.h"
@@ -124,6 +128,132 @@ START_TEST(cgroup_v1_limits)
 }
 END_TEST
 
+START_TEST(cgroup_hybrid_limits)
+{
+	struct device d;
+	struct probe_result res;
+	cpu_set_t set;
+	void *state = NULL;
+
+	/* v1 trees beside an empty unified tree: the limits come from the v1 files; no cpuset tree is mounted */
+	use_fixture("cgroup-hybrid");
+	probe_once(&d, &res, &state);
+	ck_assert_ptr_nonnull(strstr(res.why, "hybrid"));
+	ck_assert(d.backends & BACKEND_CGROUP);
+	ck_assert(sched_getaffinity(0, sizeof(set), &set) == 0);
+	ck_assert_uint_eq(d.cpu.pus, (unsigned)CPU_COUNT(&set));
+	ck_assert_double_eq_tol(d.cpu.quota_cpus, 2.5, 1e-9);
+	ck_assert_uint_eq(d.memory_total_bytes, 4294967296ull);
+	ck_assert_uint_eq(d.memory_available_bytes, 4294967296ull - (1073741824ull - 268435456ull));
+	probe_cpu_ops.release(state);
+}
+END_TEST
+
+/* Copies xml to f without the info elements named name. */
+static void write_without(FILE *f, const char *xml, const char *const *names, size_t nnames)
+{
+	const char *p = xml;
+
+	for (;;) {
+		const char *next = NULL;
+
+		for (size_t i = 0; i < nnames; i++) {
+			char key[64];
+			const char *at;
+
+			snprintf(key, sizeof(key), "<info name=\"%s\"", names[i]);
+			at = strstr(p, key);
+			if (at != NULL && (next == NULL || at < next))
+				next = at;
+		}
+		if (next == NULL) {
+			fputs(p, f);
+			return;
+		}
+		fwrite(p, 1, (size_t)(next - p), f);
+		p = strstr(next, "/>");
+		ck_assert_ptr_nonnull(p);
+		p += 2;
+	}
+}
+
+/*
+ * Writes this host's topology as hwloc XML to path, its CPUModel and CPUVendor replaced by model and vendor on the
+ * first package (NULL: left out), as a CPUID brand string padded with blanks reaches hwloc.
+ */
+static void write_topology(const char *path, const char *model, const char *vendor)
+{
+	static const char *const names[] = {"CPUModel", "CPUVendor"};
+	hwloc_topology_t topo;
+	char *xml = NULL;
+	char *edited;
+	char *pkg;
+	char *end;
+	int len = 0;
+	FILE *f;
+	FILE *mem;
+	size_t memlen = 0;
+
+	ck_assert_int_eq(hwloc_topology_init(&topo), 0);
+	ck_assert_int_eq(hwloc_topology_load(topo), 0);
+	ck_assert_int_eq(hwloc_topology_export_xmlbuffer(topo, &xml, &len, 0), 0);
+	mem = open_memstream(&edited, &memlen);
+	ck_assert_ptr_nonnull(mem);
+	write_without(mem, xml, names, 2);
+	fclose(mem);
+	hwloc_free_xmlbuffer(topo, xml);
+	hwloc_topology_destroy(topo);
+
+	/* the new infos go first inside the first package's element */
+	pkg = strstr(edited, "<object type=\"Package\"");
+	ck_assert_ptr_nonnull(pkg);
+	end = strchr(pkg, '>');
+	ck_assert_ptr_nonnull(end);
+	ck_assert(end[-1] != '/');
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fwrite(edited, 1, (size_t)(end + 1 - edited), f);
+	if (model != NULL)
+		fprintf(f, "\n<info name=\"CPUModel\" value=\"%s\"/>", model);
+	if (vendor != NULL)
+		fprintf(f, "\n<info name=\"CPUVendor\" value=\"%s\"/>", vendor);
+	fputs(end + 1, f);
+	ck_assert_int_eq(fclose(f), 0);
+	free(edited);
+}
+
+START_TEST(padded_model_strings_are_trimmed)
+{
+	char path[] = "/tmp/acceld-topology-XXXXXX";
+	int fd = mkstemp(path);
+	struct device d;
+	struct probe_result res;
+	void *state = NULL;
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	/* CPUID's brand string is padded to 48 bytes; hwloc passes it on as it is */
+	write_topology(path, "Oxide Virtual Turin-like Processor             ", "  AuthenticAMD ");
+	setenv("HWLOC_XMLFILE", path, 1);
+	use_fixture("cgroup-v2-limited");
+	probe_once(&d, &res, &state);
+	ck_assert_str_eq(d.model, "Oxide Virtual Turin-like Processor");
+	ck_assert_str_eq(d.vendor, "AuthenticAMD");
+	probe_cpu_ops.release(state);
+
+	/* without a model from hwloc, /proc/cpuinfo's "model name" (padded in this fixture) is used, trimmed */
+	write_topology(path, NULL, NULL);
+	state = NULL;
+	use_fixture("cgroup-v1-limited");
+	probe_once(&d, &res, &state);
+	ck_assert_str_eq(d.model, "Fixture CPU");
+	ck_assert_str_eq(d.vendor, "");
+	probe_cpu_ops.release(state);
+	unsetenv("HWLOC_XMLFILE");
+	unlink(path);
+}
+END_TEST
+
 START_TEST(no_cgroup_files)
 {
 	struct device d;
@@ -177,7 +307,9 @@ Suite *make_suite(void)
 
 	tcase_add_test(tc, cgroup_v2_limits);
 	tcase_add_test(tc, cgroup_v1_limits);
+	tcase_add_test(tc, cgroup_hybrid_limits);
 	tcase_add_test(tc, no_cgroup_files);
+	tcase_add_test(tc, padded_model_strings_are_trimmed);
 	tcase_add_test(tc, this_host);
 	suite_add_tcase(s, tc);
 	return s;

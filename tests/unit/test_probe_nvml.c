@@ -19,7 +19,7 @@ static void setup(void)
 	static const char *vars[] = {"FAKE_NVML_INIT_FAIL", "FAKE_NVML_COUNT", "FAKE_NVML_COUNT_FAIL",
 				     "FAKE_NVML_FAIL", "FAKE_NVML_FAIL_GPU", "FAKE_NVML_FAIL_AFTER",
 				     "FAKE_NVML_UTIL", "FAKE_NVML_MIG", "FAKE_NVML_NOT_SUPPORTED",
-				     "CUDA_VISIBLE_DEVICES"};
+				     "FAKE_NVML_PADDED", "CUDA_VISIBLE_DEVICES"};
 
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
 		unsetenv(vars[i]);
@@ -423,6 +423,37 @@ START_TEST(cuda_visible_mig)
 }
 END_TEST
 
+START_TEST(padded_strings_are_trimmed)
+{
+	void *st;
+	struct device_list out;
+	struct probe_result res;
+	const struct device *h;
+	char m[256];
+
+	/* the driver hands out names, UUIDs and its version with blanks around them */
+	setenv("FAKE_NVML_PADDED", "1", 1);
+	run(&st, &out, &res);
+	ck_assert(res.ok);
+	ck_assert_uint_eq(out.n, 2);
+	h = by_model(&out, "NVIDIA H100 80GB HBM3");
+	ck_assert_ptr_nonnull(h);
+	ck_assert_ptr_nonnull(by_model(&out, "NVIDIA L4"));
+	ck_assert_str_eq(h->uuid, "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6");
+	ck_assert_str_eq(h->gpu.driver_version, "550.54.15");
+	/* the trimmed UUID finds the GPU again for telemetry */
+	memset(&res, 0, sizeof(res));
+	probe_nvml_ops.refresh(&st, &cfg, &out, &res);
+	ck_assert(res.ok);
+	ck_assert_uint_eq(res.found, 2);
+	done(st, &out);
+	/* and MIG instance UUIDs match CUDA_VISIBLE_DEVICES */
+	setenv("FAKE_NVML_MIG", "1", 1);
+	visible("MIG-bbbb2222", m, sizeof(m), &res);
+	ck_assert_str_eq(m, "NVIDIA H100 80GB HBM3");
+}
+END_TEST
+
 START_TEST(mig_mode_reported)
 {
 	void *st;
@@ -460,6 +491,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, cuda_visible_devices);
 	tcase_add_test(tc, cuda_visible_mig);
 	tcase_add_test(tc, mig_mode_reported);
+	tcase_add_test(tc, padded_strings_are_trimmed);
 	suite_add_tcase(s, tc);
 	return s;
 }

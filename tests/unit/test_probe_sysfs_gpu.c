@@ -74,6 +74,7 @@ START_TEST(amd_mi300x)
 	ck_assert_int_eq(d->type, DEVICE_GPU);
 	ck_assert_str_eq(d->vendor, "AMD");
 	ck_assert_str_eq(d->model, "AMD Instinct MI300X");
+	/* GPU 1's product_name comes padded with blanks */
 	ck_assert_str_eq(out.v[1].model, "AMD Instinct MI300X");
 	ck_assert_str_eq(d->gpu.driver, "amdgpu");
 	ck_assert_uint_eq(d->gpu.pci_device_id, 0x74a1);
@@ -253,6 +254,7 @@ START_TEST(file_reads)
 	ck_assert_int_eq(hwfile_link_base(text, sizeof(text), "%s/driver", dev), 0);
 	ck_assert_str_eq(text, "amdgpu");
 	ck_assert_int_eq(hwfile_link_base(text, sizeof(text), "%s/vendor", dev), -1);
+	/* the fixture's product_name has blanks on both sides, as some drivers write it */
 	ck_assert_int_eq(hwfile_read_line(text, sizeof(text), "%s/../0000:22:00.0/product_name", dev), 0);
 	ck_assert_str_eq(text, "AMD Instinct MI300X");
 	ck_assert(hwfile_exists("%s/unique_id", dev));

@@ -240,6 +240,19 @@ START_TEST(environment)
 	ck_assert(!(d->backends & BACKEND_METADATA));
 	done(st, &out);
 
+	/* blanks around the values are padding, not part of them */
+	setenv("TPU_ACCELERATOR_TYPE", " v6e-8\t", 1);
+	setenv("TPU_TOPOLOGY", "2x4 ", 1);
+	setenv("TPU_WORKER_ID", " 0", 1);
+	setenv("TPU_NAME", "  my-tpu  ", 1);
+	run(&st, &out, &res);
+	ck_assert_str_eq(res.why, "");
+	ck_assert_str_eq(out.v[0].tpu.accelerator_type, "v6e-8");
+	ck_assert_str_eq(out.v[0].tpu.topology, "2x4");
+	ck_assert_str_eq(out.v[0].tpu.name, "my-tpu");
+	ck_assert_int_eq(out.v[0].tpu.worker_id, 0);
+	done(st, &out);
+
 	/* malformed values are noted and left out */
 	setenv("TPU_ACCELERATOR_TYPE", "banana", 1);
 	setenv("TPU_TOPOLOGY", "2x", 1);
@@ -366,6 +379,10 @@ START_TEST(tpu_env_parser)
 	ck_assert_int_eq(e.worker_id, 0);
 	ck_assert_str_eq(e.topology, "2x2x1");
 	ck_assert_int_eq(parse("NODE_ID: ''\nOTHER: 'any text, even spaces'", &e), 0);
+	/* blanks inside the quotes are padding */
+	ck_assert_int_eq(parse("ACCELERATOR_TYPE: '  v6e-8 '\nTOPOLOGY: ' 2x4'\n", &e), 0);
+	ck_assert_str_eq(e.accelerator_type, "v6e-8");
+	ck_assert_str_eq(e.topology, "2x4");
 	/* malformed: each leaves nothing behind */
 	ck_assert_int_eq(parse("ACCELERATOR_TYPE: 'v6e-8'\nACCELERATOR_TYPE: 'v6e-8'\n", &e), -1);
 	ck_assert_str_eq(e.accelerator_type, "");
@@ -546,7 +563,7 @@ END_TEST
 
 START_TEST(metadata_partial_and_malformed)
 {
-	struct meta_server s = {.tpu_env = NULL, .type = "v6e-4"};
+	struct meta_server s = {.tpu_env = NULL, .type = "  v6e-4 \n"};
 	struct meta_server bad = {.tpu_env = "ACCELERATOR_TYPE: v6e-4\nTOPOLOGY: '2x2\n", .type = "v6e-4"};
 	void *st;
 	struct device_list out;
@@ -556,6 +573,7 @@ START_TEST(metadata_partial_and_malformed)
 	meta_start(&s, true);
 	run(&st, &out, &res);
 	ck_assert_uint_eq(out.n, 4);
+	/* the padded answer, trimmed */
 	ck_assert_str_eq(out.v[0].tpu.accelerator_type, "v6e-4");
 	ck_assert_str_eq(out.v[0].tpu.topology, "");
 	ck_assert(out.v[0].backends & BACKEND_METADATA);

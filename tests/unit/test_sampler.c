@@ -1,7 +1,7 @@
 /*
- * Unit tests for sampler.c against fixture procfs/sysfs roots (tests/fixtures/proc-stat) and a fake device array:
- * /proc/stat deltas, the cgroup's cpu.stat under a quota, telemetry of accelerators, the executor's busy fraction,
- * and samples reaching the store.
+ * Unit tests for sampler.c against fixture procfs/sysfs roots (tests/fixtures/proc-stat, cgroup-v1-limited) and a
+ * fake device array: /proc/stat deltas, the cgroup's CPU time under a quota on v2 and v1 hosts, telemetry of
+ * accelerators, the executor's busy fraction, and samples reaching the store.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -67,12 +67,12 @@ static void setup(void)
 
 static struct sampler *make(struct store *st, bool busy)
 {
-	struct sampler *s = NULL;
 	struct sampler_opts o = {.cfg = &cfg, .store = st,
 				 .devices = {.acquire = fake_acquire, .release = fake_release},
 				 .busy = busy ? fake_busy : NULL};
+	struct sampler *s = sampler_new(&o);
 
-	ck_assert_int_eq(sampler_new(&o, &s), ACCELD_OK);
+	ck_assert_ptr_nonnull(s);
 	return s;
 }
 
@@ -133,6 +133,30 @@ START_TEST(cpu_utilisation_from_the_cgroup_under_a_quota)
 	/* 5 s of CPU in 10 s on 2 CPUs */
 	ck_assert_double_eq_tol(x[0].utilization_ratio, 0.25, 1e-12);
 	ck_assert_double_eq(x[0].memory_used_bytes, 536870912.0);
+	sampler_free(s);
+}
+END_TEST
+
+START_TEST(cpu_utilisation_from_a_v1_cgroup)
+{
+	struct sampler *s;
+	const struct store_sample *x;
+	size_t n;
+
+	/* a cgroup v1 host: cpuacct.usage and memory.usage_in_bytes, where v2 has cpu.stat and memory.current */
+	devs[0].cpu.quota_cpus = 1.5;
+	devs[0].cpu.effective_cpus = 1;
+	cfg.proc_root = "tests/fixtures/cgroup-v1-limited/proc";
+	cfg.sysfs_root = "tests/fixtures/cgroup-v1-limited/sys";
+	s = make(NULL, false);
+	sampler_tick(s, T0);
+	cfg.sysfs_root = "tests/fixtures/cgroup-v1-limited/sys-t1";
+	sampler_tick(s, T0 + 10000);
+	x = sampler_last(s, &n);
+	ck_assert_int_eq(x[0].source, STORE_SRC_CGROUP);
+	/* 4 s of CPU in 10 s on the one CPU of the cpuset (tighter than the 1.5-CPU quota) */
+	ck_assert_double_eq_tol(x[0].utilization_ratio, 0.4, 1e-12);
+	ck_assert_double_eq(x[0].memory_used_bytes, 301989888.0);
 	sampler_free(s);
 }
 END_TEST
@@ -217,6 +241,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, proc_stat_and_meminfo_parse);
 	tcase_add_test(tc, cpu_utilisation_from_proc_stat_deltas);
 	tcase_add_test(tc, cpu_utilisation_from_the_cgroup_under_a_quota);
+	tcase_add_test(tc, cpu_utilisation_from_a_v1_cgroup);
 	tcase_add_test(tc, accelerators_report_telemetry_or_executor_busy);
 	tcase_add_test(tc, samples_and_devices_reach_the_store);
 	tcase_add_test(tc, the_thread_starts_and_stops);

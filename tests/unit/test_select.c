@@ -41,7 +41,7 @@ static void host_tpu(void)
 	ndevs = 0;
 	add_cpu(2.0);
 	for (unsigned i = 0; i < 8; i++) {
-		char id[16];
+		char id[DEVICE_ID_MAX];
 		struct device *d;
 
 		snprintf(id, sizeof(id), "tpu:%u", i);

@@ -575,7 +575,7 @@ END_TEST
 static size_t month_tick(struct store_sample *out, int64_t s, uint32_t dt)
 {
 	for (int d = 0; d < MONTH_DEVICES; d++) {
-		char id[16];
+		char id[DEVICE_ID_MAX];
 
 		snprintf(id, sizeof(id), "%s:%d", d == 0 ? "cpu" : "gpu", d == 0 ? 0 : d - 1);
 		out[d] = sample(id, T0 + s * 1000, dt, (double)((s + d) % 100) / 100.0);
