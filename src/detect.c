@@ -224,11 +224,6 @@ static void merge_unaddressed(struct device_list *l)
 	}
 }
 
-static int type_rank(enum device_type t)
-{
-	return t == DEVICE_CPU ? 0 : t == DEVICE_GPU ? 1 : 2;
-}
-
 struct order {
 	const struct device *d;
 	size_t seen; /* discovery order breaks ties, so devices without an address keep a stable place */
@@ -238,7 +233,8 @@ static int order_cmp(const void *pa, const void *pb)
 {
 	const struct order *a = pa;
 	const struct order *b = pb;
-	int c = type_rank(a->d->type) - type_rank(b->d->type);
+	/* the registry lists kinds in enum order (CPUs, GPUs, TPUs) for stable ids; preference is device_type_rank's */
+	int c = (int)a->d->type - (int)b->d->type;
 	bool ha = a->d->pci_bus_id[0] != '\0';
 	bool hb = b->d->pci_bus_id[0] != '\0';
 
@@ -322,7 +318,7 @@ static void merge_views(struct device_list *raw, struct device_list *out)
 	qsort(ord, tmp.n, sizeof(*ord), order_cmp);
 	for (size_t i = 0; i < tmp.n; i++) {
 		struct device *d = device_list_add(out, ord[i].d);
-		unsigned *c = &counters[type_rank(d->type)];
+		unsigned *c = &counters[d->type];
 
 		snprintf(d->id, sizeof(d->id), "%s:%u", device_type_name(d->type), (*c)++);
 		specs_apply(specs_for_device(d), d);
