@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hwfile.h"
+
 #define CGROUP_DEPTH_MAX 32
 
 /* The names of the controllers in /proc/self/cgroup and in cgroup.controllers. */
@@ -21,38 +23,6 @@ static const char *const v1_mounts[CGROUP_NCONTROLLERS][4] = {
 	[CGROUP_MEMORY] = {"memory", NULL},
 	[CGROUP_CPUSET] = {"cpuset", NULL},
 };
-
-/* Reads a small text file whole, without trailing white space; returns 0, or -1. */
-static int read_text(const char *path, char *buf, size_t sz)
-{
-	FILE *f = fopen(path, "re");
-	size_t n;
-
-	if (f == NULL)
-		return -1;
-	n = fread(buf, 1, sz - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ' || buf[n - 1] == '\t'))
-		buf[--n] = '\0';
-	return 0;
-}
-
-/* A decimal number ending the text or followed by a blank; 0, or -1. */
-static int parse_u64(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (*s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0 || (*end != '\0' && *end != ' ' && *end != '\n'))
-		return -1;
-	*out = v;
-	return 0;
-}
 
 static bool is_dir(const char *path)
 {
@@ -114,7 +84,7 @@ static void find_roots(struct cgroup *cg, const char *sysfs_root)
 	}
 	snprintf(hybrid, sizeof(hybrid), "%.1000s/unified", base);
 	snprintf(path, sizeof(path), "%s/cgroup.controllers", hybrid);
-	have_hybrid = read_text(path, controllers, sizeof(controllers)) == 0;
+	have_hybrid = hwfile_read_text(controllers, sizeof(controllers), "%s", path) == 0;
 	cg->unified = have_hybrid;
 	for (int c = 0; c < CGROUP_NCONTROLLERS; c++) {
 		struct cgroup_place *p = &cg->place[c];
@@ -220,7 +190,7 @@ int cgroup_cpuset(const struct cgroup *cg, char *out, size_t outsz)
 		return -1;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		snprintf(path, sizeof(path), "%s/%s", p->dir, names[i]);
-		if (read_text(path, out, outsz) == 0 && out[0] != '\0')
+		if (hwfile_read_text(out, outsz, "%s", path) == 0 && out[0] != '\0')
 			return 0;
 	}
 	out[0] = '\0';
@@ -238,23 +208,25 @@ static double folder_quota(const struct cgroup_place *p, const char *dir, bool *
 
 	if (p->v2) {
 		snprintf(path, sizeof(path), "%s/cpu.max", dir);
-		if (read_text(path, text, sizeof(text)) == 0) {
+		if (hwfile_read_text(text, sizeof(text), "%s", path) == 0) {
 			char *sp = strchr(text, ' ');
 
 			*seen = true;
 			if (sp != NULL && strncmp(text, "max", 3) != 0) {
 				*sp = '\0';
-				limited = parse_u64(text, &quota) == 0 && parse_u64(sp + 1, &period) == 0;
+				limited = hwfile_parse_field_u64(text, &quota) == 0 &&
+					  hwfile_parse_field_u64(sp + 1, &period) == 0;
 			}
 		}
 	} else {
 		snprintf(path, sizeof(path), "%s/cpu.cfs_quota_us", dir);
-		if (read_text(path, text, sizeof(text)) == 0) {
+		if (hwfile_read_text(text, sizeof(text), "%s", path) == 0) {
 			*seen = true;
 			/* -1 is "no limit" */
-			if (text[0] != '-' && parse_u64(text, &quota) == 0) {
+			if (text[0] != '-' && hwfile_parse_field_u64(text, &quota) == 0) {
 				snprintf(path, sizeof(path), "%s/cpu.cfs_period_us", dir);
-				limited = read_text(path, text, sizeof(text)) == 0 && parse_u64(text, &period) == 0;
+				limited = hwfile_read_text(text, sizeof(text), "%s", path) == 0 &&
+					  hwfile_parse_field_u64(text, &period) == 0;
 			}
 		}
 	}
@@ -298,10 +270,10 @@ int cgroup_memory_limit(const struct cgroup *cg, uint64_t *bytes)
 		uint64_t v;
 
 		snprintf(path, sizeof(path), "%s/%s", dir, p->v2 ? "memory.max" : "memory.limit_in_bytes");
-		if (read_text(path, text, sizeof(text)) == 0) {
+		if (hwfile_read_text(text, sizeof(text), "%s", path) == 0) {
 			seen = true;
 			/* v2 writes "max"; v1 writes "no limit" as a page-rounded LLONG_MAX */
-			if (parse_u64(text, &v) == 0 && v < (1ull << 62) && (*bytes == 0 || v < *bytes))
+			if (hwfile_parse_field_u64(text, &v) == 0 && v < (1ull << 62) && (*bytes == 0 || v < *bytes))
 				*bytes = v;
 		}
 		if (!to_parent(dir, p->root))
@@ -322,7 +294,7 @@ int cgroup_memory_usage(const struct cgroup *cg, uint64_t *bytes, uint64_t *inac
 	if (p->dir[0] == '\0')
 		return -1;
 	snprintf(path, sizeof(path), "%s/%s", p->dir, p->v2 ? "memory.current" : "memory.usage_in_bytes");
-	if (read_text(path, text, sizeof(text)) != 0 || parse_u64(text, bytes) != 0)
+	if (hwfile_read_text(text, sizeof(text), "%s", path) != 0 || hwfile_parse_field_u64(text, bytes) != 0)
 		return -1;
 	if (inactive_file == NULL)
 		return 0;
@@ -332,7 +304,8 @@ int cgroup_memory_usage(const struct cgroup *cg, uint64_t *bytes, uint64_t *inac
 	if (f == NULL)
 		return 0;
 	while (fgets(line, sizeof(line), f) != NULL)
-		if (strncmp(line, key, strlen(key)) == 0 && parse_u64(line + strlen(key), inactive_file) != 0)
+		if (strncmp(line, key, strlen(key)) == 0 &&
+		    hwfile_parse_field_u64(line + strlen(key), inactive_file) != 0)
 			*inactive_file = 0;
 	fclose(f);
 	return 0;
@@ -351,7 +324,7 @@ int cgroup_cpu_usage_usec(const struct cgroup *cg, uint64_t *usec)
 		return -1;
 	if (!p->v2) {
 		snprintf(path, sizeof(path), "%s/cpuacct.usage", p->dir);
-		if (read_text(path, line, sizeof(line)) != 0 || parse_u64(line, &ns) != 0)
+		if (hwfile_read_text(line, sizeof(line), "%s", path) != 0 || hwfile_parse_field_u64(line, &ns) != 0)
 			return -1;
 		*usec = ns / 1000u;
 		return 0;
@@ -361,7 +334,7 @@ int cgroup_cpu_usage_usec(const struct cgroup *cg, uint64_t *usec)
 	if (f == NULL)
 		return -1;
 	while (rc != 0 && fgets(line, sizeof(line), f) != NULL)
-		if (strncmp(line, "usage_usec ", 11) == 0 && parse_u64(line + 11, usec) == 0)
+		if (strncmp(line, "usage_usec ", 11) == 0 && hwfile_parse_field_u64(line + 11, usec) == 0)
 			rc = 0;
 	fclose(f);
 	return rc;

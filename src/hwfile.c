@@ -65,6 +65,39 @@ int hwfile_read_line(char *out, size_t outsz, const char *fmt, ...)
 	return 0;
 }
 
+int hwfile_read_text(char *out, size_t outsz, const char *fmt, ...)
+{
+	char path[HWFILE_PATH_MAX];
+	va_list ap;
+	int rc;
+	size_t len;
+
+	va_start(ap, fmt);
+	rc = vpath(path, fmt, ap);
+	va_end(ap);
+	if (rc != 0 || read_small(path, out, outsz) != 0)
+		return -1;
+	len = strlen(out);
+	while (len > 0 && isspace((unsigned char)out[len - 1]))
+		out[--len] = '\0';
+	return 0;
+}
+
+int hwfile_parse_field_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0 || (*end != '\0' && *end != ' ' && *end != '\n'))
+		return -1;
+	*out = v;
+	return 0;
+}
+
 static int parse_u64(const char *s, uint64_t *out)
 {
 	char *end;

@@ -21,6 +21,16 @@
  */
 int hwfile_read_line(char *out, size_t outsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/*
+ * Reads a small file whole (at most outsz - 1 bytes, several lines allowed: cgroup and /proc files) into out,
+ * without the white space that ends it. Returns 0, or -1 when the path is too long or the file cannot be read.
+ */
+int hwfile_read_text(char *out, size_t outsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Parses a decimal number that ends the text or is followed by a blank or a newline ("123 45" gives 123): the
+ * fields of cgroup and /proc files. Returns 0, or -1. */
+int hwfile_parse_field_u64(const char *s, uint64_t *out);
+
 /* Reads a file holding one unsigned number, decimal or 0x-hex. Returns 0, or -1 (missing, empty, malformed). */
 int hwfile_read_u64(uint64_t *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -15,6 +15,7 @@
 
 #include "cgroup.h"
 #include "clock.h"
+#include "hwfile.h"
 #include "mem.h"
 #include "probe.h"
 
@@ -25,37 +26,6 @@ struct cpu_state {
 	uint64_t prev_total;
 	bool have_prev;
 };
-
-/* Reads a small text file whole, without trailing white space; returns 0, or -1. */
-static int read_text(const char *path, char *buf, size_t sz)
-{
-	FILE *f = fopen(path, "re");
-	size_t n;
-
-	if (f == NULL)
-		return -1;
-	n = fread(buf, 1, sz - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ' || buf[n - 1] == '\t'))
-		buf[--n] = '\0';
-	return 0;
-}
-
-static int parse_u64(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (*s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0 || (*end != '\0' && *end != ' ' && *end != '\n'))
-		return -1;
-	*out = v;
-	return 0;
-}
 
 /* MemTotal and MemAvailable from <proc>/meminfo, in bytes. */
 static void meminfo(const struct config *cfg, uint64_t *total, uint64_t *avail)
@@ -183,7 +153,8 @@ static void cpuinfo(const struct config *cfg, struct device *d)
 	if (best >= 0)
 		DEVICE_SET(d->cpu.isa, isas[best].isa);
 	snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq", cfg->sysfs_root);
-	if (read_text(path, text, sizeof(text)) == 0 && parse_u64(text, &khz) == 0 && khz >= 1000)
+	if (hwfile_read_text(text, sizeof(text), "%s", path) == 0 && hwfile_parse_field_u64(text, &khz) == 0 &&
+	    khz >= 1000)
 		d->clock_mhz = (unsigned)(khz / 1000);
 	else if (mhz >= 1 && mhz < 100000)
 		d->clock_mhz = (unsigned)(mhz + 0.5);
