@@ -43,18 +43,42 @@ out:
 	return rc;
 }
 
-int hwfile_read_line(char *out, size_t outsz, const char *fmt, ...)
+/* Reads the file named by fmt whole into out, without the white space that ends it. */
+static int read_trimmed(char *out, size_t outsz, const char *fmt, va_list ap)
 {
 	char path[HWFILE_PATH_MAX];
+	size_t len;
+
+	if (vpath(path, fmt, ap) != 0 || read_small(path, out, outsz) != 0)
+		return -1;
+	len = strlen(out);
+	while (len > 0 && isspace((unsigned char)out[len - 1]))
+		out[--len] = '\0';
+	return 0;
+}
+
+int hwfile_read_text(char *out, size_t outsz, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = read_trimmed(out, outsz, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int hwfile_read_line(char *out, size_t outsz, const char *fmt, ...)
+{
 	va_list ap;
 	int rc;
 	size_t lead;
 	size_t len;
 
 	va_start(ap, fmt);
-	rc = vpath(path, fmt, ap);
+	rc = read_trimmed(out, outsz, fmt, ap);
 	va_end(ap);
-	if (rc != 0 || read_small(path, out, outsz) != 0)
+	if (rc != 0)
 		return -1;
 	out[strcspn(out, "\n")] = '\0';
 	len = strlen(out);
@@ -62,24 +86,6 @@ int hwfile_read_line(char *out, size_t outsz, const char *fmt, ...)
 		out[--len] = '\0';
 	lead = strspn(out, " \t\r\v\f");
 	memmove(out, out + lead, len - lead + 1);
-	return 0;
-}
-
-int hwfile_read_text(char *out, size_t outsz, const char *fmt, ...)
-{
-	char path[HWFILE_PATH_MAX];
-	va_list ap;
-	int rc;
-	size_t len;
-
-	va_start(ap, fmt);
-	rc = vpath(path, fmt, ap);
-	va_end(ap);
-	if (rc != 0 || read_small(path, out, outsz) != 0)
-		return -1;
-	len = strlen(out);
-	while (len > 0 && isspace((unsigned char)out[len - 1]))
-		out[--len] = '\0';
 	return 0;
 }
 
