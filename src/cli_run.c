@@ -27,6 +27,13 @@ struct run_args {
 	bool json;
 };
 
+static void run_usage(FILE *out)
+{
+	fprintf(out, "usage: acceld run saxpy|triad|dot|sgemm|softmax [--n N] [--m M] [--k K] [--device ID]\n"
+		     "       [--backend NAME] [--alpha A] [--beta B] [--s S] [--seed S] [--timeout-ms T]\n"
+		     "       [--verify] [--full] [--json] [settings, e.g. --prefer gpu]\n");
+}
+
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static int usage_error(const char *fmt, ...)
@@ -37,9 +44,8 @@ static int usage_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nusage: acceld run saxpy|triad|dot|sgemm|softmax [--n N] [--m M] [--k K] [--device ID]\n"
-			"       [--backend NAME] [--alpha A] [--beta B] [--s S] [--seed S] [--timeout-ms T]\n"
-			"       [--verify] [--full] [--json] [settings, e.g. --prefer gpu]\n");
+	fputc('\n', stderr);
+	run_usage(stderr);
 	return CLI_EXIT_USAGE;
 }
 
@@ -182,7 +188,7 @@ int cli_run_main(int argc, char **argv)
 	rc = parse_args(argc, argv, &a, rest, &nrest);
 	if (rc != 0)
 		return rc;
-	if (!cli_load_config(&cfg, "run", nrest, rest, NULL, &rc))
+	if (!cli_load_config(&cfg, "run", nrest, rest, run_usage, &rc))
 		return rc;
 	select_request_init(&sreq, &cfg);
 	if (a.device[0] != '\0' && select_request_set(&sreq, "device", a.device, err, sizeof(err)) != ACCELD_OK) {
