@@ -110,6 +110,14 @@ static const struct opt opts[] = {
 	 "finished jobs kept in memory for GET /run"},
 	{"pocl-cache-dir", "ACCELD_POCL_CACHE_DIR", OPT_PATH, F(pocl_cache_dir), NULL, 0, 0, NULL, 0,
 	 "where PoCL keeps built OpenCL programs (default: pocl-cache next to the database)"},
+	{"pjrt-plugins", "ACCELD_PJRT_PLUGINS", OPT_STR, F(pjrt_plugins), NULL, 0, 0, NULL, 0,
+	 "PJRT plugins to use, KIND=PATH[,KIND=PATH] with KIND tpu or cuda (first match wins over the search); "
+	 "none: no PJRT"},
+	{"pjrt-search", "ACCELD_PJRT_SEARCH", OPT_STR, F(pjrt_search),
+	 "$VIRTUAL_ENV/lib:~/.local/lib:/usr/local/lib:/usr/lib:/lib:/opt/conda/lib", 0, 0, NULL, 0,
+	 "folders searched for libtpu.so and JAX's plugins (python3.*/site-packages and dist-packages below each)"},
+	{"pjrt-idle", "ACCELD_PJRT_IDLE", OPT_DURATION, F(pjrt_idle_ms), "30s", 100, 86400000, NULL, 0,
+	 "a PJRT client (which holds its devices) is closed after this long without jobs"},
 };
 
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
@@ -558,6 +566,10 @@ int config_load(struct config *cfg, int argc, char **argv, config_getenv_fn env,
 
 	if ((cfg->tls_cert == NULL) != (cfg->tls_key == NULL))
 		return fail(err, errsz, "set both --tls-cert (ACCELD_TLS_CERT) and --tls-key (ACCELD_TLS_KEY), or neither");
+	if (cfg->pjrt_plugins != NULL && config_plugin_path(cfg, NULL, NULL, 0) != 0)
+		return fail(err, errsz, "invalid --pjrt-plugins (ACCELD_PJRT_PLUGINS) '%.200s'; accepted: none, or "
+				      "KIND=PATH[,KIND=PATH] with KIND tpu or cuda and an absolute or relative PATH",
+			    cfg->pjrt_plugins);
 	if (cfg->tls_cert != NULL && (read_pem(cfg->tls_cert, "--tls-cert (ACCELD_TLS_CERT)", "CERTIFICATE",
 					       &cfg->tls_cert_pem, err, errsz) != 0 ||
 				      read_pem(cfg->tls_key, "--tls-key (ACCELD_TLS_KEY)", "PRIVATE KEY",
@@ -571,6 +583,36 @@ int config_load(struct config *cfg, int argc, char **argv, config_getenv_fn env,
 			return -1;
 	}
 	return 0;
+}
+
+int config_plugin_path(const struct config *cfg, const char *kind, char *path, size_t pathsz)
+{
+	const char *s = cfg->pjrt_plugins;
+	int rc = kind == NULL ? 0 : -1;
+
+	if (s == NULL || strcmp(s, "none") == 0)
+		return kind == NULL ? 0 : -1;
+	while (*s != '\0') {
+		size_t len = strcspn(s, ",");
+		const char *eq = memchr(s, '=', len);
+		size_t klen = eq ? (size_t)(eq - s) : 0;
+		size_t plen = eq ? len - klen - 1 : 0;
+
+		if (eq == NULL || plen == 0 || memchr(eq + 1, '=', plen) != NULL ||
+		    !((klen == 3 && strncmp(s, "tpu", 3) == 0) || (klen == 4 && strncmp(s, "cuda", 4) == 0)))
+			return -1;
+		if (kind != NULL && rc != 0 && strlen(kind) == klen && strncmp(s, kind, klen) == 0) {
+			if (plen >= pathsz)
+				return -1;
+			memcpy(path, eq + 1, plen);
+			path[plen] = '\0';
+			rc = 0;
+		}
+		s += len;
+		if (*s == ',')
+			s++;
+	}
+	return rc;
 }
 
 void config_release(struct config *cfg)

@@ -64,6 +64,10 @@ struct config {
 	uint64_t exec_max_timeout_ms;
 	unsigned exec_recent_jobs;      /* jobs kept in memory for GET /run */
 	char *pocl_cache_dir;           /* NULL: "pocl-cache" next to the database */
+	/* PJRT plugins (pjrt_plugin.c) */
+	char *pjrt_plugins;             /* "tpu=PATH,cuda=PATH", "none", or NULL (search) */
+	char *pjrt_search;              /* folders to search, colon-separated, $VAR and ~ expanded */
+	uint64_t pjrt_idle_ms;
 };
 
 /*
@@ -82,6 +86,12 @@ json_t *config_to_json(const struct config *cfg);
 
 /* Prints every setting with its environment twin, default and accepted values. */
 void config_usage(FILE *out);
+
+/*
+ * The path ACCELD_PJRT_PLUGINS names for kind ("tpu", "cuda") into path: 0, or -1 when it names none (or the
+ * setting is unset or "none"). With kind NULL, checks the setting's syntax only: 0 when it is well-formed.
+ */
+int config_plugin_path(const struct config *cfg, const char *kind, char *path, size_t pathsz);
 
 /* Names of enum prefer values: "auto", "cpu", "gpu", "tpu". */
 const char *config_prefer_name(int prefer);

@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "log.h"
 #include "mem.h"
+#include "pjrt_plugin.h"
 #include "specs.h"
 
 #define ETAG_LEN 40
@@ -262,7 +263,7 @@ static void short_vendor(struct device *d)
 }
 
 /* Turns the probes' raw views into the named device list out (which must be empty). */
-static void merge_views(struct device_list *raw, struct device_list *out)
+static void merge_views(const struct config *cfg, struct device_list *raw, struct device_list *out)
 {
 	struct device cpu;
 	bool have_cpu = false;
@@ -322,6 +323,7 @@ static void merge_views(struct device_list *raw, struct device_list *out)
 
 		snprintf(d->id, sizeof(d->id), "%s:%u", device_type_name(d->type), (*c)++);
 		specs_apply(specs_for_device(d), d);
+		pjrt_plugin_describe(cfg, d);
 	}
 	free(ord);
 	device_list_release(&tmp);
@@ -375,9 +377,11 @@ static struct snap *snap_build(struct detect *det, const struct probe_result *re
 	s->devs = xcalloc(n ? n : 1, sizeof(*s->devs));
 	memcpy(s->devs, det->devices.v, n * sizeof(*s->devs));
 	/* the executor says which devices run jobs: the running one, or before it starts what its backends serve */
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		pjrt_plugin_status(&s->devs[i].pjrt);
 		s->devs[i].executable = det->executable ? det->executable(det->executable_ctx, &s->devs[i])
 							: backend_default(backend_builtin, &s->devs[i]) != NULL;
+	}
 	s->dev_json = xcalloc(n ? n : 1, sizeof(*s->dev_json));
 	s->dev_json_len = xcalloc(n ? n : 1, sizeof(*s->dev_json_len));
 	s->dev_etag = xcalloc(n ? n : 1, sizeof(*s->dev_etag));
@@ -486,7 +490,7 @@ static void run_full(struct detect *det)
 			log_fields(LOGL_WARN, "detect", "probe failed",
 				   (struct log_field[]){LOG_S("probe", det->probes[i]->name), LOG_S("why", r.why)}, 2);
 	}
-	merge_views(&raw, &merged);
+	merge_views(det->cfg, &raw, &merged);
 	device_list_release(&raw);
 	/* a refresh that loses or gains devices says which (a GPU fallen off the bus, a driver unbound) */
 	if (det->generation > 0) {

@@ -80,7 +80,7 @@ static const struct {
 	{BACKEND_NATIVE, "native"},   {BACKEND_OPENCL, "opencl"},	  {BACKEND_NVML, "nvml"},
 	{BACKEND_SYSFS, "sysfs"},     {BACKEND_HWLOC, "hwloc"},	  {BACKEND_PCI, "pci"},
 	{BACKEND_DEVNODE, "devnode"}, {BACKEND_ENV, "env"},	  {BACKEND_METADATA, "metadata"},
-	{BACKEND_CGROUP, "cgroup"},
+	{BACKEND_CGROUP, "cgroup"},   {BACKEND_PJRT, "pjrt"},
 };
 
 json_t *device_backends_json(unsigned backends)
@@ -239,6 +239,21 @@ static json_t *tpu_json(const struct device_tpu *t)
 	return o;
 }
 
+static json_t *pjrt_json(const struct device_pjrt *p)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "found", json_boolean(p->found));
+	json_object_set_new(o, "usable", json_boolean(p->usable));
+	put_str(o, "plugin", p->plugin);
+	put_str(o, "source", p->source);
+	put_str(o, "api_version", p->api_version);
+	put_str(o, "platform", p->platform);
+	put_str(o, "platform_version", p->platform_version);
+	put_str(o, "why", p->why);
+	return o;
+}
+
 static json_t *opencl_json(const struct device_opencl *c)
 {
 	json_t *o = json_object();
@@ -312,6 +327,8 @@ json_t *device_to_json(const struct device *d)
 		put_obj(o, "tpu", tpu_json(&d->tpu));
 	if (d->opencl.present)
 		json_object_set_new(o, "opencl", opencl_json(&d->opencl));
+	if (d->pjrt.candidate)
+		json_object_set_new(o, "pjrt", pjrt_json(&d->pjrt));
 	put_obj(o, "price", price_json(&d->price));
 	json_object_set_new(o, "executable", json_boolean(d->executable));
 	return o;

@@ -34,6 +34,7 @@ enum device_backend {
 	BACKEND_ENV = 1u << 7,
 	BACKEND_METADATA = 1u << 8,
 	BACKEND_CGROUP = 1u << 9,
+	BACKEND_PJRT = 1u << 10,  /* a PJRT plugin serves it (libtpu, JAX's CUDA plugin) */
 };
 
 struct device_peak {
@@ -112,6 +113,19 @@ struct device_opencl {
 	unsigned device_index;
 };
 
+/* The PJRT plugin of a device's kind (pjrt_plugin.c): found, loaded, and what it said; why not when it cannot. */
+struct device_pjrt {
+	bool candidate;             /* a TPU or an NVIDIA GPU: a PJRT plugin could serve it */
+	bool found;                 /* a plugin file was found for its kind */
+	bool usable;                /* found, and not refused when loaded (version, symbols) */
+	char plugin[256];           /* the plugin's path */
+	char source[48];            /* where the path came from: "ACCELD_PJRT_PLUGINS", "site-packages", ... */
+	char api_version[16];       /* "0.54" once loaded */
+	char platform[32];          /* "tpu", "cuda" once a client ran */
+	char platform_version[96];
+	char why[384];              /* why no plugin serves it, or what went wrong */
+};
+
 struct device {
 	char id[DEVICE_ID_MAX];     /* "cpu:0", "gpu:1", "tpu:3": stable, assigned by detect */
 	enum device_type type;
@@ -135,6 +149,7 @@ struct device {
 	struct device_gpu gpu;      /* type == DEVICE_GPU */
 	struct device_tpu tpu;      /* type == DEVICE_TPU */
 	struct device_opencl opencl;
+	struct device_pjrt pjrt;
 };
 
 /* Sets every field to unknown (NaN, 0, "", -1 where documented). */

@@ -1,0 +1,317 @@
+/* pjrt_plugin: the plugin search, and what loading a plugin found (see pjrt_plugin.h). */
+#include "pjrt_plugin.h"
+
+#include <glob.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+static const char *const kind_names[PJRT_KIND_COUNT] = {"tpu", "cuda"};
+
+/* The files that hold each kind's plugin, below a python3.* folder's site-packages or dist-packages. */
+static const char *const package_files[PJRT_KIND_COUNT][3] = {
+	[PJRT_KIND_TPU] = {"libtpu/libtpu.so", NULL},
+	[PJRT_KIND_CUDA] = {"jax_plugins/xla_cuda13/xla_cuda_plugin.so", "jax_plugins/xla_cuda12/xla_cuda_plugin.so",
+			    NULL},
+};
+
+const char *pjrt_kind_name(enum pjrt_kind k)
+{
+	return (unsigned)k < PJRT_KIND_COUNT ? kind_names[k] : "?";
+}
+
+bool pjrt_kind_of(const struct device *dev, enum pjrt_kind *out)
+{
+	if (dev->type == DEVICE_TPU) {
+		*out = PJRT_KIND_TPU;
+		return true;
+	}
+	if (dev->type == DEVICE_GPU && strcasecmp(dev->vendor, "NVIDIA") == 0) {
+		*out = PJRT_KIND_CUDA;
+		return true;
+	}
+	return false;
+}
+
+/* Appends a note to what was tried (cut when full). */
+static void tried(struct pjrt_found *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void tried(struct pjrt_found *f, const char *fmt, ...)
+{
+	size_t len = strlen(f->tried);
+	va_list ap;
+
+	if (len + 4 >= sizeof(f->tried))
+		return;
+	if (len > 0) {
+		snprintf(f->tried + len, sizeof(f->tried) - len, "; ");
+		len += 2;
+	}
+	va_start(ap, fmt);
+	vsnprintf(f->tried + len, sizeof(f->tried) - len, fmt, ap);
+	va_end(ap);
+}
+
+static bool readable(const char *path)
+{
+	return path[0] != '\0' && access(path, R_OK) == 0;
+}
+
+/* Takes path when the file is there; otherwise notes it under source. */
+static bool take(struct pjrt_found *f, const char *path, const char *source)
+{
+	if (readable(path)) {
+		snprintf(f->path, sizeof(f->path), "%s", path);
+		snprintf(f->source, sizeof(f->source), "%s", source);
+		return true;
+	}
+	tried(f, "%s names %s, which cannot be read", source, path);
+	return false;
+}
+
+/* The name of a PJRT_NAMES_AND_LIBRARY_PATHS entry as a kind ("gpu" is JAX's older name for the CUDA plugin). */
+static bool name_is_kind(const char *name, size_t len, enum pjrt_kind kind)
+{
+	if (kind == PJRT_KIND_TPU)
+		return len == 3 && strncmp(name, "tpu", 3) == 0;
+	return (len == 4 && strncmp(name, "cuda", 4) == 0) || (len == 3 && strncmp(name, "gpu", 3) == 0);
+}
+
+static bool from_names_and_paths(const char *list, enum pjrt_kind kind, struct pjrt_found *f)
+{
+	while (list != NULL && *list != '\0') {
+		size_t len = strcspn(list, ",");
+		const char *colon = memchr(list, ':', len);
+
+		if (colon != NULL && name_is_kind(list, (size_t)(colon - list), kind)) {
+			char path[PJRT_PATH_MAX];
+			size_t plen = len - (size_t)(colon - list) - 1;
+
+			if (plen < sizeof(path)) {
+				memcpy(path, colon + 1, plen);
+				path[plen] = '\0';
+				if (take(f, path, "PJRT_NAMES_AND_LIBRARY_PATHS"))
+					return true;
+			}
+		}
+		list += len;
+		if (*list == ',')
+			list++;
+	}
+	return false;
+}
+
+/* One search folder with $VAR and a leading ~ expanded; false when a variable it names is unset. */
+static bool expand(const char *entry, size_t len, config_getenv_fn env, char *out, size_t outsz)
+{
+	char name[64];
+	const char *value = NULL;
+	size_t skip = 0;
+
+	if (len > 0 && entry[0] == '~') {
+		value = env("HOME");
+		skip = 1;
+	} else if (len > 1 && entry[0] == '$') {
+		skip = 1 + strspn(entry + 1, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_");
+		if (skip > len || skip - 1 >= sizeof(name))
+			return false;
+		memcpy(name, entry + 1, skip - 1);
+		name[skip - 1] = '\0';
+		value = env(name);
+	}
+	if (skip > 0 && (value == NULL || value[0] == '\0'))
+		return false;
+	return snprintf(out, outsz, "%s%.*s", skip ? value : "", (int)(len - skip), entry + skip) < (int)outsz;
+}
+
+/* The first plugin file of kind below folder (python site- and dist-packages, then the folder itself). */
+static bool in_folder(const char *folder, enum pjrt_kind kind, struct pjrt_found *f)
+{
+	char pattern[PJRT_PATH_MAX + 128];
+	bool hit = false;
+
+	for (size_t i = 0; package_files[kind][i] != NULL && !hit; i++) {
+		glob_t g;
+
+		snprintf(pattern, sizeof(pattern), "%s/python3*/*-packages/%s", folder, package_files[kind][i]);
+		if (glob(pattern, 0, NULL, &g) == 0) {
+			for (size_t j = 0; j < g.gl_pathc && !hit; j++) {
+				const char *p = g.gl_pathv[j];
+
+				/* site-packages and dist-packages only */
+				if (strstr(p, "/site-packages/") == NULL && strstr(p, "/dist-packages/") == NULL)
+					continue;
+				hit = readable(p);
+				if (hit) {
+					snprintf(f->path, sizeof(f->path), "%s", p);
+					snprintf(f->source, sizeof(f->source), "%s",
+						 strstr(p, "/site-packages/") ? "site-packages" : "dist-packages");
+				}
+			}
+		}
+		globfree(&g);
+	}
+	if (!hit && kind == PJRT_KIND_TPU && strlen(folder) + sizeof("/libtpu.so") <= sizeof(f->path)) {
+		snprintf(f->path, sizeof(f->path), "%s/libtpu.so", folder);
+		hit = readable(f->path);
+		if (hit)
+			snprintf(f->source, sizeof(f->source), "library folder");
+		else
+			f->path[0] = '\0';
+	}
+	return hit;
+}
+
+static const char *process_env(const char *name)
+{
+	return getenv(name);
+}
+
+bool pjrt_plugin_find(const struct config *cfg, config_getenv_fn env, enum pjrt_kind kind, struct pjrt_found *out)
+{
+	const char *search = cfg->pjrt_search ? cfg->pjrt_search : "";
+	char path[PJRT_PATH_MAX];
+	const char *v;
+
+	memset(out, 0, sizeof(*out));
+	if (env == NULL)
+		env = process_env;
+	if (cfg->pjrt_plugins != NULL && strcmp(cfg->pjrt_plugins, "none") == 0) {
+		tried(out, "PJRT is off (ACCELD_PJRT_PLUGINS=none)");
+		return false;
+	}
+	if (config_plugin_path(cfg, pjrt_kind_name(kind), path, sizeof(path)) == 0)
+		return take(out, path, "ACCELD_PJRT_PLUGINS");
+	v = env("TPU_LIBRARY_PATH");
+	if (kind == PJRT_KIND_TPU && v != NULL && v[0] != '\0' && take(out, v, "TPU_LIBRARY_PATH"))
+		return true;
+	v = env("PJRT_NAMES_AND_LIBRARY_PATHS");
+	if (v != NULL && from_names_and_paths(v, kind, out))
+		return true;
+	while (*search != '\0') {
+		size_t len = strcspn(search, ":");
+		char folder[PJRT_PATH_MAX];
+
+		if (len > 0 && expand(search, len, env, folder, sizeof(folder)) && in_folder(folder, kind, out))
+			return true;
+		search += len;
+		if (*search == ':')
+			search++;
+	}
+	tried(out, "no %s plugin in ACCELD_PJRT_SEARCH (%s)", kind == PJRT_KIND_TPU ? "libtpu.so" : "JAX CUDA",
+	      cfg->pjrt_search ? cfg->pjrt_search : "");
+	return false;
+}
+
+void pjrt_plugin_describe(const struct config *cfg, struct device *dev)
+{
+	enum pjrt_kind kind;
+	struct pjrt_found f;
+
+	if (!pjrt_kind_of(dev, &kind))
+		return;
+	memset(&dev->pjrt, 0, sizeof(dev->pjrt));
+	dev->pjrt.candidate = true;
+	if (pjrt_plugin_find(cfg, NULL, kind, &f)) {
+		dev->pjrt.found = true;
+		dev->pjrt.usable = true;
+		DEVICE_SET(dev->pjrt.plugin, f.path);
+		DEVICE_SET(dev->pjrt.source, f.source);
+		dev->backends |= BACKEND_PJRT;
+	} else {
+		snprintf(dev->pjrt.why, sizeof(dev->pjrt.why), "no %s PJRT plugin found: %.300s", pjrt_kind_name(kind),
+			 f.tried);
+	}
+	pjrt_plugin_status(&dev->pjrt);
+}
+
+/* --- what loading found, per plugin path (process-wide; the backend writes, detection reads) --- */
+
+#define RECORDS_MAX 8
+
+struct record {
+	char path[PJRT_PATH_MAX];
+	bool refused;
+	char api_version[16];
+	char platform[32];
+	char platform_version[96];
+	char why[384];
+};
+
+static pthread_mutex_t records_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct record records[RECORDS_MAX];
+static size_t nrecords;
+
+/* The record of path, made when new (the oldest is reused beyond RECORDS_MAX); records_mu held. */
+static struct record *record_of(const char *path)
+{
+	struct record *r;
+
+	for (size_t i = 0; i < nrecords; i++)
+		if (strcmp(records[i].path, path) == 0)
+			return &records[i];
+	if (nrecords < RECORDS_MAX)
+		r = &records[nrecords++];
+	else
+		r = &records[0];
+	memset(r, 0, sizeof(*r));
+	snprintf(r->path, sizeof(r->path), "%s", path);
+	return r;
+}
+
+void pjrt_plugin_note_loaded(const char *path, unsigned major, unsigned minor)
+{
+	struct record *r;
+
+	pthread_mutex_lock(&records_mu);
+	r = record_of(path);
+	r->refused = false;
+	r->why[0] = '\0';
+	snprintf(r->api_version, sizeof(r->api_version), "%u.%u", major, minor);
+	pthread_mutex_unlock(&records_mu);
+}
+
+void pjrt_plugin_note_refused(const char *path, const char *why)
+{
+	struct record *r;
+
+	pthread_mutex_lock(&records_mu);
+	r = record_of(path);
+	r->refused = true;
+	snprintf(r->why, sizeof(r->why), "%s", why);
+	pthread_mutex_unlock(&records_mu);
+}
+
+void pjrt_plugin_note_platform(const char *path, const char *name, const char *version)
+{
+	struct record *r;
+
+	pthread_mutex_lock(&records_mu);
+	r = record_of(path);
+	snprintf(r->platform, sizeof(r->platform), "%s", name ? name : "");
+	snprintf(r->platform_version, sizeof(r->platform_version), "%s", version ? version : "");
+	pthread_mutex_unlock(&records_mu);
+}
+
+void pjrt_plugin_status(struct device_pjrt *p)
+{
+	if (!p->found)
+		return;
+	pthread_mutex_lock(&records_mu);
+	for (size_t i = 0; i < nrecords; i++) {
+		const struct record *r = &records[i];
+
+		if (strcmp(r->path, p->plugin) != 0)
+			continue;
+		p->usable = !r->refused;
+		DEVICE_SET(p->api_version, r->api_version);
+		DEVICE_SET(p->platform, r->platform);
+		DEVICE_SET(p->platform_version, r->platform_version);
+		DEVICE_SET(p->why, r->why);
+	}
+	pthread_mutex_unlock(&records_mu);
+}
