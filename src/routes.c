@@ -179,3 +179,18 @@ void routes_dispatch(void *ctx, struct http_req *req, struct http_resp *resp)
 
 	routes_dispatch_table(t, n, ctx, req, resp);
 }
+
+void routes_dispatch_health(void *ctx, struct http_req *req, struct http_resp *resp)
+{
+	static const char *const paths[] = {"/livez", "/readyz", "/healthz", "/metrics"};
+
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		if (strcmp(req->path, paths[i]) == 0) {
+			routes_dispatch(ctx, req, resp);
+			return;
+		}
+	}
+	http_resp_problem(resp, 404, "NOT_FOUND",
+			  "no resource at %.200s on the health listener, which serves /livez, /readyz, /healthz and "
+			  "/metrics only", req->path);
+}

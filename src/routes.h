@@ -42,6 +42,12 @@ void routes_dispatch_table(const struct route *table, size_t n, struct app *app,
 /* http_dispatch_fn for the server: ctx is the struct app. */
 void routes_dispatch(void *ctx, struct http_req *req, struct http_resp *resp);
 
+/*
+ * http_dispatch_fn for the health listener (--health-listen): /livez, /readyz, /healthz and /metrics as on the
+ * main listener; any other path is a 404. ctx is the struct app.
+ */
+void routes_dispatch_health(void *ctx, struct http_req *req, struct http_resp *resp);
+
 /* Constant-time check of an Authorization header against the token. */
 bool routes_token_ok(const char *authorization, const char *token);
 
