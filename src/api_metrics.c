@@ -14,6 +14,8 @@ void api_metrics(struct app *app, struct http_req *req, struct http_resp *resp)
 	static const char *const allowed[] = {NULL};
 	const struct detect_snapshot *snap = NULL;
 	struct metrics_view view;
+	struct metrics_listener listeners[2];
+	size_t nlisteners = 0;
 	enum acceld_err err;
 	char *text = NULL;
 	size_t len = 0;
@@ -45,11 +47,21 @@ void api_metrics(struct app *app, struct http_req *req, struct http_resp *resp)
 							      .write_errors = ss.write_errors,
 						      });
 	}
+	if (app->http != NULL) {
+		listeners[nlisteners].name = "main";
+		http_server_conn_stats(app->http, &listeners[nlisteners++].conns);
+	}
+	if (app->health_http != NULL) {
+		listeners[nlisteners].name = "health";
+		http_server_conn_stats(app->health_http, &listeners[nlisteners++].conns);
+	}
 	view = (struct metrics_view){
 		.devices = snap,
 		.store_open = app->store != NULL,
 		.started_at_ms = app->started_at_ms,
 		.http_inflight = app->http != NULL ? http_server_inflight(app->http) : 0,
+		.listeners = listeners,
+		.nlisteners = nlisteners,
 	};
 	err = metrics_render(app->metrics, &view, &text, &len);
 	if (snap != NULL)

@@ -21,6 +21,9 @@
 #include "select.h"
 #include "store.h"
 
+/* Probes every few seconds and a scraper or two: a handful of connections, kept apart from the API's. */
+#define HEALTH_MAX_CONNECTIONS 16
+
 static void try_open_store(struct app *app)
 {
 	char err[512];
@@ -260,6 +263,19 @@ void app_http_opts(struct app *app, struct http_server_opts *out)
 		.observe = metrics_http_hook,
 		.observe_ctx = app->metrics,
 	};
+}
+
+void app_health_http_opts(struct app *app, struct http_server_opts *out)
+{
+	app_http_opts(app, out);
+	out->host = app->cfg.health_listen_host;
+	out->port = app->cfg.health_listen_port;
+	out->threads = 1;
+	out->max_connections = HEALTH_MAX_CONNECTIONS;
+	out->max_connections_per_ip = 0; /* the kubelet probes from one address */
+	out->tls_cert_pem = NULL;
+	out->tls_key_pem = NULL;
+	out->dispatch = routes_dispatch_health;
 }
 
 void app_services_start(struct app *app)

@@ -24,6 +24,7 @@ struct cost;
 struct app {
 	struct config cfg;          /* read-only after start-up */
 	struct http_server *http;
+	struct http_server *health_http; /* the probes-and-metrics listener (--health-listen); NULL when not set */
 	struct store *store;        /* NULL while the database cannot be opened */
 	atomic_bool started;        /* start-up work is done */
 	atomic_bool draining;       /* SIGTERM received */
@@ -43,6 +44,12 @@ struct http_server_opts;
  * with app as context and reporting to app->metrics (create it first).
  */
 void app_http_opts(struct app *app, struct http_server_opts *out);
+
+/*
+ * The health listener's settings (--health-listen, which must be set): the main listener's limits, one thread, a
+ * small connection budget of its own, plain HTTP, and only the probe and metrics routes.
+ */
+void app_health_http_opts(struct app *app, struct http_server_opts *out);
 
 /*
  * Starts the services on app->cfg (loaded) and app->metrics (may be NULL): opens the store (a database that cannot

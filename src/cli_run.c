@@ -34,6 +34,14 @@ static void run_usage(FILE *out)
 		     "       [--verify] [--full] [--json] [settings, e.g. --prefer gpu]\n");
 }
 
+/* --help: the usage and every setting */
+static void run_help(FILE *out)
+{
+	run_usage(out);
+	fprintf(out, "\nsettings (flag, environment, default):\n");
+	config_usage(out);
+}
+
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static int usage_error(const char *fmt, ...)
@@ -123,6 +131,9 @@ static int parse_args(int argc, char **argv, struct run_args *a, char **rest, in
 			rest[(*nrest)++] = argv[i];
 		}
 	}
+	for (int i = 0; i < *nrest; i++)
+		if (strcmp(rest[i], "--help") == 0 || strcmp(rest[i], "-h") == 0)
+			return 0; /* cli_load_config prints the help */
 	if (a->req.shape.n == 0)
 		return usage_error("%s", "--n is required");
 	/* square by default */
@@ -188,7 +199,7 @@ int cli_run_main(int argc, char **argv)
 	rc = parse_args(argc, argv, &a, rest, &nrest);
 	if (rc != 0)
 		return rc;
-	if (!cli_load_config(&cfg, "run", nrest, rest, run_usage, &rc))
+	if (!cli_load_config(&cfg, "run", nrest, rest, run_help, &rc))
 		return rc;
 	select_request_init(&sreq, &cfg);
 	if (a.device[0] != '\0' && select_request_set(&sreq, "device", a.device, err, sizeof(err)) != ACCELD_OK) {

@@ -32,6 +32,9 @@ struct opt {
 static const struct opt opts[] = {
 	{"listen", "ACCELD_LISTEN", OPT_LISTEN, F(listen), "127.0.0.1:9470", 0, 0, NULL, 0,
 	 "address to serve on, HOST:PORT ([::1]:PORT for IPv6; port 0 picks a free port)"},
+	{"health-listen", "ACCELD_HEALTH_LISTEN", OPT_LISTEN, F(health_listen), NULL, 0, 0, NULL, 0,
+	 "a second address serving only /livez, /readyz, /healthz and /metrics, with connections of its own "
+	 "(plain HTTP; unset: none)"},
 	{"db", "ACCELD_DB", OPT_PATH, F(db_path), "var/acceld.db", 0, 0, NULL, 0, "SQLite database file"},
 	{"config", "ACCELD_CONFIG", OPT_PATH, F(config_file), NULL, 0, 0, NULL, 0,
 	 "file of NAME=VALUE lines (names as the environment variables); flags and environment win over it"},
@@ -366,7 +369,9 @@ static int set_opt(struct config *cfg, const struct opt *o, const char *text, co
 			*(int *)(base + o->offset) = idx;
 		break;
 	case OPT_LISTEN:
-		ok = parse_listen(text, &cfg->listen_host, &cfg->listen_port) == 0;
+		ok = o->offset == F(health_listen)
+			     ? parse_listen(text, &cfg->health_listen_host, &cfg->health_listen_port) == 0
+			     : parse_listen(text, &cfg->listen_host, &cfg->listen_port) == 0;
 		if (ok)
 			set_str(cfg, o, text);
 		break;
@@ -564,6 +569,10 @@ int config_load(struct config *cfg, int argc, char **argv, config_getenv_fn env,
 			return -1;
 	}
 
+	if (cfg->health_listen != NULL && cfg->health_listen_port != 0 &&
+	    cfg->health_listen_port == cfg->listen_port && strcmp(cfg->health_listen_host, cfg->listen_host) == 0)
+		return fail(err, errsz, "--health-listen (ACCELD_HEALTH_LISTEN) must differ from --listen "
+					"(ACCELD_LISTEN); both are %s", cfg->listen);
 	if ((cfg->tls_cert == NULL) != (cfg->tls_key == NULL))
 		return fail(err, errsz, "set both --tls-cert (ACCELD_TLS_CERT) and --tls-key (ACCELD_TLS_KEY), or neither");
 	if (cfg->pjrt_plugins != NULL && config_plugin_path(cfg, NULL, NULL, 0) != 0)
@@ -622,6 +631,8 @@ void config_release(struct config *cfg)
 			set_str(cfg, &opts[i], NULL);
 	free(cfg->listen_host);
 	cfg->listen_host = NULL;
+	free(cfg->health_listen_host);
+	cfg->health_listen_host = NULL;
 	free(cfg->tls_cert_pem);
 	free(cfg->tls_key_pem);
 	cfg->tls_cert_pem = NULL;

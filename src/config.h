@@ -21,6 +21,9 @@ struct config {
 	char *listen;              /* "HOST:PORT" as given; split into listen_host and listen_port */
 	char *listen_host;
 	unsigned listen_port;
+	char *health_listen;       /* "HOST:PORT" of the probes-and-metrics listener; NULL: none */
+	char *health_listen_host;
+	unsigned health_listen_port;
 	char *db_path;
 	char *config_file;
 	int log_level;             /* enum log_level */

@@ -5,6 +5,9 @@
  * of the access handler (before the request has been read completely) with "Connection: close". So every answer is
  * queued on a later call, once the whole request is in, except a 413 refused from Content-Length, where closing is
  * what we want. Bodies are accumulated in a capped buffer and never sized from what the client claims.
+ *
+ * Connections are reported to a connection table (conns.h) as they open, read a request and are answered; it keeps
+ * the budgets, making room in a full table by cutting an idle or late connection, and the request deadlines.
  */
 #include "http.h"
 
@@ -17,6 +20,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,23 +30,13 @@
 
 #include "buf.h"
 #include "clock.h"
+#include "conns.h"
 #include "log.h"
 #include "mem.h"
 
 #define LOG_PATH_MAX 256
-
-/*
- * A connection's deadline for its next request. libmicrohttpd's connection timeout restarts on every byte read, so
- * a client that drips a header a byte at a time would hold its slot for ever: each request must also arrive whole
- * (headers and body) within the idle timeout of the connection opening or of the previous answer.
- */
-struct conn_watch {
-	int fd;
-	uint64_t deadline_ns;
-	bool received;             /* the request is in: the deadline does not apply until the next one starts */
-	bool cut;                  /* shut down once already */
-	struct conn_watch *prev, *next;
-};
+#define LISTEN_BACKLOG 4096 /* room for a burst of connections; the kernel caps it at net.core.somaxconn */
+#define FD_RESERVE 64       /* descriptors besides the connections: listeners, epoll, the database, logs */
 
 struct http_server {
 	struct MHD_Daemon *daemon;
@@ -54,9 +48,15 @@ struct http_server {
 	pthread_mutex_t defer_mu;  /* guards the list of deferred requests and stopping */
 	struct http_deferred *deferred_head;
 	bool stopping;             /* deferred answers are cut short: no new suspension */
-	pthread_mutex_t watch_mu;  /* guards the connection watches and reaper_stop */
-	pthread_cond_t watch_cv;
-	struct conn_watch *watch_head;
+	/*
+	 * The connection table (conns.h): budgets, eviction and request deadlines. libmicrohttpd's connection timeout
+	 * restarts on every byte read, so a client that drips a header a byte at a time would hold its slot for
+	 * ever: the reaper also cuts a connection whose request has not arrived whole within the idle timeout of the
+	 * connection opening or of the previous answer.
+	 */
+	struct conns *conns;
+	pthread_mutex_t reaper_mu;  /* guards reaper_stop */
+	pthread_cond_t reaper_cv;
 	bool reaper_stop;
 	bool reaper_running;
 	pthread_t reaper;
@@ -846,92 +846,59 @@ static void conn_req_start(struct conn_req *cr, struct http_server *srv, struct 
 	strlcpy_checked(cr->path, url, sizeof(cr->path));
 }
 
-/* --- request deadlines --- */
+/* --- the connection table --- */
 
-static uint64_t request_window_ns(const struct http_server *srv)
-{
-	return (uint64_t)srv->opts.idle_timeout_s * 1000000000u;
-}
-
-static struct conn_watch *watch_of(struct MHD_Connection *conn)
+static struct conn *conn_entry(struct MHD_Connection *conn)
 {
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 
 	return ci ? ci->socket_context : NULL;
 }
 
-/* received: the request is in (the deadline stops); otherwise a new request starts now. */
-static void watch_mark(struct http_server *srv, struct MHD_Connection *conn, bool received)
-{
-	struct conn_watch *w = watch_of(conn);
-
-	if (w == NULL)
-		return;
-	pthread_mutex_lock(&srv->watch_mu);
-	w->received = received;
-	if (!received)
-		w->deadline_ns = clock_mono_ns() + request_window_ns(srv);
-	pthread_mutex_unlock(&srv->watch_mu);
-}
-
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
 			  enum MHD_ConnectionNotificationCode code)
 {
 	struct http_server *srv = cls;
-	struct conn_watch *w = *socket_context;
 
 	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		const union MHD_ConnectionInfo *fd = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		const union MHD_ConnectionInfo *ca = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		const struct sockaddr *sa = ca ? ca->client_addr : NULL;
+		socklen_t len = sa && sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 
-		if (ci == NULL)
-			return;
-		w = xcalloc(1, sizeof(*w));
-		w->fd = ci->connect_fd;
-		w->deadline_ns = clock_mono_ns() + request_window_ns(srv);
-		pthread_mutex_lock(&srv->watch_mu);
-		w->next = srv->watch_head;
-		if (srv->watch_head)
-			srv->watch_head->prev = w;
-		srv->watch_head = w;
-		pthread_mutex_unlock(&srv->watch_mu);
-		*socket_context = w;
+		/* a refused connection gets no entry: it is cut already, and libmicrohttpd closes it */
+		if (fd != NULL)
+			*socket_context = conns_open(srv->conns, fd->connect_fd, sa, len, clock_mono_ns());
 		return;
 	}
-	if (w == NULL)
-		return;
-	/* libmicrohttpd closes the socket after this returns: off the list first, so the reaper never sees it */
-	pthread_mutex_lock(&srv->watch_mu);
-	if (w->prev)
-		w->prev->next = w->next;
-	else
-		srv->watch_head = w->next;
-	if (w->next)
-		w->next->prev = w->prev;
-	pthread_mutex_unlock(&srv->watch_mu);
-	free(w);
+	/* libmicrohttpd closes the socket after this returns: the table lets go of it first, so nothing cuts it later */
+	conns_close(srv->conns, *socket_context);
 	*socket_context = NULL;
 }
 
-/* Shuts down connections whose request is late; libmicrohttpd then sees the end of the stream and closes them. */
+/* The request line is in (libmicrohttpd's URI log hook, called before the headers are read). */
+static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	struct http_server *srv = cls;
+
+	(void)uri;
+	conns_request_line(srv->conns, conn_entry(conn), clock_mono_ns());
+	return NULL; /* the access handler's first call still sees *con_cls == NULL */
+}
+
+/* Cuts connections whose request is late; libmicrohttpd then sees the end of the stream and closes them. */
 static void *reaper_main(void *arg)
 {
 	struct http_server *srv = arg;
 	struct timespec ts;
 
-	pthread_mutex_lock(&srv->watch_mu);
+	pthread_mutex_lock(&srv->reaper_mu);
 	while (!srv->reaper_stop) {
-		uint64_t now = clock_mono_ns();
-
-		for (struct conn_watch *w = srv->watch_head; w != NULL; w = w->next) {
-			if (!w->received && !w->cut && now > w->deadline_ns) {
-				w->cut = true;
-				shutdown(w->fd, SHUT_RDWR);
-			}
-		}
+		conns_reap(srv->conns, clock_mono_ns());
 		ts = clock_deadline(CLOCK_MONOTONIC, 250 * 1000000ull);
-		pthread_cond_timedwait(&srv->watch_cv, &srv->watch_mu, &ts);
+		pthread_cond_timedwait(&srv->reaper_cv, &srv->reaper_mu, &ts);
 	}
-	pthread_mutex_unlock(&srv->watch_mu);
+	pthread_mutex_unlock(&srv->reaper_mu);
 	return NULL;
 }
 
@@ -948,6 +915,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		const char *te =
 			MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
 
+		conns_headers(srv->conns, conn_entry(conn), clock_mono_ns());
 		cr = xcalloc(1, sizeof(*cr));
 		conn_req_start(cr, srv, conn, url, method);
 		*con_cls = cr;
@@ -961,7 +929,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 			n = strtoull(cl, &end, 10);
 			if (errno != 0 || *end != '\0' || n > srv->opts.max_body) {
 				cr->too_large = true;
-				watch_mark(srv, conn, true);
+				conns_received(srv->conns, conn_entry(conn), clock_mono_ns());
 				return answer_too_large(cr, conn);
 			}
 		}
@@ -984,7 +952,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 			return answer_too_large(cr, conn); /* a client that keeps sending is cut off */
 		return MHD_YES;
 	}
-	watch_mark(srv, conn, true); /* the whole request is in */
+	conns_received(srv->conns, conn_entry(conn), clock_mono_ns()); /* the whole request is in */
 	if (cr->too_large && !cr->answered)
 		return answer_too_large(cr, conn);
 	if (cr->deferred != NULL && !cr->answered)
@@ -1000,7 +968,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	struct http_server *srv = cls;
 	struct conn_req *cr = *con_cls;
 
-	watch_mark(srv, conn, false); /* the next request on this connection starts its own window */
+	conns_answered(srv->conns, conn_entry(conn), clock_mono_ns()); /* the next request starts its own window */
 	if (cr == NULL)
 		return;
 	if (srv->opts.observe != NULL && cr->answered)
@@ -1070,7 +1038,7 @@ static int bind_listen(const char *host, unsigned port, int *fd_out, bool *ipv6,
 			continue;
 		}
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 1024) == 0) {
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, LISTEN_BACKLOG) == 0) {
 			*ipv6 = ai->ai_family == AF_INET6;
 			break;
 		}
@@ -1101,11 +1069,40 @@ static unsigned bound_port(int fd)
 	return 0;
 }
 
+/*
+ * libmicrohttpd's own limit, above the table's budget: it refuses at accept time, before the table could make
+ * room, so it is only the hard stop for connections already cut and still closing.
+ */
+static unsigned mhd_connection_limit(unsigned budget)
+{
+	unsigned headroom = budget / 4 > 16 ? budget / 4 : 16;
+
+	return budget > UINT32_MAX - headroom ? UINT32_MAX : budget + headroom;
+}
+
+/* Raises the soft limit on descriptors to the hard one when it cannot hold need; warns when even that is short. */
+static void ensure_fd_limit(unsigned need)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+		return;
+	if (rl.rlim_max > rl.rlim_cur) {
+		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY ? (rlim_t)need : rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+			getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur < need)
+		log_fields(LOGL_WARN, "http", "the descriptor limit is below the connection limit",
+			   (struct log_field[]){LOG_I("nofile", rl.rlim_cur), LOG_I("needed", need)}, 2);
+}
+
 static void server_free(struct http_server *srv)
 {
+	conns_free(srv->conns);
 	pthread_mutex_destroy(&srv->defer_mu);
-	pthread_mutex_destroy(&srv->watch_mu);
-	pthread_cond_destroy(&srv->watch_cv);
+	pthread_mutex_destroy(&srv->reaper_mu);
+	pthread_cond_destroy(&srv->reaper_cv);
 	free(srv);
 }
 
@@ -1117,6 +1114,7 @@ int http_server_start(const struct http_server_opts *opts, struct http_server **
 	bool ipv6 = false;
 	struct MHD_OptionItem tls[3] = {{MHD_OPTION_END, 0, NULL}};
 	pthread_condattr_t cattr;
+	unsigned mhd_limit = mhd_connection_limit(opts->max_connections);
 
 	if (opts->tls_cert_pem != NULL) {
 		if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
@@ -1131,11 +1129,15 @@ int http_server_start(const struct http_server_opts *opts, struct http_server **
 	}
 	srv->opts = *opts;
 	pthread_mutex_init(&srv->defer_mu, NULL);
-	pthread_mutex_init(&srv->watch_mu, NULL);
+	pthread_mutex_init(&srv->reaper_mu, NULL);
 	pthread_condattr_init(&cattr);
 	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC); /* the reaper's tick must not follow wall-clock jumps */
-	pthread_cond_init(&srv->watch_cv, &cattr);
+	pthread_cond_init(&srv->reaper_cv, &cattr);
 	pthread_condattr_destroy(&cattr);
+	srv->conns = conns_new(&(struct conns_opts){.max = opts->max_connections,
+						    .max_per_addr = opts->max_connections_per_ip,
+						    .request_window_ns = (uint64_t)opts->idle_timeout_s * 1000000000u});
+	ensure_fd_limit(mhd_limit + FD_RESERVE);
 	srv->listen_fd = -1;
 	if (bind_listen(opts->host, opts->port, &srv->listen_fd, &ipv6, err, errsz) != 0) {
 		server_free(srv);
@@ -1147,10 +1149,9 @@ int http_server_start(const struct http_server_opts *opts, struct http_server **
 	srv->daemon = MHD_start_daemon(
 		flags, 0, NULL, NULL, on_access, srv, MHD_OPTION_LISTEN_SOCKET, srv->listen_fd,
 		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(opts->threads > 1 ? opts->threads : 0),
-		MHD_OPTION_CONNECTION_LIMIT, opts->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-		opts->max_connections_per_ip, MHD_OPTION_CONNECTION_TIMEOUT, opts->idle_timeout_s,
+		MHD_OPTION_CONNECTION_LIMIT, mhd_limit, MHD_OPTION_CONNECTION_TIMEOUT, opts->idle_timeout_s,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, opts->conn_memory, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-		MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
+		MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_URI_LOG_CALLBACK, on_request_line, srv,
 		MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
 	if (srv->daemon == NULL) {
 		snprintf(err, errsz, "libmicrohttpd could not start on %s:%u%s (see the log)", opts->host, opts->port,
@@ -1194,6 +1195,11 @@ unsigned http_server_inflight(const struct http_server *srv)
 	return atomic_load(&srv->inflight);
 }
 
+void http_server_conn_stats(const struct http_server *srv, struct conns_stats *out)
+{
+	conns_stats(srv->conns, out);
+}
+
 /*
  * Answers every deferred request still waiting with 503 SHUTTING_DOWN (and any deferred later at once), then waits
  * up to wait_ms for those answers to be sent. Returns true when none is left.
@@ -1227,10 +1233,10 @@ void http_server_stop(struct http_server *srv)
 	/* libmicrohttpd refuses to stop with suspended connections: answer every waiting request first */
 	cut_deferred(srv, 1000);
 	if (srv->reaper_running) {
-		pthread_mutex_lock(&srv->watch_mu);
+		pthread_mutex_lock(&srv->reaper_mu);
 		srv->reaper_stop = true;
-		pthread_cond_signal(&srv->watch_cv);
-		pthread_mutex_unlock(&srv->watch_mu);
+		pthread_cond_signal(&srv->reaper_cv);
+		pthread_mutex_unlock(&srv->reaper_mu);
 		pthread_join(srv->reaper, NULL);
 	}
 	MHD_stop_daemon(srv->daemon); /* closes the listen socket unless it was quiesced */

@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 
+#include "conns.h"
 #include "err.h"
 
 enum http_method { HTTP_GET, HTTP_HEAD, HTTP_POST, HTTP_PUT, HTTP_DELETE, HTTP_PATCH, HTTP_OPTIONS, HTTP_OTHER };
@@ -85,8 +86,8 @@ struct http_server_opts {
 	const char *host;
 	unsigned port;                    /* 0 picks a free port; see http_server_port */
 	unsigned threads;                 /* at least 1 */
-	unsigned max_connections;
-	unsigned max_connections_per_ip;  /* 0 = no limit */
+	unsigned max_connections;         /* the budget: a new connection beyond it makes room or is refused (conns.h) */
+	unsigned max_connections_per_ip;  /* the same per client address; 0 = no limit */
 	unsigned idle_timeout_s;
 	size_t conn_memory;
 	size_t max_body;
@@ -102,7 +103,10 @@ struct http_server_opts {
 
 struct http_server;
 
-/* Binds, listens and starts the worker threads. Returns 0, or -1 with a message in err. */
+/*
+ * Binds, listens and starts the worker threads. Raises the soft limit on open descriptors to the hard one when it
+ * is below what max_connections needs. Returns 0, or -1 with a message in err.
+ */
 int http_server_start(const struct http_server_opts *opts, struct http_server **out, char *err, size_t errsz);
 
 /* The bound port (useful when 0 was asked for). */
@@ -113,6 +117,9 @@ void http_server_quiesce(struct http_server *srv);
 
 /* Requests received whose response has not completed yet. */
 unsigned http_server_inflight(const struct http_server *srv);
+
+/* The connection table's figures: open now, the budget, refused and evicted connections by cause. */
+void http_server_conn_stats(const struct http_server *srv, struct conns_stats *out);
 
 /*
  * Answers requests still waiting on a deferred answer with 503 SHUTTING_DOWN (up to 1 s for them to go out), then

@@ -111,9 +111,27 @@ static int cmd_serve(int argc, char **argv)
 		return CLI_EXIT_FAIL;
 	}
 	log_fields(LOGL_INFO, "http", "listening",
-		   (struct log_field[]){LOG_S("host", app.cfg.listen_host), LOG_I("port", http_server_port(app.http)),
-					LOG_I("threads", hopts.threads), LOG_B("tls", app.cfg.tls_cert_pem != NULL)},
-		   4);
+		   (struct log_field[]){LOG_S("listener", "main"), LOG_S("host", app.cfg.listen_host),
+					LOG_I("port", http_server_port(app.http)), LOG_I("threads", hopts.threads),
+					LOG_B("tls", app.cfg.tls_cert_pem != NULL)},
+		   5);
+	/* probes and scrapes on an address of their own, so a full API connection table never reaches them */
+	if (app.cfg.health_listen != NULL) {
+		app_health_http_opts(&app, &hopts);
+		if (http_server_start(&hopts, &app.health_http, err, sizeof(err)) != 0) {
+			log_msg(LOGL_ERROR, "http", "health listener: %s", err);
+			http_server_stop(app.http);
+			metrics_free(app.metrics);
+			log_buffering_stop();
+			config_release(&app.cfg);
+			return 1;
+		}
+		log_fields(LOGL_INFO, "http", "listening",
+			   (struct log_field[]){LOG_S("listener", "health"), LOG_S("host", app.cfg.health_listen_host),
+						LOG_I("port", http_server_port(app.health_http)),
+						LOG_I("max_connections", hopts.max_connections)},
+			   4);
+	}
 
 	app_services_start(&app); /* store, detection, executor, prices and sampler */
 	app.startup_ns = clock_mono_ns() - t0;
@@ -125,6 +143,7 @@ static int cmd_serve(int argc, char **argv)
 		sig = signals_wait(1000);
 
 	drain(&app, sig);
+	http_server_stop(app.health_http); /* probes were answered through the drain */
 	http_server_stop(app.http); /* answers requests still waiting on a job with 503 first */
 	if (app.exec != NULL && !exec_stop(app.exec, 0)) {
 		/* a kernel cannot be interrupted and the grace period is over: keep what is committed and go */

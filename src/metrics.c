@@ -702,6 +702,50 @@ static void render_process(struct out *o, const struct metrics_view *v)
 		       (double)size * (double)page);
 }
 
+/* --- connections, from the listeners' tables --- */
+
+static void render_connections(struct out *o, const struct metrics_view *v)
+{
+	static const char *const keys[] = {"listener", "cause"};
+
+	header(o, "acceld_http_connections", "gauge", "Connections open now, by listener.");
+	for (size_t i = 0; i < v->nlisteners; i++)
+		sample(o, "acceld_http_connections", "", keys, &v->listeners[i].name, 1, NULL, NULL,
+		       v->listeners[i].conns.open);
+	header(o, "acceld_http_connections_max", "gauge",
+	       "Connections a listener keeps open at most (--max-connections on the main one).");
+	for (size_t i = 0; i < v->nlisteners; i++)
+		sample(o, "acceld_http_connections_max", "", keys, &v->listeners[i].name, 1, NULL, NULL,
+		       v->listeners[i].conns.max);
+	header(o, "acceld_http_connections_refused_total", "counter",
+	       "New connections closed at once because a budget was full and no open connection could make room, "
+	       "by listener and cause (limit: the listener's budget, per_ip: the client address's).");
+	for (size_t i = 0; i < v->nlisteners; i++) {
+		for (int r = 0; r < CONNS_REFUSED_COUNT; r++) {
+			const char *vals[] = {v->listeners[i].name, conns_refusal_name((enum conns_refusal)r)};
+
+			sample(o, "acceld_http_connections_refused_total", "", keys, vals, 2, NULL, NULL,
+			       (double)v->listeners[i].conns.refused[r]);
+		}
+	}
+	header(o, "acceld_http_connections_evicted_total", "counter",
+	       "Open connections closed to make room for a new one, by listener and cause (idle_keepalive: answered "
+	       "and idle since; incomplete_request: silent, or its request late).");
+	for (size_t i = 0; i < v->nlisteners; i++) {
+		for (int e = 0; e < CONNS_EVICTED_COUNT; e++) {
+			const char *vals[] = {v->listeners[i].name, conns_eviction_name((enum conns_eviction)e)};
+
+			sample(o, "acceld_http_connections_evicted_total", "", keys, vals, 2, NULL, NULL,
+			       (double)v->listeners[i].conns.evicted[e]);
+		}
+	}
+	header(o, "acceld_http_connections_timed_out_total", "counter",
+	       "Connections closed because a request had not arrived whole within the idle timeout, by listener.");
+	for (size_t i = 0; i < v->nlisteners; i++)
+		sample(o, "acceld_http_connections_timed_out_total", "", keys, &v->listeners[i].name, 1, NULL, NULL,
+		       (double)v->listeners[i].conns.timed_out);
+}
+
 enum acceld_err metrics_render(struct metrics *m, const struct metrics_view *view, char **out, size_t *len)
 {
 	static const char *const build_keys[] = {"version", "commit"};
@@ -715,6 +759,7 @@ enum acceld_err metrics_render(struct metrics *m, const struct metrics_view *vie
 	render_process(&o, view);
 	scalar(&o, "acceld_http_requests_in_flight", "gauge", "Requests received and not answered yet.",
 	       view->http_inflight);
+	render_connections(&o, view);
 	render_registry(m, view, &o);
 	render_devices(&o, view->devices);
 	render_probes(&o, view->devices);

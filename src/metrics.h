@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "conns.h"
 #include "err.h"
 
 #define METRICS_MAX_SERIES 512 /* label combinations per family */
@@ -72,12 +73,20 @@ struct metrics_store_stats {
  */
 void metrics_set_store_stats(struct metrics *m, const struct metrics_store_stats *st);
 
+/* One HTTP listener's connection table, for the acceld_http_connections* families (label listener). */
+struct metrics_listener {
+	const char *name;                      /* "main", "health" */
+	struct conns_stats conns;
+};
+
 /* What a scrape shows besides the registry; every member is read, none is kept. */
 struct metrics_view {
 	const struct detect_snapshot *devices; /* borrowed; NULL while there is no registry yet */
 	bool store_open;                       /* a database connection exists */
 	int64_t started_at_ms;                 /* process start, wall clock; 0 leaves the series out */
 	unsigned http_inflight;                /* requests received and not yet answered */
+	const struct metrics_listener *listeners; /* borrowed, nlisteners of them; NULL leaves their series out */
+	size_t nlisteners;
 };
 
 /*

@@ -9,9 +9,9 @@
 #include "mem.h"
 
 static const struct route table[] = {
-	{HTTP_GET, "/livez", api_livez, ROUTE_EARLY},
-	{HTTP_GET, "/readyz", api_readyz, ROUTE_EARLY},
-	{HTTP_GET, "/healthz", api_readyz, ROUTE_EARLY},
+	{HTTP_GET, "/livez", api_livez, ROUTE_EARLY | ROUTE_HEALTH},
+	{HTTP_GET, "/readyz", api_readyz, ROUTE_EARLY | ROUTE_HEALTH},
+	{HTTP_GET, "/healthz", api_readyz, ROUTE_EARLY | ROUTE_HEALTH},
 	{HTTP_GET, "/version", api_version, ROUTE_EARLY},
 	/* devices (api_devices.c) */
 	{HTTP_GET, "/devices", api_devices_list, ROUTE_DETECT},
@@ -34,7 +34,7 @@ static const struct route table[] = {
 	{HTTP_DELETE, "/run/{id}", api_run_delete, ROUTE_AUTH | ROUTE_EXEC},
 	/* observability and the dashboard (api_metrics.c, api_static.c) */
 	{HTTP_GET, "/", api_static_index, 0},
-	{HTTP_GET, "/metrics", api_metrics, ROUTE_METRICS},
+	{HTTP_GET, "/metrics", api_metrics, ROUTE_METRICS | ROUTE_HEALTH},
 };
 
 /* The services behind the ROUTE_<service> flags: what the 503 names, and whether it is running. */
@@ -221,4 +221,20 @@ void routes_dispatch(void *ctx, struct http_req *req, struct http_resp *resp)
 	const struct route *t = routes_table(&n);
 
 	routes_dispatch_table(t, n, ctx, req, resp);
+}
+
+void routes_dispatch_health(void *ctx, struct http_req *req, struct http_resp *resp)
+{
+	size_t n;
+	const struct route *t = routes_table(&n);
+
+	for (size_t i = 0; i < n; i++) {
+		if ((t[i].flags & ROUTE_HEALTH) && routes_match(t[i].pattern, req->path, NULL)) {
+			routes_dispatch(ctx, req, resp);
+			return;
+		}
+	}
+	http_resp_problem(resp, REASON_NOT_FOUND,
+			  "no resource at %.200s on the health listener, which serves /livez, /readyz, /healthz and "
+			  "/metrics only", req->path);
 }

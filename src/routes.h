@@ -22,6 +22,7 @@ typedef void (*route_fn)(struct app *app, struct http_req *req, struct http_resp
 #define ROUTE_JSON 2u /* takes a JSON body: req->json is set before the handler runs */
 #define ROUTE_JSON_OPTIONAL 4u /* like ROUTE_JSON, but a request without a body is passed on with json NULL */
 #define ROUTE_EARLY 8u /* answered during start-up too (probes); others get 503 until start-up is done */
+#define ROUTE_HEALTH 512u /* also served by the health listener (--health-listen): probes and /metrics */
 
 /*
  * The services a route needs: when the member of struct app is NULL (it failed to start), the dispatcher answers
@@ -53,6 +54,12 @@ void routes_dispatch_table(const struct route *table, size_t n, struct app *app,
 
 /* http_dispatch_fn for the server: ctx is the struct app. */
 void routes_dispatch(void *ctx, struct http_req *req, struct http_resp *resp);
+
+/*
+ * http_dispatch_fn for the health listener (--health-listen): /livez, /readyz, /healthz and /metrics as on the
+ * main listener; any other path is a 404. ctx is the struct app.
+ */
+void routes_dispatch_health(void *ctx, struct http_req *req, struct http_resp *resp);
 
 /* Constant-time check of an Authorization header against the token. */
 bool routes_token_ok(const char *authorization, const char *token);

@@ -244,6 +244,7 @@ class Kubernetes(unittest.TestCase):
     def test_pod_security_probes_and_scraping(self):
         cfg = self.docs[("ConfigMap", "acceld")]["data"]
         self.assertEqual(cfg["ACCELD_LISTEN"], "0.0.0.0:9470")
+        self.assertEqual(cfg["ACCELD_HEALTH_LISTEN"], "0.0.0.0:9471")
         grace = seconds(cfg["ACCELD_SHUTDOWN_GRACE"])
         for name, ds in self.daemonsets.items():
             with self.subTest(daemonset=name):
@@ -251,7 +252,7 @@ class Kubernetes(unittest.TestCase):
                 spec = tpl["spec"]
                 ann = tpl["metadata"]["annotations"]
                 self.assertEqual(ann["prometheus.io/scrape"], "true")
-                self.assertEqual(ann["prometheus.io/port"], "9470")
+                self.assertEqual(ann["prometheus.io/port"], "9471")  # the health listener
                 self.assertEqual(ann["prometheus.io/path"], "/metrics")
                 self.assertGreater(spec["terminationGracePeriodSeconds"], grace)
                 self.assertFalse(spec["automountServiceAccountToken"])
@@ -272,6 +273,9 @@ class Kubernetes(unittest.TestCase):
                 self.assertEqual(main["livenessProbe"]["httpGet"]["path"], "/livez")
                 self.assertEqual(main["readinessProbe"]["httpGet"]["path"], "/readyz")
                 self.assertEqual(main["startupProbe"]["httpGet"]["path"], "/livez")
+                self.assertEqual({p["name"]: p["containerPort"] for p in main["ports"]}, {"http": 9470, "health": 9471})
+                for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+                    self.assertEqual(main[probe]["httpGet"]["port"], "health", probe)
                 mounts = {m["mountPath"]: m["name"] for m in main["volumeMounts"]}
                 self.assertIn("/var/lib/acceld", mounts)
                 self.assertIn("/tmp", mounts)
@@ -441,6 +445,13 @@ class HealthCheck(unittest.TestCase):
     def test_live_server_is_healthy(self):
         with Server() as srv:
             env = dict(os.environ, ACCELD_LISTEN=f"0.0.0.0:{srv.port}")
+            p = run([HEALTHCHECK], env=env)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
+    def test_health_listener_is_asked_when_set(self):
+        with Server(args=["--health-listen", "127.0.0.1:0"]) as srv:
+            env = dict(os.environ, ACCELD_LISTEN=f"127.0.0.1:{free_port()}",
+                       ACCELD_HEALTH_LISTEN=f"0.0.0.0:{srv.health_port}")
             p = run([HEALTHCHECK], env=env)
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
 

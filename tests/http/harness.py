@@ -1,7 +1,8 @@
 """Black-box harness: starts build/acceld on a free loopback port and speaks HTTP to it.
 
-The server is started with --listen 127.0.0.1:0; its 'listening' log line names the port. Every log line is kept
-(server.logs, parsed JSON) for assertions. Nothing here is shared between tests except through the server.
+The server is started with --listen 127.0.0.1:0; its 'listening' log line names the port (and the health
+listener's, when --health-listen is given: server.health_port). Every log line is kept (server.logs, parsed JSON) for
+assertions. Nothing here is shared between tests except through the server.
 """
 import http.client
 import json
@@ -59,6 +60,7 @@ class Server:
         self.fixed_port = port  # when set, listen there and find readiness by connecting (quiet log levels)
         self.proc = None
         self.port = None
+        self.health_port = None
         self.logs = []
         self.raw_logs = []
         self._lines = threading.Condition()
@@ -100,7 +102,9 @@ class Server:
                 except ValueError:
                     obj = {"unparsed": line}
                 self.logs.append(obj)
-                if obj.get("msg") == "listening" and self.port is None:
+                if obj.get("msg") == "listening" and obj.get("listener") == "health":
+                    self.health_port = obj["port"]
+                elif obj.get("msg") == "listening" and self.port is None:
                     self.port = obj["port"]
                 self._lines.notify_all()
 

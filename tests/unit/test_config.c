@@ -155,6 +155,56 @@ START_TEST(listen_forms)
 }
 END_TEST
 
+START_TEST(health_listen)
+{
+	struct config cfg;
+	char err[512];
+	char *flag[] = {"--health-listen", "[::1]:9471"};
+	char *same[] = {"--listen", "0.0.0.0:9470", "--health-listen", "0.0.0.0:9470"};
+	char *both_free[] = {"--listen", "127.0.0.1:0", "--health-listen", "127.0.0.1:0"};
+	char *bad[] = {"--health-listen", "9471"};
+	char path[] = "/tmp/acceld-config-XXXXXX";
+	int fd = mkstemp(path);
+	FILE *f = fdopen(fd, "w");
+	char *file[] = {"--config", path};
+	json_t *j;
+
+	ck_assert_int_eq(load(&cfg, err, sizeof(err), 0, NULL), 0);
+	ck_assert_ptr_null(cfg.health_listen); /* off by default */
+	config_release(&cfg);
+	ck_assert_int_eq(load(&cfg, err, sizeof(err), 2, flag), 0);
+	ck_assert_str_eq(cfg.health_listen_host, "::1");
+	ck_assert_uint_eq(cfg.health_listen_port, 9471);
+	ck_assert_str_eq(cfg.listen_host, "127.0.0.1"); /* the main address is left alone */
+	ck_assert_uint_eq(cfg.listen_port, 9470);
+	config_release(&cfg);
+	ck_assert_int_eq(load(&cfg, err, sizeof(err), 4, same), -1);
+	ck_assert_ptr_nonnull(strstr(err, "--health-listen"));
+	config_release(&cfg);
+	ck_assert_int_eq(load(&cfg, err, sizeof(err), 4, both_free), 0); /* two free ports are two ports */
+	config_release(&cfg);
+	ck_assert_int_eq(load(&cfg, err, sizeof(err), 2, bad), -1);
+	ck_assert_ptr_nonnull(strstr(err, "ACCELD_HEALTH_LISTEN"));
+	config_release(&cfg);
+
+	/* flag > environment > file */
+	ck_assert_ptr_nonnull(f);
+	fputs("ACCELD_HEALTH_LISTEN=127.0.0.1:9001\n", f);
+	fclose(f);
+	ck_assert_int_eq(load(&cfg, err, sizeof(err), 2, file), 0);
+	ck_assert_uint_eq(cfg.health_listen_port, 9001);
+	config_release(&cfg);
+	env_set("ACCELD_HEALTH_LISTEN", "127.0.0.1:9002");
+	ck_assert_int_eq(load(&cfg, err, sizeof(err), 2, file), 0);
+	ck_assert_uint_eq(cfg.health_listen_port, 9002);
+	j = config_to_json(&cfg);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "ACCELD_HEALTH_LISTEN")), "127.0.0.1:9002");
+	json_decref(j);
+	config_release(&cfg);
+	unlink(path);
+}
+END_TEST
+
 START_TEST(parsers)
 {
 	uint64_t v;
@@ -266,6 +316,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, unknown_flag_and_missing_value);
 	tcase_add_test(tc, help_flag);
 	tcase_add_test(tc, listen_forms);
+	tcase_add_test(tc, health_listen);
 	tcase_add_test(tc, parsers);
 	tcase_add_test(tc, token_redacted_and_file);
 	tcase_add_test(tc, secret_not_echoed_in_error);

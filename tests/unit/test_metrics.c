@@ -276,6 +276,39 @@ START_TEST(store_state)
 }
 END_TEST
 
+START_TEST(connection_tables)
+{
+	struct metrics *m = metrics_new();
+	struct metrics_listener l[2] = {
+		{.name = "main",
+		 .conns = {.open = 7, .max = 200, .refused = {1, 2}, .evicted = {30, 40}, .timed_out = 5}},
+		{.name = "health", .conns = {.open = 1, .max = 16}},
+	};
+	struct metrics_view v = {.listeners = l, .nlisteners = 2};
+	char *text = render(m, &v);
+
+	ck_assert(has_line_prefix(text, "# TYPE acceld_http_connections gauge\n"));
+	ck_assert(has_line_prefix(text, "# TYPE acceld_http_connections_refused_total counter\n"));
+	ck_assert(has_line_prefix(text, "# TYPE acceld_http_connections_evicted_total counter\n"));
+	ck_assert(value_of(text, "acceld_http_connections{listener=\"main\"}") == 7);
+	ck_assert(value_of(text, "acceld_http_connections{listener=\"health\"}") == 1);
+	ck_assert(value_of(text, "acceld_http_connections_max{listener=\"main\"}") == 200);
+	ck_assert(value_of(text, "acceld_http_connections_refused_total{listener=\"main\",cause=\"limit\"}") == 1);
+	ck_assert(value_of(text, "acceld_http_connections_refused_total{listener=\"main\",cause=\"per_ip\"}") == 2);
+	ck_assert(value_of(text, "acceld_http_connections_evicted_total{listener=\"main\",cause=\"idle_keepalive\"}") ==
+		  30);
+	ck_assert(value_of(text,
+			   "acceld_http_connections_evicted_total{listener=\"main\",cause=\"incomplete_request\"}") ==
+		  40);
+	ck_assert(value_of(text,
+			   "acceld_http_connections_evicted_total{listener=\"health\",cause=\"incomplete_request\"}") ==
+		  0);
+	ck_assert(value_of(text, "acceld_http_connections_timed_out_total{listener=\"main\"}") == 5);
+	free(text);
+	metrics_free(m);
+}
+END_TEST
+
 START_TEST(devices_known_values_only)
 {
 	struct metrics *m = metrics_new();
@@ -390,6 +423,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, label_values_are_escaped);
 	tcase_add_test(tc, series_limit_drops_and_counts);
 	tcase_add_test(tc, store_state);
+	tcase_add_test(tc, connection_tables);
 	tcase_add_test(tc, devices_known_values_only);
 	tcase_add_test(tc, concurrent_observations_are_all_counted);
 	suite_add_tcase(s, tc);

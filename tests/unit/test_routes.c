@@ -274,6 +274,28 @@ START_TEST(service_table_is_sane)
 }
 END_TEST
 
+START_TEST(health_listener_serves_probes_only)
+{
+	static const char *const other[] = {"/devices", "/run", "/", "/livez/x", "/metricsx"};
+	struct http_req r = req_of(HTTP_GET, "/livez");
+	struct http_resp resp;
+
+	http_resp_init(&resp, "rid");
+	routes_dispatch_health(test_app(NULL), &r, &resp);
+	ck_assert_int_eq(resp.status, 200);
+	ck_assert_str_eq(resp.route, "/livez");
+	http_resp_release(&resp);
+	for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
+		r = req_of(HTTP_GET, other[i]);
+		http_resp_init(&resp, "rid");
+		routes_dispatch_health(test_app(NULL), &r, &resp);
+		ck_assert_int_eq(resp.status, 404);
+		ck_assert_ptr_null(resp.route);
+		http_resp_release(&resp);
+	}
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("routes");
@@ -286,6 +308,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, starting_and_draining);
 	tcase_add_test(tc, missing_services_answer_503_unavailable);
 	tcase_add_test(tc, service_table_is_sane);
+	tcase_add_test(tc, health_listener_serves_probes_only);
 	suite_add_tcase(s, tc);
 	return s;
 }
