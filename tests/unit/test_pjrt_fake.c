@@ -813,6 +813,25 @@ START_TEST(sgemm_precision_on_cuda)
 	ck_assert_msg(fabsf(got[0] - want[0]) > 1e-4f, "DEFAULT on cuda should round to TF32: %g vs %g",
 		      (double)got[0], (double)want[0]);
 	ck_assert_float_eq_tol(got[0], 1.5f * 3.0f - 0.5f, 1e-6f);
+	setenv("FAKE_PJRT_EXACT", "1", 1);
+	run_sgemm("DEFAULT", a, b, got);
+	assert_close(got, want, 4, 1e-6f);
+}
+END_TEST
+
+START_TEST(sgemm_precision_on_tpu)
+{
+	/* bfloat16 keeps 7 mantissa bits and loses 2^-12; three passes (HIGH) keep it */
+	const float e = 1.0f + 1.0f / 4096.0f;
+	const float a[6] = {e, e, e, e, e, e}, b[6] = {e, e, e, e, e, e};
+	float got[4], want[4];
+
+	setenv("FAKE_PJRT_PLATFORM", "tpu", 1);
+	sgemm_reference(a, b, want);
+	run_sgemm("DEFAULT", a, b, got);
+	ck_assert_float_eq_tol(got[0], 1.5f * 3.0f - 0.5f, 1e-6f);
+	run_sgemm("HIGH", a, b, got);
+	assert_close(got, want, 4, 1e-6f);
 }
 END_TEST
 
@@ -1225,6 +1244,7 @@ Suite *make_suite(void)
 	tcase_add_test(kernels, dot);
 	tcase_add_test(kernels, sgemm_highest);
 	tcase_add_test(kernels, sgemm_precision_on_cuda);
+	tcase_add_test(kernels, sgemm_precision_on_tpu);
 	tcase_add_test(kernels, softmax);
 	tcase_add_test(kernels, memory_stats_track_buffers);
 	suite_add_tcase(s, kernels);
