@@ -210,7 +210,7 @@ uninstall:
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(BUILD)/obj/main.d $(UNIT_BIN:%=%.d) $(BUILD)/tests/check_api.d
+-include $(LIB_OBJ:.o=.d) $(BUILD)/obj/main.d $(UNIT_BIN:%=%.d) $(BUILD)/tests/check_api.d $(FAKE_LIB:.so=.d)
 
 # the libFuzzer harnesses (variables above)
 .PHONY: fuzz fuzz-build

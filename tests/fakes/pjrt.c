@@ -1,0 +1,2110 @@
+/*
+ * A stand-in PJRT plugin for the PJRT backend's tests, built as $(BUILD)/fakes/libpjrt.so. It exports
+ * GetPjrtApi with the real layouts (src/pjrt_abi.h) and runs acceld's five float32 programs on the CPU.
+ *
+ * Programs: PJRT_Client_Compile takes format "mlir" as text. The module must be named @acceld_<kernel>
+ * (saxpy, triad, dot, sgemm, softmax) and hold `func.func public @main(...)`, whose tensor types fix the shapes:
+ *   saxpy(f32[], f32[n], f32[n]) -> f32[n]        alpha * x + y
+ *   triad(f32[], f32[n], f32[n]) -> f32[n]        b + s * c
+ *   dot(f32[n], f32[n]) -> f32[]                  sum of x * y
+ *   sgemm(f32[], f32[], f32[m,k], f32[k,n], f32[m,n]) -> f32[m,n]   alpha * a @ b + beta * c, row-major
+ *   softmax(f32[m,n]) -> f32[m,n]                 row by row
+ * Anything else fails to compile with a message quoting the offending line. The op bodies are not read, but
+ * the precision a dot_general asks for (`precision HIGHEST|HIGH|DEFAULT` or `precision = [HIGHEST, ...]`) is
+ * recorded, and on a "cuda" or "tpu" platform sgemm rounds its operands the way the hardware would: TF32
+ * (10-bit mantissa) for DEFAULT, HIGH or none on cuda; bfloat16 (7 bits) for DEFAULT or none and about 16 bits
+ * (three bfloat16 passes) for HIGH on tpu; HIGHEST is exact float32. The compile options must parse as an
+ * xla.CompileOptionsProto with num_replicas = num_partitions = 1; the device comes from execute_device, else
+ * the first id of its device_assignment, else its device_ordinal.
+ *
+ * Read at PJRT_Client_Create:
+ *   FAKE_PJRT_PLATFORM=name   platform name (default "fake"); "cuda"/"gpu"/"rocm" describe GPUs the way XLA's
+ *                             GPU plugin does (and check its create options), "tpu" describes TPU chips
+ *   FAKE_PJRT_DEVICES=N       devices, 1 to 8 (default 1; 0 makes client creation fail as with no devices)
+ *   FAKE_PJRT_KIND=text       device kind (default "NVIDIA H100 80GB HBM3", "TPU v5 lite" or "Fake CPU")
+ *   FAKE_PJRT_MEMORY=bytes    memory per device, with an optional k/m/g suffix (default 16g); the GPU option
+ *                             memory_fraction scales it
+ *   FAKE_PJRT_PCI=id[,id]     GPU-like devices also get "pci_bus_id" and "uuid" attributes (the real GPU
+ *                             plugin exposes neither; docs/pjrt.md)
+ * Failure switches, read on every call:
+ *   FAKE_PJRT_VERSION=M.m     the API version GetPjrtApi reports (default the header's)
+ *   FAKE_PJRT_API_SIZE=bytes  the PJRT_Api struct_size GetPjrtApi reports (default the whole table)
+ *   FAKE_PJRT_INIT_FAIL=1     PJRT_Plugin_Initialize fails
+ *   FAKE_PJRT_CREATE_FAIL=1   PJRT_Client_Create fails as when no device can be opened
+ *   FAKE_PJRT_BUSY=1          PJRT_Client_Create fails as when another process holds the devices: on tpu
+ *                             libtpu's lock file message (ABORTED); FAKE_PJRT_BUSY=device gives the
+ *                             open(/dev/accel0) form; on cuda an exclusive-process GPU's CUDA error
+ *   FAKE_PJRT_COMPILE_FAIL=1  PJRT_Client_Compile fails (INTERNAL)
+ *   FAKE_PJRT_OOM=1|upload|execute   RESOURCE_EXHAUSTED from BufferFromHostBuffer (1, upload) or Execute;
+ *                             either also fails whenever live bytes would pass the device's memory
+ *   FAKE_PJRT_EXEC_FAIL=1     Execute fails (INTERNAL); =async: Execute succeeds but its outputs and
+ *                             completion event carry the INTERNAL error
+ *   FAKE_PJRT_SLOW_MS=N       an execution completes N ms after Execute: its events become ready only then
+ *   FAKE_PJRT_NO_MEMSTATS=1   PJRT_Device_MemoryStats answers UNIMPLEMENTED
+ *   FAKE_PJRT_WRONG_RESULT=1  outputs are perturbed (element 0), for verification tests
+ *   FAKE_PJRT_EXACT=1         sgemm does not round its operands on cuda or tpu
+ *
+ * Stricter than a real plugin on purpose: PJRT_Plugin_Initialize must come first; ToHostBuffer fills dst with
+ * NaN and writes the data only when its event is seen complete (Await, IsReady true, Error or OnReady), so a
+ * caller that reads before awaiting sees garbage; destroying a client that still has buffers or executables
+ * fails. Every argument struct's struct_size is checked like a real plugin does.
+ *
+ * Test hooks: fake_pjrt_calls(name) counts calls by PJRT function name; fake_pjrt_live(what) counts live
+ * "clients", "executables" (loaded ones and PJRT_Executable views), "buffers", "events", "errors", pending
+ * "callbacks", or "all"; fake_pjrt_last_precision() is what the last compile asked for ("" when none);
+ * fake_pjrt_create_option(name) renders the value the last PJRT_Client_Create got ("true", "0.5", "1,2", ...)
+ * or NULL; fake_pjrt_compile_option(name) reads the last compile options' "num_replicas", "num_partitions",
+ * "device_ordinal", "replica_count", "computation_count" or "device_id" (-1 when absent).
+ * Thread safety: one client used from one thread at a time, with events awaited or called back on others.
+ */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pjrt_abi.h"
+
+#define MAX_DEVICES 8
+#define MAX_DIMS 8
+#define MAX_ARGS 5
+#define MAX_OPTIONS 16
+#define GIB (1024ll * 1024 * 1024)
+
+enum flavour { FLAVOUR_FAKE, FLAVOUR_GPU, FLAVOUR_TPU };
+enum kernel { K_SAXPY, K_TRIAD, K_DOT, K_SGEMM, K_SOFTMAX, K_COUNT };
+
+static const char *const kernel_names[K_COUNT] = {"saxpy", "triad", "dot", "sgemm", "softmax"};
+static const int kernel_arity[K_COUNT] = {3, 3, 2, 5, 1};
+
+struct PJRT_Error {
+	PJRT_Error_Code code;
+	size_t len;
+	char msg[];
+};
+
+/* What an event completes: a status, a time, and maybe a device-to-host copy still to be written. */
+struct event_core {
+	pthread_mutex_t lock;
+	int refs;
+	struct timespec ready_at;
+	PJRT_Error_Code code;
+	char *msg;
+	void *dst;
+	float *src;
+	size_t bytes;
+};
+
+struct PJRT_Event {
+	struct event_core *core;
+};
+
+struct PJRT_DeviceDescription {
+	int id;
+	char kind[64];
+	char debug[128];
+	char repr[192];
+	char vendor[16];
+	char cc[8];
+	char pci[32];
+	char uuid[48];
+	int64_t coords[3];
+	PJRT_NamedValue attrs[12];
+	size_t nattrs;
+};
+
+struct PJRT_Device {
+	PJRT_Client *client;
+	int ordinal;
+	struct PJRT_DeviceDescription desc;
+	int64_t limit, in_use, peak, num_allocs, largest;
+};
+
+struct PJRT_Client {
+	enum flavour flavour;
+	char platform[32];
+	char version[64];
+	struct PJRT_Device devs[MAX_DEVICES];
+	PJRT_Device *list[MAX_DEVICES];
+	size_t ndev;
+	long live_buffers, live_execs;
+};
+
+struct shape {
+	int64_t dims[MAX_DIMS];
+	size_t ndims;
+};
+
+struct PJRT_LoadedExecutable {
+	PJRT_Client *client;
+	enum kernel kernel;
+	struct shape args[MAX_ARGS];
+	struct shape result;
+	char precision[8];
+	PJRT_Device *device;
+};
+
+struct PJRT_Executable {
+	size_t num_outputs;
+};
+
+struct PJRT_Buffer {
+	PJRT_Device *dev;
+	struct shape shape;
+	size_t count;
+	size_t bytes;
+	float *data;
+	struct timespec ready_at;
+	PJRT_Error_Code code;
+	char *msg;
+};
+
+/* ----------------------------------------------------------------------------------------- test hooks */
+
+enum live { LIVE_CLIENTS, LIVE_EXECUTABLES, LIVE_BUFFERS, LIVE_EVENTS, LIVE_ERRORS, LIVE_CALLBACKS, LIVE_COUNT };
+
+static const char *const live_names[LIVE_COUNT] = {"clients", "executables", "buffers",
+						   "events",  "errors",      "callbacks"};
+
+static const char *const counted[] = {
+	"GetPjrtApi", "PJRT_Error_Destroy", "PJRT_Error_Message", "PJRT_Error_GetCode", "PJRT_Plugin_Initialize",
+	"PJRT_Plugin_Attributes", "PJRT_Event_Destroy", "PJRT_Event_IsReady", "PJRT_Event_Error", "PJRT_Event_Await",
+	"PJRT_Event_OnReady", "PJRT_Client_Create", "PJRT_Client_Destroy", "PJRT_Client_PlatformName",
+	"PJRT_Client_ProcessIndex", "PJRT_Client_PlatformVersion", "PJRT_Client_Devices",
+	"PJRT_Client_AddressableDevices", "PJRT_Client_Compile", "PJRT_Client_BufferFromHostBuffer",
+	"PJRT_DeviceDescription_Id", "PJRT_DeviceDescription_ProcessIndex", "PJRT_DeviceDescription_Attributes",
+	"PJRT_DeviceDescription_Kind", "PJRT_DeviceDescription_DebugString", "PJRT_DeviceDescription_ToString",
+	"PJRT_Device_GetDescription", "PJRT_Device_IsAddressable", "PJRT_Device_LocalHardwareId",
+	"PJRT_Device_MemoryStats", "PJRT_Executable_Destroy", "PJRT_Executable_NumOutputs",
+	"PJRT_LoadedExecutable_Destroy", "PJRT_LoadedExecutable_GetExecutable", "PJRT_LoadedExecutable_Execute",
+	"PJRT_Buffer_Destroy", "PJRT_Buffer_ElementType", "PJRT_Buffer_Dimensions",
+	"PJRT_Buffer_OnDeviceSizeInBytes", "PJRT_Buffer_ToHostBuffer", "PJRT_Buffer_ReadyEvent",
+};
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static long g_live[LIVE_COUNT];
+static long g_calls[sizeof(counted) / sizeof(counted[0])];
+static int g_initialized;
+static char g_precision[8];
+static char g_opt_name[MAX_OPTIONS][48];
+static char g_opt_value[MAX_OPTIONS][64];
+static size_t g_nopts;
+static long long g_compile_opts[6] = {-1, -1, -1, -1, -1, -1};
+static const char *const compile_opt_names[6] = {"num_replicas", "num_partitions", "device_ordinal",
+						 "replica_count", "computation_count", "device_id"};
+
+long fake_pjrt_calls(const char *name);
+long fake_pjrt_live(const char *what);
+const char *fake_pjrt_last_precision(void);
+const char *fake_pjrt_create_option(const char *name);
+long long fake_pjrt_compile_option(const char *name);
+const PJRT_Api *GetPjrtApi(void);
+
+static void count(const char *name)
+{
+	pthread_mutex_lock(&g_lock);
+	for (size_t i = 0; i < sizeof(counted) / sizeof(counted[0]); i++)
+		if (strcmp(counted[i], name) == 0)
+			g_calls[i]++;
+	pthread_mutex_unlock(&g_lock);
+}
+
+static void live_add(enum live what, long delta)
+{
+	pthread_mutex_lock(&g_lock);
+	g_live[what] += delta;
+	pthread_mutex_unlock(&g_lock);
+}
+
+long fake_pjrt_calls(const char *name)
+{
+	long n = -1;
+
+	pthread_mutex_lock(&g_lock);
+	for (size_t i = 0; i < sizeof(counted) / sizeof(counted[0]); i++)
+		if (strcmp(counted[i], name) == 0)
+			n = g_calls[i];
+	pthread_mutex_unlock(&g_lock);
+	return n;
+}
+
+long fake_pjrt_live(const char *what)
+{
+	long n = -1;
+
+	pthread_mutex_lock(&g_lock);
+	if (strcmp(what, "all") == 0) {
+		n = 0;
+		for (int i = 0; i < LIVE_COUNT; i++)
+			n += g_live[i];
+	}
+	for (int i = 0; i < LIVE_COUNT; i++)
+		if (strcmp(live_names[i], what) == 0)
+			n = g_live[i];
+	pthread_mutex_unlock(&g_lock);
+	return n;
+}
+
+const char *fake_pjrt_last_precision(void)
+{
+	return g_precision;
+}
+
+const char *fake_pjrt_create_option(const char *name)
+{
+	for (size_t i = 0; i < g_nopts; i++)
+		if (strcmp(g_opt_name[i], name) == 0)
+			return g_opt_value[i];
+	return NULL;
+}
+
+long long fake_pjrt_compile_option(const char *name)
+{
+	for (size_t i = 0; i < 6; i++)
+		if (strcmp(compile_opt_names[i], name) == 0)
+			return g_compile_opts[i];
+	return -1;
+}
+
+/* ------------------------------------------------------------------------------------------- helpers */
+
+static void *xmalloc(size_t n)
+{
+	void *p = malloc(n > 0 ? n : 1);
+
+	if (p == NULL) {
+		fputs("fake pjrt: out of memory\n", stderr);
+		abort();
+	}
+	return p;
+}
+
+static const char *env_str(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v != NULL && *v != '\0' ? v : NULL;
+}
+
+static long env_long(const char *name, long dflt)
+{
+	const char *v = env_str(name);
+	char *end;
+	long n;
+
+	if (v == NULL)
+		return dflt;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	return errno == 0 && *end == '\0' ? n : dflt;
+}
+
+static int env_on(const char *name)
+{
+	const char *v = env_str(name);
+
+	return v != NULL && strcmp(v, "0") != 0;
+}
+
+static int env_is(const char *name, const char *value)
+{
+	const char *v = env_str(name);
+
+	return v != NULL && strcmp(v, value) == 0;
+}
+
+/* Bytes from "123", "4k", "16g"; dflt when unset or malformed. */
+static int64_t env_bytes(const char *name, int64_t dflt)
+{
+	const char *v = env_str(name);
+	char *end;
+	long long n;
+
+	if (v == NULL)
+		return dflt;
+	errno = 0;
+	n = strtoll(v, &end, 10);
+	if (errno != 0 || n < 0 || end == v)
+		return dflt;
+	if (*end == 'k' || *end == 'K')
+		n *= 1024, end++;
+	else if (*end == 'm' || *end == 'M')
+		n *= 1024 * 1024, end++;
+	else if (*end == 'g' || *end == 'G')
+		n *= GIB, end++;
+	return *end == '\0' ? n : dflt;
+}
+
+static PJRT_Error *make_error(PJRT_Error_Code code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static PJRT_Error *make_error(PJRT_Error_Code code, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+	PJRT_Error *e;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		n = 0;
+	e = xmalloc(sizeof(*e) + (size_t)n + 1);
+	va_start(ap, fmt);
+	vsnprintf(e->msg, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	e->code = code;
+	e->len = (size_t)n;
+	live_add(LIVE_ERRORS, 1);
+	return e;
+}
+
+static char *xstrdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *d = xmalloc(n);
+
+	memcpy(d, s, n);
+	return d;
+}
+
+/* The size check every real entry point makes first. */
+static PJRT_Error *check_size(const char *what, size_t expected, size_t actual)
+{
+	if (actual < expected)
+		return make_error(PJRT_Error_Code_INVALID_ARGUMENT,
+				  "Unexpected %s size: expected %zu, got %zu. Check installed software versions.", what,
+				  expected, actual);
+	return NULL;
+}
+
+#define CHECK_ARGS(args, type)                                                                                     \
+	do {                                                                                                       \
+		PJRT_Error *size_err_ = check_size(#type, type##_STRUCT_SIZE, (args)->struct_size);                \
+		if (size_err_ != NULL)                                                                             \
+			return size_err_;                                                                          \
+	} while (0)
+
+static struct timespec now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t;
+}
+
+static struct timespec after_ms(struct timespec t, long ms)
+{
+	if (ms <= 0)
+		return t;
+	t.tv_sec += ms / 1000;
+	t.tv_nsec += (ms % 1000) * 1000000L;
+	if (t.tv_nsec >= 1000000000L) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000L;
+	}
+	return t;
+}
+
+static int later(struct timespec a, struct timespec b)
+{
+	return a.tv_sec > b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec > b.tv_nsec);
+}
+
+static int is_past(struct timespec t)
+{
+	return !later(t, now());
+}
+
+static void sleep_until(struct timespec t)
+{
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL) == EINTR)
+		;
+}
+
+static enum flavour flavour_of(const char *platform)
+{
+	if (strcmp(platform, "cuda") == 0 || strcmp(platform, "gpu") == 0 || strcmp(platform, "rocm") == 0)
+		return FLAVOUR_GPU;
+	if (strcmp(platform, "tpu") == 0)
+		return FLAVOUR_TPU;
+	return FLAVOUR_FAKE;
+}
+
+static const char *platform_env(void)
+{
+	const char *p = env_str("FAKE_PJRT_PLATFORM");
+
+	return p != NULL ? p : "fake";
+}
+
+static void shape_str(const struct shape *s, char *out, size_t len)
+{
+	size_t used = (size_t)snprintf(out, len, "f32[");
+
+	for (size_t i = 0; i < s->ndims && used < len; i++)
+		used += (size_t)snprintf(out + used, len - used, "%s%lld", i ? "," : "", (long long)s->dims[i]);
+	if (used < len)
+		snprintf(out + used, len - used, "]");
+}
+
+static int shape_eq(const struct shape *a, const struct shape *b)
+{
+	if (a->ndims != b->ndims)
+		return 0;
+	for (size_t i = 0; i < a->ndims; i++)
+		if (a->dims[i] != b->dims[i])
+			return 0;
+	return 1;
+}
+
+/* ---------------------------------------------------------------------------------------------- errors */
+
+static void error_destroy(PJRT_Error_Destroy_Args *args)
+{
+	count("PJRT_Error_Destroy");
+	if (args->struct_size < PJRT_Error_Destroy_Args_STRUCT_SIZE || args->error == NULL)
+		return;
+	free(args->error);
+	live_add(LIVE_ERRORS, -1);
+}
+
+static void error_message(PJRT_Error_Message_Args *args)
+{
+	count("PJRT_Error_Message");
+	if (args->struct_size < PJRT_Error_Message_Args_STRUCT_SIZE || args->error == NULL)
+		return;
+	args->message = args->error->msg;
+	args->message_size = args->error->len;
+}
+
+static PJRT_Error *error_get_code(PJRT_Error_GetCode_Args *args)
+{
+	count("PJRT_Error_GetCode");
+	CHECK_ARGS(args, PJRT_Error_GetCode_Args);
+	args->code = args->error->code;
+	return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------- plugin */
+
+static const int64_t stablehlo_current[3] = {1, 10, 0};
+static const int64_t stablehlo_minimum[3] = {0, 9, 0};
+static const int64_t xla_version = 2;
+
+static PJRT_Error *plugin_initialize(PJRT_Plugin_Initialize_Args *args)
+{
+	count("PJRT_Plugin_Initialize");
+	CHECK_ARGS(args, PJRT_Plugin_Initialize_Args);
+	if (env_on("FAKE_PJRT_INIT_FAIL"))
+		return make_error(PJRT_Error_Code_INTERNAL, "fake plugin: initialization failed (FAKE_PJRT_INIT_FAIL)");
+	g_initialized = 1;
+	return NULL;
+}
+
+static PJRT_Error *plugin_attributes(PJRT_Plugin_Attributes_Args *args)
+{
+	static PJRT_NamedValue attrs[3];
+
+	count("PJRT_Plugin_Attributes");
+	CHECK_ARGS(args, PJRT_Plugin_Attributes_Args);
+	attrs[0] = (PJRT_NamedValue){.struct_size = PJRT_NamedValue_STRUCT_SIZE, .name = "xla_version",
+				     .name_size = 11, .type = PJRT_NamedValue_kInt64, .int64_value = xla_version,
+				     .value_size = 1};
+	attrs[1] = (PJRT_NamedValue){.struct_size = PJRT_NamedValue_STRUCT_SIZE, .name = "stablehlo_current_version",
+				     .name_size = 25, .type = PJRT_NamedValue_kInt64List,
+				     .int64_array_value = stablehlo_current, .value_size = 3};
+	attrs[2] = (PJRT_NamedValue){.struct_size = PJRT_NamedValue_STRUCT_SIZE, .name = "stablehlo_minimum_version",
+				     .name_size = 25, .type = PJRT_NamedValue_kInt64List,
+				     .int64_array_value = stablehlo_minimum, .value_size = 3};
+	args->attributes = attrs;
+	args->num_attributes = 3;
+	return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------- events */
+
+static PJRT_Event *event_new(struct timespec ready_at, PJRT_Error_Code code, const char *msg)
+{
+	struct event_core *c = xmalloc(sizeof(*c));
+	PJRT_Event *e = xmalloc(sizeof(*e));
+
+	memset(c, 0, sizeof(*c));
+	pthread_mutex_init(&c->lock, NULL);
+	c->refs = 1;
+	c->ready_at = ready_at;
+	c->code = code;
+	c->msg = msg != NULL ? xstrdup(msg) : NULL;
+	e->core = c;
+	live_add(LIVE_EVENTS, 1);
+	return e;
+}
+
+static void core_unref(struct event_core *c)
+{
+	int left;
+
+	pthread_mutex_lock(&c->lock);
+	left = --c->refs;
+	pthread_mutex_unlock(&c->lock);
+	if (left > 0)
+		return;
+	pthread_mutex_destroy(&c->lock);
+	free(c->src);
+	free(c->msg);
+	free(c);
+}
+
+/* The event is complete: writes a pending copy (once) and returns its status as a new error or NULL. */
+static PJRT_Error *core_observe(struct event_core *c)
+{
+	PJRT_Error *err = NULL;
+
+	pthread_mutex_lock(&c->lock);
+	if (c->src != NULL) {
+		if (c->code == PJRT_Error_Code_OK)
+			memcpy(c->dst, c->src, c->bytes);
+		free(c->src);
+		c->src = NULL;
+	}
+	if (c->code != PJRT_Error_Code_OK)
+		err = make_error(c->code, "%s", c->msg != NULL ? c->msg : "");
+	pthread_mutex_unlock(&c->lock);
+	return err;
+}
+
+static PJRT_Error *event_destroy(PJRT_Event_Destroy_Args *args)
+{
+	count("PJRT_Event_Destroy");
+	CHECK_ARGS(args, PJRT_Event_Destroy_Args);
+	if (args->event == NULL)
+		return NULL;
+	core_unref(args->event->core);
+	free(args->event);
+	live_add(LIVE_EVENTS, -1);
+	return NULL;
+}
+
+static PJRT_Error *event_is_ready(PJRT_Event_IsReady_Args *args)
+{
+	count("PJRT_Event_IsReady");
+	CHECK_ARGS(args, PJRT_Event_IsReady_Args);
+	args->is_ready = is_past(args->event->core->ready_at);
+	if (args->is_ready) {
+		PJRT_Error *status = core_observe(args->event->core);
+
+		/* the status itself is read with PJRT_Event_Error */
+		if (status != NULL) {
+			free(status);
+			live_add(LIVE_ERRORS, -1);
+		}
+	}
+	return NULL;
+}
+
+static PJRT_Error *event_error(PJRT_Event_Error_Args *args)
+{
+	count("PJRT_Event_Error");
+	CHECK_ARGS(args, PJRT_Event_Error_Args);
+	if (!is_past(args->event->core->ready_at))
+		return make_error(PJRT_Error_Code_FAILED_PRECONDITION,
+				  "PJRT_Event_Error called before the event is ready");
+	return core_observe(args->event->core);
+}
+
+static PJRT_Error *event_await(PJRT_Event_Await_Args *args)
+{
+	count("PJRT_Event_Await");
+	CHECK_ARGS(args, PJRT_Event_Await_Args);
+	sleep_until(args->event->core->ready_at);
+	return core_observe(args->event->core);
+}
+
+/*
+ * OnReady on an event not yet complete: a thread waits for it and calls back. The threads are joinable and kept
+ * in a table so that a finished one is reaped at the next OnReady and all are joined when the library is
+ * unloaded: no thread may still be running this code after dlclose.
+ */
+#define MAX_WAITERS 64
+
+struct waiter {
+	struct event_core *core;
+	PJRT_Event_OnReadyCallback callback;
+	void *user_arg;
+	size_t slot;
+};
+
+static struct {
+	pthread_t thread;
+	int used;
+	int finished;
+} g_waiters[MAX_WAITERS];
+
+static void *waiter_main(void *arg)
+{
+	struct waiter *w = arg;
+	size_t slot = w->slot;
+
+	sleep_until(w->core->ready_at);
+	w->callback(core_observe(w->core), w->user_arg);
+	core_unref(w->core);
+	free(w);
+	pthread_mutex_lock(&g_lock);
+	g_live[LIVE_CALLBACKS]--;
+	g_waiters[slot].finished = 1;
+	pthread_mutex_unlock(&g_lock);
+	return NULL;
+}
+
+/* A free slot in the waiter table, joining finished threads (and, when all are busy, the first one). */
+static size_t waiter_slot(void)
+{
+	size_t free_slot = MAX_WAITERS;
+	pthread_t t;
+
+	for (;;) {
+		pthread_mutex_lock(&g_lock);
+		for (size_t i = 0; i < MAX_WAITERS; i++) {
+			if (g_waiters[i].used && g_waiters[i].finished) {
+				t = g_waiters[i].thread;
+				g_waiters[i].used = 0;
+				pthread_mutex_unlock(&g_lock);
+				pthread_join(t, NULL);
+				pthread_mutex_lock(&g_lock);
+			}
+			if (!g_waiters[i].used && free_slot == MAX_WAITERS)
+				free_slot = i;
+		}
+		if (free_slot < MAX_WAITERS) {
+			g_waiters[free_slot].used = 1;
+			g_waiters[free_slot].finished = 0;
+			pthread_mutex_unlock(&g_lock);
+			return free_slot;
+		}
+		t = g_waiters[0].thread;
+		g_waiters[0].used = 0;
+		pthread_mutex_unlock(&g_lock);
+		pthread_join(t, NULL);
+	}
+}
+
+static void join_waiters(void) __attribute__((destructor));
+
+static void join_waiters(void)
+{
+	for (size_t i = 0; i < MAX_WAITERS; i++)
+		if (g_waiters[i].used) {
+			pthread_join(g_waiters[i].thread, NULL);
+			g_waiters[i].used = 0;
+		}
+}
+
+static PJRT_Error *event_on_ready(PJRT_Event_OnReady_Args *args)
+{
+	struct event_core *c;
+	struct waiter *w;
+	int rc;
+
+	count("PJRT_Event_OnReady");
+	CHECK_ARGS(args, PJRT_Event_OnReady_Args);
+	c = args->event->core;
+	if (is_past(c->ready_at)) {
+		args->callback(core_observe(c), args->user_arg);
+		return NULL;
+	}
+	/* the thread holds its own reference, so the event may be destroyed before it completes */
+	w = xmalloc(sizeof(*w));
+	pthread_mutex_lock(&c->lock);
+	c->refs++;
+	pthread_mutex_unlock(&c->lock);
+	w->core = c;
+	w->callback = args->callback;
+	w->user_arg = args->user_arg;
+	w->slot = waiter_slot();
+	live_add(LIVE_CALLBACKS, 1);
+	rc = pthread_create(&g_waiters[w->slot].thread, NULL, waiter_main, w);
+	if (rc != 0) {
+		pthread_mutex_lock(&g_lock);
+		g_waiters[w->slot].used = 0;
+		pthread_mutex_unlock(&g_lock);
+		core_unref(c);
+		free(w);
+		live_add(LIVE_CALLBACKS, -1);
+		return make_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "fake plugin: cannot start a thread: %s",
+				  strerror(rc));
+	}
+	return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------- client */
+
+/* The create options XLA's GPU plugin accepts, with their types (pjrt_c_api_gpu_internal.cc). */
+static const struct {
+	const char *name;
+	PJRT_NamedValue_Type type;
+} gpu_options[] = {
+	{"platform_name", PJRT_NamedValue_kString},
+	{"allocator", PJRT_NamedValue_kString},
+	{"memory_fraction", PJRT_NamedValue_kFloat},
+	{"preallocate", PJRT_NamedValue_kBool},
+	{"collective_memory_size", PJRT_NamedValue_kInt64},
+	{"visible_devices", PJRT_NamedValue_kInt64List},
+	{"node_id", PJRT_NamedValue_kInt64},
+	{"num_nodes", PJRT_NamedValue_kInt64},
+	{"should_stage_host_to_device_transfers", PJRT_NamedValue_kBool},
+	{"abort_collectives_on_failure", PJRT_NamedValue_kBool},
+	{"use_tfrt_gpu_client", PJRT_NamedValue_kBool},
+	{"enable_mock_nccl", PJRT_NamedValue_kBool},
+	{"mock_gpu_topology", PJRT_NamedValue_kString},
+	{"partition_index", PJRT_NamedValue_kInt64},
+}, tpu_options[] = {
+	{"ml_framework_name", PJRT_NamedValue_kString},
+	{"ml_framework_version", PJRT_NamedValue_kString},
+};
+
+/* xla::PjRtValueType's alternative index for a PJRT type, as the real "type index" message prints it. */
+static int variant_index(PJRT_NamedValue_Type t)
+{
+	switch (t) {
+	case PJRT_NamedValue_kString:
+		return 0;
+	case PJRT_NamedValue_kBool:
+		return 1;
+	case PJRT_NamedValue_kInt64:
+		return 2;
+	case PJRT_NamedValue_kInt64List:
+		return 3;
+	case PJRT_NamedValue_kFloat:
+		return 4;
+	}
+	return -1;
+}
+
+static void render_option(const PJRT_NamedValue *v, char *out, size_t len)
+{
+	size_t used = 0;
+
+	out[0] = '\0';
+	switch (v->type) {
+	case PJRT_NamedValue_kString:
+		snprintf(out, len, "%.*s", (int)(v->value_size < len ? v->value_size : len - 1), v->string_value);
+		break;
+	case PJRT_NamedValue_kInt64:
+		snprintf(out, len, "%lld", (long long)v->int64_value);
+		break;
+	case PJRT_NamedValue_kInt64List:
+		for (size_t i = 0; i < v->value_size && used < len; i++)
+			used += (size_t)snprintf(out + used, len - used, "%s%lld", i ? "," : "",
+						 (long long)v->int64_array_value[i]);
+		break;
+	case PJRT_NamedValue_kFloat:
+		snprintf(out, len, "%g", (double)v->float_value);
+		break;
+	case PJRT_NamedValue_kBool:
+		snprintf(out, len, "%s", v->bool_value ? "true" : "false");
+		break;
+	}
+}
+
+/* Checks names and types like the real plugins: an unknown name or a wrong type fails client creation. */
+static PJRT_Error *check_options(enum flavour fl, const PJRT_NamedValue *opts, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const PJRT_NamedValue *o = &opts[i];
+		int known = fl == FLAVOUR_FAKE;
+		PJRT_NamedValue_Type want = o->type;
+		size_t nk = fl == FLAVOUR_GPU ? sizeof(gpu_options) / sizeof(gpu_options[0])
+					      : sizeof(tpu_options) / sizeof(tpu_options[0]);
+
+		if (o->struct_size < PJRT_NamedValue_STRUCT_SIZE)
+			return check_size("PJRT_NamedValue", PJRT_NamedValue_STRUCT_SIZE, o->struct_size);
+		for (size_t k = 0; fl != FLAVOUR_FAKE && k < nk; k++) {
+			const char *name = fl == FLAVOUR_GPU ? gpu_options[k].name : tpu_options[k].name;
+
+			if (strlen(name) == o->name_size && strncmp(name, o->name, o->name_size) == 0) {
+				known = 1;
+				want = fl == FLAVOUR_GPU ? gpu_options[k].type : tpu_options[k].type;
+			}
+		}
+		if (!known)
+			return make_error(PJRT_Error_Code_INVALID_ARGUMENT,
+					  "Unexpected option name passed to PJRT_Client_Create: %.*s", (int)o->name_size,
+					  o->name);
+		if (want != o->type)
+			return make_error(PJRT_Error_Code_INVALID_ARGUMENT,
+					  "Option passed to PJRT_Client_Create with name %.*s has type index %d but "
+					  "expected type index is %d",
+					  (int)o->name_size, o->name, variant_index(o->type), (int)want);
+	}
+	return NULL;
+}
+
+static const PJRT_NamedValue *find_option(const PJRT_NamedValue *opts, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strlen(name) == opts[i].name_size && strncmp(name, opts[i].name, opts[i].name_size) == 0)
+			return &opts[i];
+	return NULL;
+}
+
+static void record_options(const PJRT_NamedValue *opts, size_t n)
+{
+	g_nopts = 0;
+	for (size_t i = 0; i < n && g_nopts < MAX_OPTIONS; i++) {
+		snprintf(g_opt_name[g_nopts], sizeof(g_opt_name[0]), "%.*s", (int)opts[i].name_size, opts[i].name);
+		render_option(&opts[i], g_opt_value[g_nopts], sizeof(g_opt_value[0]));
+		g_nopts++;
+	}
+}
+
+static PJRT_NamedValue attr_int(const char *name, int64_t v)
+{
+	return (PJRT_NamedValue){.struct_size = PJRT_NamedValue_STRUCT_SIZE, .name = name, .name_size = strlen(name),
+				 .type = PJRT_NamedValue_kInt64, .int64_value = v, .value_size = 1};
+}
+
+static PJRT_NamedValue attr_str(const char *name, const char *v)
+{
+	return (PJRT_NamedValue){.struct_size = PJRT_NamedValue_STRUCT_SIZE, .name = name, .name_size = strlen(name),
+				 .type = PJRT_NamedValue_kString, .string_value = v, .value_size = strlen(v)};
+}
+
+static PJRT_NamedValue attr_list(const char *name, const int64_t *v, size_t n)
+{
+	return (PJRT_NamedValue){.struct_size = PJRT_NamedValue_STRUCT_SIZE, .name = name, .name_size = strlen(name),
+				 .type = PJRT_NamedValue_kInt64List, .int64_array_value = v, .value_size = n};
+}
+
+/* The n-th entry of a comma-separated list into out; false when there is none. */
+static int nth_item(const char *list, size_t n, char *out, size_t len)
+{
+	while (list != NULL && n > 0) {
+		list = strchr(list, ',');
+		if (list != NULL)
+			list++;
+		n--;
+	}
+	if (list == NULL || *list == '\0' || *list == ',')
+		return 0;
+	snprintf(out, len, "%.*s", (int)strcspn(list, ","), list);
+	return 1;
+}
+
+/* Fills a device's description the way the real plugin of its flavour does (docs/pjrt.md). */
+static void describe(PJRT_Client *c, PJRT_Device *d, int ordinal, int id)
+{
+	struct PJRT_DeviceDescription *s = &d->desc;
+	const char *kind = env_str("FAKE_PJRT_KIND");
+	const char *pci = env_str("FAKE_PJRT_PCI");
+
+	memset(s, 0, sizeof(*s));
+	s->id = id;
+	if (c->flavour == FLAVOUR_GPU) {
+		snprintf(s->kind, sizeof(s->kind), "%s", kind != NULL ? kind : "NVIDIA H100 80GB HBM3");
+		snprintf(s->vendor, sizeof(s->vendor), "NVIDIA");
+		snprintf(s->cc, sizeof(s->cc), "9.0");
+		s->coords[0] = ordinal;
+		s->attrs[s->nattrs++] = attr_list("coords", s->coords, 1);
+		s->attrs[s->nattrs++] = attr_str("device_vendor", s->vendor);
+		s->attrs[s->nattrs++] = attr_int("slice_index", 0);
+		s->attrs[s->nattrs++] = attr_int("partition_index", 0);
+		s->attrs[s->nattrs++] = attr_str("compute_capability", s->cc);
+		s->attrs[s->nattrs++] = attr_int("shared_memory_per_block_optin", 232448);
+		s->attrs[s->nattrs++] = attr_int("core_count", 132);
+		if (nth_item(pci, (size_t)ordinal, s->pci, sizeof(s->pci))) {
+			unsigned long sum = 5381;
+
+			for (const char *p = s->pci; *p != '\0'; p++)
+				sum = sum * 33 + (unsigned char)*p;
+			snprintf(s->uuid, sizeof(s->uuid), "GPU-%08lx-fake-4000-8000-%012lx", sum & 0xffffffffUL,
+				 (unsigned long)ordinal);
+			s->attrs[s->nattrs++] = attr_str("pci_bus_id", s->pci);
+			s->attrs[s->nattrs++] = attr_str("uuid", s->uuid);
+		}
+		snprintf(s->debug, sizeof(s->debug), "cuda:%d", id);
+		snprintf(s->repr, sizeof(s->repr),
+			 "StreamExecutorGpuDevice(device_kind=%s, id=%d, process_index=0, partition_index=0)", s->kind,
+			 id);
+	} else if (c->flavour == FLAVOUR_TPU) {
+		snprintf(s->kind, sizeof(s->kind), "%s", kind != NULL ? kind : "TPU v5 lite");
+		/* chips on a 2-wide grid, one core each */
+		s->coords[0] = ordinal % 2;
+		s->coords[1] = ordinal / 2;
+		s->coords[2] = 0;
+		s->attrs[s->nattrs++] = attr_list("coords", s->coords, 3);
+		s->attrs[s->nattrs++] = attr_int("core_on_chip", 0);
+		s->attrs[s->nattrs++] = attr_int("slice_index", 0);
+		snprintf(s->debug, sizeof(s->debug), "TPU_%d(host=0,(%lld,%lld,0,0))", id, (long long)s->coords[0],
+			 (long long)s->coords[1]);
+		snprintf(s->repr, sizeof(s->repr), "TpuDevice(id=%d, process_index=0, coords=(%lld,%lld,0), core_on_chip=0)",
+			 id, (long long)s->coords[0], (long long)s->coords[1]);
+	} else {
+		snprintf(s->kind, sizeof(s->kind), "%s", kind != NULL ? kind : "Fake CPU");
+		s->coords[0] = ordinal;
+		s->attrs[s->nattrs++] = attr_list("coords", s->coords, 1);
+		snprintf(s->debug, sizeof(s->debug), "fake:%d", id);
+		snprintf(s->repr, sizeof(s->repr), "FakeDevice(id=%d)", id);
+	}
+}
+
+static PJRT_Error *create_refused(enum flavour fl)
+{
+	if (env_on("FAKE_PJRT_BUSY")) {
+		if (fl == FLAVOUR_TPU && env_is("FAKE_PJRT_BUSY", "device"))
+			return make_error(PJRT_Error_Code_INTERNAL,
+					  "TPU initialization failed: open(/dev/accel0): Device or resource busy: "
+					  "possibly held by another process");
+		if (fl == FLAVOUR_TPU)
+			return make_error(PJRT_Error_Code_ABORTED,
+					  "The TPU is already in use by process with pid %ld. Not attempting to load "
+					  "libtpu.so in this process.",
+					  env_long("FAKE_PJRT_BUSY_PID", 4242));
+		if (fl == FLAVOUR_GPU)
+			return make_error(PJRT_Error_Code_INTERNAL,
+					  "failed call to cuDevicePrimaryCtxRetain: CUDA_ERROR_DEVICES_UNAVAILABLE: "
+					  "CUDA-capable device(s) is/are busy or unavailable");
+		return make_error(PJRT_Error_Code_UNAVAILABLE, "fake plugin: devices busy (FAKE_PJRT_BUSY)");
+	}
+	if (env_on("FAKE_PJRT_CREATE_FAIL") || env_long("FAKE_PJRT_DEVICES", 1) <= 0) {
+		if (fl == FLAVOUR_TPU)
+			return make_error(PJRT_Error_Code_NOT_FOUND, "TPU initialization failed: No TPU devices found.");
+		if (fl == FLAVOUR_GPU)
+			return make_error(PJRT_Error_Code_INTERNAL, "no supported devices found for platform CUDA");
+		return make_error(PJRT_Error_Code_INTERNAL, "fake plugin: no devices (FAKE_PJRT_CREATE_FAIL)");
+	}
+	return NULL;
+}
+
+static PJRT_Error *client_create(PJRT_Client_Create_Args *args)
+{
+	const char *platform = platform_env();
+	enum flavour fl = flavour_of(platform);
+	long ndev = env_long("FAKE_PJRT_DEVICES", 1);
+	int64_t memory = env_bytes("FAKE_PJRT_MEMORY", 16 * GIB);
+	const PJRT_NamedValue *vis, *frac, *alloc;
+	PJRT_Client *c;
+	PJRT_Error *err;
+
+	count("PJRT_Client_Create");
+	CHECK_ARGS(args, PJRT_Client_Create_Args);
+	if (!g_initialized)
+		return make_error(PJRT_Error_Code_FAILED_PRECONDITION,
+				  "fake plugin: PJRT_Plugin_Initialize must be called before PJRT_Client_Create");
+	err = check_options(fl, args->create_options, args->num_options);
+	if (err != NULL)
+		return err;
+	record_options(args->create_options, args->num_options);
+	err = create_refused(fl);
+	if (err != NULL)
+		return err;
+	alloc = find_option(args->create_options, args->num_options, "allocator");
+	if (fl == FLAVOUR_GPU && alloc != NULL) {
+		static const char *const ok[] = {"default", "platform", "bfc", "cuda_async", "vmm", "address"};
+		int found = 0;
+
+		for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+			found |= strlen(ok[i]) == alloc->value_size &&
+				 strncmp(ok[i], alloc->string_value, alloc->value_size) == 0;
+		if (!found)
+			return make_error(PJRT_Error_Code_UNIMPLEMENTED,
+					  "Allocator %.*s not supported for PJRT GPU plugin. Supported allocator options "
+					  "are: 'default', 'platform', 'bfc', 'cuda_async', 'vmm' and 'address'.",
+					  (int)alloc->value_size, alloc->string_value);
+	}
+	if (ndev > MAX_DEVICES)
+		ndev = MAX_DEVICES;
+	frac = find_option(args->create_options, args->num_options, "memory_fraction");
+	if (fl == FLAVOUR_GPU && frac != NULL && frac->float_value > 0.0f && frac->float_value <= 1.0f)
+		memory = (int64_t)((double)memory * (double)frac->float_value);
+	vis = fl == FLAVOUR_GPU ? find_option(args->create_options, args->num_options, "visible_devices") : NULL;
+	for (size_t i = 0; vis != NULL && i < vis->value_size; i++)
+		if (vis->int64_array_value[i] < 0 || vis->int64_array_value[i] >= ndev)
+			return make_error(PJRT_Error_Code_INVALID_ARGUMENT,
+					  "fake plugin: visible_devices names device %lld of %ld",
+					  (long long)vis->int64_array_value[i], ndev);
+
+	c = xmalloc(sizeof(*c));
+	memset(c, 0, sizeof(*c));
+	c->flavour = fl;
+	snprintf(c->platform, sizeof(c->platform), "%s", platform);
+	snprintf(c->version, sizeof(c->version), "%s", fl == FLAVOUR_GPU ? "cuda 13000" :
+						       fl == FLAVOUR_TPU ? "libtpu fake" : "fake 1.0");
+	for (long o = 0; o < ndev; o++) {
+		int wanted = vis == NULL;
+		PJRT_Device *d;
+
+		for (size_t i = 0; vis != NULL && i < vis->value_size; i++)
+			wanted |= vis->int64_array_value[i] == o;
+		if (!wanted)
+			continue;
+		d = &c->devs[c->ndev];
+		d->client = c;
+		d->ordinal = (int)o;
+		d->limit = memory;
+		describe(c, d, (int)o, (int)o);
+		c->list[c->ndev++] = d;
+	}
+	args->client = c;
+	live_add(LIVE_CLIENTS, 1);
+	return NULL;
+}
+
+static PJRT_Error *client_destroy(PJRT_Client_Destroy_Args *args)
+{
+	PJRT_Client *c;
+
+	count("PJRT_Client_Destroy");
+	CHECK_ARGS(args, PJRT_Client_Destroy_Args);
+	c = args->client;
+	if (c == NULL)
+		return NULL;
+	if (c->live_buffers > 0 || c->live_execs > 0)
+		return make_error(PJRT_Error_Code_FAILED_PRECONDITION,
+				  "fake plugin: client destroyed with %ld live buffers and %ld live executables",
+				  c->live_buffers, c->live_execs);
+	free(c);
+	live_add(LIVE_CLIENTS, -1);
+	return NULL;
+}
+
+static PJRT_Error *client_platform_name(PJRT_Client_PlatformName_Args *args)
+{
+	count("PJRT_Client_PlatformName");
+	CHECK_ARGS(args, PJRT_Client_PlatformName_Args);
+	args->platform_name = args->client->platform;
+	args->platform_name_size = strlen(args->client->platform);
+	return NULL;
+}
+
+static PJRT_Error *client_process_index(PJRT_Client_ProcessIndex_Args *args)
+{
+	count("PJRT_Client_ProcessIndex");
+	CHECK_ARGS(args, PJRT_Client_ProcessIndex_Args);
+	args->process_index = 0;
+	return NULL;
+}
+
+static PJRT_Error *client_platform_version(PJRT_Client_PlatformVersion_Args *args)
+{
+	count("PJRT_Client_PlatformVersion");
+	CHECK_ARGS(args, PJRT_Client_PlatformVersion_Args);
+	args->platform_version = args->client->version;
+	args->platform_version_size = strlen(args->client->version);
+	return NULL;
+}
+
+static PJRT_Error *client_devices(PJRT_Client_Devices_Args *args)
+{
+	count("PJRT_Client_Devices");
+	CHECK_ARGS(args, PJRT_Client_Devices_Args);
+	args->devices = args->client->list;
+	args->num_devices = args->client->ndev;
+	return NULL;
+}
+
+static PJRT_Error *client_addressable_devices(PJRT_Client_AddressableDevices_Args *args)
+{
+	count("PJRT_Client_AddressableDevices");
+	CHECK_ARGS(args, PJRT_Client_AddressableDevices_Args);
+	args->addressable_devices = args->client->list;
+	args->num_addressable_devices = args->client->ndev;
+	return NULL;
+}
+
+/* ------------------------------------------------------------------------------------- compile options */
+
+struct compile_opts {
+	long long v[6]; /* in compile_opt_names order */
+};
+
+static int read_varint(const unsigned char **p, const unsigned char *end, unsigned long long *out)
+{
+	unsigned long long v = 0;
+
+	for (int shift = 0; shift < 64 && *p < end; shift += 7) {
+		unsigned char b = *(*p)++;
+
+		v |= (unsigned long long)(b & 0x7f) << shift;
+		if ((b & 0x80) == 0) {
+			*out = v;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Skips one field's payload of the given wire type; 0 on malformed input. */
+static int skip_field(const unsigned char **p, const unsigned char *end, unsigned wire)
+{
+	unsigned long long n;
+
+	switch (wire) {
+	case 0:
+		return read_varint(p, end, &n);
+	case 1:
+		if (end - *p < 8)
+			return 0;
+		*p += 8;
+		return 1;
+	case 2:
+		if (!read_varint(p, end, &n) || n > (unsigned long long)(end - *p))
+			return 0;
+		*p += n;
+		return 1;
+	case 5:
+		if (end - *p < 4)
+			return 0;
+		*p += 4;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Walks a message, calling visit for each field; visit returns 0 to stop with an error. */
+static int walk(const unsigned char *p, const unsigned char *end, void *ctx,
+		int (*visit)(void *ctx, unsigned field, unsigned wire, const unsigned char **p, const unsigned char *end))
+{
+	while (p < end) {
+		unsigned long long key;
+
+		if (!read_varint(&p, end, &key) || (key >> 3) == 0)
+			return 0;
+		if (!visit(ctx, (unsigned)(key >> 3), (unsigned)(key & 7), &p, end))
+			return 0;
+	}
+	return 1;
+}
+
+static int len_payload(const unsigned char **p, const unsigned char *end, const unsigned char **start,
+		       const unsigned char **stop)
+{
+	unsigned long long n;
+
+	if (!read_varint(p, end, &n) || n > (unsigned long long)(end - *p))
+		return 0;
+	*start = *p;
+	*stop = *p + n;
+	*p += n;
+	return 1;
+}
+
+static int visit_computation_device(void *ctx, unsigned field, unsigned wire, const unsigned char **p,
+				    const unsigned char *end)
+{
+	struct compile_opts *o = ctx;
+	unsigned long long v;
+	const unsigned char *s, *e;
+
+	if (field != 1)
+		return skip_field(p, end, wire);
+	if (wire == 0) {
+		if (!read_varint(p, end, &v))
+			return 0;
+		if (o->v[5] < 0)
+			o->v[5] = (long long)v;
+		return 1;
+	}
+	if (wire != 2 || !len_payload(p, end, &s, &e))
+		return 0;
+	while (s < e) {
+		if (!read_varint(&s, e, &v))
+			return 0;
+		if (o->v[5] < 0)
+			o->v[5] = (long long)v;
+	}
+	return 1;
+}
+
+static int visit_assignment(void *ctx, unsigned field, unsigned wire, const unsigned char **p,
+			    const unsigned char *end)
+{
+	struct compile_opts *o = ctx;
+	unsigned long long v;
+	const unsigned char *s, *e;
+
+	if ((field == 1 || field == 2) && wire == 0) {
+		if (!read_varint(p, end, &v))
+			return 0;
+		o->v[field == 1 ? 3 : 4] = (long long)v;
+		return 1;
+	}
+	if (field == 3 && wire == 2)
+		return len_payload(p, end, &s, &e) && walk(s, e, o, visit_computation_device);
+	return skip_field(p, end, wire);
+}
+
+static int visit_build_options(void *ctx, unsigned field, unsigned wire, const unsigned char **p,
+			       const unsigned char *end)
+{
+	struct compile_opts *o = ctx;
+	unsigned long long v;
+	const unsigned char *s, *e;
+
+	if ((field == 1 || field == 4 || field == 5) && wire == 0) {
+		if (!read_varint(p, end, &v))
+			return 0;
+		o->v[field == 4 ? 0 : field == 5 ? 1 : 2] = (long long)v;
+		return 1;
+	}
+	if (field == 9 && wire == 2)
+		return len_payload(p, end, &s, &e) && walk(s, e, o, visit_assignment);
+	return skip_field(p, end, wire);
+}
+
+static int visit_compile_options(void *ctx, unsigned field, unsigned wire, const unsigned char **p,
+				 const unsigned char *end)
+{
+	const unsigned char *s, *e;
+
+	if (field == 3 && wire == 2)
+		return len_payload(p, end, &s, &e) && walk(s, e, ctx, visit_build_options);
+	return skip_field(p, end, wire);
+}
+
+/* ------------------------------------------------------------------------------------------- programs */
+
+/* A parse error at pos, located like MLIR's diagnostics (line:column) and quoting the line. */
+static PJRT_Error *parse_error(const char *text, const char *pos, const char *what)
+{
+	const char *start = text;
+	int line = 1;
+
+	for (const char *p = text; p < pos; p++)
+		if (*p == '\n') {
+			line++;
+			start = p + 1;
+		}
+	return make_error(PJRT_Error_Code_INVALID_ARGUMENT,
+			  "Failed to parse MLIR program: <program>:%d:%d: error: %s\n  %.*s", line,
+			  (int)(pos - start) + 1, what, (int)strcspn(start, "\n"), start);
+}
+
+/* Parses "tensor<2x3xf32>" at p; 0 when it is not a static f32 tensor type. */
+static int parse_tensor(const char *p, struct shape *s)
+{
+	char *end;
+
+	if (strncmp(p, "tensor<", 7) != 0)
+		return 0;
+	p += 7;
+	s->ndims = 0;
+	while (*p >= '0' && *p <= '9') {
+		long long d = strtoll(p, &end, 10);
+
+		if (*end != 'x' || s->ndims == MAX_DIMS)
+			return 0;
+		s->dims[s->ndims++] = d;
+		p = end + 1;
+	}
+	return strncmp(p, "f32>", 4) == 0;
+}
+
+/* The end of a parenthesised list starting at open ('('), skipping quoted strings; NULL when unbalanced. */
+static const char *close_paren(const char *open)
+{
+	int depth = 0;
+
+	for (const char *p = open; *p != '\0'; p++) {
+		if (*p == '"') {
+			for (p++; *p != '\0' && *p != '"'; p++)
+				if (*p == '\\' && p[1] != '\0')
+					p++;
+			if (*p == '\0')
+				return NULL;
+		} else if (*p == '(') {
+			depth++;
+		} else if (*p == ')' && --depth == 0) {
+			return p;
+		}
+	}
+	return NULL;
+}
+
+/* Collects the tensor types between from and to; -1 when one is not a static f32 tensor. */
+static int collect_tensors(const char *from, const char *to, struct shape *out, int max)
+{
+	int n = 0;
+
+	for (const char *p = strstr(from, "tensor<"); p != NULL && p < to; p = strstr(p + 7, "tensor<")) {
+		if (n == max || !parse_tensor(p, &out[n]))
+			return -1;
+		n++;
+	}
+	return n;
+}
+
+static int rank_is(const struct shape *s, size_t r)
+{
+	return s->ndims == r;
+}
+
+/* Whether @main's signature fits the kernel (arity, ranks, matching sizes). */
+static int signature_fits(enum kernel k, const struct shape *a, int nargs, const struct shape *r)
+{
+	if (nargs != kernel_arity[k])
+		return 0;
+	switch (k) {
+	case K_SAXPY:
+	case K_TRIAD:
+		return rank_is(&a[0], 0) && rank_is(&a[1], 1) && shape_eq(&a[1], &a[2]) && shape_eq(&a[1], r);
+	case K_DOT:
+		return rank_is(&a[0], 1) && shape_eq(&a[0], &a[1]) && rank_is(r, 0);
+	case K_SGEMM:
+		return rank_is(&a[0], 0) && rank_is(&a[1], 0) && rank_is(&a[2], 2) && rank_is(&a[3], 2) &&
+		       rank_is(&a[4], 2) && a[2].dims[1] == a[3].dims[0] && a[4].dims[0] == a[2].dims[0] &&
+		       a[4].dims[1] == a[3].dims[1] && shape_eq(&a[4], r);
+	case K_SOFTMAX:
+		return rank_is(&a[0], 2) && shape_eq(&a[0], r);
+	case K_COUNT:
+		break;
+	}
+	return 0;
+}
+
+static const char *const signatures[K_COUNT] = {
+	"(tensor<f32>, tensor<Nxf32>, tensor<Nxf32>) -> tensor<Nxf32>",
+	"(tensor<f32>, tensor<Nxf32>, tensor<Nxf32>) -> tensor<Nxf32>",
+	"(tensor<Nxf32>, tensor<Nxf32>) -> tensor<f32>",
+	"(tensor<f32>, tensor<f32>, tensor<MxKxf32>, tensor<KxNxf32>, tensor<MxNxf32>) -> tensor<MxNxf32>",
+	"(tensor<MxNxf32>) -> tensor<MxNxf32>",
+};
+
+static void record_precision(const char *text, char *out, size_t len)
+{
+	const char *p = "";
+
+	if (strstr(text, "precision HIGHEST") != NULL || strstr(text, "precision = [HIGHEST") != NULL)
+		p = "HIGHEST";
+	else if (strstr(text, "precision HIGH") != NULL || strstr(text, "precision = [HIGH") != NULL)
+		p = "HIGH";
+	else if (strstr(text, "precision DEFAULT") != NULL || strstr(text, "precision = [DEFAULT") != NULL)
+		p = "DEFAULT";
+	snprintf(out, len, "%s", p);
+}
+
+/* Reads the module name and @main's signature into x. */
+static PJRT_Error *parse_program(const char *text, PJRT_LoadedExecutable *x)
+{
+	const char *mod = strstr(text, "module @");
+	const char *name, *fn, *close, *arrow, *body;
+	size_t len;
+	int nargs, nres;
+	char what[200];
+
+	if (mod == NULL) {
+		const char *first = text + strspn(text, " \t\r\n");
+
+		return parse_error(text, first, "expected 'module @acceld_<kernel>'");
+	}
+	name = mod + 8;
+	len = strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+	x->kernel = K_COUNT;
+	for (int k = 0; k < K_COUNT; k++)
+		if (len == 7 + strlen(kernel_names[k]) && strncmp(name, "acceld_", 7) == 0 &&
+		    strncmp(name + 7, kernel_names[k], len - 7) == 0)
+			x->kernel = (enum kernel)k;
+	if (x->kernel == K_COUNT) {
+		snprintf(what, sizeof(what), "unknown module '@%.*s': the fake runs @acceld_saxpy, @acceld_triad, "
+			 "@acceld_dot, @acceld_sgemm and @acceld_softmax", (int)len, name);
+		return parse_error(text, name, what);
+	}
+	fn = strstr(text, "func.func public @main(");
+	if (fn == NULL)
+		return parse_error(text, mod, "expected 'func.func public @main(' in the module");
+	close = close_paren(fn + strlen("func.func public @main"));
+	arrow = close != NULL ? strstr(close, "->") : NULL;
+	if (arrow == NULL)
+		return parse_error(text, fn, "expected '(arguments) -> result' after @main");
+	body = arrow + 2 + strspn(arrow + 2, " \t\r\n");
+	if (*body == '(')
+		body = close_paren(body);
+	else
+		body = strchr(body, '{');
+	nargs = collect_tensors(fn, close, x->args, MAX_ARGS);
+	nres = body != NULL ? collect_tensors(arrow, body, &x->result, 1) : -1;
+	if (nargs < 0 || nres != 1 || !signature_fits(x->kernel, x->args, nargs, &x->result)) {
+		snprintf(what, sizeof(what), "@main of @acceld_%s must have the signature %s",
+			 kernel_names[x->kernel], signatures[x->kernel]);
+		return parse_error(text, fn, what);
+	}
+	record_precision(text, x->precision, sizeof(x->precision));
+	return NULL;
+}
+
+static PJRT_Error *client_compile(PJRT_Client_Compile_Args *args)
+{
+	const PJRT_Program *prog;
+	struct compile_opts opts = {{0, 0, 0, -1, -1, -1}};
+	PJRT_LoadedExecutable *x;
+	PJRT_Client *c;
+	PJRT_Error *err;
+	char *text;
+
+	count("PJRT_Client_Compile");
+	CHECK_ARGS(args, PJRT_Client_Compile_Args);
+	c = args->client;
+	prog = args->program;
+	if (prog == NULL)
+		return make_error(PJRT_Error_Code_INVALID_ARGUMENT, "PJRT_Client_Compile: program is NULL");
+	err = check_size("PJRT_Program", PJRT_Program_STRUCT_SIZE, prog->struct_size);
+	if (err != NULL)
+		return err;
+	if (prog->format_size != 4 || strncmp(prog->format, "mlir", 4) != 0)
+		return make_error(PJRT_Error_Code_INVALID_ARGUMENT, "Unknown program format '%.*s'.",
+				  (int)prog->format_size, prog->format);
+	if (prog->code_size >= 4 && memcmp(prog->code, "ML\xefR", 4) == 0)
+		return make_error(PJRT_Error_Code_UNIMPLEMENTED, "fake plugin: MLIR bytecode is not read, send text");
+	if (args->compile_options != NULL &&
+	    !walk((const unsigned char *)args->compile_options,
+		  (const unsigned char *)args->compile_options + args->compile_options_size, &opts,
+		  visit_compile_options))
+		return make_error(PJRT_Error_Code_INVALID_ARGUMENT,
+				  "PJRT_Client_Compile: failed to deserialize CompileOptionsProto");
+	memcpy(g_compile_opts, opts.v, sizeof(g_compile_opts));
+	if (opts.v[0] != 1 || opts.v[1] != 1)
+		return make_error(PJRT_Error_Code_INVALID_ARGUMENT,
+				  "fake plugin: executable_build_options needs num_replicas = 1 and num_partitions = "
+				  "1, got %lld and %lld",
+				  opts.v[0], opts.v[1]);
+	if (env_on("FAKE_PJRT_COMPILE_FAIL"))
+		return make_error(PJRT_Error_Code_INTERNAL, "fake plugin: compilation failed (FAKE_PJRT_COMPILE_FAIL)");
+
+	x = xmalloc(sizeof(*x));
+	memset(x, 0, sizeof(*x));
+	x->client = c;
+	text = xmalloc(prog->code_size + 1);
+	memcpy(text, prog->code, prog->code_size);
+	text[prog->code_size] = '\0';
+	err = parse_program(text, x);
+	if (err == NULL)
+		snprintf(g_precision, sizeof(g_precision), "%s", x->precision);
+	free(text);
+	if (err != NULL) {
+		free(x);
+		return err;
+	}
+	x->device = c->list[0];
+	for (size_t i = 0; i < c->ndev; i++) {
+		if (opts.v[5] >= 0 && c->list[i]->desc.id == opts.v[5])
+			x->device = c->list[i];
+		if (opts.v[5] < 0 && opts.v[2] > 0 && c->list[i]->ordinal == opts.v[2])
+			x->device = c->list[i];
+	}
+	if (opts.v[5] >= 0 && x->device->desc.id != opts.v[5]) {
+		free(x);
+		return make_error(PJRT_Error_Code_INVALID_ARGUMENT, "fake plugin: no device with id %lld", opts.v[5]);
+	}
+	pthread_mutex_lock(&g_lock);
+	c->live_execs++;
+	pthread_mutex_unlock(&g_lock);
+	live_add(LIVE_EXECUTABLES, 1);
+	args->executable = x;
+	return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------- buffers */
+
+static int own_device(const PJRT_Client *c, const PJRT_Device *d)
+{
+	for (size_t i = 0; i < c->ndev; i++)
+		if (c->list[i] == d)
+			return 1;
+	return 0;
+}
+
+/* Takes bytes of d's memory for a new buffer, or says why not. */
+static PJRT_Error *reserve(PJRT_Device *d, size_t bytes, const char *oom_switch)
+{
+	int forced = env_on("FAKE_PJRT_OOM") &&
+		     (env_is("FAKE_PJRT_OOM", oom_switch) ||
+		      (strcmp(oom_switch, "upload") == 0 && !env_is("FAKE_PJRT_OOM", "execute")));
+	int64_t in_use, limit;
+	int fits;
+
+	if (forced)
+		return make_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "Out of memory while trying to allocate %zu bytes.",
+				  bytes);
+	pthread_mutex_lock(&g_lock);
+	in_use = d->in_use;
+	limit = d->limit;
+	fits = (int64_t)bytes <= limit - in_use;
+	if (fits) {
+		d->in_use += (int64_t)bytes;
+		d->peak = d->in_use > d->peak ? d->in_use : d->peak;
+		d->num_allocs++;
+		d->largest = (int64_t)bytes > d->largest ? (int64_t)bytes : d->largest;
+		d->client->live_buffers++;
+	}
+	pthread_mutex_unlock(&g_lock);
+	if (!fits)
+		return make_error(PJRT_Error_Code_RESOURCE_EXHAUSTED,
+				  "Out of memory while trying to allocate %zu bytes. (%lld of %lld bytes in use)", bytes,
+				  (long long)in_use, (long long)limit);
+	return NULL;
+}
+
+static PJRT_Buffer *buffer_new(PJRT_Device *d, const struct shape *s, size_t count_, struct timespec ready_at)
+{
+	PJRT_Buffer *b = xmalloc(sizeof(*b));
+
+	memset(b, 0, sizeof(*b));
+	b->dev = d;
+	b->shape = *s;
+	b->count = count_;
+	b->bytes = count_ * sizeof(float);
+	b->data = xmalloc(b->bytes);
+	b->ready_at = ready_at;
+	live_add(LIVE_BUFFERS, 1);
+	return b;
+}
+
+static PJRT_Error *buffer_from_host(PJRT_Client_BufferFromHostBuffer_Args *args)
+{
+	struct shape s;
+	size_t n = 1;
+	PJRT_Buffer *b;
+	PJRT_Error *err;
+
+	count("PJRT_Client_BufferFromHostBuffer");
+	CHECK_ARGS(args, PJRT_Client_BufferFromHostBuffer_Args);
+	if (args->type != PJRT_Buffer_Type_F32)
+		return make_error(PJRT_Error_Code_UNIMPLEMENTED, "fake plugin: element type %d is not supported, only F32",
+				  (int)args->type);
+	if (args->num_dims > MAX_DIMS)
+		return make_error(PJRT_Error_Code_UNIMPLEMENTED, "fake plugin: more than %d dimensions", MAX_DIMS);
+	if (args->memory != NULL || args->device_layout != NULL)
+		return make_error(PJRT_Error_Code_UNIMPLEMENTED, "fake plugin: memory and device_layout must be NULL");
+	if (args->device == NULL || !own_device(args->client, args->device))
+		return make_error(PJRT_Error_Code_INVALID_ARGUMENT, "fake plugin: device is not one of this client's");
+	s.ndims = args->num_dims;
+	for (size_t i = 0; i < args->num_dims; i++) {
+		if (args->dims[i] < 0)
+			return make_error(PJRT_Error_Code_INVALID_ARGUMENT, "negative dimension %lld",
+					  (long long)args->dims[i]);
+		if (args->dims[i] > 0 && n > SIZE_MAX / sizeof(float) / (size_t)args->dims[i])
+			return make_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "Out of memory: shape too large");
+		s.dims[i] = args->dims[i];
+		n *= (size_t)args->dims[i];
+	}
+	if (args->num_byte_strides > 0) {
+		int64_t stride = (int64_t)sizeof(float);
+
+		if (args->num_byte_strides != args->num_dims)
+			return make_error(PJRT_Error_Code_INVALID_ARGUMENT, "byte_strides must match dims");
+		for (size_t i = args->num_dims; i-- > 0;) {
+			if (args->byte_strides[i] != stride)
+				return make_error(PJRT_Error_Code_UNIMPLEMENTED,
+						  "fake plugin: only dense row-major byte_strides");
+			stride *= args->dims[i];
+		}
+	}
+	if (n > 0 && args->data == NULL)
+		return make_error(PJRT_Error_Code_INVALID_ARGUMENT, "data is NULL");
+	err = reserve(args->device, n * sizeof(float), "upload");
+	if (err != NULL)
+		return err;
+	b = buffer_new(args->device, &s, n, now());
+	if (n > 0)
+		memcpy(b->data, args->data, b->bytes);
+	/* the copy is done: the host buffer is free at once, whatever the semantics */
+	args->done_with_host_buffer = event_new(now(), PJRT_Error_Code_OK, NULL);
+	args->buffer = b;
+	return NULL;
+}
+
+static PJRT_Error *buffer_destroy(PJRT_Buffer_Destroy_Args *args)
+{
+	PJRT_Buffer *b;
+
+	count("PJRT_Buffer_Destroy");
+	CHECK_ARGS(args, PJRT_Buffer_Destroy_Args);
+	b = args->buffer;
+	if (b == NULL)
+		return NULL;
+	pthread_mutex_lock(&g_lock);
+	b->dev->in_use -= (int64_t)b->bytes;
+	b->dev->client->live_buffers--;
+	pthread_mutex_unlock(&g_lock);
+	free(b->data);
+	free(b->msg);
+	free(b);
+	live_add(LIVE_BUFFERS, -1);
+	return NULL;
+}
+
+static PJRT_Error *buffer_element_type(PJRT_Buffer_ElementType_Args *args)
+{
+	count("PJRT_Buffer_ElementType");
+	CHECK_ARGS(args, PJRT_Buffer_ElementType_Args);
+	args->type = PJRT_Buffer_Type_F32;
+	return NULL;
+}
+
+static PJRT_Error *buffer_dimensions(PJRT_Buffer_Dimensions_Args *args)
+{
+	count("PJRT_Buffer_Dimensions");
+	CHECK_ARGS(args, PJRT_Buffer_Dimensions_Args);
+	args->dims = args->buffer->shape.dims;
+	args->num_dims = args->buffer->shape.ndims;
+	return NULL;
+}
+
+static PJRT_Error *buffer_on_device_size(PJRT_Buffer_OnDeviceSizeInBytes_Args *args)
+{
+	count("PJRT_Buffer_OnDeviceSizeInBytes");
+	CHECK_ARGS(args, PJRT_Buffer_OnDeviceSizeInBytes_Args);
+	args->on_device_size_in_bytes = args->buffer->bytes;
+	return NULL;
+}
+
+static PJRT_Error *buffer_to_host(PJRT_Buffer_ToHostBuffer_Args *args)
+{
+	PJRT_Buffer *b;
+	PJRT_Event *e;
+
+	count("PJRT_Buffer_ToHostBuffer");
+	CHECK_ARGS(args, PJRT_Buffer_ToHostBuffer_Args);
+	b = args->src;
+	if (args->host_layout != NULL)
+		return make_error(PJRT_Error_Code_UNIMPLEMENTED, "fake plugin: host_layout must be NULL");
+	if (args->dst == NULL) {
+		args->dst_size = b->bytes;
+		args->event = NULL;
+		return NULL;
+	}
+	if (args->dst_size < b->bytes)
+		return make_error(PJRT_Error_Code_INVALID_ARGUMENT, "`dst_size` must be >= %zu, got %zu.", b->bytes,
+				  args->dst_size);
+	/* until the event is seen complete dst holds NaNs, so a read before the await shows */
+	memset(args->dst, 0xff, b->bytes);
+	e = event_new(b->ready_at, b->code, b->msg);
+	if (b->code == PJRT_Error_Code_OK && b->bytes > 0) {
+		e->core->src = xmalloc(b->bytes);
+		memcpy(e->core->src, b->data, b->bytes);
+		e->core->dst = args->dst;
+		e->core->bytes = b->bytes;
+	}
+	args->event = e;
+	return NULL;
+}
+
+static PJRT_Error *buffer_ready_event(PJRT_Buffer_ReadyEvent_Args *args)
+{
+	count("PJRT_Buffer_ReadyEvent");
+	CHECK_ARGS(args, PJRT_Buffer_ReadyEvent_Args);
+	args->event = event_new(args->buffer->ready_at, args->buffer->code, args->buffer->msg);
+	return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------- devices */
+
+static PJRT_Error *device_get_description(PJRT_Device_GetDescription_Args *args)
+{
+	count("PJRT_Device_GetDescription");
+	CHECK_ARGS(args, PJRT_Device_GetDescription_Args);
+	args->device_description = &args->device->desc;
+	return NULL;
+}
+
+static PJRT_Error *device_is_addressable(PJRT_Device_IsAddressable_Args *args)
+{
+	count("PJRT_Device_IsAddressable");
+	CHECK_ARGS(args, PJRT_Device_IsAddressable_Args);
+	args->is_addressable = true;
+	return NULL;
+}
+
+static PJRT_Error *device_local_hardware_id(PJRT_Device_LocalHardwareId_Args *args)
+{
+	count("PJRT_Device_LocalHardwareId");
+	CHECK_ARGS(args, PJRT_Device_LocalHardwareId_Args);
+	args->local_hardware_id = args->device->ordinal;
+	return NULL;
+}
+
+static PJRT_Error *device_memory_stats(PJRT_Device_MemoryStats_Args *args)
+{
+	PJRT_Device *d;
+
+	count("PJRT_Device_MemoryStats");
+	CHECK_ARGS(args, PJRT_Device_MemoryStats_Args);
+	if (env_on("FAKE_PJRT_NO_MEMSTATS"))
+		return make_error(PJRT_Error_Code_UNIMPLEMENTED, "PJRT_Device_MemoryStats is not implemented");
+	d = args->device;
+	pthread_mutex_lock(&g_lock);
+	args->bytes_in_use = d->in_use;
+	args->peak_bytes_in_use = d->peak;
+	args->peak_bytes_in_use_is_set = true;
+	args->num_allocs = d->num_allocs;
+	args->num_allocs_is_set = true;
+	args->largest_alloc_size = d->largest;
+	args->largest_alloc_size_is_set = true;
+	args->bytes_limit = d->limit;
+	args->bytes_limit_is_set = true;
+	args->bytes_reserved_is_set = false;
+	args->peak_bytes_reserved_is_set = false;
+	args->bytes_reservable_limit_is_set = false;
+	args->largest_free_block_bytes = d->limit - d->in_use;
+	args->largest_free_block_bytes_is_set = true;
+	args->pool_bytes_is_set = false;
+	args->peak_pool_bytes_is_set = false;
+	pthread_mutex_unlock(&g_lock);
+	return NULL;
+}
+
+static PJRT_Error *desc_id(PJRT_DeviceDescription_Id_Args *args)
+{
+	count("PJRT_DeviceDescription_Id");
+	CHECK_ARGS(args, PJRT_DeviceDescription_Id_Args);
+	args->id = args->device_description->id;
+	return NULL;
+}
+
+static PJRT_Error *desc_process_index(PJRT_DeviceDescription_ProcessIndex_Args *args)
+{
+	count("PJRT_DeviceDescription_ProcessIndex");
+	CHECK_ARGS(args, PJRT_DeviceDescription_ProcessIndex_Args);
+	args->process_index = 0;
+	return NULL;
+}
+
+static PJRT_Error *desc_attributes(PJRT_DeviceDescription_Attributes_Args *args)
+{
+	count("PJRT_DeviceDescription_Attributes");
+	CHECK_ARGS(args, PJRT_DeviceDescription_Attributes_Args);
+	args->attributes = args->device_description->attrs;
+	args->num_attributes = args->device_description->nattrs;
+	return NULL;
+}
+
+static PJRT_Error *desc_kind(PJRT_DeviceDescription_Kind_Args *args)
+{
+	count("PJRT_DeviceDescription_Kind");
+	CHECK_ARGS(args, PJRT_DeviceDescription_Kind_Args);
+	args->device_kind = args->device_description->kind;
+	args->device_kind_size = strlen(args->device_description->kind);
+	return NULL;
+}
+
+static PJRT_Error *desc_debug_string(PJRT_DeviceDescription_DebugString_Args *args)
+{
+	count("PJRT_DeviceDescription_DebugString");
+	CHECK_ARGS(args, PJRT_DeviceDescription_DebugString_Args);
+	args->debug_string = args->device_description->debug;
+	args->debug_string_size = strlen(args->device_description->debug);
+	return NULL;
+}
+
+static PJRT_Error *desc_to_string(PJRT_DeviceDescription_ToString_Args *args)
+{
+	count("PJRT_DeviceDescription_ToString");
+	CHECK_ARGS(args, PJRT_DeviceDescription_ToString_Args);
+	args->to_string = args->device_description->repr;
+	args->to_string_size = strlen(args->device_description->repr);
+	return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------ executables */
+
+static PJRT_Error *loaded_destroy(PJRT_LoadedExecutable_Destroy_Args *args)
+{
+	PJRT_LoadedExecutable *x;
+
+	count("PJRT_LoadedExecutable_Destroy");
+	CHECK_ARGS(args, PJRT_LoadedExecutable_Destroy_Args);
+	x = args->executable;
+	if (x == NULL)
+		return NULL;
+	pthread_mutex_lock(&g_lock);
+	x->client->live_execs--;
+	pthread_mutex_unlock(&g_lock);
+	free(x);
+	live_add(LIVE_EXECUTABLES, -1);
+	return NULL;
+}
+
+static PJRT_Error *loaded_get_executable(PJRT_LoadedExecutable_GetExecutable_Args *args)
+{
+	PJRT_Executable *e;
+
+	count("PJRT_LoadedExecutable_GetExecutable");
+	CHECK_ARGS(args, PJRT_LoadedExecutable_GetExecutable_Args);
+	e = xmalloc(sizeof(*e));
+	e->num_outputs = 1;
+	args->executable = e;
+	live_add(LIVE_EXECUTABLES, 1);
+	return NULL;
+}
+
+static PJRT_Error *executable_destroy(PJRT_Executable_Destroy_Args *args)
+{
+	count("PJRT_Executable_Destroy");
+	CHECK_ARGS(args, PJRT_Executable_Destroy_Args);
+	if (args->executable == NULL)
+		return NULL;
+	free(args->executable);
+	live_add(LIVE_EXECUTABLES, -1);
+	return NULL;
+}
+
+static PJRT_Error *executable_num_outputs(PJRT_Executable_NumOutputs_Args *args)
+{
+	count("PJRT_Executable_NumOutputs");
+	CHECK_ARGS(args, PJRT_Executable_NumOutputs_Args);
+	args->num_outputs = args->executable->num_outputs;
+	return NULL;
+}
+
+/* Rounds v to `bits` mantissa bits, to nearest even, as TF32 (10) or bfloat16 (7) hardware reads it. */
+static float round_mantissa(float v, int bits)
+{
+	uint32_t u;
+	int drop = 23 - bits;
+
+	if (drop <= 0 || !isfinite(v))
+		return v;
+	memcpy(&u, &v, sizeof(u));
+	u += ((uint32_t)1 << (drop - 1)) - 1 + ((u >> drop) & 1);
+	u &= ~(((uint32_t)1 << drop) - 1);
+	memcpy(&v, &u, sizeof(v));
+	return v;
+}
+
+/* The mantissa bits sgemm's operands keep on this platform at this precision. */
+static int operand_bits(const PJRT_LoadedExecutable *x)
+{
+	int highest = strcmp(x->precision, "HIGHEST") == 0;
+	int high = strcmp(x->precision, "HIGH") == 0;
+
+	if (env_on("FAKE_PJRT_EXACT") || highest)
+		return 23;
+	if (x->client->flavour == FLAVOUR_GPU)
+		return 10;
+	if (x->client->flavour == FLAVOUR_TPU)
+		return high ? 16 : 7;
+	return 23;
+}
+
+static void run_kernel(const PJRT_LoadedExecutable *x, PJRT_Buffer *const *in, float *out)
+{
+	switch (x->kernel) {
+	case K_SAXPY:
+		for (size_t i = 0; i < in[1]->count; i++)
+			out[i] = in[0]->data[0] * in[1]->data[i] + in[2]->data[i];
+		break;
+	case K_TRIAD:
+		for (size_t i = 0; i < in[1]->count; i++)
+			out[i] = in[1]->data[i] + in[0]->data[0] * in[2]->data[i];
+		break;
+	case K_DOT: {
+		float sum = 0.0f;
+
+		for (size_t i = 0; i < in[0]->count; i++)
+			sum += in[0]->data[i] * in[1]->data[i];
+		out[0] = sum;
+		break;
+	}
+	case K_SGEMM: {
+		size_t m = (size_t)in[2]->shape.dims[0], k = (size_t)in[2]->shape.dims[1];
+		size_t n = (size_t)in[3]->shape.dims[1];
+		int bits = operand_bits(x);
+
+		for (size_t i = 0; i < m; i++)
+			for (size_t j = 0; j < n; j++) {
+				float acc = 0.0f;
+
+				for (size_t p = 0; p < k; p++)
+					acc += round_mantissa(in[2]->data[i * k + p], bits) *
+					       round_mantissa(in[3]->data[p * n + j], bits);
+				out[i * n + j] = in[0]->data[0] * acc + in[1]->data[0] * in[4]->data[i * n + j];
+			}
+		break;
+	}
+	case K_SOFTMAX: {
+		size_t m = (size_t)in[0]->shape.dims[0], n = (size_t)in[0]->shape.dims[1];
+
+		for (size_t i = 0; i < m; i++) {
+			const float *row = in[0]->data + i * n;
+			float mx = -INFINITY, sum = 0.0f;
+
+			for (size_t j = 0; j < n; j++)
+				mx = row[j] > mx ? row[j] : mx;
+			for (size_t j = 0; j < n; j++) {
+				out[i * n + j] = expf(row[j] - mx);
+				sum += out[i * n + j];
+			}
+			for (size_t j = 0; j < n; j++)
+				out[i * n + j] /= sum;
+		}
+		break;
+	}
+	case K_COUNT:
+		break;
+	}
+}
+
+static PJRT_Error *loaded_execute(PJRT_LoadedExecutable_Execute_Args *args)
+{
+	PJRT_LoadedExecutable *x;
+	PJRT_Device *dev;
+	PJRT_Buffer *const *in;
+	PJRT_Buffer *out;
+	struct timespec ready_at = now();
+	PJRT_Error_Code code = PJRT_Error_Code_OK;
+	const char *msg = NULL;
+	size_t n = 1;
+	PJRT_Error *err;
+
+	count("PJRT_LoadedExecutable_Execute");
+	CHECK_ARGS(args, PJRT_LoadedExecutable_Execute_Args);
+	if (args->options == NULL)
+		return make_error(PJRT_Error_Code_INVALID_ARGUMENT, "PJRT_LoadedExecutable_Execute: options is NULL");
+	err = check_size("PJRT_ExecuteOptions", PJRT_STRUCT_SIZE(PJRT_ExecuteOptions, incarnation_ids),
+			 args->options->struct_size);
+	if (err != NULL)
+		return err;
+	x = args->executable;
+	if (env_on("FAKE_PJRT_EXEC_FAIL") && !env_is("FAKE_PJRT_EXEC_FAIL", "async"))
+		return make_error(PJRT_Error_Code_INTERNAL, "Failed to launch kernel: CUDA_ERROR_LAUNCH_FAILED: "
+				  "unspecified launch failure (FAKE_PJRT_EXEC_FAIL)");
+	if (args->num_devices != 1)
+		return make_error(PJRT_Error_Code_INVALID_ARGUMENT, "fake plugin: executes on one device, not %zu",
+				  args->num_devices);
+	if (args->num_args != (size_t)kernel_arity[x->kernel])
+		return make_error(PJRT_Error_Code_INVALID_ARGUMENT,
+				  "Execution supplied %zu buffers but compiled program expected %d buffers", args->num_args,
+				  kernel_arity[x->kernel]);
+	dev = args->execute_device != NULL ? args->execute_device : x->device;
+	if (!own_device(x->client, dev))
+		return make_error(PJRT_Error_Code_INVALID_ARGUMENT, "fake plugin: execute_device is not this client's");
+	in = args->argument_lists[0];
+	for (int i = 0; i < kernel_arity[x->kernel]; i++) {
+		char want[96], got[96];
+
+		if (in[i] == NULL)
+			return make_error(PJRT_Error_Code_INVALID_ARGUMENT, "argument %d is NULL", i);
+		if (in[i]->dev != dev)
+			return make_error(PJRT_Error_Code_INVALID_ARGUMENT,
+					  "Buffer passed to Execute() as argument %d to replica 0 is on device %s, but "
+					  "replica is assigned to device %s.",
+					  i, in[i]->dev->desc.debug, dev->desc.debug);
+		if (!shape_eq(&in[i]->shape, &x->args[i])) {
+			shape_str(&x->args[i], want, sizeof(want));
+			shape_str(&in[i]->shape, got, sizeof(got));
+			return make_error(PJRT_Error_Code_INVALID_ARGUMENT,
+					  "Executable expected shape %s for argument %d but got incompatible shape %s", want,
+					  i, got);
+		}
+		if (later(in[i]->ready_at, ready_at))
+			ready_at = in[i]->ready_at;
+		if (in[i]->code != PJRT_Error_Code_OK && code == PJRT_Error_Code_OK) {
+			code = in[i]->code;
+			msg = in[i]->msg;
+		}
+	}
+	for (size_t i = 0; i < x->result.ndims; i++)
+		n *= (size_t)x->result.dims[i];
+	err = reserve(dev, n * sizeof(float), "execute");
+	if (err != NULL)
+		return err;
+	ready_at = after_ms(ready_at, env_long("FAKE_PJRT_SLOW_MS", 0));
+	out = buffer_new(dev, &x->result, n, ready_at);
+	if (code == PJRT_Error_Code_OK && env_is("FAKE_PJRT_EXEC_FAIL", "async")) {
+		code = PJRT_Error_Code_INTERNAL;
+		msg = "Failed to execute: CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered "
+		      "(FAKE_PJRT_EXEC_FAIL=async)";
+	}
+	if (code == PJRT_Error_Code_OK) {
+		run_kernel(x, in, out->data);
+		if (env_on("FAKE_PJRT_WRONG_RESULT") && n > 0)
+			out->data[0] = out->data[0] * 1.5f + 1.0f;
+	} else {
+		memset(out->data, 0xff, out->bytes);
+		out->code = code;
+		out->msg = xstrdup(msg);
+	}
+	args->output_lists[0][0] = out;
+	if (args->device_complete_events != NULL)
+		args->device_complete_events[0] = event_new(ready_at, code, msg);
+	return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------- the table */
+
+/* Two bare entries, so a caller's walk of the chain is exercised; their sizes cover no real extension body. */
+static PJRT_Extension_Base ext_layouts = {PJRT_Extension_Base_STRUCT_SIZE, PJRT_Extension_Type_Layouts, NULL};
+static PJRT_Extension_Base ext_profiler = {PJRT_Extension_Base_STRUCT_SIZE, PJRT_Extension_Type_Profiler,
+					   &ext_layouts};
+
+static PJRT_Api api = {
+	.struct_size = sizeof(PJRT_Api),
+	.extension_start = &ext_profiler,
+	.pjrt_api_version = {.struct_size = PJRT_Api_Version_STRUCT_SIZE, .major_version = PJRT_API_MAJOR,
+			     .minor_version = PJRT_API_MINOR},
+	.PJRT_Error_Destroy = error_destroy,
+	.PJRT_Error_Message = error_message,
+	.PJRT_Error_GetCode = error_get_code,
+	.PJRT_Plugin_Initialize = plugin_initialize,
+	.PJRT_Plugin_Attributes = plugin_attributes,
+	.PJRT_Event_Destroy = event_destroy,
+	.PJRT_Event_IsReady = event_is_ready,
+	.PJRT_Event_Error = event_error,
+	.PJRT_Event_Await = event_await,
+	.PJRT_Event_OnReady = event_on_ready,
+	.PJRT_Client_Create = client_create,
+	.PJRT_Client_Destroy = client_destroy,
+	.PJRT_Client_PlatformName = client_platform_name,
+	.PJRT_Client_ProcessIndex = client_process_index,
+	.PJRT_Client_PlatformVersion = client_platform_version,
+	.PJRT_Client_Devices = client_devices,
+	.PJRT_Client_AddressableDevices = client_addressable_devices,
+	.PJRT_Client_Compile = client_compile,
+	.PJRT_Client_BufferFromHostBuffer = buffer_from_host,
+	.PJRT_DeviceDescription_Id = desc_id,
+	.PJRT_DeviceDescription_ProcessIndex = desc_process_index,
+	.PJRT_DeviceDescription_Attributes = desc_attributes,
+	.PJRT_DeviceDescription_Kind = desc_kind,
+	.PJRT_DeviceDescription_DebugString = desc_debug_string,
+	.PJRT_DeviceDescription_ToString = desc_to_string,
+	.PJRT_Device_GetDescription = device_get_description,
+	.PJRT_Device_IsAddressable = device_is_addressable,
+	.PJRT_Device_LocalHardwareId = device_local_hardware_id,
+	.PJRT_Device_MemoryStats = device_memory_stats,
+	.PJRT_Executable_Destroy = executable_destroy,
+	.PJRT_Executable_NumOutputs = executable_num_outputs,
+	.PJRT_LoadedExecutable_Destroy = loaded_destroy,
+	.PJRT_LoadedExecutable_GetExecutable = loaded_get_executable,
+	.PJRT_LoadedExecutable_Execute = loaded_execute,
+	.PJRT_Buffer_Destroy = buffer_destroy,
+	.PJRT_Buffer_ElementType = buffer_element_type,
+	.PJRT_Buffer_Dimensions = buffer_dimensions,
+	.PJRT_Buffer_OnDeviceSizeInBytes = buffer_on_device_size,
+	.PJRT_Buffer_ToHostBuffer = buffer_to_host,
+	.PJRT_Buffer_ReadyEvent = buffer_ready_event,
+};
+
+const PJRT_Api *GetPjrtApi(void)
+{
+	const char *v = env_str("FAKE_PJRT_VERSION");
+	long size = env_long("FAKE_PJRT_API_SIZE", (long)sizeof(PJRT_Api));
+	long major = PJRT_API_MAJOR, minor = PJRT_API_MINOR;
+	char *end;
+
+	count("GetPjrtApi");
+	if (v != NULL) {
+		major = strtol(v, &end, 10);
+		minor = *end == '.' ? strtol(end + 1, &end, 10) : -1;
+		if (*end != '\0' || major < 0 || minor < 0) {
+			major = PJRT_API_MAJOR;
+			minor = PJRT_API_MINOR;
+		}
+	}
+	api.pjrt_api_version.major_version = (int)major;
+	api.pjrt_api_version.minor_version = (int)minor;
+	api.struct_size = size > 0 && (size_t)size < sizeof(PJRT_Api) ? (size_t)size : sizeof(PJRT_Api);
+	return &api;
+}
