@@ -34,10 +34,10 @@
 #define PAGE_MAX 100
 
 static const char *const run_fields[] = {"kernel", "device", "prefer", "policy", "allow_tpu", "min_memory_bytes",
-					 "fallback", "backend", "alpha", "beta", "s", "n", "m", "k", "inputs",
-					 "generate", "return", "verify", "wait", "timeout_ms", NULL};
+					 "fallback", "backend", "alpha", "beta", "s", "n", "m", "k", "precision",
+					 "inputs", "generate", "return", "verify", "wait", "timeout_ms", NULL};
 #define RUN_FIELDS_TEXT "kernel, device, prefer, policy, allow_tpu, min_memory_bytes, fallback, backend, alpha, beta, " \
-	"s, n, m, k, inputs, generate, return, verify, wait, timeout_ms"
+	"s, n, m, k, precision, inputs, generate, return, verify, wait, timeout_ms"
 
 /* A 400 naming the JSON path; returns false so callers can `return bad(...)`. */
 static bool bad(struct http_resp *resp, enum reason reason, const char *path, const char *fmt, ...)
@@ -322,7 +322,7 @@ static bool parse_run(json_t *body, const struct config *cfg, struct exec_reques
 			unsigned param;
 		} applies[] = {
 			{"alpha", KERNEL_PARAM_ALPHA}, {"beta", KERNEL_PARAM_BETA}, {"s", KERNEL_PARAM_S},
-			{"m", KERNEL_PARAM_M},         {"k", KERNEL_PARAM_K},
+			{"m", KERNEL_PARAM_M},         {"k", KERNEL_PARAM_K},           {"precision", KERNEL_PARAM_PRECISION},
 		};
 
 		for (size_t i = 0; i < sizeof(applies) / sizeof(applies[0]); i++)
@@ -368,6 +368,9 @@ static bool parse_run(json_t *body, const struct config *cfg, struct exec_reques
 		return false;
 	if ((v = json_object_get(body, "k")) != NULL && !get_size(v, "k", &req->shape.k, resp))
 		return false;
+	v = json_object_get(body, "precision");
+	if (v != NULL && (!json_is_string(v) || !kernel_precision_parse(json_string_value(v), &req->precision)))
+		return bad(resp, REASON_INVALID_VALUE, "precision", "expected highest, tf32 or bf16");
 	if ((v = json_object_get(body, "verify")) != NULL && !get_bool(v, "verify", &req->verify, resp))
 		return false;
 	if ((v = json_object_get(body, "wait")) != NULL && !get_bool(v, "wait", wait, resp))

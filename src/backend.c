@@ -6,6 +6,7 @@
 
 const struct backend_ops *const backend_builtin[] = {
 	&backend_native,
+	&backend_pjrt,
 	&backend_opencl,
 	NULL,
 };

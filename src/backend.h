@@ -30,12 +30,19 @@ struct backend_work {
 	const float *in[KERNEL_MAX_INPUTS];
 	float *out;
 	double dot;
+	/* in: the precision asked for sgemm; out: the one that ran (a backend that has only float32 sets highest) */
+	enum kernel_precision precision;
+	/* CLOCK_MONOTONIC ns when the job's answer was due (0: none): a backend that can abandon a running program
+	 * returns ACCELD_ETIMEOUT past it rather than hold its worker */
+	uint64_t deadline_ns;
 };
 
 /* What a backend measured of one run. */
 struct backend_timing {
 	double transfer_ms; /* host <-> device copies; 0 for native */
 	double kernel_ms;
+	double compile_ms;  /* building the program for this run; 0 when it came from a cache, NAN: no programs */
+	int cached;         /* 1: the program came from the backend's cache, 0: built for this run, -1: no programs */
 };
 
 struct backend_ops {
@@ -77,6 +84,7 @@ struct backend_ops {
 
 extern const struct backend_ops backend_native; /* exec_cpu.c */
 extern const struct backend_ops backend_opencl; /* exec_opencl.c */
+extern const struct backend_ops backend_pjrt;   /* exec_pjrt.c */
 
 /* The built-in backends, NULL-terminated: the only list of them. */
 extern const struct backend_ops *const backend_builtin[];

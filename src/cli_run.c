@@ -30,7 +30,8 @@ struct run_args {
 static void run_usage(FILE *out)
 {
 	fprintf(out, "usage: acceld run saxpy|triad|dot|sgemm|softmax [--n N] [--m M] [--k K] [--device ID]\n"
-		     "       [--backend NAME] [--alpha A] [--beta B] [--s S] [--seed S] [--timeout-ms T]\n"
+		     "       [--backend NAME] [--alpha A] [--beta B] [--s S] [--precision highest|tf32|bf16]\n"
+		     "       [--seed S] [--timeout-ms T]\n"
 		     "       [--verify] [--full] [--json] [settings, e.g. --prefer gpu]\n");
 }
 
@@ -97,7 +98,7 @@ static int parse_args(int argc, char **argv, struct run_args *a, char **rest, in
 		} else if (strcmp(arg, "--n") == 0 || strcmp(arg, "--m") == 0 || strcmp(arg, "--k") == 0 ||
 			   strcmp(arg, "--seed") == 0 || strcmp(arg, "--timeout-ms") == 0 || strcmp(arg, "--device") == 0 ||
 			   strcmp(arg, "--backend") == 0 || strcmp(arg, "--alpha") == 0 || strcmp(arg, "--beta") == 0 ||
-			   strcmp(arg, "--s") == 0) {
+			   strcmp(arg, "--s") == 0 || strcmp(arg, "--precision") == 0) {
 			if (val == NULL)
 				return usage_error("%s needs a value", arg);
 			if (strcmp(arg, "--n") == 0)
@@ -116,6 +117,8 @@ static int parse_args(int argc, char **argv, struct run_args *a, char **rest, in
 				bad = parse_float(val, &a->req.beta);
 			else if (strcmp(arg, "--s") == 0)
 				bad = parse_float(val, &a->req.s);
+			else if (strcmp(arg, "--precision") == 0)
+				bad = kernel_precision_parse(val, &a->req.precision) ? 0 : -1;
 			else if (strcmp(arg, "--device") == 0)
 				bad = strlcpy_checked(a->device, val, sizeof(a->device));
 			else if (backend_find(backend_builtin, val) != NULL)

@@ -270,6 +270,7 @@ static void merge_views(const struct config *cfg, struct device_list *raw, struc
 	struct device_list tmp;
 	struct order *ord;
 	unsigned counters[3] = {0, 0, 0};
+	unsigned pjrt_seen[PJRT_KIND_COUNT] = {0};
 
 	device_list_init(&tmp);
 	/* the host's CPUs are one device: the hwloc view first, every other CPU view (PoCL) folded into it */
@@ -323,7 +324,7 @@ static void merge_views(const struct config *cfg, struct device_list *raw, struc
 
 		snprintf(d->id, sizeof(d->id), "%s:%u", device_type_name(d->type), (*c)++);
 		specs_apply(specs_for_device(d), d);
-		pjrt_plugin_describe(cfg, d);
+		pjrt_plugin_describe(cfg, d, pjrt_seen);
 	}
 	free(ord);
 	device_list_release(&tmp);

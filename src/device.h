@@ -118,6 +118,8 @@ struct device_pjrt {
 	bool candidate;             /* a TPU or an NVIDIA GPU: a PJRT plugin could serve it */
 	bool found;                 /* a plugin file was found for its kind */
 	bool usable;                /* found, and not refused when loaded (version, symbols) */
+	unsigned ordinal;           /* where its runtime counts it: a TPU's chip index, an NVIDIA GPU's CUDA ordinal
+				       (PCI order among the visible NVIDIA GPUs) */
 	char plugin[256];           /* the plugin's path */
 	char source[48];            /* where the path came from: "ACCELD_PJRT_PLUGINS", "site-packages", ... */
 	char api_version[16];       /* "0.54" once loaded */

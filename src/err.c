@@ -18,6 +18,8 @@ static const struct {
 	[ACCELD_EDEVICE] = {"device failure", REASON_DEVICE_FAILURE},
 	[ACCELD_EIO] = {"input/output error", REASON_IO_ERROR},
 	[ACCELD_ENOMEM] = {"out of memory", REASON_OUT_OF_MEMORY},
+	[ACCELD_EHELD] = {"device held elsewhere", REASON_DEVICE_BUSY},
+	[ACCELD_EDEVMEM] = {"exceeds device memory", REASON_EXCEEDS_DEVICE_MEMORY},
 };
 
 static int err_valid(enum acceld_err err)

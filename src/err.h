@@ -23,6 +23,8 @@ enum acceld_err {
 	ACCELD_EDEVICE,        /* the device failed: build error, out of resources (502) */
 	ACCELD_EIO,            /* an I/O or database error (500) */
 	ACCELD_ENOMEM,         /* out of memory (503) */
+	ACCELD_EHELD,          /* the device is held by another process, or still finishing abandoned work (409) */
+	ACCELD_EDEVMEM,        /* the job does not fit the device's memory as its runtime reports it (413) */
 	ACCELD_ERR_COUNT
 };
 

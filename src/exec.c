@@ -55,6 +55,9 @@ struct exec_job {
 	uint64_t created_ns, started_ns, finished_ns, deadline_ns;
 	uint64_t timeout_ms;
 	double prepare_ms, transfer_ms, kernel_ms;
+	double compile_ms;                 /* NAN: the backend builds no programs */
+	int cached;                        /* the program came from the backend's cache (1), was built (0); -1 */
+	enum kernel_precision precision;   /* what ran */
 	double flops, bytes;
 	double usd_per_hour;
 	bool ran;                          /* the kernel completed */
@@ -79,6 +82,7 @@ struct worker_backend {
 	void *state;
 	bool opened;
 	bool ready;                        /* opened by the worker: may serve tiny jobs inline */
+	atomic_bool failed;                /* it failed to open: the device's next backend is its default now */
 	enum acceld_err open_err;
 	char open_msg[512];
 };
@@ -96,7 +100,6 @@ struct worker {
 	unsigned inline_running;           /* tiny jobs running on submitting threads now */
 	struct worker_backend be[BACKENDS_MAX];
 	unsigned nbe;
-	int def;                           /* index of the default backend in be, -1 none */
 	uint64_t busy_ns;                  /* time spent running jobs, finished ones */
 	uint64_t run_start_ns;             /* when the running job started */
 	uint64_t seen_busy_ns;             /* busy time at the last exec_busy_fraction call */
@@ -450,10 +453,23 @@ static int worker_backend_index(const struct worker *w, const struct backend_ops
 	return -1;
 }
 
+/* The index in be of the worker's default backend: the lowest rank of those that have not failed to open; -1. */
+static int worker_default_index(const struct worker *w)
+{
+	int best = -1;
+
+	for (unsigned i = 0; i < w->nbe; i++)
+		if (!atomic_load(&w->be[i].failed) && (best < 0 || w->be[i].ops->rank < w->be[best].ops->rank))
+			best = (int)i;
+	return best;
+}
+
 /* The default backend of a worker whose thread runs, or NULL. */
 static const struct backend_ops *worker_default(const struct worker *w)
 {
-	return w->started && w->def >= 0 ? w->be[w->def].ops : NULL;
+	int b = w->started ? worker_default_index(w) : -1;
+
+	return b >= 0 ? w->be[b].ops : NULL;
 }
 
 static size_t device_index(const struct exec *ex, const char *id)
@@ -841,6 +857,7 @@ static enum acceld_err worker_open(struct worker *w, int b, char *err, size_t er
 		be->open_err = be->ops->open(&w->dev, w->threads, &be->state, be->open_msg, sizeof(be->open_msg));
 		if (be->open_err != ACCELD_OK) {
 			be->state = NULL;
+			atomic_store(&be->failed, true);
 			log_fields(LOGL_ERROR, "exec", "backend failed to open",
 				   (struct log_field[]){LOG_S("device", w->dev.id), LOG_S("backend", be->ops->name),
 							LOG_S("error", be->open_msg)},
@@ -878,6 +895,10 @@ static enum acceld_err run_job(struct worker *w, struct pool *pool, struct exec_
 	work.alpha = r->alpha;
 	work.beta = r->beta;
 	work.s = r->s;
+	work.precision = r->precision;
+	work.deadline_ns = job->deadline_ns;
+	timing.compile_ms = NAN;
+	timing.cached = -1;
 	rc = worker_open(w, b, err, errsz);
 	if (rc != ACCELD_OK)
 		goto out;
@@ -933,6 +954,9 @@ static enum acceld_err run_job(struct worker *w, struct pool *pool, struct exec_
 	job->prepare_ms = prepare_ms;
 	job->kernel_ms = timing.kernel_ms;
 	job->transfer_ms = timing.transfer_ms;
+	job->compile_ms = timing.compile_ms;
+	job->cached = timing.cached;
+	job->precision = work.precision;
 	job->ran = true;
 	pthread_mutex_unlock(&ex->mu);
 out:
@@ -972,7 +996,22 @@ static void job_started(struct exec *ex, struct exec_job *job)
 /* Whether a failure of the device lets the job move on to the next one in its chain. */
 static bool device_failure(enum acceld_err rc)
 {
-	return rc == ACCELD_EDEVICE || rc == ACCELD_EUNSUPPORTED || rc == ACCELD_ENOMEM;
+	return rc == ACCELD_EDEVICE || rc == ACCELD_EUNSUPPORTED || rc == ACCELD_ENOMEM || rc == ACCELD_EHELD ||
+	       rc == ACCELD_EDEVMEM;
+}
+
+/*
+ * Where in its chain a job moves on to after its device failed with rc: the next device, or, when another process
+ * holds the devices (ACCELD_EHELD), the next one that another backend serves: the held backend's other devices are
+ * held too (one PJRT client per plugin and process).
+ */
+static unsigned next_in_chain(const struct exec_job *job, enum acceld_err rc)
+{
+	unsigned to = job->at + 1;
+
+	while (rc == ACCELD_EHELD && to < job->nchain && job->chain_ops[to] == job->ops)
+		to++;
+	return to;
 }
 
 /* Runs a job the worker took from its queue, or (here) one the submitting thread runs inline, and finishes it. */
@@ -1003,12 +1042,13 @@ static void worker_step(struct worker *w, struct exec_job *job, bool here)
 		learn(w, job);
 		if (!answered_already)
 			set_final(job, EXEC_SUCCEEDED, REASON_COUNT, NULL);
-	} else if (!answered_already && device_failure(rc) && job->req.fallback && job->at + 1 < job->nchain &&
+	} else if (!answered_already && device_failure(rc) && job->req.fallback && next_in_chain(job, rc) < job->nchain &&
 		   !ex->stop) {
-		struct worker *next = &ex->workers[job->chain[job->at + 1]];
+		unsigned to = next_in_chain(job, rc);
+		struct worker *next = &ex->workers[job->chain[to]];
 
 		if (next->qlen < ex->opts.queue_depth) {
-			job->at++;
+			job->at = to;
 			job->fell_back = true;
 			snprintf(job->fallback_from, sizeof(job->fallback_from), "%s", w->dev.id);
 			snprintf(job->fallback_reason, sizeof(job->fallback_reason), "%s failed (%s): %.440s", w->dev.id,
@@ -1043,11 +1083,15 @@ static void *worker_main(void *arg)
 	struct exec *ex = w->ex;
 	char err[512];
 
-	/* the device's default backend opens at once, so the first job does not pay for a program build */
-	if (worker_open(w, w->def, err, sizeof(err)) == ACCELD_OK) {
-		pthread_mutex_lock(&ex->mu);
-		w->be[w->def].ready = true; /* its state is complete: tiny jobs may run inline from now on */
-		pthread_mutex_unlock(&ex->mu);
+	/* the device's default backend opens at once, so the first job does not pay for a program build; one that
+	 * cannot open leaves the next one the default */
+	for (int b = worker_default_index(w); b >= 0; b = worker_default_index(w)) {
+		if (worker_open(w, b, err, sizeof(err)) == ACCELD_OK) {
+			pthread_mutex_lock(&ex->mu);
+			w->be[b].ready = true; /* its state is complete: tiny jobs may run inline from now on */
+			pthread_mutex_unlock(&ex->mu);
+			break;
+		}
 	}
 	pthread_mutex_lock(&ex->mu);
 	for (;;) {
@@ -1159,17 +1203,13 @@ static unsigned cpu_threads(const struct exec_opts *opts, const struct device *d
 	return pool_usable_cpus();
 }
 
-/* The backends of ex that serve w's device, and its default among them. */
+/* The backends of ex that serve w's device. */
 static void worker_backends(struct exec *ex, struct worker *w)
 {
-	const struct backend_ops *def = backend_default(ex->backends, &w->dev);
-
-	w->def = -1;
 	for (size_t b = 0; ex->backends[b] != NULL && w->nbe < BACKENDS_MAX; b++) {
 		if (!ex->backends[b]->serves(&w->dev))
 			continue;
-		if (ex->backends[b] == def)
-			w->def = (int)w->nbe;
+		atomic_init(&w->be[w->nbe].failed, false);
 		w->be[w->nbe++].ops = ex->backends[b];
 	}
 }
@@ -1224,7 +1264,7 @@ enum acceld_err exec_new(const struct exec_opts *opts, struct exec **out)
 		pthread_cond_init(&w->cv, NULL);
 		w->queue = xcalloc(ex->opts.queue_depth, sizeof(w->queue[0]));
 		worker_backends(ex, w);
-		if (w->def < 0)
+		if (w->nbe == 0)
 			continue;
 		rc = start_thread(ex, &w->thread, worker_main, w);
 		if (rc == 0) {
@@ -1358,10 +1398,14 @@ json_t *exec_job_json(struct exec_job *job)
 	d.started_ms = job->started_ms;
 	d.finished_ms = job->finished_ms;
 	d.queued_ms = ms_between(job->created_ns, job->started_ns ? job->started_ns : end);
+	d.precision_asked = r->precision;
+	d.precision = job->ran ? (int)job->precision : -1;
 	if (job->ran) {
 		d.prepare_ms = job->prepare_ms;
 		d.transfer_ms = job->transfer_ms;
 		d.kernel_ms = job->kernel_ms;
+		d.compile_ms = job->compile_ms;
+		d.cached = job->cached;
 		d.summary = &job->summary;
 		d.dot = job->dot;
 		d.output = job->output;

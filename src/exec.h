@@ -128,6 +128,7 @@ struct exec_request {
 	char fallback_from[DEVICE_ID_MAX]; /* selection already fell back from this kind or device ("" no) */
 	char fallback_reason[512];
 	float alpha, beta, s;
+	enum kernel_precision precision; /* sgemm's products (default highest: float32) */
 	float *inputs[KERNEL_MAX_INPUTS]; /* inline inputs (malloc'ed, owned) in kernel order, or NULL */
 	bool has_inputs;
 	uint64_t seed;

@@ -579,6 +579,7 @@ static enum acceld_err native_run(void *state, struct backend_work *w, struct ba
 
 	(void)err;
 	(void)errsz;
+	w->precision = KERNEL_PRECISION_HIGHEST; /* float32 throughout */
 	/* fault the output's pages in first so the timed kernel sees warm memory, as a STREAM loop does */
 	if (w->out != NULL)
 		exec_cpu_fill(cpu, w->out, (size_t)kernel_output_len(w->kernel, &shape), 0.0f);

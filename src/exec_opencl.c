@@ -743,6 +743,7 @@ static enum acceld_err ocl_backend_open(const struct device *dev, unsigned threa
 static enum acceld_err ocl_backend_run(void *state, struct backend_work *w, struct backend_timing *t, char *err,
 				       size_t errsz)
 {
+	w->precision = KERNEL_PRECISION_HIGHEST; /* float32 throughout */
 	return exec_ocl_run(state, w, t, err, errsz);
 }
 

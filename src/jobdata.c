@@ -253,7 +253,10 @@ void jobdata_verify(struct pool *p, const struct backend_work *w, struct jobdata
 		break;
 	}
 	case KERNEL_SGEMM:
-		t->tol_rel = seq_tol(w->k);
+		/* products of inputs rounded to TF32 or bfloat16 err by up to twice their unit roundoff each */
+		t->tol_rel = seq_tol(w->k) + (w->precision == KERNEL_PRECISION_HIGHEST
+						      ? 0.0
+						      : 2.0 * kernel_precision_unit(w->precision));
 		count = (double)w->m * (double)w->n * (double)w->k <= 1.5e8 ? w->m * w->n : VERIFY_SAMPLES;
 		pool_parallel(p, count, 64, 1, verify_gemm_part, t);
 		snprintf(v->method, sizeof(v->method), "double-precision naive loop over %s",

@@ -6,7 +6,8 @@
  * Verification tolerances (u = 2^-24, the float32 unit roundoff; the reference is computed in double):
  *   saxpy, triad:  |got - ref| <= 1e-6 * (|first term| + |second term|)
  *   dot, sgemm:    |got - ref| <= (2e-6 + min(k, 65536) * u) * sum |terms|     (k = n for dot; the classic
- *                  worst-case bound of float summation, k * u, plus a little for the scaling)
+ *                  worst-case bound of float summation, k * u, plus a little for the scaling); an sgemm whose
+ *                  products ran at TF32 or bfloat16 adds twice that precision's unit roundoff (2^-11, 2^-8)
  *   softmax:       |got - ref| <= (2e-6 + min(cols, 65536) * u) * ref + 1e-30
  * sgemm checks every entry up to 1.5e8 multiply-adds in all and 1024 sampled entries beyond; softmax every row up
  * to 1.6e7 elements and 64 sampled rows beyond.

@@ -9,7 +9,9 @@
 void jobdoc_init(struct jobdoc *d)
 {
 	memset(d, 0, sizeof(*d));
-	d->queued_ms = d->prepare_ms = d->transfer_ms = d->kernel_ms = d->total_ms = NAN;
+	d->queued_ms = d->prepare_ms = d->compile_ms = d->transfer_ms = d->kernel_ms = d->total_ms = NAN;
+	d->precision = -1;
+	d->cached = -1;
 	d->flops = d->bytes = NAN;
 	d->peak_gflops = d->peak_gbps = NAN;
 	d->dot = NAN;
@@ -118,7 +120,14 @@ json_t *jobdoc_json(const struct jobdoc *d)
 		json_object_set_new(o, "inputs", json_string(d->inline_inputs ? "inline" : "generated"));
 		json_object_set_new(o, "return", json_string(d->full ? "full" : "summary"));
 		json_object_set_new(o, "timeout_ms", json_integer((json_int_t)d->timeout_ms));
+		if (d->kernel == KERNEL_SGEMM)
+			json_object_set_new(o, "precision_asked",
+					    json_string(kernel_precision_name(d->precision_asked)));
 	}
+	if (d->kernel == KERNEL_SGEMM && d->precision >= 0)
+		json_object_set_new(o, "precision", json_string(kernel_precision_name((enum kernel_precision)d->precision)));
+	if (d->cached >= 0)
+		json_object_set_new(o, "program_cached", json_boolean(d->cached == 1));
 	set_time(o, "created_at", d->created_ms);
 	set_time(o, "started_at", d->started_ms);
 	set_time(o, "finished_at", d->finished_ms);
@@ -132,6 +141,7 @@ json_t *jobdoc_json(const struct jobdoc *d)
 	}
 	set_num(t, "queued_ms", d->queued_ms);
 	set_num(t, "prepare_ms", d->prepare_ms);
+	set_num(t, "compile_ms", d->compile_ms);
 	set_num(t, "transfer_ms", d->transfer_ms);
 	set_num(t, "kernel_ms", d->kernel_ms);
 	set_num(t, "total_ms", d->total_ms);

@@ -31,6 +31,9 @@ struct jobdoc {
 	bool inline_inputs;
 	bool full;
 	uint64_t timeout_ms;
+	enum kernel_precision precision_asked;
+	int precision;                  /* enum kernel_precision that ran (sgemm); -1 unknown */
+	int cached;                     /* the backend's program came from its cache (1) or was built (0); -1 n/a */
 	/* placement, where known */
 	const char *placement;          /* NULL unknown */
 	bool fell_back;
@@ -38,7 +41,7 @@ struct jobdoc {
 	const char *fallback_reason;
 	/* times: wall clock ms (0 never) and durations ms (NAN unknown) */
 	int64_t created_ms, started_ms, finished_ms;
-	double queued_ms, prepare_ms, transfer_ms, kernel_ms, total_ms;
+	double queued_ms, prepare_ms, compile_ms, transfer_ms, kernel_ms, total_ms;
 	/* the work of the run, for throughput; the device's peak figures (NAN unknown) */
 	double flops, bytes;
 	double peak_gflops, peak_gbps;

@@ -19,9 +19,41 @@ static const struct {
 	[KERNEL_TRIAD] = {"triad", bc, 0, KERNEL_PARAM_S, false},
 	[KERNEL_DOT] = {"dot", xy, 0, 0, false},
 	[KERNEL_SGEMM] = {"sgemm", abc, 1u << 2,
-			  KERNEL_PARAM_ALPHA | KERNEL_PARAM_BETA | KERNEL_PARAM_M | KERNEL_PARAM_K, true},
+			  KERNEL_PARAM_ALPHA | KERNEL_PARAM_BETA | KERNEL_PARAM_M | KERNEL_PARAM_K | KERNEL_PARAM_PRECISION,
+			  true},
 	[KERNEL_SOFTMAX] = {"softmax", x_only, 0, KERNEL_PARAM_M, false},
 };
+
+static const char *const precision_names[] = {"highest", "tf32", "bf16"};
+
+const char *kernel_precision_name(enum kernel_precision p)
+{
+	return (unsigned)p < 3 ? precision_names[p] : "?";
+}
+
+bool kernel_precision_parse(const char *name, enum kernel_precision *out)
+{
+	for (unsigned i = 0; i < 3 && name != NULL; i++) {
+		if (strcmp(name, precision_names[i]) == 0) {
+			*out = (enum kernel_precision)i;
+			return true;
+		}
+	}
+	return false;
+}
+
+double kernel_precision_unit(enum kernel_precision p)
+{
+	switch (p) {
+	case KERNEL_PRECISION_TF32:
+		return 1.0 / 2048.0;
+	case KERNEL_PRECISION_BF16:
+		return 1.0 / 256.0;
+	case KERNEL_PRECISION_HIGHEST:
+		break;
+	}
+	return 1.0 / 16777216.0;
+}
 
 static bool valid(enum kernel_id k)
 {

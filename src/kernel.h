@@ -32,7 +32,21 @@ enum kernel_param {
 	KERNEL_PARAM_S = 1u << 2,
 	KERNEL_PARAM_M = 1u << 3,
 	KERNEL_PARAM_K = 1u << 4,
+	KERNEL_PARAM_PRECISION = 1u << 5, /* enum kernel_precision */
 };
+
+/*
+ * The arithmetic of sgemm's products: true float32 (the default; every backend can), or TF32 / bfloat16 inputs with
+ * float32 accumulation where a device's matrix unit offers it. The other kernels are always float32.
+ */
+enum kernel_precision { KERNEL_PRECISION_HIGHEST, KERNEL_PRECISION_TF32, KERNEL_PRECISION_BF16 };
+
+/* "highest", "tf32", "bf16"; the precision called name (false when none is). */
+const char *kernel_precision_name(enum kernel_precision p);
+bool kernel_precision_parse(const char *name, enum kernel_precision *out);
+
+/* The unit roundoff of the products' inputs at that precision: 2^-24 for float32, 2^-11 TF32, 2^-8 bfloat16. */
+double kernel_precision_unit(enum kernel_precision p);
 
 /* "saxpy", ...; "?" for a value out of range. */
 const char *kernel_name(enum kernel_id k);

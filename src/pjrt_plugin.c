@@ -1,6 +1,7 @@
 /* pjrt_plugin: the plugin search, and what loading a plugin found (see pjrt_plugin.h). */
 #include "pjrt_plugin.h"
 
+#include <dlfcn.h>
 #include <glob.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -207,7 +208,7 @@ bool pjrt_plugin_find(const struct config *cfg, config_getenv_fn env, enum pjrt_
 	return false;
 }
 
-void pjrt_plugin_describe(const struct config *cfg, struct device *dev)
+void pjrt_plugin_describe(const struct config *cfg, struct device *dev, unsigned seen[PJRT_KIND_COUNT])
 {
 	enum pjrt_kind kind;
 	struct pjrt_found f;
@@ -216,6 +217,9 @@ void pjrt_plugin_describe(const struct config *cfg, struct device *dev)
 		return;
 	memset(&dev->pjrt, 0, sizeof(dev->pjrt));
 	dev->pjrt.candidate = true;
+	/* acceld makes CUDA count in PCI order (exec_pjrt.c), as the registry does; libtpu counts chips */
+	dev->pjrt.ordinal = kind == PJRT_KIND_TPU ? dev->tpu.chip_index : seen[kind];
+	seen[kind]++;
 	if (pjrt_plugin_find(cfg, NULL, kind, &f)) {
 		dev->pjrt.found = true;
 		dev->pjrt.usable = true;
@@ -314,4 +318,163 @@ void pjrt_plugin_status(struct device_pjrt *p)
 		DEVICE_SET(p->why, r->why);
 	}
 	pthread_mutex_unlock(&records_mu);
+}
+
+/* --- loading --- */
+
+#define PLUGINS_MAX 4
+
+static pthread_mutex_t plugins_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct pjrt_plugin plugins[PLUGINS_MAX];
+static size_t nplugins;
+
+int pjrt_error_take(const PJRT_Api *api, PJRT_Error *error, char *msg, size_t msgsz)
+{
+	PJRT_Error_Message_Args m = {.struct_size = PJRT_Error_Message_Args_STRUCT_SIZE, .error = error};
+	PJRT_Error_GetCode_Args c = {.struct_size = PJRT_Error_GetCode_Args_STRUCT_SIZE, .error = error};
+	PJRT_Error_Destroy_Args d = {.struct_size = PJRT_Error_Destroy_Args_STRUCT_SIZE, .error = error};
+	PJRT_Error *inner;
+
+	if (error == NULL) {
+		if (msgsz > 0)
+			msg[0] = '\0';
+		return PJRT_Error_Code_OK;
+	}
+	api->PJRT_Error_Message(&m);
+	if (msgsz > 0)
+		snprintf(msg, msgsz, "%.*s", m.message ? (int)(m.message_size < 4096 ? m.message_size : 4096) : 0,
+			 m.message ? m.message : "");
+	inner = api->PJRT_Error_GetCode(&c);
+	if (inner != NULL) { /* a plugin that cannot say its code: unknown */
+		PJRT_Error_Destroy_Args di = {.struct_size = PJRT_Error_Destroy_Args_STRUCT_SIZE, .error = inner};
+
+		api->PJRT_Error_Destroy(&di);
+		c.code = PJRT_Error_Code_UNKNOWN;
+	}
+	api->PJRT_Error_Destroy(&d);
+	return (int)c.code;
+}
+
+/* The slots acceld calls; a plugin missing one is refused before anything is called. */
+#define SLOT(name) {offsetof(PJRT_Api, name), #name}
+static const struct {
+	size_t offset;
+	const char *name;
+} required[] = {
+	SLOT(PJRT_Error_Destroy),
+	SLOT(PJRT_Error_Message),
+	SLOT(PJRT_Error_GetCode),
+	SLOT(PJRT_Plugin_Initialize),
+	SLOT(PJRT_Event_Destroy),
+	SLOT(PJRT_Event_IsReady),
+	SLOT(PJRT_Event_Await),
+	SLOT(PJRT_Client_Create),
+	SLOT(PJRT_Client_Destroy),
+	SLOT(PJRT_Client_PlatformName),
+	SLOT(PJRT_Client_PlatformVersion),
+	SLOT(PJRT_Client_AddressableDevices),
+	SLOT(PJRT_Client_Compile),
+	SLOT(PJRT_Client_BufferFromHostBuffer),
+	SLOT(PJRT_DeviceDescription_Id),
+	SLOT(PJRT_DeviceDescription_Attributes),
+	SLOT(PJRT_Device_GetDescription),
+	SLOT(PJRT_Device_LocalHardwareId),
+	SLOT(PJRT_LoadedExecutable_Destroy),
+	SLOT(PJRT_LoadedExecutable_Execute),
+	SLOT(PJRT_Buffer_Destroy),
+	SLOT(PJRT_Buffer_ToHostBuffer),
+	SLOT(PJRT_Buffer_ReadyEvent),
+};
+#undef SLOT
+
+/* Why the plugin's table cannot be used (version, a missing slot), or "" when it can. */
+static void check_api(const PJRT_Api *api, char *why, size_t whysz)
+{
+	const size_t head = offsetof(PJRT_Api, pjrt_api_version) + PJRT_Api_Version_STRUCT_SIZE;
+
+	why[0] = '\0';
+	if (api->struct_size < head) {
+		snprintf(why, whysz, "its PJRT_Api is %zu bytes, too short to hold a version", api->struct_size);
+		return;
+	}
+	if (!pjrt_api_version_ok(api)) {
+		snprintf(why, whysz, "PJRT C API %d.%d: acceld needs major %d, minor %d or later (it is built for %d.%d)",
+			 api->pjrt_api_version.major_version, api->pjrt_api_version.minor_version, PJRT_API_MAJOR,
+			 PJRT_MIN_MINOR, PJRT_API_MAJOR, PJRT_API_MINOR);
+		return;
+	}
+	for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
+		void *slot;
+
+		if (api->struct_size < required[i].offset + sizeof(void *)) {
+			snprintf(why, whysz, "its PJRT_Api (%zu bytes) ends before %s", api->struct_size, required[i].name);
+			return;
+		}
+		memcpy(&slot, (const char *)api + required[i].offset, sizeof(slot));
+		if (slot == NULL) {
+			snprintf(why, whysz, "it does not implement %s", required[i].name);
+			return;
+		}
+	}
+}
+
+/* dlopen, GetPjrtApi, the checks, PJRT_Plugin_Initialize; fills p (p->api NULL and p->why on refusal). */
+static void load(struct pjrt_plugin *p)
+{
+	PJRT_GetPjrtApi_Fn *get;
+	const PJRT_Api *api;
+	const char *dl;
+	PJRT_Plugin_Initialize_Args init = {.struct_size = PJRT_Plugin_Initialize_Args_STRUCT_SIZE};
+	char msg[512];
+
+	p->handle = dlopen(p->path, RTLD_NOW | RTLD_LOCAL);
+	if (p->handle == NULL) {
+		dl = dlerror();
+		snprintf(p->why, sizeof(p->why), "cannot load %.200s: %.280s", p->path, dl ? dl : "dlopen failed");
+		return;
+	}
+	*(void **)&get = dlsym(p->handle, "GetPjrtApi");
+	if (get == NULL) {
+		snprintf(p->why, sizeof(p->why), "%.300s is not a PJRT plugin: it exports no GetPjrtApi", p->path);
+		return;
+	}
+	api = get();
+	if (api == NULL) {
+		snprintf(p->why, sizeof(p->why), "%.300s: GetPjrtApi returned nothing", p->path);
+		return;
+	}
+	check_api(api, msg, sizeof(msg));
+	if (msg[0] != '\0') {
+		snprintf(p->why, sizeof(p->why), "%.200s refused: %.290s", p->path, msg);
+		return;
+	}
+	if (pjrt_error_take(api, api->PJRT_Plugin_Initialize(&init), msg, sizeof(msg)) != PJRT_Error_Code_OK) {
+		snprintf(p->why, sizeof(p->why), "%.200s: PJRT_Plugin_Initialize failed: %.260s", p->path, msg);
+		return;
+	}
+	p->api = api;
+	p->major = api->pjrt_api_version.major_version;
+	p->minor = api->pjrt_api_version.minor_version;
+}
+
+const struct pjrt_plugin *pjrt_plugin_load(const char *path)
+{
+	struct pjrt_plugin *p = NULL;
+
+	pthread_mutex_lock(&plugins_mu);
+	for (size_t i = 0; i < nplugins && p == NULL; i++)
+		if (strcmp(plugins[i].path, path) == 0)
+			p = &plugins[i];
+	if (p == NULL && nplugins < PLUGINS_MAX) {
+		/* loaded once per process and never unloaded: plugins keep threads and state for the process's life */
+		p = &plugins[nplugins++];
+		snprintf(p->path, sizeof(p->path), "%s", path);
+		load(p);
+		if (p->api != NULL)
+			pjrt_plugin_note_loaded(path, (unsigned)p->major, (unsigned)p->minor);
+		else
+			pjrt_plugin_note_refused(path, p->why);
+	}
+	pthread_mutex_unlock(&plugins_mu);
+	return p;
 }

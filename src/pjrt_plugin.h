@@ -22,6 +22,7 @@
 
 #include "config.h"
 #include "device.h"
+#include "pjrt_abi.h"
 
 enum pjrt_kind { PJRT_KIND_TPU, PJRT_KIND_CUDA, PJRT_KIND_COUNT };
 
@@ -48,15 +49,35 @@ bool pjrt_plugin_find(const struct config *cfg, config_getenv_fn env, enum pjrt_
 
 /*
  * Fills dev->pjrt for a TPU or NVIDIA GPU (others are left alone): the plugin found for its kind, marking the device
- * BACKEND_PJRT, or why there is none; then what loading it said, if it was loaded (pjrt_plugin_status).
+ * BACKEND_PJRT, or why there is none; then what loading it said, if it was loaded (pjrt_plugin_status). Call it
+ * for the devices in registry order: seen[kind] counts the devices of each kind so far (their CUDA ordinals).
  */
-void pjrt_plugin_describe(const struct config *cfg, struct device *dev);
+void pjrt_plugin_describe(const struct config *cfg, struct device *dev, unsigned seen[PJRT_KIND_COUNT]);
 
 /*
  * Brings dev->pjrt up to date with what loading its plugin found (API version, platform after a client ran, a
  * refusal): usable stays true until a load refuses the plugin. Cheap: detection calls it for every snapshot.
  */
 void pjrt_plugin_status(struct device_pjrt *p);
+
+/* A plugin as loaded: api NULL when it was refused (why says so), else ready for PJRT_Client_Create. */
+struct pjrt_plugin {
+	char path[PJRT_PATH_MAX];
+	void *handle;
+	const PJRT_Api *api;
+	int major, minor;
+	char why[512];
+};
+
+/*
+ * Loads the plugin at path once per process (dlopen, GetPjrtApi, the version rules of pjrt_abi.h and every slot
+ * acceld calls, PJRT_Plugin_Initialize) and keeps it for the process's life; later calls answer the same. NULL only
+ * when more than a handful of plugin paths were asked for.
+ */
+const struct pjrt_plugin *pjrt_plugin_load(const char *path);
+
+/* Reads a PJRT_Error's message into msg and destroys it; returns its code (PJRT_Error_Code_OK for NULL). */
+int pjrt_error_take(const PJRT_Api *api, PJRT_Error *error, char *msg, size_t msgsz);
 
 /* What the loader found, kept for pjrt_plugin_status: the plugin at path was loaded with this API version, or was
  * refused and why; and the platform a client reported. */

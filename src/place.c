@@ -4,14 +4,30 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Appends the eligible devices of res, best first, leaving out skip (may be NULL). */
+/*
+ * Appends the eligible devices of res, best first, leaving out skip (may be NULL). The request holds at most
+ * EXEC_CHAIN_MAX: a host with more accelerators of one kind keeps room for the first device of every other kind,
+ * so a job whose kind fails as a whole (a plugin's devices held by another process) can still fall back.
+ */
 static void add_order(struct exec_request *req, const struct select_result *res, const char *skip)
 {
-	for (size_t i = 0; i < res->norder; i++) {
-		const char *id = res->candidates[res->order[i]].dev->id;
+	bool seen[3] = {false, false, false};
 
-		if (skip == NULL || strcmp(id, skip) != 0)
-			exec_request_add_device(req, id);
+	for (size_t i = 0; i < res->norder; i++) {
+		const struct device *d = res->candidates[res->order[i]].dev;
+		bool later[3] = {false, false, false};
+		unsigned need = 0;
+
+		if (skip != NULL && strcmp(d->id, skip) == 0)
+			continue;
+		for (size_t j = i + 1; j < res->norder; j++)
+			later[res->candidates[res->order[j]].dev->type] = true;
+		for (int t = 0; t < 3; t++)
+			need += later[t] && !seen[t] && t != (int)d->type;
+		if (req->ndevices + 1 + need > EXEC_CHAIN_MAX)
+			continue;
+		exec_request_add_device(req, d->id);
+		seen[d->type] = true;
 	}
 }
 

@@ -48,12 +48,14 @@ enum reason {
 	REASON_DEVICE_CHANGED,      /* the id now names other hardware */
 	REASON_NOT_CANCELLABLE,     /* the job is no longer queued */
 	REASON_CANCELLED,           /* the job was cancelled */
+	REASON_DEVICE_BUSY,         /* another process holds the device (a TPU's libtpu lock, an exclusive GPU) */
 	/* 413 */
 	REASON_BODY_TOO_LARGE,      /* the body is over --max-body */
 	REASON_TOO_LARGE,           /* a request exceeds a limit */
 	REASON_JOB_TOO_LARGE,       /* a job's buffers exceed ACCELD_EXEC_MAX_ELEMENTS */
 	REASON_EXCEEDS_DEVICE_ALLOCATION, /* a buffer exceeds the device's largest allocation */
 	REASON_OUTPUT_TOO_LARGE,    /* return=full with too many output elements */
+	REASON_EXCEEDS_DEVICE_MEMORY, /* the job's buffers exceed the device memory its runtime reports */
 	/* 415 */
 	REASON_UNSUPPORTED_MEDIA_TYPE, /* a body that is not JSON */
 	/* 422 */

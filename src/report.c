@@ -14,6 +14,7 @@
 #include "config.h"
 #include "log.h"
 #include "mem.h"
+#include "pjrt_plugin.h"
 #include "select.h"
 
 #define GIB 1073741824.0
@@ -154,6 +155,24 @@ static void print_cpu_detail(const struct device *d, FILE *out)
 	fputc('\n', out);
 }
 
+/* The PJRT plugin of a TPU or NVIDIA GPU; verbosely loaded, so its API version (or its refusal) is known too. */
+static void print_pjrt(const struct device *d, bool verbose, FILE *out)
+{
+	struct device_pjrt p = d->pjrt;
+
+	if (!p.found) {
+		fprintf(out, "  %s: pjrt: %s\n", d->id, p.why);
+		return;
+	}
+	if (verbose) {
+		pjrt_plugin_load(p.plugin);
+		pjrt_plugin_status(&p);
+	}
+	fprintf(out, "  %s: pjrt: %s (from %s)%s%s%s%s%s%s\n", d->id, p.plugin, p.source,
+		p.api_version[0] ? ", PJRT API " : "", p.api_version, p.platform[0] ? ", platform " : "", p.platform,
+		!p.usable ? ": refused: " : "", !p.usable ? p.why : "");
+}
+
 static void print_table(const struct detect_snapshot *s, const struct config *cfg, bool verbose, FILE *out)
 {
 	char when[CLOCK_RFC3339_LEN];
@@ -205,6 +224,8 @@ static void print_table(const struct detect_snapshot *s, const struct config *cf
 		if (d->opencl.present)
 			fprintf(out, "  %s: OpenCL %s on %s (%s)\n", d->id, or_dash(d->opencl.name),
 				or_dash(d->opencl.platform), or_dash(d->opencl.version));
+		if (d->pjrt.candidate)
+			print_pjrt(d, verbose, out);
 		if (d->peak.source[0] != '\0')
 			fprintf(out, "  %s: peak from %s\n", d->id, d->peak.source);
 		if (!isnan(d->price.usd_per_hour))

@@ -8,6 +8,7 @@
  *   triad(f32[], f32[n], f32[n]) -> f32[n]        b + s * c
  *   dot(f32[n], f32[n]) -> f32[]                  sum of x * y
  *   sgemm(f32[], f32[], f32[m,k], f32[k,n], f32[m,n]) -> f32[m,n]   alpha * a @ b + beta * c, row-major
+ *   sgemm(f32[], f32[m,k], f32[k,n]) -> f32[m,n]                    alpha * a @ b (no c)
  *   softmax(f32[m,n]) -> f32[m,n]                 row by row
  * Anything else fails to compile with a message quoting the offending line. The op bodies are not read, but
  * the precision a dot_general asks for (`precision HIGHEST|HIGH|DEFAULT` or `precision = [HIGHEST, ...]`) is
@@ -79,7 +80,7 @@ enum flavour { FLAVOUR_FAKE, FLAVOUR_GPU, FLAVOUR_TPU };
 enum kernel { K_SAXPY, K_TRIAD, K_DOT, K_SGEMM, K_SOFTMAX, K_COUNT };
 
 static const char *const kernel_names[K_COUNT] = {"saxpy", "triad", "dot", "sgemm", "softmax"};
-static const int kernel_arity[K_COUNT] = {3, 3, 2, 5, 1};
+static const int kernel_arity[K_COUNT] = {3, 3, 2, 5, 1}; /* sgemm also 3: alpha, a, b */
 
 struct PJRT_Error {
 	PJRT_Error_Code code;
@@ -142,6 +143,7 @@ struct shape {
 struct PJRT_LoadedExecutable {
 	PJRT_Client *client;
 	enum kernel kernel;
+	int nargs;
 	struct shape args[MAX_ARGS];
 	struct shape result;
 	char precision[8];
@@ -1345,7 +1347,7 @@ static int rank_is(const struct shape *s, size_t r)
 /* Whether @main's signature fits the kernel (arity, ranks, matching sizes). */
 static int signature_fits(enum kernel k, const struct shape *a, int nargs, const struct shape *r)
 {
-	if (nargs != kernel_arity[k])
+	if (nargs != kernel_arity[k] && !(k == K_SGEMM && nargs == 3))
 		return 0;
 	switch (k) {
 	case K_SAXPY:
@@ -1354,6 +1356,10 @@ static int signature_fits(enum kernel k, const struct shape *a, int nargs, const
 	case K_DOT:
 		return rank_is(&a[0], 1) && shape_eq(&a[0], &a[1]) && rank_is(r, 0);
 	case K_SGEMM:
+		if (nargs == 3)
+			return rank_is(&a[0], 0) && rank_is(&a[1], 2) && rank_is(&a[2], 2) &&
+			       a[1].dims[1] == a[2].dims[0] && r->ndims == 2 && r->dims[0] == a[1].dims[0] &&
+			       r->dims[1] == a[2].dims[1];
 		return rank_is(&a[0], 0) && rank_is(&a[1], 0) && rank_is(&a[2], 2) && rank_is(&a[3], 2) &&
 		       rank_is(&a[4], 2) && a[2].dims[1] == a[3].dims[0] && a[4].dims[0] == a[2].dims[0] &&
 		       a[4].dims[1] == a[3].dims[1] && shape_eq(&a[4], r);
@@ -1369,7 +1375,8 @@ static const char *const signatures[K_COUNT] = {
 	"(tensor<f32>, tensor<Nxf32>, tensor<Nxf32>) -> tensor<Nxf32>",
 	"(tensor<f32>, tensor<Nxf32>, tensor<Nxf32>) -> tensor<Nxf32>",
 	"(tensor<Nxf32>, tensor<Nxf32>) -> tensor<f32>",
-	"(tensor<f32>, tensor<f32>, tensor<MxKxf32>, tensor<KxNxf32>, tensor<MxNxf32>) -> tensor<MxNxf32>",
+	"(tensor<f32>, tensor<f32>, tensor<MxKxf32>, tensor<KxNxf32>, tensor<MxNxf32>) -> tensor<MxNxf32> or "
+	"(tensor<f32>, tensor<MxKxf32>, tensor<KxNxf32>) -> tensor<MxNxf32>",
 	"(tensor<MxNxf32>) -> tensor<MxNxf32>",
 };
 
@@ -1431,6 +1438,7 @@ static PJRT_Error *parse_program(const char *text, PJRT_LoadedExecutable *x)
 			 kernel_names[x->kernel], signatures[x->kernel]);
 		return parse_error(text, fn, what);
 	}
+	x->nargs = nargs;
 	record_precision(text, x->precision, sizeof(x->precision));
 	return NULL;
 }
@@ -1909,8 +1917,10 @@ static void run_kernel(const PJRT_LoadedExecutable *x, PJRT_Buffer *const *in, f
 		break;
 	}
 	case K_SGEMM: {
-		size_t m = (size_t)in[2]->shape.dims[0], k = (size_t)in[2]->shape.dims[1];
-		size_t n = (size_t)in[3]->shape.dims[1];
+		/* (alpha, beta, a, b, c) or (alpha, a, b) */
+		const struct PJRT_Buffer *a = in[x->nargs == 3 ? 1 : 2], *b = in[x->nargs == 3 ? 2 : 3];
+		size_t m = (size_t)a->shape.dims[0], k = (size_t)a->shape.dims[1];
+		size_t n = (size_t)b->shape.dims[1];
 		int bits = operand_bits(x);
 
 		for (size_t i = 0; i < m; i++)
@@ -1918,9 +1928,10 @@ static void run_kernel(const PJRT_LoadedExecutable *x, PJRT_Buffer *const *in, f
 				float acc = 0.0f;
 
 				for (size_t p = 0; p < k; p++)
-					acc += round_mantissa(in[2]->data[i * k + p], bits) *
-					       round_mantissa(in[3]->data[p * n + j], bits);
-				out[i * n + j] = in[0]->data[0] * acc + in[1]->data[0] * in[4]->data[i * n + j];
+					acc += round_mantissa(a->data[i * k + p], bits) *
+					       round_mantissa(b->data[p * n + j], bits);
+				out[i * n + j] = in[0]->data[0] * acc +
+						 (x->nargs == 3 ? 0.0f : in[1]->data[0] * in[4]->data[i * n + j]);
 			}
 		break;
 	}
@@ -1974,15 +1985,15 @@ static PJRT_Error *loaded_execute(PJRT_LoadedExecutable_Execute_Args *args)
 	if (args->num_devices != 1)
 		return make_error(PJRT_Error_Code_INVALID_ARGUMENT, "fake plugin: executes on one device, not %zu",
 				  args->num_devices);
-	if (args->num_args != (size_t)kernel_arity[x->kernel])
+	if (args->num_args != (size_t)x->nargs)
 		return make_error(PJRT_Error_Code_INVALID_ARGUMENT,
 				  "Execution supplied %zu buffers but compiled program expected %d buffers", args->num_args,
-				  kernel_arity[x->kernel]);
+				  x->nargs);
 	dev = args->execute_device != NULL ? args->execute_device : x->device;
 	if (!own_device(x->client, dev))
 		return make_error(PJRT_Error_Code_INVALID_ARGUMENT, "fake plugin: execute_device is not this client's");
 	in = args->argument_lists[0];
-	for (int i = 0; i < kernel_arity[x->kernel]; i++) {
+	for (int i = 0; i < x->nargs; i++) {
 		char want[96], got[96];
 
 		if (in[i] == NULL)

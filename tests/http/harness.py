@@ -55,6 +55,8 @@ class Server:
         if isolate:
             # no real NVML, and a fixture-free default unless a test names roots of its own
             self.env.setdefault("ACCELD_NVML_LIBRARY", os.path.join(self.tmp.name, "no-nvml.so"))
+            # nor a PJRT plugin the host may have installed (JAX, libtpu)
+            self.env.setdefault("ACCELD_PJRT_PLUGINS", "none")
         self.env.update(env or {})
         self.wait_ready = wait_ready
         self.fixed_port = port  # when set, listen there and find readiness by connecting (quiet log levels)

@@ -1,0 +1,183 @@
+"""Black-box tests of the PJRT backend against the stand-in plugin (tests/fakes/pjrt.c): a TPU host (fixture tree)
+and an NVIDIA GPU host (fake NVML) whose accelerators run jobs through it. /devices says which plugin serves which
+device with its API version and platform, /select's auto order now really picks the TPU and jobs land there, a
+device held by another process answers 409 DEVICE_BUSY (or falls back), a plugin of the wrong version is refused
+and said, the report names the plugin, and a job over its timeout answers 504 while the device goes on working."""
+import os
+import time
+import unittest
+
+from harness import FAKES, FIXTURES, Server, ServerTestCase, run_cli
+
+PLUGIN = os.path.join(FAKES, "libpjrt.so")
+FAKE_VARS = ("FAKE_PJRT_PLATFORM", "FAKE_PJRT_DEVICES", "FAKE_PJRT_PCI", "FAKE_PJRT_BUSY", "FAKE_PJRT_VERSION",
+             "FAKE_PJRT_SLOW_MS", "FAKE_PJRT_MEMORY")
+
+
+def tpu_env(**extra):
+    env = {"ACCELD_SYSFS_ROOT": os.path.join(FIXTURES, "tpu-v6e-8", "sys"),
+           "ACCELD_DEV_ROOT": os.path.join(FIXTURES, "tpu-v6e-8", "dev"),
+           "ACCELD_PJRT_PLUGINS": "tpu=" + PLUGIN,
+           "FAKE_PJRT_PLATFORM": "tpu", "FAKE_PJRT_DEVICES": "8"}
+    env.update(extra)
+    return env
+
+
+def gpu_env(**extra):
+    # two fake NVML GPUs, 0000:65:00.0 (gpu:0) and 0000:ca:00.0 (gpu:1); the plugin lists them the other way round
+    env = {"ACCELD_NVML_LIBRARY": os.path.join(FAKES, "libnvml.so"), "FAKE_NVML_COUNT": "2",
+           "ACCELD_PJRT_PLUGINS": "cuda=" + PLUGIN, "FAKE_PJRT_PLATFORM": "cuda", "FAKE_PJRT_DEVICES": "2",
+           "FAKE_PJRT_PCI": "0000:ca:00.0,0000:65:00.0"}
+    env.update(extra)
+    return env
+
+
+def clean(env):
+    """The fake's switches come from env alone, whatever the caller's shell holds."""
+    for name in FAKE_VARS:
+        os.environ.pop(name, None)
+    return env
+
+
+# large enough not to be a tiny job (which runs natively on the CPU), small enough for the fake's plain loops
+SGEMM = {"kernel": "sgemm", "m": 128, "n": 128, "k": 128, "verify": True}
+
+
+class TpuHost(ServerTestCase):
+    server_env = clean(tpu_env())
+
+    def test_devices_say_which_plugin(self):
+        tpu = self.server.get("/devices/tpu:3").json()
+        self.assertIn("pjrt", tpu["backends"])
+        self.assertTrue(tpu["executable"])
+        self.assertEqual(tpu["pjrt"]["plugin"], PLUGIN)
+        self.assertEqual(tpu["pjrt"]["source"], "ACCELD_PJRT_PLUGINS")
+        self.assertTrue(tpu["pjrt"]["found"] and tpu["pjrt"]["usable"])
+        # the API version once a worker loaded it, the platform once a job opened a client
+        r = self.server.request("POST", "/run", json_body=dict(SGEMM, device="tpu:3"))
+        self.assertEqual(r.status, 200, r)
+        deadline = time.monotonic() + 20
+        while "platform" not in self.server.get("/devices/tpu:3").json()["pjrt"]:
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.2)
+        pj = self.server.get("/devices/tpu:3").json()["pjrt"]
+        self.assertEqual(pj["platform"], "tpu")
+        self.assertRegex(pj["api_version"], r"^0\.\d+$")
+
+    def test_auto_runs_on_the_tpu(self):
+        sel = self.server.get("/select?executable=true&kernel=sgemm").json()
+        self.assertEqual(sel["device"]["id"], "tpu:0")
+        r = self.server.request("POST", "/run", json_body=SGEMM)
+        self.assertEqual(r.status, 200, r)
+        job = r.json()
+        self.assertEqual((job["device"], job["backend"]), ("tpu:0", "pjrt"))
+        self.assertTrue(job["verified"], job)
+        self.assertEqual(job["precision"], "highest")
+        self.assertIn("compile_ms", job["timing"])
+        # the second one comes from the program cache, and the history keeps it
+        again = self.server.request("POST", "/run", json_body=SGEMM).json()
+        self.assertTrue(again["program_cached"], again)
+        metrics = self.server.get("/metrics").text
+        self.assertIn('device="tpu:0"', metrics)
+        self.assertIn("acceld_jobs_total", metrics)
+
+    def test_every_kernel(self):
+        for body in ({"kernel": "saxpy", "n": 70000}, {"kernel": "triad", "n": 70000},
+                     {"kernel": "dot", "n": 70000}, {"kernel": "softmax", "m": 40, "n": 2000}, SGEMM):
+            r = self.server.request("POST", "/run", json_body=dict(body, device="tpu:1", verify=True))
+            self.assertEqual(r.status, 200, r)
+            self.assertTrue(r.json()["verified"], r.json())
+            self.assertEqual(r.json()["backend"], "pjrt")
+
+    def test_async_and_cancel(self):
+        r = self.server.request("POST", "/run", json_body=dict(SGEMM, device="tpu:2", wait=False))
+        self.assertEqual(r.status, 202, r)
+        deadline = time.monotonic() + 20
+        while self.server.get(r.header("Location")).json()["state"] != "succeeded":
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.05)
+
+    def test_report_names_the_plugin(self):
+        r = run_cli("report", "--verbose", env=clean(tpu_env()))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("pjrt", r.stdout)
+        self.assertIn(PLUGIN, r.stdout)
+
+
+class TpuHeldElsewhere(ServerTestCase):
+    server_env = clean(tpu_env(FAKE_PJRT_BUSY="1", FAKE_PJRT_BUSY_PID="4242"))
+
+    def test_busy_is_409_or_falls_back(self):
+        r = self.server.request("POST", "/run", json_body=dict(SGEMM, device="tpu:0"))
+        self.assertProblem(r, 409, "DEVICE_BUSY")
+        self.assertIn("4242", r.json()["detail"])
+        self.assertEqual(r.json()["job"]["state"], "failed")
+        r = self.server.request("POST", "/run", json_body=SGEMM)
+        self.assertEqual(r.status, 200, r)
+        job = r.json()
+        self.assertEqual(job["device"], "cpu:0")
+        self.assertTrue(job["fell_back"])
+        self.assertEqual(job["fallback_from"], "tpu:0")
+        self.assertIn("DEVICE_BUSY", job["fallback_reason"])
+
+
+class WrongVersion(ServerTestCase):
+    server_env = clean(tpu_env(FAKE_PJRT_VERSION="0.20"))
+
+    server_args = ("--telemetry-interval", "200ms")
+
+    def test_refused_and_said(self):
+        # each TPU's worker loads the plugin at start; once refused, no TPU runs jobs
+        deadline = time.monotonic() + 20
+        while True:
+            tpus = [d for d in self.server.get("/devices").json()["devices"] if d["type"] == "tpu"]
+            if not any(d["pjrt"]["usable"] or d["executable"] for d in tpus):
+                break
+            self.assertLess(time.monotonic(), deadline, tpus)
+            time.sleep(0.2)
+        self.assertIn("0.20", tpus[0]["pjrt"]["why"])
+        sel = self.server.get("/select?executable=true").json()
+        self.assertEqual(sel["device"]["id"], "cpu:0")
+        r = self.server.request("POST", "/run", json_body=dict(SGEMM, device="tpu:0"))
+        self.assertProblem(r, 422, "UNSUPPORTED")
+
+
+class GpuHost(ServerTestCase):
+    server_env = clean(gpu_env())
+
+    def test_gpus_matched_by_pci(self):
+        for gpu in ("gpu:0", "gpu:1"):
+            r = self.server.request("POST", "/run", json_body=dict(SGEMM, device=gpu, precision="tf32"))
+            self.assertEqual(r.status, 200, r)
+            job = r.json()
+            self.assertEqual((job["device"], job["backend"], job["precision"]), (gpu, "pjrt", "tf32"))
+            self.assertTrue(job["verified"], job)
+        gpus = [d for d in self.server.get("/devices").json()["devices"] if d["type"] == "gpu"]
+        self.assertTrue(all(d["executable"] and d["pjrt"]["usable"] for d in gpus))
+        self.assertProblem(self.server.request("POST", "/run", json_body={"kernel": "dot", "n": 5,
+                                                                          "precision": "tf32"}),
+                           400, "NOT_APPLICABLE")
+        self.assertProblem(self.server.request("POST", "/run", json_body=dict(SGEMM, precision="fp8")), 400,
+                           "INVALID_VALUE")
+
+
+class Timeouts(unittest.TestCase):
+    def test_overrun_answers_504_and_the_device_recovers(self):
+        with Server(env=clean(tpu_env(FAKE_PJRT_SLOW_MS="1500"))) as s:
+            t0 = time.monotonic()
+            r = s.request("POST", "/run", json_body=dict(SGEMM, device="tpu:0", timeout_ms=300))
+            self.assertEqual(r.status, 504, r)
+            self.assertLess(time.monotonic() - t0, 1.4)
+            # the abandoned program ends, its client is closed, and the next job (slow too) is answered
+            deadline = time.monotonic() + 20
+            while True:
+                r = s.request("POST", "/run", json_body=dict(SGEMM, device="tpu:0", timeout_ms=10000))
+                if r.status == 200:
+                    break
+                self.assertEqual(r.status, 409, r)  # DEVICE_BUSY while the abandoned program still runs
+                self.assertLess(time.monotonic(), deadline)
+                time.sleep(0.2)
+
+
+if __name__ == "__main__":
+    unittest.main()
