@@ -36,7 +36,8 @@
 static const char *const run_fields[] = {"kernel", "device", "prefer", "policy", "allow_tpu", "min_memory_bytes",
 					 "fallback", "backend", "alpha", "beta", "s", "n", "m", "k", "precision",
 					 "inputs", "generate", "return", "verify", "wait", "timeout_ms", NULL};
-#define RUN_FIELDS_TEXT "kernel, device, prefer, policy, allow_tpu, min_memory_bytes, fallback, backend, alpha, beta, " \
+#define RUN_FIELDS_TEXT                                                                                           \
+	"kernel, device, prefer, policy, allow_tpu, min_memory_bytes, fallback, backend, alpha, beta, " \
 	"s, n, m, k, precision, inputs, generate, return, verify, wait, timeout_ms"
 
 /* A 400 naming the JSON path; returns false so callers can `return bad(...)`. */

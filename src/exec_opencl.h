@@ -1,5 +1,6 @@
 /*
- * exec_opencl: the OpenCL backend (backend_opencl in backend.h: GPUs, and PoCL's CPU device, which CI uses to test this path).
+ * exec_opencl: the OpenCL backend (backend_opencl in backend.h): GPUs, and PoCL's CPU device, which CI uses to
+ * test this path.
  *
  * One exec_ocl per worker: its own context, command queue, program (built once when it opens) and cl_kernel
  * objects, since clSetKernelArg on one kernel is not thread-safe, and a small pool of device buffers reused across

@@ -800,7 +800,8 @@ json_t *select_result_to_json(const struct select_result *res, const struct sele
 	json_object_set_new(o, "policy", json_string(select_policy_name(req->policy)));
 	json_object_set_new(o, "prefer", json_string(prefer_names[req->prefer & 3]));
 	json_object_set_new(o, "allow_tpu", json_boolean(req->allow_tpu));
-	json_object_set_new(o, "kernel", req->kernel >= 0 ? json_string(kernel_name((enum kernel_id)req->kernel)) : json_null());
+	json_object_set_new(o, "kernel",
+			    req->kernel >= 0 ? json_string(kernel_name((enum kernel_id)req->kernel)) : json_null());
 	if (req->device[0])
 		json_object_set_new(constraints, "device", json_string(req->device));
 	if (req->min_memory_bytes)
