@@ -1065,8 +1065,9 @@ static void worker_step(struct worker *w, struct exec_job *job, bool here)
 	if (!requeued && rc != ACCELD_OK) {
 		job->finished_ns = clock_mono_ns();
 		job->finished_ms = clock_real_ms();
+		/* a backend that gave up at the deadline may say so before the reaper does */
 		if (!answered_already)
-			set_final(job, EXEC_FAILED, acceld_err_to_reason(rc), err);
+			set_final(job, rc == ACCELD_ETIMEOUT ? EXEC_TIMED_OUT : EXEC_FAILED, acceld_err_to_reason(rc), err);
 	}
 	if (!requeued)
 		job->usd_per_hour = w->dev.price.usd_per_hour;

@@ -16,7 +16,7 @@ HERE=$(dirname "$0")
 rm -rf "$OUT"
 mkdir -p "$OUT/lib"
 cp "$BIN" "$OUT/acceld"
-cp "$HERE/check_nvidia.sh" "$HERE/bench_nvidia.sh" "$OUT/"
+cp "$HERE/check_nvidia.sh" "$HERE/bench_nvidia.sh" "$HERE/check_pjrt.sh" "$OUT/"
 # the copy-bandwidth peer of bench_nvidia.sh, built here since a GPU host may have no compiler
 cc -O2 -o "$OUT/clcopy" "$HERE/clcopy.c" -lOpenCL
 # OpenBLAS is loaded at run time (so `ldd` does not list it): carry it too when present
