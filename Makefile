@@ -27,7 +27,7 @@ else
 say         =
 endif
 PKGS       := libmicrohttpd jansson hwloc OpenCL sqlite3
-PKGS       += libcurl # the GCE metadata server on TPU hosts (probe_tpu.c)
+PKGS       += libcurl # the cloud metadata services (imds.c: GCE, EC2 IMDSv2, Azure IMDS)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
