@@ -415,6 +415,25 @@ class Grafana(unittest.TestCase):
         names = {v["name"] for v in self.dash["templating"]["list"]}
         self.assertEqual(names, {"datasource", "instance", "device"})
 
+    def test_panels_do_not_overlap(self):
+        taken = {}
+        for p in self.dash["panels"]:
+            g = p["gridPos"]
+            self.assertLessEqual(g["x"] + g["w"], 24, p["title"])
+            for x in range(g["x"], g["x"] + g["w"]):
+                for y in range(g["y"], g["y"] + g["h"]):
+                    self.assertNotIn((x, y), taken, f'{p["title"]} overlaps {taken.get((x, y))}')
+                    taken[(x, y)] = p["title"]
+
+    def test_cost_row(self):
+        """The fleet's cost: host prices summed over the selected nodes, and the devices' parts by type."""
+        titles = [p["title"] for p in self.dash["panels"]]
+        self.assertIn("Cost", titles)
+        joined = " ".join(self.exprs)
+        self.assertIn("sum(acceld_host_price_usd_per_hour{", joined)
+        self.assertIn("acceld_device_price_usd_per_hour", joined)
+        self.assertIn("acceld_host_info", joined)
+
     def test_every_metric_is_in_a_live_scrape(self):
         families = scrape_families()
         used = set(re.findall(r"\bacceld_[a-z0-9_]+", " ".join(self.exprs) + json.dumps(self.dash["templating"])))
