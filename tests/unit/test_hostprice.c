@@ -53,7 +53,25 @@ START_TEST(machine_table_is_sourced)
 					      strcmp(t[i].region, t[j].region),
 				      "%s %s twice", t[i].instance_type, t[i].region);
 	}
+	/* the families the table is meant to cover (GCE c4 is missing: no source with its figures was found) */
+	static const char *const families[][2] = {
+		{"gce", "e2-"},        {"gce", "n2-"},        {"gce", "n2d-"},        {"gce", "c3-"},
+		{"gce", "a2-"},        {"gce", "a3-"},        {"gce", "g2-"},         {"gce", "ct6e-"},
+		{"gce", "ct5lp-"},     {"gce", "ct5p-"},      {"aws", "m7i."},        {"aws", "c7i."},
+		{"aws", "r7i."},       {"aws", "g5."},        {"aws", "g6."},         {"aws", "p4d."},
+		{"aws", "p5."},        {"azure", "Standard_D"}, {"azure", "Standard_E"}, {"azure", "Standard_F"},
+		{"azure", "Standard_NC"}, {"azure", "Standard_ND"},
+	};
+	for (size_t f = 0; f < sizeof(families) / sizeof(families[0]); f++) {
+		size_t rows = 0;
+
+		for (size_t i = 0; i < n; i++)
+			rows += strcmp(t[i].cloud, families[f][0]) == 0 &&
+				strncmp(t[i].instance_type, families[f][1], strlen(families[f][1])) == 0;
+		ck_assert_msg(rows > 0, "no %s %s rows", families[f][0], families[f][1]);
+	}
 	ck_assert_ptr_nonnull(machines_find("aws", "M7I.LARGE", "us-east-1"));
+	ck_assert_ptr_nonnull(machines_find("gce", "n2-standard-8", "europe-west4"));
 	ck_assert_ptr_null(machines_find("aws", "m7i.large", "eu-west-1"));
 	ck_assert_int_eq(machines_knows_type("aws", "m7i.large"), 1);
 	ck_assert_int_eq(machines_knows_type("gce", "m7i.large"), 0);
