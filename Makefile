@@ -27,7 +27,7 @@ else
 say         =
 endif
 PKGS       := libmicrohttpd jansson hwloc OpenCL sqlite3
-PKGS       += libcurl # the GCE metadata server on TPU hosts (probe_tpu.c)
+PKGS       += libcurl # the cloud metadata services (imds.c: GCE, EC2 IMDSv2, Azure IMDS)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -44,7 +44,7 @@ CFLAGS     ?= -O2 -g
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -DCL_TARGET_OPENCL_VERSION=300 $(WARN) $(CFLAGS) $(PKG_CFLAGS) \
               -Isrc -DACCELD_VERSION='"$(VERSION)"' -MMD -MP -pthread
 LDLIBS     := $(PKG_LIBS) -ldl -lm -pthread
-# the accelerator table (db/accelerators.csv) is embedded at build time as a generated header
+# the accelerator and machine tables (db/*.csv) are embedded at build time as generated headers
 ALL_CFLAGS += -I$(BUILD)/gen
 ifneq ($(SANITIZE),)
 ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -139,6 +139,16 @@ $(BUILD)/gen/accelerators_csv.h: db/accelerators.csv
 
 $(BUILD)/obj/specs.o: $(BUILD)/gen/accelerators_csv.h
 
+# the machine price table (db/machines.csv) the same way
+$(BUILD)/gen/machines_csv.h: db/machines.csv
+	@mkdir -p $(@D)
+	{ echo '/* generated from db/machines.csv; do not edit */'; \
+	  echo 'static const char machines_csv[] = {'; \
+	  od -An -v -tx1 $< | sed -e 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	  echo '0x00};'; } > $@
+
+$(BUILD)/obj/machines.o: $(BUILD)/gen/machines_csv.h
+
 # the native kernels need -O3 for GCC to vectorise their loops; OpenBLAS is loaded at run time (exec_cpu.c)
 $(BUILD)/obj/exec_cpu.o: ALL_CFLAGS += -O3
 
@@ -220,6 +230,7 @@ $(FUZZ_DIR)/obj/%.o: src/%.c
 	$(call say,FUZZCC,$<)clang $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link,address,undefined -MMD -MP -c $< -o $@
 
 $(FUZZ_DIR)/obj/specs.o: $(FUZZ_DIR)/gen/accelerators_csv.h
+$(FUZZ_DIR)/obj/machines.o: $(FUZZ_DIR)/gen/machines_csv.h
 $(FUZZ_DIR)/obj/store.o: $(FUZZ_DIR)/gen/migrations.h
 $(FUZZ_DIR)/obj/api_static.o: $(FUZZ_DIR)/gen/static_index_html.h
 

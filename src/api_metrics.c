@@ -1,11 +1,17 @@
-/* api_metrics: GET /metrics, the Prometheus text exposition of the registry (ROUTE_METRICS) and the device snapshot. */
+/*
+ * api_metrics: GET /metrics, the Prometheus text exposition of the registry (ROUTE_METRICS), the device snapshot and
+ * the prices in force.
+ */
 #include <stdlib.h>
 
 #include "api.h"
 #include "app.h"
+#include "cloud.h"
+#include "cost.h"
 #include "detect.h"
 #include "exec.h"
 #include "http.h"
+#include "mem.h"
 #include "metrics.h"
 #include "store.h"
 
@@ -19,6 +25,9 @@ void api_metrics(struct app *app, struct http_req *req, struct http_resp *resp)
 	enum acceld_err err;
 	char *text = NULL;
 	size_t len = 0;
+	double *prices = NULL;
+	struct cost_host_applied applied;
+	struct metrics_host host;
 
 	if (!http_req_check_query(req, resp, allowed))
 		return;
@@ -55,8 +64,22 @@ void api_metrics(struct app *app, struct http_req *req, struct http_resp *resp)
 		listeners[nlisteners].name = "health";
 		http_server_conn_stats(app->health_http, &listeners[nlisteners++].conns);
 	}
+	/* prices from memory too: the price book does not read the database for them */
+	if (app->cost != NULL && snap != NULL) {
+		prices = xcalloc(snap->n ? snap->n : 1, sizeof(*prices));
+		cost_applied_prices(app->cost, snap->devices, snap->n, prices, &applied);
+		host = (struct metrics_host){.cloud = cloud_kind_name(applied.host.cloud),
+					     .state = cloud_state_name(applied.host.state),
+					     .instance_type = applied.host.instance_type,
+					     .region = applied.host.region,
+					     .zone = applied.host.zone,
+					     .billing = applied.host.state == CLOUD_KNOWN ? applied.billing : "",
+					     .usd_per_hour = applied.usd_per_hour};
+	}
 	view = (struct metrics_view){
 		.devices = snap,
+		.device_prices = prices,
+		.host = prices != NULL ? &host : NULL,
 		.store_open = app->store != NULL,
 		.started_at_ms = app->started_at_ms,
 		.http_inflight = app->http != NULL ? http_server_inflight(app->http) : 0,
@@ -64,6 +87,7 @@ void api_metrics(struct app *app, struct http_req *req, struct http_resp *resp)
 		.nlisteners = nlisteners,
 	};
 	err = metrics_render(app->metrics, &view, &text, &len);
+	free(prices);
 	if (snap != NULL)
 		detect_release(snap);
 	if (err != ACCELD_OK) {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "cloud.h"
 #include "cost.h"
 #include "detect.h"
 #include "exec.h"
@@ -278,16 +279,46 @@ void app_health_http_opts(struct app *app, struct http_server_opts *out)
 	out->dispatch = routes_dispatch_health;
 }
 
+/* What the host is, once learned: detection prices its devices by it, the price book applies its Spot status. */
+static void on_cloud(void *ctx, const struct cloud_host *host)
+{
+	struct app *app = ctx;
+
+	if (app->detect != NULL)
+		detect_set_host(app->detect, host);
+	if (app->cost != NULL)
+		cost_set_host(app->cost, host);
+	log_fields(host->state == CLOUD_FAILED ? LOGL_WARN : LOGL_INFO, "cloud", "host",
+		   (struct log_field[]){LOG_S("cloud", cloud_kind_name(host->cloud)),
+					LOG_S("state", cloud_state_name(host->state)),
+					LOG_S("instance_type", host->instance_type), LOG_S("region", host->region),
+					LOG_S("zone", host->zone), LOG_I("spot", host->spot),
+					LOG_S("detected_by", host->detected_by), LOG_S("note", host->note)},
+		   8);
+}
+
+/* Asks the cloud's metadata service in a thread of its own: start-up and requests never wait for it. */
+static void start_cloud(struct app *app)
+{
+	app->cloud = cloud_new(&app->cfg);
+	if (cloud_start(app->cloud, on_cloud, app) != 0)
+		log_msg(LOGL_ERROR, "cloud", "cannot start the metadata thread; the host price stays unknown");
+}
+
 void app_services_start(struct app *app)
 {
 	try_open_store(app);
 	start_detect(app);
 	start_exec(app);
 	start_history(app);
+	start_cloud(app);
 }
 
 void app_services_stop(struct app *app)
 {
+	/* the metadata thread calls into detection and the price book: it ends first */
+	cloud_free(app->cloud);
+	app->cloud = NULL;
 	sampler_free(app->sampler);
 	cost_free(app->cost);
 	/* detection's refresher asks the executor what is executable: not any more */

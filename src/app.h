@@ -20,6 +20,7 @@ struct exec;
 struct sampler;
 struct metrics;
 struct cost;
+struct cloud;
 
 struct app {
 	struct config cfg;          /* read-only after start-up */
@@ -35,6 +36,7 @@ struct app {
 	struct sampler *sampler;    /* telemetry sampler (sampler.c) */
 	struct metrics *metrics;    /* Prometheus counters (metrics.c) */
 	struct cost *cost;          /* prices and accrued cost (cost.c) */
+	struct cloud *cloud;        /* which cloud VM the host is, learned once after start (cloud.c) */
 };
 
 struct http_server_opts;
@@ -54,7 +56,8 @@ void app_health_http_opts(struct app *app, struct http_server_opts *out);
 /*
  * Starts the services on app->cfg (loaded) and app->metrics (may be NULL): opens the store (a database that cannot
  * be used yet is retried in the background), detects devices and starts the refresher, the executor, the price
- * book and the sampler. Failures are logged and leave the member NULL; the handlers answer 503 for it.
+ * book, the sampler, and the thread that asks the cloud's metadata service what the host is. Failures are logged
+ * and leave the member NULL; the handlers answer 503 for it.
  */
 void app_services_start(struct app *app);
 

@@ -17,6 +17,9 @@
 
 enum prefer { PREFER_AUTO, PREFER_CPU, PREFER_GPU, PREFER_TPU };
 
+/* ACCELD_CLOUD: which cloud's metadata service to ask (auto: the one the DMI names, if any). */
+enum cloud_choice { CLOUD_CHOICE_AUTO, CLOUD_CHOICE_NONE, CLOUD_CHOICE_GCE, CLOUD_CHOICE_AWS, CLOUD_CHOICE_AZURE };
+
 struct config {
 	char *listen;              /* "HOST:PORT" as given; split into listen_host and listen_port */
 	char *listen_host;
@@ -53,6 +56,9 @@ struct config {
 	char *proc_root;
 	char *nvml_library;
 	char *gce_metadata_url;
+	int cloud;                 /* enum cloud_choice: auto (DMI decides), none, gce, aws, azure */
+	char *aws_metadata_url;    /* EC2 instance metadata (IMDSv2) base URL */
+	char *azure_metadata_url;  /* Azure IMDS base URL */
 	uint64_t telemetry_interval_ms;
 	uint64_t topology_interval_ms;
 	uint64_t sample_interval_ms;

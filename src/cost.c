@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "hostprice.h"
 #include "log.h"
 #include "mem.h"
 
@@ -21,8 +22,10 @@ struct cost {
 	struct store_price *api_prices;
 	size_t napi;
 	bool api_loaded;            /* the stored overrides have been read (or replaced) */
+	struct cloud_host host;     /* what the host is (cost_set_host); state pending until then */
 };
 
+/* The device selectors, most specific first; instance_type prices the whole host instead (hostprice.h). */
 static const char *const selectors[] = {"device", "accelerator_type", "type"};
 
 static int add_json(json_t *o, const char *key, json_t *v)
@@ -71,7 +74,8 @@ static enum acceld_err parse_entry(json_t *e, size_t idx, struct store_price *p,
 	p->usd_per_hour_spot = NAN;
 	json_object_foreach(e, key, v) {
 		snprintf(at, sizeof(at), "%s.%.60s", base, key);
-		if (strcmp(key, "device") == 0 || strcmp(key, "accelerator_type") == 0 || strcmp(key, "type") == 0) {
+		if (strcmp(key, "device") == 0 || strcmp(key, "accelerator_type") == 0 || strcmp(key, "type") == 0 ||
+		    strcmp(key, "instance_type") == 0) {
 			const char *s = json_string_value(v);
 
 			if (s == NULL)
@@ -114,7 +118,7 @@ static enum acceld_err parse_entry(json_t *e, size_t idx, struct store_price *p,
 	}
 	if (nsel != 1)
 		return bad(f, nsel == 0 ? REASON_MISSING_FIELD : REASON_CONFLICTING_FIELDS, base,
-			   "must name exactly one of device, accelerator_type or type");
+			   "must name exactly one of device, accelerator_type, type or instance_type");
 	if (!isfinite(p->usd_per_hour)) {
 		snprintf(at, sizeof(at), "%s.usd_per_hour", base);
 		return bad(f, REASON_MISSING_FIELD, at, "is required");
@@ -214,6 +218,7 @@ enum acceld_err cost_new(struct store *store, const char *prices_file, struct co
 	struct cost *c = xcalloc(1, sizeof(*c));
 
 	c->store = store;
+	cloud_host_init(&c->host);
 	pthread_mutex_init(&c->mu, NULL);
 	if (prices_file != NULL) {
 		c->file = xstrdup(prices_file);
@@ -270,18 +275,63 @@ static const struct store_price *find(const struct store_price *v, size_t n, con
 	return NULL;
 }
 
-void cost_price_lookup(struct cost *c, const char *id, const char *type, const char *accelerator_type,
-		       const struct device_price *def, struct cost_price *out)
+void cost_set_host(struct cost *c, const struct cloud_host *host)
+{
+	pthread_mutex_lock(&c->mu);
+	c->host = *host;
+	pthread_mutex_unlock(&c->mu);
+}
+
+/*
+ * The host's price: an override naming its instance type (API over file), else the machine table. Called with
+ * c->mu held.
+ */
+static void host_price_locked(struct cost *c, struct hostprice *h)
+{
+	const struct store_price *o = NULL;
+	const char *origin = "api override";
+
+	hostprice_from_table(&c->host, h);
+	if (c->host.state != CLOUD_KNOWN)
+		return;
+	o = find(c->api_prices, c->napi, "instance_type", c->host.instance_type);
+	if (o == NULL) {
+		o = find(c->file_prices, c->nfile, "instance_type", c->host.instance_type);
+		origin = "prices file";
+	}
+	if (o == NULL)
+		return;
+	h->usd_per_hour = o->usd_per_hour;
+	h->usd_per_hour_spot = o->usd_per_hour_spot;
+	snprintf(h->source, sizeof(h->source), "%s (instance_type %s)%s%.160s", origin, o->value, o->note[0] ? ": " : "",
+		 o->note);
+}
+
+/* The CPU's source when nothing prices it: the host price is unknown, and why. Called with c->mu held. */
+static void unpriced_cpu_source(struct cost *c, char *out, size_t outsz)
+{
+	struct hostprice h;
+
+	host_price_locked(c, &h);
+	if (c->host.state == CLOUD_KNOWN && !isfinite(h.usd_per_hour))
+		snprintf(out, outsz, "%.210s", h.source);
+	else
+		snprintf(out, outsz, "none: the host price is unknown (%s); set one with PUT /cost/prices "
+			 "({\"type\": \"cpu\", ...}) or ACCELD_PRICES_FILE", cloud_state_name(c->host.state));
+}
+
+/* cost_price_lookup's work, with c->mu held; the stored overrides are not read here. */
+static void lookup_locked(struct cost *c, const char *id, const char *type, const char *accelerator_type,
+			  const struct device_price *def, struct cost_price *out)
 {
 	const char *values[] = {id, accelerator_type, type};
 	const struct store_price *hit = NULL;
 	const char *origin = NULL;
+	const char *billing;
 
 	memset(out, 0, sizeof(*out));
 	out->usd_per_hour = NAN;
 	out->usd_per_hour_spot = NAN;
-	pthread_mutex_lock(&c->mu);
-	load_api_locked(c);
 	for (size_t s = 0; s < 3 && hit == NULL; s++) {
 		hit = find(c->api_prices, c->napi, selectors[s], values[s]);
 		origin = "api override";
@@ -305,19 +355,98 @@ void cost_price_lookup(struct cost *c, const char *id, const char *type, const c
 		snprintf(out->source, sizeof(out->source), "built-in table%s%.180s", def->source[0] ? ": " : "",
 			 def->source);
 	} else if (type != NULL && strcmp(type, "cpu") == 0) {
-		out->usd_per_hour = 0;
-		snprintf(out->unit, sizeof(out->unit), "host");
-		snprintf(out->source, sizeof(out->source), "default: a CPU costs 0 USD/h unless a price is configured");
+		unpriced_cpu_source(c, out->source, sizeof(out->source));
 	} else {
 		snprintf(out->source, sizeof(out->source),
 			 "none: no price known for this device; set one with PUT /cost/prices or ACCELD_PRICES_FILE");
 	}
+	out->applied = hostprice_applied(c->host.spot, out->usd_per_hour, out->usd_per_hour_spot, &billing);
+	snprintf(out->billing, sizeof(out->billing), "%s", billing);
+}
+
+void cost_price_lookup(struct cost *c, const char *id, const char *type, const char *accelerator_type,
+		       const struct device_price *def, struct cost_price *out)
+{
+	pthread_mutex_lock(&c->mu);
+	load_api_locked(c);
+	lookup_locked(c, id, type, accelerator_type, def, out);
 	pthread_mutex_unlock(&c->mu);
 }
 
-static void price_of_device(struct cost *c, const struct device *d, struct cost_price *out)
+/*
+ * Each present device's share of the host price (override or table; NAN where there is none) into shares[0..n),
+ * and the host's price and split. Called with c->mu held.
+ */
+static void shares_locked(struct cost *c, const struct device *devs, size_t n, struct device_price *shares,
+			  struct hostprice *h, struct hostprice_split *split)
 {
-	cost_price_lookup(c, d->id, device_type_name(d->type), d->accelerator_type, &d->price, out);
+	host_price_locked(c, h);
+	hostprice_split(&c->host, h, devs, n, shares, split);
+}
+
+/* The built-in layer of a present device: its host share where there is one, else its table price. */
+static const struct device_price *builtin_of(const struct device *d, const struct device_price *share)
+{
+	return share != NULL && isfinite(share->usd_per_hour) ? share : &d->price;
+}
+
+static void price_of_device(struct cost *c, const struct device *d, const struct device_price *share,
+			    struct cost_price *out)
+{
+	cost_price_lookup(c, d->id, device_type_name(d->type), d->accelerator_type, builtin_of(d, share), out);
+}
+
+/* The host object of an answer: what it is, its price and the split. Takes c->mu. */
+static json_t *host_json(struct cost *c, const struct device *devs, size_t n)
+{
+	struct device_price *shares = xcalloc(n ? n : 1, sizeof(*shares));
+	struct hostprice h;
+	struct hostprice_split split;
+	json_t *o;
+
+	pthread_mutex_lock(&c->mu);
+	shares_locked(c, devs, n, shares, &h, &split);
+	o = hostprice_json(&c->host, &h, &split);
+	pthread_mutex_unlock(&c->mu);
+	free(shares);
+	return o;
+}
+
+/* Every present device's share (shares[0..n), owned by the caller). Takes c->mu. */
+static struct device_price *shares_of(struct cost *c, const struct device *devs, size_t n)
+{
+	struct device_price *shares = xcalloc(n ? n : 1, sizeof(*shares));
+	struct hostprice h;
+	struct hostprice_split split;
+
+	pthread_mutex_lock(&c->mu);
+	shares_locked(c, devs, n, shares, &h, &split);
+	pthread_mutex_unlock(&c->mu);
+	return shares;
+}
+
+void cost_applied_prices(struct cost *c, const struct device *devs, size_t n, double *usd,
+			 struct cost_host_applied *host)
+{
+	struct device_price *shares = xcalloc(n ? n : 1, sizeof(*shares));
+	struct hostprice h;
+	struct hostprice_split split;
+	const char *billing;
+
+	pthread_mutex_lock(&c->mu);
+	shares_locked(c, devs, n, shares, &h, &split);
+	for (size_t i = 0; i < n; i++) {
+		struct cost_price p;
+
+		lookup_locked(c, devs[i].id, device_type_name(devs[i].type), devs[i].accelerator_type,
+			      builtin_of(&devs[i], &shares[i]), &p);
+		usd[i] = p.applied;
+	}
+	host->host = c->host;
+	host->usd_per_hour = hostprice_applied(c->host.spot, h.usd_per_hour, h.usd_per_hour_spot, &billing);
+	snprintf(host->billing, sizeof(host->billing), "%s", billing);
+	pthread_mutex_unlock(&c->mu);
+	free(shares);
 }
 
 static json_t *price_json(const struct cost_price *p)
@@ -326,6 +455,8 @@ static json_t *price_json(const struct cost_price *p)
 
 	add_json(o, "usd_per_hour", num_or_null(p->usd_per_hour));
 	add_json(o, "usd_per_hour_spot", num_or_null(p->usd_per_hour_spot));
+	add_json(o, "applied_usd_per_hour", num_or_null(p->applied));
+	add_json(o, "billing", json_string(p->billing));
 	if (p->unit[0])
 		add_json(o, "unit", json_string(p->unit));
 	add_json(o, "source", json_string(p->source));
@@ -356,12 +487,13 @@ json_t *cost_prices_json(struct cost *c, const struct device *devs, size_t n)
 {
 	json_t *doc = json_object();
 	json_t *list = json_array();
+	struct device_price *shares = shares_of(c, devs, n);
 
 	for (size_t i = 0; i < n; i++) {
 		struct cost_price p;
 		json_t *o;
 
-		price_of_device(c, &devs[i], &p);
+		price_of_device(c, &devs[i], &shares[i], &p);
 		o = price_json(&p);
 		add_json(o, "device", json_string(devs[i].id));
 		add_json(o, "type", json_string(device_type_name(devs[i].type)));
@@ -369,7 +501,9 @@ json_t *cost_prices_json(struct cost *c, const struct device *devs, size_t n)
 			add_json(o, "accelerator_type", json_string(devs[i].accelerator_type));
 		json_array_append_new(list, o);
 	}
+	free(shares);
 	add_json(doc, "currency", json_string("USD"));
+	add_json(doc, "host", host_json(c, devs, n));
 	add_json(doc, "prices", list);
 	pthread_mutex_lock(&c->mu);
 	add_json(doc, "overrides", overrides_json(c->api_prices, c->napi));
@@ -457,7 +591,7 @@ static enum acceld_err report_one(struct cost *c, const struct subject *s, const
 	for (size_t i = 0; i < n; i++) {
 		json_t *g = json_object();
 		char when[CLOCK_RFC3339_LEN];
-		double a = usd(u[i].present_ms, p.usd_per_hour), b = usd(u[i].busy_ms, p.usd_per_hour);
+		double a = usd(u[i].present_ms, p.applied), b = usd(u[i].busy_ms, p.applied);
 
 		clock_rfc3339(u[i].t_ms, when);
 		add_json(g, "start_time", json_string(when));
@@ -477,22 +611,23 @@ static enum acceld_err report_one(struct cost *c, const struct subject *s, const
 	if (s->accelerator_type[0])
 		add_json(o, "accelerator_type", json_string(s->accelerator_type));
 	add_json(o, "present", json_boolean(s->present));
-	add_json(o, "usd_per_hour", num_or_null(p.usd_per_hour));
+	add_json(o, "usd_per_hour", num_or_null(p.applied));
+	add_json(o, "billing", json_string(p.billing));
 	add_json(o, "price", price_json(&p));
 	x = json_object();
 	add_json(x, "seconds", json_real(present / 1000.0));
-	add_json(x, "usd", num_or_null(usd(present, p.usd_per_hour)));
+	add_json(x, "usd", num_or_null(usd(present, p.applied)));
 	add_json(o, "allocated", x);
 	x = json_object();
 	add_json(x, "seconds", json_real(busy / 1000.0));
-	add_json(x, "usd", num_or_null(usd(busy, p.usd_per_hour)));
+	add_json(x, "usd", num_or_null(usd(busy, p.applied)));
 	add_json(o, "utilized", x);
 	x = json_object();
 	add_json(x, "count", json_integer(ju.jobs));
 	add_json(x, "seconds", json_real(ju.seconds));
 	{
 		/* the cost the jobs recorded when they all did, else the current price over their time */
-		double jusd = ju.jobs > 0 && ju.priced == ju.jobs ? ju.cost_usd : usd(ju.seconds * 1000.0, p.usd_per_hour);
+		double jusd = ju.jobs > 0 && ju.priced == ju.jobs ? ju.cost_usd : usd(ju.seconds * 1000.0, p.applied);
 
 		add_json(x, "usd", num_or_null(jusd));
 		if (isfinite(jusd))
@@ -500,9 +635,9 @@ static enum acceld_err report_one(struct cost *c, const struct subject *s, const
 	}
 	add_json(o, "jobs", x);
 	add_json(o, "groups", groups);
-	if (isfinite(p.usd_per_hour)) {
-		t->allocated_usd += usd(present, p.usd_per_hour);
-		t->utilized_usd += usd(busy, p.usd_per_hour);
+	if (isfinite(p.applied)) {
+		t->allocated_usd += usd(present, p.applied);
+		t->utilized_usd += usd(busy, p.applied);
 	} else if (present > 0) {
 		t->unpriced = true;
 	}
@@ -510,13 +645,13 @@ static enum acceld_err report_one(struct cost *c, const struct subject *s, const
 	return ACCELD_OK;
 }
 
-static void subject_from_device(struct subject *s, const struct device *d)
+static void subject_from_device(struct subject *s, const struct device *d, const struct device_price *share)
 {
 	memset(s, 0, sizeof(*s));
 	snprintf(s->id, sizeof(s->id), "%s", d->id);
 	snprintf(s->type, sizeof(s->type), "%s", device_type_name(d->type));
 	snprintf(s->accelerator_type, sizeof(s->accelerator_type), "%s", d->accelerator_type);
-	s->def = d->price;
+	s->def = *builtin_of(d, share);
 	s->present = true;
 }
 
@@ -540,6 +675,7 @@ enum acceld_err cost_report(struct cost *c, const struct device *devs, size_t n,
 			    json_t **out)
 {
 	struct store_device_row *rows = NULL;
+	struct device_price *shares = NULL;
 	size_t nrows = 0, nsub = 0;
 	struct subject *subs;
 	struct totals t = {.groups = json_object()};
@@ -552,9 +688,10 @@ enum acceld_err cost_report(struct cost *c, const struct device *devs, size_t n,
 	if (e != ACCELD_OK)
 		goto out;
 	subs = xcalloc(n + nrows, sizeof(*subs));
+	shares = shares_of(c, devs, n);
 	for (size_t i = 0; i < n; i++)
 		if (q->device == NULL || strcmp(q->device, devs[i].id) == 0)
-			subject_from_device(&subs[nsub++], &devs[i]);
+			subject_from_device(&subs[nsub++], &devs[i], &shares[i]);
 	for (size_t i = 0; i < nrows; i++) {
 		bool known = false;
 
@@ -580,6 +717,7 @@ enum acceld_err cost_report(struct cost *c, const struct device *devs, size_t n,
 	add_json(doc, "start_time", time_json(q->start_ms));
 	add_json(doc, "end_time", time_json(q->end_ms));
 	add_json(doc, "group_by", json_string(q->bucket_ms == STORE_DAY_MS ? "day" : "hour"));
+	add_json(doc, "host", host_json(c, devs, n));
 	add_json(doc, "devices", list);
 	tot = json_object();
 	add_json(tot, "allocated_usd", json_real(t.allocated_usd));
@@ -608,6 +746,7 @@ enum acceld_err cost_report(struct cost *c, const struct device *devs, size_t n,
 out:
 	json_decref(list);
 	json_decref(t.groups);
+	free(shares);
 	free(rows);
 	return e;
 }
@@ -675,6 +814,7 @@ enum acceld_err cost_estimate(struct cost *c, const struct device *devs, size_t 
 			      const struct cost_estimate_query *q, json_t **out)
 {
 	struct estimate *v = xcalloc(n ? n : 1, sizeof(*v));
+	struct device_price *shares = NULL;
 	double flops = 0, bytes = 0;
 	size_t len = 0;
 	json_t *doc, *list;
@@ -688,6 +828,7 @@ enum acceld_err cost_estimate(struct cost *c, const struct device *devs, size_t 
 		flops = kernel_flops((enum kernel_id)q->kernel, &q->shape);
 		bytes = kernel_bytes((enum kernel_id)q->kernel, &q->shape);
 	}
+	shares = shares_of(c, devs, n);
 	for (size_t i = 0; i < n; i++) {
 		struct estimate *x;
 
@@ -695,7 +836,7 @@ enum acceld_err cost_estimate(struct cost *c, const struct device *devs, size_t 
 			continue;
 		x = &v[len++];
 		x->d = &devs[i];
-		price_of_device(c, &devs[i], &x->p);
+		price_of_device(c, &devs[i], &shares[i], &x->p);
 		if (q->seconds > 0) {
 			x->seconds = q->seconds;
 			snprintf(x->basis, sizeof(x->basis), "given");
@@ -703,8 +844,9 @@ enum acceld_err cost_estimate(struct cost *c, const struct device *devs, size_t 
 		} else {
 			estimate_time(c, &devs[i], kernel_name((enum kernel_id)q->kernel), flops, bytes, x);
 		}
-		x->usd = isfinite(x->seconds) ? usd(x->seconds * 1000.0, x->p.usd_per_hour) : NAN;
+		x->usd = isfinite(x->seconds) ? usd(x->seconds * 1000.0, x->p.applied) : NAN;
 	}
+	free(shares);
 	if (q->device != NULL && len == 0) {
 		free(v);
 		return ACCELD_ENOTFOUND;
@@ -735,7 +877,8 @@ enum acceld_err cost_estimate(struct cost *c, const struct device *devs, size_t 
 		add_json(o, "executable", json_boolean(v[i].d->executable));
 		add_json(o, "seconds", num_or_null(v[i].seconds));
 		add_json(o, "usd", num_or_null(v[i].usd));
-		add_json(o, "usd_per_hour", num_or_null(v[i].p.usd_per_hour));
+		add_json(o, "usd_per_hour", num_or_null(v[i].p.applied));
+		add_json(o, "billing", json_string(v[i].p.billing));
 		add_json(o, "price_source", json_string(v[i].p.source));
 		add_json(o, "basis", json_string(v[i].basis));
 		if (isfinite(v[i].gflops))
@@ -743,6 +886,7 @@ enum acceld_err cost_estimate(struct cost *c, const struct device *devs, size_t 
 		json_array_append_new(list, o);
 	}
 	add_json(doc, "estimates", list);
+	add_json(doc, "host", host_json(c, devs, n));
 	free(v);
 	*out = doc;
 	return e;

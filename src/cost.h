@@ -3,17 +3,22 @@
  *
  * A device's effective price is the most specific override that names it: by device id, then by accelerator type
  * (H100, TPU-V6E), then by device type (cpu|gpu|tpu); at the same specificity an override set with PUT
- * /cost/prices wins over the prices file (ACCELD_PRICES_FILE). Without an override the device's built-in price
- * applies (device.price, from the accelerator table); a CPU without one costs 0 USD/h. Every price names its
- * source. Accrued cost applies the current price to the whole window.
+ * /cost/prices wins over the prices file (ACCELD_PRICES_FILE). Without an override, on a cloud VM whose host price
+ * is known, the device's share of that price applies (hostprice.h: the machine table, or an override naming the
+ * instance_type); else its price in the accelerator table (device.price). A CPU that nothing prices has no price
+ * (null, with a source saying why), never 0. On a Spot host the Spot figure is applied where one is known, else
+ * the on-demand one ("billing" says which). Every price names its source. Accrued cost applies the current price
+ * to the whole window.
  *
  * Prices document (the prices file and the PUT /cost/prices body):
  *   {"currency": "USD",                                   optional; only "USD"
  *    "prices": [                                          at most 1024 entries
  *      {"device": "gpu:0", "usd_per_hour": 2.5},
  *      {"accelerator_type": "H100", "usd_per_hour": 9.8, "usd_per_hour_spot": 3.9, "unit": "gpu", "note": "..."},
- *      {"type": "cpu", "usd_per_hour": 0.04}]}
- * Each entry names exactly one of device, accelerator_type or type, and a usd_per_hour from 0 to 1,000,000;
+ *      {"type": "cpu", "usd_per_hour": 0.04},
+ *      {"instance_type": "n2d-standard-16", "usd_per_hour": 0.62, "usd_per_hour_spot": 0.13}]}
+ * Each entry names exactly one of device, accelerator_type, type or instance_type (the whole host, split as
+ * hostprice.h says), and a usd_per_hour from 0 to 1,000,000;
  * usd_per_hour_spot (or null), unit (at most 15 bytes) and note (at most 159 bytes) are optional. Unknown fields,
  * wrong types and duplicate selectors are refused, naming the JSON path.
  */
@@ -25,6 +30,7 @@
 
 #include <jansson.h>
 
+#include "cloud.h"
 #include "device.h"
 #include "err.h"
 #include "kernel.h"
@@ -57,8 +63,10 @@ enum acceld_err cost_parse_prices(json_t *doc, struct store_price **out, size_t 
 void cost_set_overrides(struct cost *c, const struct store_price *v, size_t n);
 
 struct cost_price {
-	double usd_per_hour;        /* NAN when no price is known */
+	double usd_per_hour;        /* on demand; NAN when no price is known */
 	double usd_per_hour_spot;   /* NAN unknown */
+	double applied;             /* what the host is billed: Spot on a Spot host where known, else on demand */
+	char billing[12];           /* "spot" or "on_demand" */
 	char unit[16];
 	char source[220];           /* e.g. "api override (accelerator_type H100)", "built-in table: GCP ..." */
 };
@@ -69,6 +77,23 @@ struct cost_price {
  */
 void cost_price_lookup(struct cost *c, const char *id, const char *type, const char *accelerator_type,
 		       const struct device_price *def, struct cost_price *out);
+
+/* Tells the price book what the host is (cloud.h; copied): its price and Spot status price the devices. */
+void cost_set_host(struct cost *c, const struct cloud_host *host);
+
+/* The host's applied price for the metrics. */
+struct cost_host_applied {
+	struct cloud_host host;
+	double usd_per_hour;        /* applied (see struct cost_price); NAN unknown */
+	char billing[12];
+};
+
+/*
+ * The applied price of each device into usd[0..n) (NAN unknown) and the host's into *host, from what is in memory:
+ * the database is not read, so a scrape never waits on it.
+ */
+void cost_applied_prices(struct cost *c, const struct device *devs, size_t n, double *usd,
+			 struct cost_host_applied *host);
 
 /* The effective price of every device, as the GET /cost/prices answer (a new object). */
 json_t *cost_prices_json(struct cost *c, const struct device *devs, size_t n);

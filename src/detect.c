@@ -32,6 +32,7 @@ struct snap {
 	size_t *dev_json_len;
 	char (*dev_etag)[ETAG_LEN];
 	struct detect_probe_status *probes;
+	struct cloud_host host;     /* pub.host points here when the host is known */
 	char *json;
 };
 
@@ -44,6 +45,8 @@ struct detect {
 	bool *refresh_failing;             /* per probe: its telemetry refresh failed last time (logged once) */
 	struct device_list devices;        /* the merged, named devices of the last refresh */
 	detect_executable_fn executable;   /* who says which devices run jobs (under refresh_mu); NULL: the backends */
+	struct cloud_host host;            /* what the host is (under refresh_mu) */
+	bool host_known;                   /* detect_set_host has been called */
 	void *executable_ctx;
 	uint64_t generation;
 	pthread_mutex_t refresh_mu;        /* one refresh at a time */
@@ -386,7 +389,13 @@ static struct snap *snap_build(struct detect *det, const struct probe_result *re
 	s->dev_json = xcalloc(n ? n : 1, sizeof(*s->dev_json));
 	s->dev_json_len = xcalloc(n ? n : 1, sizeof(*s->dev_json_len));
 	s->dev_etag = xcalloc(n ? n : 1, sizeof(*s->dev_etag));
-	s->probes = xcalloc(det->nprobes ? det->nprobes : 1, sizeof(*s->probes));
+	/* the host's share of its price, where the host is known (the built-in table; overrides are cost.c's) */
+	if (det->host_known) {
+		s->host = det->host;
+		s->pub.host = &s->host;
+		hostprice_apply_builtin(&s->host, s->devs, n, &s->pub.host_price, &s->pub.host_split);
+	}
+	s->probes = xcalloc(det->nprobes + 1, sizeof(*s->probes));
 	s->pub.generation = ++det->generation;
 	s->pub.taken_at_ms = clock_real_ms();
 	s->pub.refresh_ms = refresh_ms;
@@ -412,6 +421,18 @@ static struct snap *snap_build(struct detect *det, const struct probe_result *re
 							r->available, "found", (json_int_t)r->found, "why", r->why,
 							"duration_ms", r->duration_ms));
 	}
+	if (det->host_known) {
+		/* the metadata service is one more source: its failure is a note, never an error */
+		struct probe_result r = {.ok = true,
+					 .available = s->host.state == CLOUD_KNOWN || s->host.state == CLOUD_FAILED};
+
+		snprintf(r.why, sizeof(r.why), "%s", s->host.note);
+		s->probes[det->nprobes] = (struct detect_probe_status){.name = "cloud", .result = r};
+		json_array_append_new(probes, json_pack("{s:s, s:b, s:b, s:I, s:s, s:f}", "name", "cloud", "ok", 1,
+							"available", r.available, "found", (json_int_t)0, "why",
+							r.why, "duration_ms", 0.0));
+		json_object_set_new(doc, "host", hostprice_json(&s->host, &s->pub.host_price, &s->pub.host_split));
+	}
 	clock_rfc3339(s->pub.taken_at_ms, when);
 	json_object_set_new(doc, "generation", json_integer((json_int_t)s->pub.generation));
 	json_object_set_new(doc, "taken_at", json_string(when));
@@ -428,7 +449,7 @@ static struct snap *snap_build(struct detect *det, const struct probe_result *re
 	snprintf(s->pub.etag, sizeof(s->pub.etag), "\"%llu-%016llx\"", (unsigned long long)s->pub.generation,
 		 (unsigned long long)fnv1a(s->json, s->pub.json_len));
 	s->pub.probes = s->probes;
-	s->pub.nprobes = det->nprobes;
+	s->pub.nprobes = det->nprobes + (det->host_known ? 1 : 0);
 	return s;
 }
 
@@ -581,6 +602,15 @@ void detect_set_executable(struct detect *det, detect_executable_fn fn, void *ct
 	pthread_mutex_lock(&det->refresh_mu);
 	det->executable = fn;
 	det->executable_ctx = ctx;
+	pthread_mutex_unlock(&det->refresh_mu);
+	detect_refresh(det, false);
+}
+
+void detect_set_host(struct detect *det, const struct cloud_host *host)
+{
+	pthread_mutex_lock(&det->refresh_mu);
+	det->host = *host;
+	det->host_known = true;
 	pthread_mutex_unlock(&det->refresh_mu);
 	detect_refresh(det, false);
 }

@@ -10,8 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cloud.h"
 #include "config.h"
 #include "device.h"
+#include "hostprice.h"
 #include "err.h"
 #include "probe.h"
 
@@ -36,6 +38,9 @@ struct detect_snapshot {
 	size_t nprobes;
 	double refresh_ms;            /* how long the refresh that built this snapshot took */
 	bool full;                    /* built by a full probe (true) or a telemetry refresh (false) */
+	const struct cloud_host *host; /* what the host is (detect_set_host); NULL until it is known */
+	struct hostprice host_price;  /* the host's built-in price and its split, when host is not NULL */
+	struct hostprice_split host_split;
 };
 
 /*
@@ -52,6 +57,14 @@ struct detect *detect_new(const struct config *cfg, const struct probe_ops *cons
  */
 typedef bool (*detect_executable_fn)(void *ctx, const struct device *dev);
 void detect_set_executable(struct detect *det, detect_executable_fn fn, void *ctx);
+
+/*
+ * Tells the registry what the host is (cloud.h; copied): every snapshot from now on carries it ("host" in GET
+ * /devices, a "cloud" entry among the probes, whose note says why a metadata service failed) and gives each device
+ * its share of the host's built-in price (hostprice.h) where there is one. Publishes such a snapshot before it
+ * returns.
+ */
+void detect_set_host(struct detect *det, const struct cloud_host *host);
 
 /* Stops the refresher thread if running and frees the registry; snapshots still held stay valid until released. */
 void detect_free(struct detect *det);

@@ -592,6 +592,46 @@ static void render_devices(struct out *o, const struct detect_snapshot *snap)
 		       (double)snap->taken_at_ms / 1000.0);
 }
 
+/*
+ * The host and the prices, labelled so that Prometheus can sum them over nodes: acceld_host_info (1, with the
+ * cloud, instance type, region, zone and billing), acceld_host_price_usd_per_hour (the same labels, the applied
+ * price) and acceld_device_price_usd_per_hour{device} (each device's applied share). Unknown prices are left out.
+ */
+static void render_prices(struct out *o, const struct metrics_view *v)
+{
+	static const char *const host_keys[] = {"cloud", "state", "instance_type", "region", "zone", "billing"};
+	static const char *const price_keys[] = {"cloud", "instance_type", "region", "zone", "billing"};
+	static const char *const dev_keys[] = {"device"};
+	const struct metrics_host *h = v->host;
+	const struct detect_snapshot *snap = v->devices;
+
+	header(o, "acceld_host_info", "gauge",
+	       "1; labels say which cloud VM the host is (cloud none: bare metal or not known) and how it is billed.");
+	if (h != NULL) {
+		const char *vals[] = {h->cloud, h->state, h->instance_type, h->region, h->zone, h->billing};
+
+		sample(o, "acceld_host_info", "", host_keys, vals, NB(host_keys), NULL, NULL, 1);
+	}
+	header(o, "acceld_host_price_usd_per_hour", "gauge",
+	       "What the whole host costs an hour as billed (Spot on a Spot host), USD; left out when unknown.");
+	if (h != NULL && isfinite(h->usd_per_hour)) {
+		const char *vals[] = {h->cloud, h->instance_type, h->region, h->zone, h->billing};
+
+		sample(o, "acceld_host_price_usd_per_hour", "", price_keys, vals, NB(price_keys), NULL, NULL,
+		       h->usd_per_hour);
+	}
+	header(o, "acceld_device_price_usd_per_hour", "gauge",
+	       "What a device costs an hour as billed, USD: its share of the host price or its own; left out when "
+	       "unknown.");
+	for (size_t i = 0; snap != NULL && v->device_prices != NULL && i < snap->n; i++) {
+		const char *vals[] = {snap->devices[i].id};
+
+		if (isfinite(v->device_prices[i]))
+			sample(o, "acceld_device_price_usd_per_hour", "", dev_keys, vals, 1, NULL, NULL,
+			       v->device_prices[i]);
+	}
+}
+
 static void render_probes(struct out *o, const struct detect_snapshot *snap)
 {
 	static const char *const keys[] = {"probe"};
@@ -762,6 +802,7 @@ enum acceld_err metrics_render(struct metrics *m, const struct metrics_view *vie
 	render_connections(&o, view);
 	render_registry(m, view, &o);
 	render_devices(&o, view->devices);
+	render_prices(&o, view);
 	render_probes(&o, view->devices);
 	if (o.full) {
 		buf_release(&o.b);

@@ -79,9 +79,22 @@ struct metrics_listener {
 	struct conns_stats conns;
 };
 
+/* The host as the price book sees it (cloud.h, cost.h); strings borrowed, "" unknown. */
+struct metrics_host {
+	const char *cloud;            /* "gce", "aws", "azure", "none" */
+	const char *state;            /* "known", "failed", "not_a_cloud", "off", "pending" */
+	const char *instance_type;
+	const char *region;
+	const char *zone;
+	const char *billing;          /* "spot", "on_demand"; "" when the host is no known cloud VM */
+	double usd_per_hour;          /* the applied host price; NAN unknown (the sample is left out) */
+};
+
 /* What a scrape shows besides the registry; every member is read, none is kept. */
 struct metrics_view {
 	const struct detect_snapshot *devices; /* borrowed; NULL while there is no registry yet */
+	const double *device_prices;           /* applied USD/h of each snapshot device (NAN unknown); may be NULL */
+	const struct metrics_host *host;       /* NULL while the price book is not running */
 	bool store_open;                       /* a database connection exists */
 	int64_t started_at_ms;                 /* process start, wall clock; 0 leaves the series out */
 	unsigned http_inflight;                /* requests received and not yet answered */

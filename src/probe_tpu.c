@@ -7,16 +7,14 @@
 
 #include <ctype.h>
 #include <dirent.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <curl/curl.h>
-
 #include "clock.h"
 #include "hwfile.h"
+#include "imds.h"
 #include "mem.h"
 #include "probe.h"
 #include "visible.h"
@@ -24,7 +22,6 @@
 #define VENDOR_GOOGLE 0x1ae0
 #define TPU_MAX_CHIPS 64
 #define METADATA_BUDGET_MS 800 /* both metadata requests together */
-#define METADATA_MAX_BYTES 65536
 
 /* PCI device ids of TPU chips; v2 and v3 share one and differ by subsystem. */
 static const struct {
@@ -250,76 +247,12 @@ out:
 
 /* --- the GCE metadata server --- */
 
-struct http_body {
-	char *data;
-	size_t len;
-};
-
-static size_t http_write(char *ptr, size_t size, size_t nmemb, void *userdata)
+/* GETs url with Google's metadata header within timeout_ms (imds.h); the body goes into a. 0, or -1 with why. */
+static int metadata_get(const char *url, long timeout_ms, struct imds_answer *a, char *why, size_t whysz)
 {
-	struct http_body *b = userdata;
-	size_t n = size * nmemb;
+	const struct imds_request req = {.url = url, .headers = {"Metadata-Flavor: Google"}, .timeout_ms = timeout_ms};
 
-	/* a body past the cap ends the transfer with a write error */
-	if (n > METADATA_MAX_BYTES - b->len)
-		return 0;
-	memcpy(b->data + b->len, ptr, n);
-	b->len += n;
-	b->data[b->len] = '\0';
-	return n;
-}
-
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-
-static void curl_init_once(void)
-{
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
-/* GETs url with the metadata header within timeout_ms; the body goes into b. Returns 0, or -1 with why set. */
-static int http_get(const char *url, long timeout_ms, struct http_body *b, char *why, size_t whysz)
-{
-	CURL *c = NULL;
-	struct curl_slist *hdr = NULL;
-	CURLcode cc;
-	long status = 0;
-	int rc = -1;
-
-	b->len = 0;
-	b->data[0] = '\0';
-	pthread_once(&curl_once, curl_init_once);
-	c = curl_easy_init();
-	if (c == NULL) {
-		snprintf(why, whysz, "curl_easy_init failed");
-		goto out;
-	}
-	hdr = curl_slist_append(NULL, "Metadata-Flavor: Google");
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
-	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, http_write);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, b);
-	cc = curl_easy_perform(c);
-	if (cc != CURLE_OK) {
-		snprintf(why, whysz, "%s", curl_easy_strerror(cc));
-		goto out;
-	}
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	if (status != 200) {
-		snprintf(why, whysz, "HTTP status %ld", status);
-		goto out;
-	}
-	rc = 0;
-out:
-	curl_slist_free_all(hdr);
-	if (c != NULL)
-		curl_easy_cleanup(c);
-	return rc;
+	return imds_request(&req, a, why, whysz);
 }
 
 static long ms_left(uint64_t start_ns)
@@ -332,7 +265,7 @@ static long ms_left(uint64_t start_ns)
 /* Asks the metadata server for accelerator-type and tpu-env; returns 0 when either answered usefully. */
 static int metadata_fetch(const struct config *cfg, struct tpu_env *out, char *why, size_t whysz)
 {
-	struct http_body b = {xmalloc(METADATA_MAX_BYTES + 1), 0};
+	struct imds_answer b = {.data = xmalloc(IMDS_MAX_BYTES + 1)};
 	char url[1024];
 	char gen[16];
 	unsigned n;
@@ -346,7 +279,7 @@ static int metadata_fetch(const struct config *cfg, struct tpu_env *out, char *w
 		snprintf(why, whysz, "metadata URL too long");
 		goto out;
 	}
-	if (http_get(url, ms_left(start), &b, why, whysz) == 0) {
+	if (metadata_get(url, ms_left(start), &b, why, whysz) == 0) {
 		if (probe_tpu_env_parse(b.data, b.len, out) != 0) {
 			snprintf(why, whysz, "tpu-env is malformed");
 			goto out;
@@ -356,7 +289,7 @@ static int metadata_fetch(const struct config *cfg, struct tpu_env *out, char *w
 	if (ms_left(start) == 0)
 		goto out;
 	snprintf(url, sizeof(url), "%s/instance/attributes/accelerator-type", cfg->gce_metadata_url);
-	if (http_get(url, ms_left(start), &b, why, whysz) == 0) {
+	if (metadata_get(url, ms_left(start), &b, why, whysz) == 0) {
 		char *t = b.data;
 		size_t len;
 

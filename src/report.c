@@ -11,7 +11,10 @@
 
 #include "cli.h"
 #include "clock.h"
+#include "cloud.h"
 #include "config.h"
+#include "detect.h"
+#include "hostprice.h"
 #include "log.h"
 #include "mem.h"
 #include "pjrt_plugin.h"
@@ -173,6 +176,32 @@ static void print_pjrt(const struct device *d, bool verbose, FILE *out)
 		!p.usable ? ": refused: " : "", !p.usable ? p.why : "");
 }
 
+/* The host: which cloud VM, its price (built-in table; overrides are the service's) and the split. */
+static void print_host(const struct detect_snapshot *s, FILE *out)
+{
+	const struct cloud_host *h = s->host;
+	const char *billing;
+	double applied;
+
+	if (h == NULL) {
+		fputc('\n', out);
+		return;
+	}
+	applied = hostprice_applied(h->spot, s->host_price.usd_per_hour, s->host_price.usd_per_hour_spot, &billing);
+	if (h->state == CLOUD_KNOWN)
+		fprintf(out, "Host:               %s %s in %s%s%s, %s\n", cloud_kind_name(h->cloud), h->instance_type,
+			h->zone[0] ? h->zone : h->region, h->note[0] ? "; " : "", h->note,
+			h->spot == 1 ? "Spot" : h->spot == 0 ? "on demand" : "Spot or on demand unknown");
+	else
+		fprintf(out, "Host:               %s (%s)%s%s\n", cloud_state_name(h->state), h->detected_by,
+			h->note[0] ? "; " : "", h->note);
+	if (isfinite(applied))
+		fprintf(out, "Host price:         %.4f USD/h %s (%s); split: %s\n\n", applied,
+			strcmp(billing, "spot") == 0 ? "Spot" : "on demand", s->host_price.source, s->host_split.rule);
+	else
+		fprintf(out, "Host price:         unknown: %s\n\n", s->host_price.source);
+}
+
 static void print_table(const struct detect_snapshot *s, const struct config *cfg, bool verbose, FILE *out)
 {
 	char when[CLOCK_RFC3339_LEN];
@@ -185,8 +214,9 @@ static void print_table(const struct detect_snapshot *s, const struct config *cf
 		(unsigned long long)s->generation, s->refresh_ms);
 	fprintf(out, "Current device:     %s (preference %s%s)\n", cur ? cur->id : "none",
 		config_prefer_name(cfg->prefer), cur ? "" : ": no such device on this host");
-	fprintf(out, "Recommended device: %s (automatic order TPU > GPU > CPU%s; GET /select weighs policy too)\n\n",
+	fprintf(out, "Recommended device: %s (automatic order TPU > GPU > CPU%s; GET /select weighs policy too)\n",
 		rec ? rec->id : "none", cfg->allow_tpu ? "" : ", TPUs not allowed");
+	print_host(s, out);
 
 	fprintf(out, "%-7s %-4s %-7s %-34s %-9s %-21s %-10s %-10s %-5s %s\n", "ID", "TYPE", "VENDOR", "MODEL", "ACCEL",
 		"MEMORY TOTAL/AVAIL", "FP32 TF", "BF16 TF", "RUN", "BACKENDS");
@@ -350,6 +380,12 @@ void report_nfd_labels(const struct detect_snapshot *snap, const struct config *
 	}
 	if (rec != NULL)
 		label(out, "preferred-device-type", device_type_name(rec->type));
+	if (snap->host != NULL && snap->host->state == CLOUD_KNOWN) {
+		label(out, "cloud", cloud_kind_name(snap->host->cloud));
+		label(out, "cloud-instance-type", snap->host->instance_type);
+		if (snap->host->spot >= 0)
+			label(out, "cloud-spot", snap->host->spot ? "true" : "false");
+	}
 }
 
 int report_write_nfd(const struct detect_snapshot *snap, const struct config *cfg, const char *path, char *err,
@@ -408,6 +444,7 @@ int report_main(int argc, char **argv)
 	struct config cfg;
 	struct detect *det = NULL;
 	const struct detect_snapshot *snap = NULL;
+	struct cloud_host host;
 	char **rest = xcalloc((size_t)argc + 1, sizeof(*rest));
 	char err[1024];
 	int nrest;
@@ -426,6 +463,9 @@ int report_main(int argc, char **argv)
 	/* the report is for people and scripts: only warnings and errors go to stderr */
 	log_set_level(o.verbose ? LOGL_INFO : LOGL_WARN);
 	det = detect_new(&cfg, NULL, 0);
+	/* a command asks the metadata service in line: it is not serving requests */
+	cloud_learn(&cfg, &host);
+	detect_set_host(det, &host);
 	snap = detect_acquire(det);
 	if (o.json) {
 		fwrite(snap->json, 1, snap->json_len, stdout);

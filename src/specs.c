@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "accelerators_csv.h"
+#include "csv.h"
 
 #define SPECS_MAX 128
 #define SPECS_COLS 20
@@ -27,16 +28,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static double num_or_nan(const char *s)
 {
-	char *end;
-	double v;
-
-	if (*s == '\0')
-		return NAN;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno != 0 || *end != '\0' || !(v >= 0))
-		return NAN;
-	return v;
+	return csv_number(s);
 }
 
 static unsigned hex_or_zero(const char *s)
@@ -65,53 +57,6 @@ static unsigned uint_or_zero(const char *s)
 	if (errno != 0 || *end != '\0' || v > 1000000)
 		return 0;
 	return (unsigned)v;
-}
-
-/*
- * Splits one CSV record in place (RFC 4180: quoted fields may hold commas and doubled quotes). Returns the start
- * of the next line, fills cols[] and *ncols.
- */
-static char *split_record(char *p, char **cols, size_t maxcols, size_t *ncols)
-{
-	size_t n = 0;
-
-	for (;;) {
-		char *out = p;
-		char *field = p;
-
-		if (*p == '"') {
-			p++;
-			while (*p) {
-				if (*p == '"' && p[1] == '"') {
-					*out++ = '"';
-					p += 2;
-				} else if (*p == '"') {
-					p++;
-					break;
-				} else {
-					*out++ = *p++;
-				}
-			}
-		} else {
-			while (*p && *p != ',' && *p != '\n' && *p != '\r')
-				*out++ = *p++;
-		}
-		if (n < maxcols)
-			cols[n++] = field;
-		if (*p == ',') {
-			*out = '\0';
-			p++;
-			continue;
-		}
-		while (*p == '\r')
-			p++;
-		if (*p == '\n')
-			p++;
-		*out = '\0';
-		break;
-	}
-	*ncols = n;
-	return p;
 }
 
 /* "nvidia-h100-sxm" -> "H100", "amd-mi300x" -> "MI300X", "tpu-v6e" -> "TPU-V6E". */
@@ -148,7 +93,7 @@ static void parse_table(void)
 		struct spec *s = &rows[nrows];
 		enum device_type type;
 
-		p = split_record(p, cols, SPECS_COLS, &n);
+		p = csv_split_record(p, cols, SPECS_COLS, &n);
 		if (header) {
 			header = false;
 			continue;

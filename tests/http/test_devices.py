@@ -33,7 +33,11 @@ class Devices(ServerTestCase):
         self.assertRegex(r.header("ETag"), r'^"\d+-[0-9a-f]{16}"$')
         self.assertGreaterEqual(doc["generation"], 1)
         self.assertRegex(doc["taken_at"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
-        self.assertEqual([p["name"] for p in doc["probes"]], ["cpu", "opencl", "nvml", "sysfs-gpu", "tpu"])
+        # the metadata thread adds "cloud" (and "host") once it has run: a note source, never a failed probe
+        names = [p["name"] for p in doc["probes"]]
+        self.assertEqual([n for n in names if n != "cloud"], ["cpu", "opencl", "nvml", "sysfs-gpu", "tpu"])
+        self.assertIn(names[-1], ("tpu", "cloud"))
+        self.assertEqual("host" in doc, "cloud" in names)
         for p in doc["probes"]:
             self.assertEqual(set(p), {"name", "ok", "available", "found", "why", "duration_ms"})
         nvml = doc["probes"][2]
@@ -270,8 +274,9 @@ class Report(unittest.TestCase):
         r = run_cli("report", "--json", env=NO_NVML)
         self.assertEqual(r.returncode, 0, r.stderr)
         doc = json.loads(r.stdout)
-        self.assertEqual(set(doc), {"generation", "taken_at", "devices", "probes"})
+        self.assertEqual(set(doc), {"generation", "taken_at", "devices", "probes", "host"})
         with Server(env=NO_NVML) as s:
+            s.wait_for(lambda l: l.get("component") == "cloud" and l.get("msg") == "host")
             api = s.get("/devices").json()
         self.assertEqual([d["id"] for d in doc["devices"]], [d["id"] for d in api["devices"]])
         self.assertEqual(doc["devices"][0]["cpu"]["pus"], api["devices"][0]["cpu"]["pus"])

@@ -11,6 +11,7 @@
 
 #include "check_main.h"
 #include "config.h"
+#include "cloud.h"
 #include "cost.h"
 #include "exec.h"
 #include "device.h"
@@ -124,10 +125,11 @@ START_TEST(prices_follow_precedence_and_name_their_source)
 	/* a device of no listed accelerator type takes the type entry */
 	cost_price_lookup(c, "gpu:1", "gpu", "MI300X", &devs[2].price, &p);
 	ck_assert_double_eq(p.usd_per_hour, 1.5);
-	/* the CPU has no price: 0 by default */
+	/* the CPU of a host that is no known cloud VM has no price: unknown, never 0, and the source says why */
 	cost_price_lookup(c, "cpu:0", "cpu", "", &devs[0].price, &p);
-	ck_assert_double_eq(p.usd_per_hour, 0);
-	ck_assert_ptr_nonnull(strstr(p.source, "default"));
+	ck_assert(isnan(p.usd_per_hour));
+	ck_assert(isnan(p.applied));
+	ck_assert_ptr_nonnull(strstr(p.source, "host price is unknown"));
 	/* an API override of the same specificity wins over the file, and persists */
 	cost_set_overrides(c, &api, 1);
 	cost_price_lookup(c, "gpu:0", "gpu", "H100", &devs[1].price, &p);
@@ -219,16 +221,18 @@ START_TEST(estimates_use_measurements_then_peaks_cheapest_first)
 	struct store_job j = {.id = "m1", .device = "cpu:0", .kernel = "sgemm", .state = "succeeded",
 			      .finished_ms = T0, .flops = 2e9, .bytes = NAN, .kernel_ms = 20, .total_ms = 25,
 			      .cost_usd = NAN};
+	struct store_price cpu_free = {.selector = "type", .value = "cpu", .usd_per_hour = 0, .usd_per_hour_spot = NAN};
 	json_t *doc = NULL, *list;
 	char err[256];
 
 	store_job_record(st, &j);
 	ck_assert(store_flush(st, 5000));
 	ck_assert_int_eq(cost_new(st, NULL, &c, err, sizeof(err)), ACCELD_OK);
+	cost_set_overrides(c, &cpu_free, 1);
 	ck_assert_int_eq(cost_estimate(c, devs, 3, &q, &doc), ACCELD_OK);
 	list = json_object_get(doc, "estimates");
 	ck_assert_uint_eq(json_array_size(list), 3);
-	/* cpu:0 costs nothing and was measured at 100 GFLOP/s */
+	/* cpu:0 costs nothing (configured so) and was measured at 100 GFLOP/s */
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(list, 0), "device")), "cpu:0");
 	ck_assert_double_eq_tol(json_real_value(json_object_get(json_array_get(list, 0), "seconds")),
 				2.0 * 1024 * 1024 * 1024 / 1e11, 1e-9);
@@ -335,6 +339,65 @@ START_TEST(estimates_count_the_work_jobs_record)
 }
 END_TEST
 
+/* A g2-standard-4 (one L4) in us-central1: the L4 takes its table price, the CPU the rest, Spot by the same
+ * fractions; an instance_type override replaces the host price and the split follows. */
+START_TEST(host_price_is_split_and_spot_applied)
+{
+	struct cost *c = NULL;
+	struct device d[2];
+	struct cloud_host h;
+	struct cost_host_applied host;
+	double usd[2];
+	char err[256];
+	json_t *doc, *list, *hp;
+	struct store_price o = {.selector = "instance_type", .value = "g2-standard-4", .usd_per_hour = 1.0,
+				.usd_per_hour_spot = NAN};
+
+	device_init(&d[0], DEVICE_CPU);
+	snprintf(d[0].id, sizeof(d[0].id), "cpu:0");
+	device_init(&d[1], DEVICE_GPU);
+	snprintf(d[1].id, sizeof(d[1].id), "gpu:0");
+	snprintf(d[1].spec_key, sizeof(d[1].spec_key), "nvidia-l4");
+	snprintf(d[1].accelerator_type, sizeof(d[1].accelerator_type), "L4");
+	cloud_host_init(&h);
+	h.cloud = CLOUD_GCE;
+	h.state = CLOUD_KNOWN;
+	snprintf(h.instance_type, sizeof(h.instance_type), "g2-standard-4");
+	snprintf(h.region, sizeof(h.region), "us-central1");
+	h.spot = 1;
+	ck_assert_int_eq(cost_new(st, NULL, &c, err, sizeof(err)), ACCELD_OK);
+	cost_set_host(c, &h);
+	doc = cost_prices_json(c, d, 2);
+	list = json_object_get(doc, "prices");
+	hp = json_object_get(json_object_get(doc, "host"), "price");
+	ck_assert_double_eq_tol(json_real_value(json_object_get(hp, "usd_per_hour")), 0.70683, 1e-9);
+	ck_assert_double_eq_tol(json_real_value(json_object_get(hp, "applied_usd_per_hour")), 0.28184, 1e-9);
+	ck_assert_double_eq_tol(json_real_value(json_object_get(json_array_get(list, 1), "usd_per_hour")), 0.56, 1e-9);
+	ck_assert_double_eq_tol(json_real_value(json_object_get(json_array_get(list, 0), "usd_per_hour")),
+				0.70683 - 0.56, 1e-9);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(list, 0), "billing")), "spot");
+	json_decref(doc);
+	/* the applied shares add up to the applied host price */
+	cost_applied_prices(c, d, 2, usd, &host);
+	ck_assert_double_eq_tol(usd[0] + usd[1], 0.28184, 1e-9);
+	ck_assert_double_eq_tol(host.usd_per_hour, 0.28184, 1e-9);
+	ck_assert_str_eq(host.billing, "spot");
+	/* an override of the instance type: no Spot figure, so on demand applies to host and shares */
+	cost_set_overrides(c, &o, 1);
+	cost_applied_prices(c, d, 2, usd, &host);
+	ck_assert_double_eq_tol(host.usd_per_hour, 1.0, 1e-9);
+	ck_assert_str_eq(host.billing, "on_demand");
+	ck_assert_double_eq_tol(usd[1], 0.56, 1e-9);
+	ck_assert_double_eq_tol(usd[0], 0.44, 1e-9);
+	/* a device override still wins over the share */
+	o = (struct store_price){.selector = "device", .value = "cpu:0", .usd_per_hour = 0.1, .usd_per_hour_spot = NAN};
+	cost_set_overrides(c, &o, 1);
+	cost_applied_prices(c, d, 2, usd, &host);
+	ck_assert_double_eq_tol(usd[0], 0.1, 1e-9);
+	cost_free(c);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("cost");
@@ -346,6 +409,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, report_accrues_allocated_and_utilized_cost);
 	tcase_add_test(tc, estimates_use_measurements_then_peaks_cheapest_first);
 	tcase_add_test(tc, estimates_count_the_work_jobs_record);
+	tcase_add_test(tc, host_price_is_split_and_spot_applied);
 	suite_add_tcase(s, tc);
 	return s;
 }

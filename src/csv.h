@@ -1,0 +1,20 @@
+/*
+ * csv: the RFC 4180 record splitter for the data tables embedded at build time (db/accelerators.csv,
+ * db/machines.csv). One copy, used by specs.c and machines.c.
+ */
+#ifndef ACCELD_CSV_H
+#define ACCELD_CSV_H
+
+#include <stddef.h>
+
+/*
+ * Splits the record starting at p in place: quoted fields may hold commas and doubled quotes, which are unquoted;
+ * each field is NUL-terminated where it ends. At most maxcols field pointers go into cols[]; *ncols receives how
+ * many were stored. Returns the start of the next record (past its line end), or the terminating NUL.
+ */
+char *csv_split_record(char *p, char **cols, size_t maxcols, size_t *ncols);
+
+/* A non-negative decimal number filling the whole field, or NAN (empty or malformed: unknown, never 0). */
+double csv_number(const char *field);
+
+#endif
