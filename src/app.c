@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "app.h"
@@ -15,6 +16,7 @@
 #include "exec.h"
 #include "http.h"
 #include "log.h"
+#include "mem.h"
 #include "metrics.h"
 #include "pool.h"
 #include "routes.h"
@@ -146,6 +148,28 @@ static bool never_executable(void *ctx, const struct device *dev)
 	return false;
 }
 
+/* A device's price when a job on it ends: the price book's, the host's share included. */
+static double price_now(void *ctx, const struct device *dev)
+{
+	struct app *app = ctx;
+	const struct detect_snapshot *snap;
+	struct cost_host_applied host;
+	double *usd;
+	double v = dev->price.usd_per_hour;
+
+	if (app->cost == NULL || app->detect == NULL)
+		return v;
+	snap = detect_acquire(app->detect);
+	usd = xcalloc(snap->n ? snap->n : 1, sizeof(*usd));
+	cost_applied_prices(app->cost, snap->devices, snap->n, usd, &host);
+	for (size_t i = 0; i < snap->n; i++)
+		if (strcmp(snap->devices[i].id, dev->id) == 0)
+			v = usd[i];
+	free(usd);
+	detect_release(snap);
+	return v;
+}
+
 /* Starts the executor on the devices detection found (after start_detect); from then on it says what is
  * executable. */
 static void start_exec(struct app *app)
@@ -162,6 +186,8 @@ static void start_exec(struct app *app)
 	eopts.on_job_start_ctx = app;
 	eopts.presence = exec_presence_of;
 	eopts.presence_ctx = app->detect;
+	eopts.price = price_now;
+	eopts.price_ctx = app;
 	if (exec_new(&eopts, &app->exec) != ACCELD_OK)
 		log_msg(LOGL_ERROR, "exec", "cannot start the executor; POST /run answers 503");
 	detect_release(snap);

@@ -1023,8 +1023,11 @@ static void worker_step(struct worker *w, struct exec_job *job, bool here)
 	bool requeued = false;
 	bool answered_already;
 
+	double usd_per_hour;
+
 	job_started(ex, job);
 	rc = run_job(w, here ? ex->serial : ex->host, job, err, sizeof(err));
+	usd_per_hour = ex->opts.price ? ex->opts.price(ex->opts.price_ctx, &w->dev) : w->dev.price.usd_per_hour;
 
 	pthread_mutex_lock(&ex->mu);
 	if (here) {
@@ -1070,7 +1073,7 @@ static void worker_step(struct worker *w, struct exec_job *job, bool here)
 			set_final(job, rc == ACCELD_ETIMEOUT ? EXEC_TIMED_OUT : EXEC_FAILED, acceld_err_to_reason(rc), err);
 	}
 	if (!requeued)
-		job->usd_per_hour = w->dev.price.usd_per_hour;
+		job->usd_per_hour = usd_per_hour;
 	pthread_mutex_unlock(&ex->mu);
 	if (requeued)
 		return; /* the next worker holds the queue's reference now */

@@ -104,6 +104,12 @@ struct exec_opts {
 	 */
 	enum exec_presence (*presence)(void *ctx, const struct device *dev);
 	void *presence_ctx;
+	/*
+	 * May be NULL (the device's own price at start). The price in force for a device when a job on it ends, USD
+	 * per hour (NAN unknown), for the job's cost; called without the executor's lock, with the executor's copy.
+	 */
+	double (*price)(void *ctx, const struct device *dev);
+	void *price_ctx;
 	/* the backends, NULL-terminated (tests pass fakes); NULL for backend_builtin */
 	const struct backend_ops *const *backends;
 	/* starts the executor's threads; NULL for pthread_create (tests make it fail) */
