@@ -71,6 +71,12 @@ class Gce(unittest.TestCase):
             est = s.get("/cost/estimate?seconds=3600").json()
             self.assertAlmostEqual(est["estimates"][0]["usd"], 0.1544)
             self.assertEqual(est["estimates"][0]["billing"], "spot")
+            # so does a job's cost: the CPU's share in force when it ends, not its price at start (none)
+            job = s.request("POST", "/run", json_body={"kernel": "sgemm", "m": 256, "n": 256, "k": 256,
+                                                       "device": "cpu:0"}).json()
+            busy_h = (job["timing"]["total_ms"] - job["timing"]["queued_ms"]) / 3600e3
+            self.assertGreater(job["cost_usd"], 0)
+            self.assertLessEqual(job["cost_usd"], 0.1544 * busy_h * 1.01)
         reqs = gce.seen()
         self.assertEqual([p for _, p, _ in reqs],
                          ["/computeMetadata/v1/instance/machine-type", "/computeMetadata/v1/instance/zone",
