@@ -250,6 +250,9 @@ static json_t *pjrt_json(const struct device_pjrt *p)
 	put_str(o, "api_version", p->api_version);
 	put_str(o, "platform", p->platform);
 	put_str(o, "platform_version", p->platform_version);
+	put_u64(o, "memory_limit_bytes", p->memory_limit_bytes);
+	if (p->memory_limit_bytes != 0)
+		json_object_set_new(o, "memory_in_use_bytes", json_integer((json_int_t)p->memory_in_use_bytes));
 	put_str(o, "why", p->why);
 	return o;
 }

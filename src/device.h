@@ -125,6 +125,8 @@ struct device_pjrt {
 	char api_version[16];       /* "0.54" once loaded */
 	char platform[32];          /* "tpu", "cuda" once a client ran */
 	char platform_version[96];
+	uint64_t memory_limit_bytes; /* PJRT_Device_MemoryStats as last read by a job (0 unknown) */
+	uint64_t memory_in_use_bytes;
 	char why[384];              /* why no plugin serves it, or what went wrong */
 };
 

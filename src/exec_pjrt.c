@@ -324,16 +324,21 @@ static enum acceld_err match(struct pj *p, char *err, size_t errsz)
 	return ACCELD_OK;
 }
 
-/* The bytes the device's runtime still lets a run take (its allocator's limit less what is in use), 0 unknown. */
+/*
+ * The bytes the device's runtime still lets a run take (its allocator's limit less what is in use; 0 unknown), as
+ * PJRT_Device_MemoryStats says where the plugin offers it; the figures are kept for GET /devices.
+ */
 static uint64_t memory_left(const struct pj *p)
 {
 	const PJRT_Api *api = p->host->api;
 	PJRT_Device_MemoryStats_Args m = {.struct_size = PJRT_Device_MemoryStats_Args_STRUCT_SIZE, .device = p->device};
 
 	if (!pjrt_api_has(api, PJRT_Device_MemoryStats) ||
-	    pjrt_error_take(api, api->PJRT_Device_MemoryStats(&m), NULL, 0) != PJRT_Error_Code_OK || !m.bytes_limit_is_set ||
-	    m.bytes_limit <= 0)
+	    pjrt_error_take(api, api->PJRT_Device_MemoryStats(&m), NULL, 0) != PJRT_Error_Code_OK ||
+	    !m.bytes_limit_is_set || m.bytes_limit <= 0)
 		return 0;
+	pjrt_plugin_note_memory(p->host->path, p->ordinal, (uint64_t)m.bytes_limit,
+				m.bytes_in_use > 0 ? (uint64_t)m.bytes_in_use : 0);
 	return m.bytes_limit > m.bytes_in_use ? (uint64_t)(m.bytes_limit - m.bytes_in_use) : 1;
 }
 

@@ -237,9 +237,13 @@ void pjrt_plugin_describe(const struct config *cfg, struct device *dev, unsigned
 
 #define RECORDS_MAX 8
 
+#define ORDINALS_MAX 16
+
 struct record {
 	char path[PJRT_PATH_MAX];
 	bool refused;
+	uint64_t memory_limit[ORDINALS_MAX];  /* per device ordinal, 0 unknown */
+	uint64_t memory_in_use[ORDINALS_MAX];
 	char api_version[16];
 	char platform[32];
 	char platform_version[96];
@@ -301,6 +305,19 @@ void pjrt_plugin_note_platform(const char *path, const char *name, const char *v
 	pthread_mutex_unlock(&records_mu);
 }
 
+void pjrt_plugin_note_memory(const char *path, unsigned ordinal, uint64_t limit, uint64_t in_use)
+{
+	struct record *r;
+
+	if (ordinal >= ORDINALS_MAX)
+		return;
+	pthread_mutex_lock(&records_mu);
+	r = record_of(path);
+	r->memory_limit[ordinal] = limit;
+	r->memory_in_use[ordinal] = in_use;
+	pthread_mutex_unlock(&records_mu);
+}
+
 void pjrt_plugin_status(struct device_pjrt *p)
 {
 	if (!p->found)
@@ -315,6 +332,10 @@ void pjrt_plugin_status(struct device_pjrt *p)
 		DEVICE_SET(p->api_version, r->api_version);
 		DEVICE_SET(p->platform, r->platform);
 		DEVICE_SET(p->platform_version, r->platform_version);
+		if (p->ordinal < ORDINALS_MAX) {
+			p->memory_limit_bytes = r->memory_limit[p->ordinal];
+			p->memory_in_use_bytes = r->memory_in_use[p->ordinal];
+		}
 		DEVICE_SET(p->why, r->why);
 	}
 	pthread_mutex_unlock(&records_mu);

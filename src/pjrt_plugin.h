@@ -84,5 +84,6 @@ int pjrt_error_take(const PJRT_Api *api, PJRT_Error *error, char *msg, size_t ms
 void pjrt_plugin_note_loaded(const char *path, unsigned major, unsigned minor);
 void pjrt_plugin_note_refused(const char *path, const char *why);
 void pjrt_plugin_note_platform(const char *path, const char *name, const char *version);
+void pjrt_plugin_note_memory(const char *path, unsigned ordinal, uint64_t limit, uint64_t in_use);
 
 #endif

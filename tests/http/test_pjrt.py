@@ -63,6 +63,8 @@ class TpuHost(ServerTestCase):
         pj = self.server.get("/devices/tpu:3").json()["pjrt"]
         self.assertEqual(pj["platform"], "tpu")
         self.assertRegex(pj["api_version"], r"^0\.\d+$")
+        self.assertEqual(pj["memory_limit_bytes"], 16 << 30)  # the fake's default, from PJRT_Device_MemoryStats
+        self.assertIn("memory_in_use_bytes", pj)
 
     def test_auto_runs_on_the_tpu(self):
         sel = self.server.get("/select?executable=true&kernel=sgemm").json()
