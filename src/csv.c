@@ -48,6 +48,20 @@ char *csv_split_record(char *p, char **cols, size_t maxcols, size_t *ncols)
 	return p;
 }
 
+unsigned csv_uint(const char *s, int base, unsigned long max)
+{
+	char *end;
+	unsigned long v;
+
+	if (*s == '\0')
+		return 0;
+	errno = 0;
+	v = strtoul(s, &end, base);
+	if (errno != 0 || *end != '\0' || v > max)
+		return 0;
+	return (unsigned)v;
+}
+
 double csv_number(const char *s)
 {
 	char *end;

@@ -17,4 +17,8 @@ char *csv_split_record(char *p, char **cols, size_t maxcols, size_t *ncols);
 /* A non-negative decimal number filling the whole field, or NAN (empty or malformed: unknown, never 0). */
 double csv_number(const char *field);
 
+/* An unsigned integer in base (10 or 16, no prefix) filling the whole field, at most max; 0 when the field is empty
+ * or malformed (for counts and ids, where 0 means unknown). */
+unsigned csv_uint(const char *field, int base, unsigned long max);
+
 #endif

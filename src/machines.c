@@ -24,20 +24,6 @@ static struct machine rows[MACHINES_MAX];
 static size_t nrows;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-static unsigned count_or_zero(const char *s)
-{
-	char *end;
-	unsigned long v;
-
-	if (*s == '\0')
-		return 0;
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno != 0 || *end != '\0' || v > 1024)
-		return 0;
-	return (unsigned)v;
-}
-
 static void parse_table(void)
 {
 	char *p = text;
@@ -61,7 +47,7 @@ static void parse_table(void)
 		m->region = cols[C_REGION];
 		m->vcpus = csv_number(cols[C_VCPUS]);
 		m->memory_gib = csv_number(cols[C_MEMORY]);
-		m->accelerators = count_or_zero(cols[C_ACCELS]);
+		m->accelerators = csv_uint(cols[C_ACCELS], 10, 1024);
 		m->accelerator_key = cols[C_ACCEL_KEY];
 		m->usd_per_hour = csv_number(cols[C_USD]);
 		m->usd_per_hour_spot = csv_number(cols[C_USD_SPOT]);

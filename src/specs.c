@@ -26,39 +26,6 @@ static struct spec rows[SPECS_MAX];
 static size_t nrows;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-static double num_or_nan(const char *s)
-{
-	return csv_number(s);
-}
-
-static unsigned hex_or_zero(const char *s)
-{
-	char *end;
-	unsigned long v;
-
-	if (*s == '\0')
-		return 0;
-	errno = 0;
-	v = strtoul(s, &end, 16);
-	if (errno != 0 || *end != '\0' || v > 0xffff)
-		return 0;
-	return (unsigned)v;
-}
-
-static unsigned uint_or_zero(const char *s)
-{
-	char *end;
-	unsigned long v;
-
-	if (*s == '\0')
-		return 0;
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno != 0 || *end != '\0' || v > 1000000)
-		return 0;
-	return (unsigned)v;
-}
-
 /* "nvidia-h100-sxm" -> "H100", "amd-mi300x" -> "MI300X", "tpu-v6e" -> "TPU-V6E". */
 static void normalise_type(struct spec *s)
 {
@@ -105,19 +72,19 @@ static void parse_table(void)
 		s->type = type;
 		s->vendor = cols[C_VENDOR];
 		s->match = cols[C_MATCH];
-		s->pci_vendor = hex_or_zero(cols[C_PCI_VENDOR]);
-		s->pci_device = hex_or_zero(cols[C_PCI_DEVICE]);
-		s->pci_subsystem = hex_or_zero(cols[C_PCI_SUBSYSTEM]);
-		s->memory_gib = num_or_nan(cols[C_MEMORY_GIB]);
-		s->memory_bandwidth_gbps = num_or_nan(cols[C_BANDWIDTH]);
-		s->fp32_tflops = num_or_nan(cols[C_FP32]);
-		s->bf16_tflops = num_or_nan(cols[C_BF16]);
-		s->int8_tops = num_or_nan(cols[C_INT8]);
-		s->cores_per_chip = uint_or_zero(cols[C_CORES_PER_CHIP]);
-		s->chips_per_host = uint_or_zero(cols[C_CHIPS_PER_HOST]);
-		s->tdp_watts = num_or_nan(cols[C_TDP]);
-		s->usd_per_hour = num_or_nan(cols[C_USD]);
-		s->usd_per_hour_spot = num_or_nan(cols[C_USD_SPOT]);
+		s->pci_vendor = csv_uint(cols[C_PCI_VENDOR], 16, 0xffff);
+		s->pci_device = csv_uint(cols[C_PCI_DEVICE], 16, 0xffff);
+		s->pci_subsystem = csv_uint(cols[C_PCI_SUBSYSTEM], 16, 0xffff);
+		s->memory_gib = csv_number(cols[C_MEMORY_GIB]);
+		s->memory_bandwidth_gbps = csv_number(cols[C_BANDWIDTH]);
+		s->fp32_tflops = csv_number(cols[C_FP32]);
+		s->bf16_tflops = csv_number(cols[C_BF16]);
+		s->int8_tops = csv_number(cols[C_INT8]);
+		s->cores_per_chip = csv_uint(cols[C_CORES_PER_CHIP], 10, 1000000);
+		s->chips_per_host = csv_uint(cols[C_CHIPS_PER_HOST], 10, 1000000);
+		s->tdp_watts = csv_number(cols[C_TDP]);
+		s->usd_per_hour = csv_number(cols[C_USD]);
+		s->usd_per_hour_spot = csv_number(cols[C_USD_SPOT]);
 		s->price_unit = cols[C_PRICE_UNIT];
 		s->price_note = cols[C_PRICE_NOTE];
 		s->sources = cols[C_SOURCES];
