@@ -1,7 +1,6 @@
 /* machines: the embedded machine price table (db/machines.csv) and its lookup. */
 #include "machines.h"
 
-#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>

@@ -2,7 +2,6 @@
 #include "specs.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
