@@ -237,6 +237,11 @@ $(FUZZ_DIR)/obj/api_static.o: $(FUZZ_DIR)/gen/static_index_html.h
 $(FUZZ_DIR)/gen/%.h:
 	@$(MAKE) --no-print-directory BUILD=$(FUZZ_DIR) $@
 
+# regenerated when their sources change, like the build's own copies
+$(FUZZ_DIR)/gen/migrations.h: $(MIGRATIONS) db/embed.sh
+$(FUZZ_DIR)/gen/accelerators_csv.h: db/accelerators.csv
+$(FUZZ_DIR)/gen/static_index_html.h: static/index.html
+
 $(FUZZ_DIR)/libacceld.a: $(FUZZ_OBJ)
 	@rm -f $@
 	$(call say,AR,$@)ar rcs $@ $^

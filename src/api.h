@@ -19,6 +19,11 @@ void api_devices_list(struct app *app, struct http_req *req, struct http_resp *r
 void api_devices_get(struct app *app, struct http_req *req, struct http_resp *resp);
 void api_devices_refresh(struct app *app, struct http_req *req, struct http_resp *resp);
 
+/* api_check.c */
+void api_check_post(struct app *app, struct http_req *req, struct http_resp *resp);
+void api_check_list(struct app *app, struct http_req *req, struct http_resp *resp);
+void api_check_get(struct app *app, struct http_req *req, struct http_resp *resp);
+
 /* api_select.c, api_batch.c */
 void api_select_get(struct app *app, struct http_req *req, struct http_resp *resp);
 void api_select_post(struct app *app, struct http_req *req, struct http_resp *resp);

@@ -3,12 +3,14 @@
  * the prices in force.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "api.h"
 #include "app.h"
 #include "cloud.h"
 #include "cost.h"
 #include "detect.h"
+#include "devcheck.h"
 #include "exec.h"
 #include "http.h"
 #include "mem.h"
@@ -22,6 +24,9 @@ void api_metrics(struct app *app, struct http_req *req, struct http_resp *resp)
 	struct metrics_view view;
 	struct metrics_listener listeners[2];
 	size_t nlisteners = 0;
+	struct devcheck_summary sums[64];
+	struct metrics_check checks[64];
+	size_t nchecks = 0;
 	enum acceld_err err;
 	char *text = NULL;
 	size_t len = 0;
@@ -76,6 +81,25 @@ void api_metrics(struct app *app, struct http_req *req, struct http_resp *resp)
 					     .billing = applied.host.state == CLOUD_KNOWN ? applied.billing : "",
 					     .usd_per_hour = applied.usd_per_hour};
 	}
+	/* the checks' summaries are in memory too */
+	if (app->devcheck != NULL) {
+		nchecks = devcheck_summaries(app->devcheck, sums, sizeof(sums) / sizeof(sums[0]));
+		for (size_t i = 0; i < nchecks; i++) {
+			const struct devcheck_summary *s = &sums[i];
+
+			checks[i] = (struct metrics_check){
+				.device = s->device,
+				.verdict = s->has_verdict ? devcheck_verdict_name(s->verdict) : NULL,
+				.gflops = s->gflops,
+				.gbytes_per_s = s->gbytes_per_s,
+				.sgemm_ratio = s->sgemm_ratio,
+				.triad_ratio = s->triad_ratio,
+				.finished_ms = s->finished_ms,
+				.running = s->running_id[0] != '\0',
+			};
+			memcpy(checks[i].finished, s->finished, sizeof(checks[i].finished));
+		}
+	}
 	view = (struct metrics_view){
 		.devices = snap,
 		.device_prices = prices,
@@ -85,6 +109,8 @@ void api_metrics(struct app *app, struct http_req *req, struct http_resp *resp)
 		.http_inflight = app->http != NULL ? http_server_inflight(app->http) : 0,
 		.listeners = listeners,
 		.nlisteners = nlisteners,
+		.checks = checks,
+		.nchecks = nchecks,
 	};
 	err = metrics_render(app->metrics, &view, &text, &len);
 	free(prices);

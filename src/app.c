@@ -10,9 +10,12 @@
 #include <string.h>
 
 #include "app.h"
+#include "clock.h"
 #include "cloud.h"
 #include "cost.h"
 #include "detect.h"
+#include "devcheck.h"
+#include "devcheck_store.h"
 #include "exec.h"
 #include "http.h"
 #include "log.h"
@@ -262,12 +265,121 @@ static size_t measured_from_history(struct app *app, const struct detect_snapsho
 enum acceld_err app_select(struct app *app, const struct detect_snapshot *snap, const struct select_request *req,
 			   struct select_result *res)
 {
-	struct select_measured measured[64];
-	size_t nmeasured = measured_from_history(app, snap, kernel_name(req->kernel >= 0 ? (enum kernel_id)req->kernel
-										     : KERNEL_SGEMM),
-						 measured, sizeof(measured) / sizeof(measured[0]));
+	struct select_measured measured[64 + 320];
+	char ids[320][DEVICE_ID_MAX];
+	size_t nmeasured = 0;
 
+	/* a recent health check's figures come first: selection takes the first figure of a device and kernel */
+	if (app->devcheck != NULL)
+		nmeasured = devcheck_measured(app->devcheck, clock_real_ms(), measured, ids, 320);
+	nmeasured += measured_from_history(app, snap, kernel_name(req->kernel >= 0 ? (enum kernel_id)req->kernel
+										  : KERNEL_SGEMM),
+					   measured + nmeasured, 64);
 	return select_choose(snap->devices, snap->n, req, measured, nmeasured, res);
+}
+
+/* --- health checks --- */
+
+/* The device as detection sees it, its telemetry read anew first when asked. */
+static bool devcheck_device(void *ctx, const char *id, bool fresh, struct device *out)
+{
+	struct app *app = ctx;
+	const struct detect_snapshot *snap;
+	const struct device *d;
+
+	if (fresh)
+		detect_refresh(app->detect, false);
+	snap = detect_acquire(app->detect);
+	d = detect_find(snap, id);
+	if (d != NULL)
+		*out = *d;
+	detect_release(snap);
+	return d != NULL;
+}
+
+static size_t devcheck_list(void *ctx, char (*ids)[DEVICE_ID_MAX], size_t cap)
+{
+	struct app *app = ctx;
+	const struct detect_snapshot *snap = detect_acquire(app->detect);
+	size_t n = 0;
+
+	for (; n < snap->n && n < cap; n++)
+		snprintf(ids[n], DEVICE_ID_MAX, "%s", snap->devices[n].id);
+	detect_release(snap);
+	return n;
+}
+
+/* A check's document goes to the history; a database that cannot take it now is said in the log. */
+static void devcheck_record(void *ctx, const json_t *doc)
+{
+	struct app *app = ctx;
+	char err[256];
+
+	if (app->devcheck_store != NULL && devcheck_store_put(app->devcheck_store, doc, err, sizeof(err)) != ACCELD_OK)
+		log_fields(LOGL_WARN, "check", "check not recorded",
+			   (struct log_field[]){LOG_S("id", json_string_value(json_object_get(doc, "id"))),
+						LOG_S("error", err)},
+			   2);
+}
+
+/* A check started or ended: the next snapshot shows it (GET /devices, and a CPU's measured peak). */
+static void devcheck_changed(void *ctx, const char *device_id)
+{
+	struct app *app = ctx;
+
+	(void)device_id;
+	detect_refresh(app->detect, false);
+}
+
+static void devcheck_decorate(void *ctx, struct device *dev)
+{
+	devcheck_apply(ctx, dev);
+}
+
+/* Health checks, after the executor that runs them and the store that migrated their table. */
+static void start_checks(struct app *app)
+{
+	struct devcheck_opts copts = {.exec = app->exec,
+				   .device = devcheck_device,
+				   .device_ctx = app,
+				   .list = devcheck_list,
+				   .list_ctx = app,
+				   .record = devcheck_record,
+				   .record_ctx = app,
+				   .changed = devcheck_changed,
+				   .changed_ctx = app};
+	json_t *latest = NULL;
+	unsigned interrupted = 0;
+	size_t i;
+	json_t *doc;
+
+	if (app->exec == NULL) {
+		log_msg(LOGL_ERROR, "check", "no executor: health checks answer 503");
+		return;
+	}
+	app->devcheck_store = devcheck_store_new(app->cfg.db_path, (int64_t)app->cfg.retention_hour_ms);
+	/* checks a crash cut short are interrupted, like jobs */
+	if (app->devcheck_store != NULL &&
+	    devcheck_store_mark_interrupted(app->devcheck_store, clock_real_ms(), &interrupted) == ACCELD_OK &&
+	    interrupted > 0)
+		log_fields(LOGL_WARN, "check", "checks interrupted by the last stop",
+			   (struct log_field[]){LOG_I("checks", interrupted)}, 1);
+	devcheck_settings_from_config(&app->cfg, &copts.settings);
+	if (devcheck_new(&copts, &app->devcheck) != ACCELD_OK) {
+		log_msg(LOGL_ERROR, "check", "cannot start the health checks");
+		return;
+	}
+	if (app->devcheck_store != NULL && devcheck_store_latest(app->devcheck_store, &latest) == ACCELD_OK) {
+		json_array_foreach(latest, i, doc)
+			devcheck_seed(app->devcheck, doc);
+		json_decref(latest);
+	}
+	detect_set_decorate(app->detect, devcheck_decorate, app->devcheck);
+}
+
+void app_checks_interrupt(struct app *app)
+{
+	devcheck_stop(app->devcheck);
 }
 
 void app_http_opts(struct app *app, struct http_server_opts *out)
@@ -338,10 +450,18 @@ void app_services_start(struct app *app)
 	start_exec(app);
 	start_history(app);
 	start_cloud(app);
+	start_checks(app);
 }
 
 void app_services_stop(struct app *app)
 {
+	/* checks run jobs and decorate detection's snapshots: they go first */
+	if (app->detect != NULL)
+		detect_set_decorate(app->detect, NULL, NULL);
+	devcheck_free(app->devcheck);
+	devcheck_store_free(app->devcheck_store);
+	app->devcheck = NULL;
+	app->devcheck_store = NULL;
 	/* the metadata thread calls into detection and the price book: it ends first */
 	cloud_free(app->cloud);
 	app->cloud = NULL;

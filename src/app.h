@@ -21,6 +21,8 @@ struct sampler;
 struct metrics;
 struct cost;
 struct cloud;
+struct devcheck;
+struct devcheck_store;
 
 struct app {
 	struct config cfg;          /* read-only after start-up */
@@ -37,6 +39,8 @@ struct app {
 	struct metrics *metrics;    /* Prometheus counters (metrics.c) */
 	struct cost *cost;          /* prices and accrued cost (cost.c) */
 	struct cloud *cloud;        /* which cloud VM the host is, learned once after start (cloud.c) */
+	struct devcheck *devcheck;  /* device health checks (devcheck.c); NULL without an executor */
+	struct devcheck_store *devcheck_store; /* their history (devcheck_store.c); NULL with an in-memory database */
 };
 
 struct http_server_opts;
@@ -71,6 +75,12 @@ struct select_result;
  */
 enum acceld_err app_select(struct app *app, const struct detect_snapshot *snap, const struct select_request *req,
 			   struct select_result *res);
+
+/*
+ * Ends the health checks that run now, recording them as interrupted (SIGTERM): called before the executor stops,
+ * also on the way out that does not wait for running kernels.
+ */
+void app_checks_interrupt(struct app *app);
 
 /* Stops and frees what app_services_start started, in reverse order; the members are NULL afterwards. */
 void app_services_stop(struct app *app);

@@ -127,6 +127,20 @@ static const struct opt opts[] = {
 	 "folders searched for libtpu.so and JAX's plugins (python3.*/site-packages and dist-packages below each)"},
 	{"pjrt-idle", "ACCELD_PJRT_IDLE", OPT_DURATION, F(pjrt_idle_ms), "30s", 100, 86400000, NULL, 0,
 	 "a PJRT client (which holds its devices) is closed after this long without jobs"},
+	{"check-interval", "ACCELD_CHECK_INTERVAL", OPT_DURATION, F(check_interval_ms), "0", 0, 2592000000ull, NULL, 0,
+	 "run a quick health check on each idle device this often (0 = never)"},
+	{"check-max-age", "ACCELD_CHECK_MAX_AGE", OPT_DURATION, F(check_max_age_ms), "24h", 0, 31622400000ull, NULL, 0,
+	 "how long a health check's measured figures count for /select (0 = never)"},
+	{"check-long-duration", "ACCELD_CHECK_LONG_DURATION", OPT_DURATION, F(check_long_ms), "60s", 5000, 3600000,
+	 NULL, 0, "how long the long health check keeps a device under sustained load"},
+	{"check-warn-percent", "ACCELD_CHECK_WARN_PERCENT", OPT_UINT, F(check_warn_percent), "25", 0, 100, NULL, 0,
+	 "a health check warns when a measured figure is below this percentage of the expected one"},
+	{"check-fail-percent", "ACCELD_CHECK_FAIL_PERCENT", OPT_UINT, F(check_fail_percent), "10", 0, 100, NULL, 0,
+	 "a health check fails when a measured figure is below this percentage of the expected one"},
+	{"check-throttle-percent", "ACCELD_CHECK_THROTTLE_PERCENT", OPT_UINT, F(check_throttle_percent), "90", 0, 100,
+	 NULL, 0, "the long check warns when sustained throughput falls below this percentage of the first runs'"},
+	{"check-clock-percent", "ACCELD_CHECK_CLOCK_PERCENT", OPT_UINT, F(check_clock_percent), "50", 0, 100, NULL, 0,
+	 "a health check warns when the device's clock under load is below this percentage of its maximum"},
 };
 
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
@@ -579,6 +593,10 @@ int config_load(struct config *cfg, int argc, char **argv, config_getenv_fn env,
 	    cfg->health_listen_port == cfg->listen_port && strcmp(cfg->health_listen_host, cfg->listen_host) == 0)
 		return fail(err, errsz, "--health-listen (ACCELD_HEALTH_LISTEN) must differ from --listen "
 					"(ACCELD_LISTEN); both are %s", cfg->listen);
+	if (cfg->check_fail_percent > cfg->check_warn_percent)
+		return fail(err, errsz, "--check-fail-percent (ACCELD_CHECK_FAIL_PERCENT) %u is above "
+					"--check-warn-percent (ACCELD_CHECK_WARN_PERCENT) %u; a failure must be worse "
+					"than a warning", cfg->check_fail_percent, cfg->check_warn_percent);
 	if ((cfg->tls_cert == NULL) != (cfg->tls_key == NULL))
 		return fail(err, errsz, "set both --tls-cert (ACCELD_TLS_CERT) and --tls-key (ACCELD_TLS_KEY), or neither");
 	if (cfg->pjrt_plugins != NULL && config_plugin_path(cfg, NULL, NULL, 0) != 0)

@@ -77,6 +77,14 @@ struct config {
 	char *pjrt_plugins;             /* "tpu=PATH,cuda=PATH", "none", or NULL (search) */
 	char *pjrt_search;              /* folders to search, colon-separated, $VAR and ~ expanded */
 	uint64_t pjrt_idle_ms;
+	/* health checks (devcheck.c) */
+	uint64_t check_interval_ms;     /* a quick check of idle devices this often; 0: never */
+	uint64_t check_max_age_ms;      /* a check's figures count for /select this long */
+	uint64_t check_long_ms;         /* how long the long level keeps the device under load */
+	unsigned check_warn_percent;    /* a figure below this % of the expected one warns */
+	unsigned check_fail_percent;    /* below this % it fails */
+	unsigned check_throttle_percent; /* long level: sustained throughput below this % of the first warns */
+	unsigned check_clock_percent;   /* a clock during the check below this % of the maximum warns */
 };
 
 /*

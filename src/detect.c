@@ -48,6 +48,8 @@ struct detect {
 	struct cloud_host host;            /* what the host is (under refresh_mu) */
 	bool host_known;                   /* detect_set_host has been called */
 	void *executable_ctx;
+	detect_decorate_fn decorate;       /* adds to each device of a snapshot (under refresh_mu); NULL none */
+	void *decorate_ctx;
 	uint64_t generation;
 	pthread_mutex_t refresh_mu;        /* one refresh at a time */
 	atomic_ullong full_started;  /* full refreshes begun (under refresh_mu) */
@@ -140,6 +142,15 @@ static void absorb(struct device *dst, const struct device *in)
 	FILL_NUM(telemetry.power_limit_watts);
 	FILL_NUM(telemetry.energy_joules);
 	FILL_ZERO(telemetry.memory_used_bytes);
+	FILL_NUM(telemetry.clock_mhz);
+	FILL_NUM(telemetry.ecc_uncorrected);
+	FILL_NUM(telemetry.ecc_corrected);
+	if (dst->telemetry.retired_pages_pending < 0)
+		dst->telemetry.retired_pages_pending = src->telemetry.retired_pages_pending;
+	if (!dst->telemetry.throttle_known && src->telemetry.throttle_known) {
+		dst->telemetry.throttle_known = true;
+		dst->telemetry.throttle_reasons = src->telemetry.throttle_reasons;
+	}
 	if (src->telemetry.sampled_at_ms > dst->telemetry.sampled_at_ms)
 		dst->telemetry.sampled_at_ms = src->telemetry.sampled_at_ms;
 	if (isnan(dst->price.usd_per_hour) && isnan(dst->price.usd_per_hour_spot))
@@ -162,6 +173,7 @@ static void absorb(struct device *dst, const struct device *in)
 	FILL_ZERO(gpu.clock_max_mhz);
 	FILL_ZERO(gpu.memory_clock_mhz);
 	FILL_ZERO(gpu.pci_device_id);
+	FILL_ZERO(gpu.slowdown_temperature_celsius);
 	FILL_STR(gpu.driver);
 	FILL_STR(tpu.generation);
 	FILL_STR(tpu.accelerator_type);
@@ -385,6 +397,8 @@ static struct snap *snap_build(struct detect *det, const struct probe_result *re
 		pjrt_plugin_status(&s->devs[i].pjrt);
 		s->devs[i].executable = det->executable ? det->executable(det->executable_ctx, &s->devs[i])
 							: backend_default(backend_builtin, &s->devs[i]) != NULL;
+		if (det->decorate != NULL)
+			det->decorate(det->decorate_ctx, &s->devs[i]);
 	}
 	s->dev_json = xcalloc(n ? n : 1, sizeof(*s->dev_json));
 	s->dev_json_len = xcalloc(n ? n : 1, sizeof(*s->dev_json_len));
@@ -611,6 +625,15 @@ void detect_set_host(struct detect *det, const struct cloud_host *host)
 	pthread_mutex_lock(&det->refresh_mu);
 	det->host = *host;
 	det->host_known = true;
+	pthread_mutex_unlock(&det->refresh_mu);
+	detect_refresh(det, false);
+}
+
+void detect_set_decorate(struct detect *det, detect_decorate_fn fn, void *ctx)
+{
+	pthread_mutex_lock(&det->refresh_mu);
+	det->decorate = fn;
+	det->decorate_ctx = ctx;
 	pthread_mutex_unlock(&det->refresh_mu);
 	detect_refresh(det, false);
 }

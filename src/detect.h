@@ -66,6 +66,14 @@ void detect_set_executable(struct detect *det, detect_executable_fn fn, void *ct
  */
 void detect_set_host(struct detect *det, const struct cloud_host *host);
 
+/*
+ * Something that adds to each device of every snapshot from now on: fn(ctx, dev) on the snapshot's own copy, after
+ * executable is set (the health checks' last results and measured figures, devcheck.h); NULL removes it. Publishes a
+ * snapshot with it before it returns. fn must not call into detect.
+ */
+typedef void (*detect_decorate_fn)(void *ctx, struct device *dev);
+void detect_set_decorate(struct detect *det, detect_decorate_fn fn, void *ctx);
+
 /* Stops the refresher thread if running and frees the registry; snapshots still held stay valid until released. */
 void detect_free(struct detect *det);
 

@@ -24,6 +24,12 @@ void device_init(struct device *d, enum device_type type)
 	d->telemetry.power_watts = DEVICE_UNKNOWN;
 	d->telemetry.power_limit_watts = DEVICE_UNKNOWN;
 	d->telemetry.energy_joules = DEVICE_UNKNOWN;
+	d->telemetry.clock_mhz = DEVICE_UNKNOWN;
+	d->telemetry.ecc_uncorrected = DEVICE_UNKNOWN;
+	d->telemetry.ecc_corrected = DEVICE_UNKNOWN;
+	d->telemetry.retired_pages_pending = -1;
+	d->check.gflops = DEVICE_UNKNOWN;
+	d->check.gbytes_per_s = DEVICE_UNKNOWN;
 	d->price.usd_per_hour = DEVICE_UNKNOWN;
 	d->price.usd_per_hour_spot = DEVICE_UNKNOWN;
 	d->cpu.effective_cpus = DEVICE_UNKNOWN;
@@ -82,6 +88,43 @@ static const struct {
 	{BACKEND_DEVNODE, "devnode"}, {BACKEND_ENV, "env"},	  {BACKEND_METADATA, "metadata"},
 	{BACKEND_CGROUP, "cgroup"},   {BACKEND_PJRT, "pjrt"},
 };
+
+static const struct {
+	unsigned bit;
+	const char *name;
+} throttle_names[] = {
+	{DEVICE_THROTTLE_IDLE, "idle"},
+	{DEVICE_THROTTLE_APP_CLOCKS, "applications_clocks"},
+	{DEVICE_THROTTLE_SW_POWER_CAP, "sw_power_cap"},
+	{DEVICE_THROTTLE_HW_SLOWDOWN, "hw_slowdown"},
+	{DEVICE_THROTTLE_SYNC_BOOST, "sync_boost"},
+	{DEVICE_THROTTLE_SW_THERMAL, "sw_thermal"},
+	{DEVICE_THROTTLE_HW_THERMAL, "hw_thermal"},
+	{DEVICE_THROTTLE_HW_POWER_BRAKE, "hw_power_brake"},
+	{DEVICE_THROTTLE_DISPLAY_CLOCKS, "display_clocks"},
+};
+
+json_t *device_throttle_json(unsigned bits)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < sizeof(throttle_names) / sizeof(throttle_names[0]); i++)
+		if (bits & throttle_names[i].bit)
+			json_array_append_new(a, json_string(throttle_names[i].name));
+	return a;
+}
+
+void device_throttle_text(unsigned bits, char *out, size_t outsz)
+{
+	size_t len = 0;
+
+	if (outsz == 0)
+		return;
+	out[0] = '\0';
+	for (size_t i = 0; i < sizeof(throttle_names) / sizeof(throttle_names[0]); i++)
+		if ((bits & throttle_names[i].bit) && len < outsz)
+			len += (size_t)snprintf(out + len, outsz - len, "%s%s", len ? ", " : "", throttle_names[i].name);
+}
 
 json_t *device_backends_json(unsigned backends)
 {
@@ -175,6 +218,18 @@ static json_t *telemetry_json(const struct device_telemetry *t)
 	put_num(o, "power_limit_watts", t->power_limit_watts);
 	put_num(o, "energy_joules", t->energy_joules);
 	put_u64(o, "memory_used_bytes", t->memory_used_bytes);
+	put_num(o, "clock_mhz", t->clock_mhz);
+	if (t->throttle_known)
+		json_object_set_new(o, "throttle_reasons", device_throttle_json(t->throttle_reasons));
+	if (!isnan(t->ecc_uncorrected) || !isnan(t->ecc_corrected)) {
+		json_t *ecc = json_object();
+
+		put_num(ecc, "uncorrected", t->ecc_uncorrected);
+		put_num(ecc, "corrected", t->ecc_corrected);
+		json_object_set_new(o, "ecc_errors", ecc);
+	}
+	if (t->retired_pages_pending == 0 || t->retired_pages_pending == 1)
+		json_object_set_new(o, "retired_pages_pending", json_boolean(t->retired_pages_pending == 1));
 	if (json_object_size(o) > 0 && t->sampled_at_ms > 0) {
 		clock_rfc3339(t->sampled_at_ms, when);
 		json_object_set_new(o, "sampled_at", json_string(when));
@@ -215,6 +270,7 @@ static json_t *gpu_json(const struct device_gpu *g)
 		json_object_set_new(o, "mig_enabled", json_boolean(g->mig_mode == 1));
 	put_u64(o, "clock_max_mhz", g->clock_max_mhz);
 	put_u64(o, "memory_clock_mhz", g->memory_clock_mhz);
+	put_u64(o, "slowdown_temperature_celsius", g->slowdown_temperature_celsius);
 	if (g->pci_device_id != 0 && g->pci_device_id <= 0xffff) {
 		snprintf(id, sizeof(id), "0x%04x", g->pci_device_id);
 		json_object_set_new(o, "pci_device_id", json_string(id));
@@ -287,6 +343,28 @@ static json_t *opencl_json(const struct device_opencl *c)
 	return o;
 }
 
+/* The last health check and the one running now; empty (left out) when the device was never checked. */
+static json_t *check_json(const struct device_check *c)
+{
+	json_t *o = json_object();
+	char when[CLOCK_RFC3339_LEN];
+
+	if (c->state[0] != '\0') {
+		put_str(o, "id", c->id);
+		put_str(o, "level", c->level);
+		put_str(o, "state", c->state);
+		put_str(o, "verdict", c->verdict);
+		put_num(o, "gflops", c->gflops);
+		put_num(o, "gbytes_per_s", c->gbytes_per_s);
+		if (c->finished_ms > 0) {
+			clock_rfc3339(c->finished_ms, when);
+			json_object_set_new(o, "finished_at", json_string(when));
+		}
+	}
+	put_str(o, "running", c->running_id);
+	return o;
+}
+
 static json_t *price_json(const struct device_price *p)
 {
 	json_t *o = json_object();
@@ -334,6 +412,7 @@ json_t *device_to_json(const struct device *d)
 		json_object_set_new(o, "pjrt", pjrt_json(&d->pjrt));
 	put_obj(o, "price", price_json(&d->price));
 	json_object_set_new(o, "executable", json_boolean(d->executable));
+	put_obj(o, "check", check_json(&d->check));
 	return o;
 }
 

@@ -42,7 +42,7 @@ struct device_peak {
 	double bf16_tflops;
 	double int8_tops;
 	double memory_bandwidth_gbps;
-	char source[160];
+	char source[256];
 };
 
 struct device_telemetry {
@@ -53,7 +53,37 @@ struct device_telemetry {
 	double energy_joules;       /* counter since driver load, where the device gives one */
 	uint64_t memory_used_bytes; /* 0 unknown */
 	int64_t sampled_at_ms;      /* 0 = never sampled */
+	double clock_mhz;           /* the clock now: SM clock of a GPU, mean cpufreq clock of a CPU's usable CPUs */
+	unsigned throttle_reasons;  /* DEVICE_THROTTLE_* bits active now (NVML's clock event reasons) */
+	bool throttle_known;        /* throttle_reasons was read */
+	double ecc_uncorrected;     /* uncorrectable ECC errors since the driver loaded (volatile count); NAN unknown */
+	double ecc_corrected;       /* correctable ones; NAN unknown */
+	int retired_pages_pending;  /* -1 unknown, 0 no, 1: pages retired (or rows remapped) wait for a GPU reset */
 };
+
+/* Why a device's clocks are held down (the bits of NVML's nvmlClocksEventReasons, so they are copied as read). */
+enum device_throttle {
+	DEVICE_THROTTLE_IDLE = 0x1,
+	DEVICE_THROTTLE_APP_CLOCKS = 0x2,
+	DEVICE_THROTTLE_SW_POWER_CAP = 0x4,
+	DEVICE_THROTTLE_HW_SLOWDOWN = 0x8,
+	DEVICE_THROTTLE_SYNC_BOOST = 0x10,
+	DEVICE_THROTTLE_SW_THERMAL = 0x20,
+	DEVICE_THROTTLE_HW_THERMAL = 0x40,
+	DEVICE_THROTTLE_HW_POWER_BRAKE = 0x80,
+	DEVICE_THROTTLE_DISPLAY_CLOCKS = 0x100,
+};
+
+/* The throttle reasons that say the device is slowed by heat or a hardware limit, not by a setting or idleness. */
+#define DEVICE_THROTTLE_HARMFUL                                                                              \
+	(DEVICE_THROTTLE_HW_SLOWDOWN | DEVICE_THROTTLE_SW_THERMAL | DEVICE_THROTTLE_HW_THERMAL |              \
+	 DEVICE_THROTTLE_HW_POWER_BRAKE)
+
+/* The names of the throttle bits set in bits, in a fixed order, as a new JSON array ("sw_power_cap", ...). */
+json_t *device_throttle_json(unsigned bits);
+
+/* "hw_slowdown, sw_thermal": the names of the bits, for messages. */
+void device_throttle_text(unsigned bits, char *out, size_t outsz);
 
 struct device_price {
 	double usd_per_hour;       /* on demand; NAN unknown */
@@ -83,6 +113,7 @@ struct device_gpu {
 	unsigned memory_clock_mhz;
 	unsigned pci_device_id;     /* 0 unknown */
 	char driver[32];            /* kernel driver: "amdgpu", "i915", "xe", "nvidia" */
+	unsigned slowdown_temperature_celsius; /* where the GPU starts to slow itself down; 0 unknown */
 };
 
 struct device_tpu {
@@ -130,6 +161,18 @@ struct device_pjrt {
 	char why[384];              /* why no plugin serves it, or what went wrong */
 };
 
+/* The last health check of a device (devcheck.h), as GET /devices shows it. */
+struct device_check {
+	char state[16];             /* the last check's "done" or "interrupted"; "" when none finished */
+	char id[24];                /* the check's id */
+	char level[8];              /* "quick", "long" */
+	char verdict[8];            /* "pass", "warn", "fail"; "" while running or interrupted */
+	double gflops;              /* its measured sgemm GFLOP/s; NAN unknown */
+	double gbytes_per_s;        /* its measured triad GB/s; NAN unknown */
+	int64_t finished_ms;        /* 0 while running */
+	char running_id[24];        /* a check running now ("" none), besides the last one */
+};
+
 struct device {
 	char id[DEVICE_ID_MAX];     /* "cpu:0", "gpu:1", "tpu:3": stable, assigned by detect */
 	enum device_type type;
@@ -154,6 +197,7 @@ struct device {
 	struct device_tpu tpu;      /* type == DEVICE_TPU */
 	struct device_opencl opencl;
 	struct device_pjrt pjrt;
+	struct device_check check;  /* the last health check (devcheck.h); state "" when there has been none */
 };
 
 /* Sets every field to unknown (NaN, 0, "", -1 where documented). */

@@ -10,6 +10,7 @@
 
 #include "app.h"
 #include "cli.h"
+#include "cli_check.h"
 #include "cli_run.h"
 #include "cli_select.h"
 #include "clock.h"
@@ -39,6 +40,8 @@ static void usage(FILE *out)
 		"  select     print the device to use and the environment to export (--format env)\n"
 		"  batch      print the batch size for a device, step by step\n"
 		"  run        run a kernel on the best device: run KERNEL [--n N] [--m M --k K] [--device ID] ...\n"
+		"  check      health-check devices: check [--device ID] [--level quick|long] [--json]; exit 0 all pass,\n"
+		"             1 a warning or a failure, 2 no check could run\n"
 		"  help       print this text\n"
 		"\n"
 		"Exit status: 0 done (or help printed), 1 the command failed or found what it reports (no device meets\n"
@@ -145,6 +148,7 @@ static int cmd_serve(int argc, char **argv)
 	drain(&app, sig);
 	http_server_stop(app.health_http); /* probes were answered through the drain */
 	http_server_stop(app.http); /* answers requests still waiting on a job with 503 first */
+	app_checks_interrupt(&app); /* checks still running are recorded as interrupted, whatever comes next */
 	if (app.exec != NULL && !exec_stop(app.exec, 0)) {
 		/* a kernel cannot be interrupted and the grace period is over: keep what is committed and go */
 		log_msg(LOGL_WARN, "main", "jobs still running after the grace period; exiting without them");
@@ -226,6 +230,7 @@ static const struct command {
 	{"select", cli_select_main},
 	{"batch", cli_batch_main},
 	{"run", cli_run_main},
+	{"check", cli_check_main},
 	{"help", cmd_help},
 	{"--help", cmd_help},
 	{"-h", cmd_help},

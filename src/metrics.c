@@ -786,6 +786,70 @@ static void render_connections(struct out *o, const struct metrics_view *v)
 		       (double)v->listeners[i].conns.timed_out);
 }
 
+/* --- health checks, from the check module's summaries --- */
+
+static void render_checks(struct out *o, const struct metrics_view *v)
+{
+	static const char *const keys[] = {"device", "verdict"};
+	static const char *const ratio_keys[] = {"device", "test"};
+	static const char *const verdicts[] = {"pass", "warn", "fail"};
+
+	header(o, "acceld_device_check_verdict", "gauge",
+	       "The verdict of the device's last health check: 1 for it, 0 for the other two.");
+	for (size_t i = 0; i < v->nchecks; i++) {
+		const struct metrics_check *c = &v->checks[i];
+
+		for (size_t k = 0; c->verdict != NULL && k < 3; k++) {
+			const char *vals[] = {c->device, verdicts[k]};
+
+			sample(o, "acceld_device_check_verdict", "", keys, vals, 2, NULL, NULL,
+			       strcmp(c->verdict, verdicts[k]) == 0 ? 1 : 0);
+		}
+	}
+	header(o, "acceld_device_check_sgemm_flops_per_second", "gauge",
+	       "Matrix throughput (sgemm, FLOP/s) the last health check measured.");
+	for (size_t i = 0; i < v->nchecks; i++)
+		if (known(v->checks[i].gflops))
+			sample(o, "acceld_device_check_sgemm_flops_per_second", "", keys, &v->checks[i].device, 1, NULL,
+			       NULL, v->checks[i].gflops * 1e9);
+	header(o, "acceld_device_check_triad_bytes_per_second", "gauge",
+	       "Memory bandwidth (STREAM triad, bytes/s) the last health check measured.");
+	for (size_t i = 0; i < v->nchecks; i++)
+		if (known(v->checks[i].gbytes_per_s))
+			sample(o, "acceld_device_check_triad_bytes_per_second", "", keys, &v->checks[i].device, 1, NULL,
+			       NULL, v->checks[i].gbytes_per_s * 1e9);
+	header(o, "acceld_device_check_ratio", "gauge",
+	       "Measured over expected (spec table or computed peak) in the last health check, by test.");
+	for (size_t i = 0; i < v->nchecks; i++) {
+		const char *sg[] = {v->checks[i].device, "sgemm"};
+		const char *tr[] = {v->checks[i].device, "triad"};
+
+		if (known(v->checks[i].sgemm_ratio))
+			sample(o, "acceld_device_check_ratio", "", ratio_keys, sg, 2, NULL, NULL, v->checks[i].sgemm_ratio);
+		if (known(v->checks[i].triad_ratio))
+			sample(o, "acceld_device_check_ratio", "", ratio_keys, tr, 2, NULL, NULL, v->checks[i].triad_ratio);
+	}
+	header(o, "acceld_device_check_timestamp_seconds", "gauge", "When the device's last health check ended.");
+	for (size_t i = 0; i < v->nchecks; i++)
+		if (v->checks[i].finished_ms > 0)
+			sample(o, "acceld_device_check_timestamp_seconds", "", keys, &v->checks[i].device, 1, NULL, NULL,
+			       (double)v->checks[i].finished_ms / 1000.0);
+	header(o, "acceld_device_check_running", "gauge", "1 while a health check of the device runs.");
+	for (size_t i = 0; i < v->nchecks; i++)
+		sample(o, "acceld_device_check_running", "", keys, &v->checks[i].device, 1, NULL, NULL,
+		       v->checks[i].running ? 1 : 0);
+	header(o, "acceld_device_checks_total", "counter",
+	       "Health checks finished since acceld started, by device and verdict.");
+	for (size_t i = 0; i < v->nchecks; i++) {
+		for (size_t k = 0; k < 3; k++) {
+			const char *vals[] = {v->checks[i].device, verdicts[k]};
+
+			sample(o, "acceld_device_checks_total", "", keys, vals, 2, NULL, NULL,
+			       (double)v->checks[i].finished[k]);
+		}
+	}
+}
+
 enum acceld_err metrics_render(struct metrics *m, const struct metrics_view *view, char **out, size_t *len)
 {
 	static const char *const build_keys[] = {"version", "commit"};
@@ -803,6 +867,7 @@ enum acceld_err metrics_render(struct metrics *m, const struct metrics_view *vie
 	render_registry(m, view, &o);
 	render_devices(&o, view->devices);
 	render_prices(&o, view);
+	render_checks(&o, view);
 	render_probes(&o, view->devices);
 	if (o.full) {
 		buf_release(&o.b);

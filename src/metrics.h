@@ -90,6 +90,19 @@ struct metrics_host {
 	double usd_per_hour;          /* the applied host price; NAN unknown (the sample is left out) */
 };
 
+/* A device's health checks (devcheck.h), for the acceld_device_check* families. */
+struct metrics_check {
+	const char *device;                    /* "cpu:0" */
+	const char *verdict;                   /* the last check's "pass", "warn", "fail"; NULL: none (interrupted) */
+	double gflops;                         /* last measured sgemm GFLOP/s; NAN unknown */
+	double gbytes_per_s;                   /* last measured triad GB/s; NAN unknown */
+	double sgemm_ratio;                    /* measured / expected of the last check; NAN unknown */
+	double triad_ratio;
+	int64_t finished_ms;                   /* when the last check ended; 0 never */
+	bool running;                          /* a check runs now */
+	uint64_t finished[3];                  /* checks finished since start: pass, warn, fail */
+};
+
 /* What a scrape shows besides the registry; every member is read, none is kept. */
 struct metrics_view {
 	const struct detect_snapshot *devices; /* borrowed; NULL while there is no registry yet */
@@ -100,6 +113,8 @@ struct metrics_view {
 	unsigned http_inflight;                /* requests received and not yet answered */
 	const struct metrics_listener *listeners; /* borrowed, nlisteners of them; NULL leaves their series out */
 	size_t nlisteners;
+	const struct metrics_check *checks;    /* borrowed, nchecks of them (devices ever checked) */
+	size_t nchecks;
 };
 
 /*

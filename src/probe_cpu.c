@@ -105,8 +105,104 @@ static bool cpu_times(const struct config *cfg, uint64_t *busy, uint64_t *total)
 	return true;
 }
 
-/* Model, clock and vector extensions from <proc>/cpuinfo and cpufreq. */
-static void cpuinfo(const struct config *cfg, struct device *d)
+#define CPU_LIST_MAX 4096 /* CPUs looked at in a cpuset list */
+
+/*
+ * Calls fn(ctx, cpu) for every CPU of a cpuset list ("0-3,8"), in order, at most CPU_LIST_MAX of them; stops at
+ * the first malformed entry.
+ */
+static void each_cpu(const char *list, void (*fn)(void *ctx, unsigned cpu), void *ctx)
+{
+	const char *p = list;
+	unsigned seen = 0;
+
+	while (*p != '\0' && seen < CPU_LIST_MAX) {
+		char *end;
+		unsigned long a = strtoul(p, &end, 10);
+		unsigned long b = a;
+
+		if (end == p)
+			return;
+		p = end;
+		if (*p == '-') {
+			b = strtoul(p + 1, &end, 10);
+			if (end == p + 1 || b < a)
+				return;
+			p = end;
+		}
+		for (unsigned long c = a; c <= b && seen < CPU_LIST_MAX; c++, seen++)
+			fn(ctx, (unsigned)c);
+		if (*p == ',')
+			p++;
+		else if (*p != '\0')
+			return;
+	}
+}
+
+/* Gathers one cpufreq file (kHz) over the CPUs of a cpuset. */
+struct freq_scan {
+	const struct config *cfg;
+	const char *file;
+	uint64_t max_khz;
+	uint64_t sum_khz;
+	unsigned n;
+};
+
+static void scan_cpu(void *arg, unsigned cpu)
+{
+	struct freq_scan *f = arg;
+	char text[32];
+	uint64_t khz;
+
+	if (hwfile_read_line(text, sizeof(text), "%s/devices/system/cpu/cpu%u/cpufreq/%s", f->cfg->sysfs_root, cpu,
+			     f->file) != 0 ||
+	    hwfile_parse_field_u64(text, &khz) != 0 || khz < 1000 || khz > 100000000)
+		return;
+	if (khz > f->max_khz)
+		f->max_khz = khz;
+	f->sum_khz += khz;
+	f->n++;
+}
+
+static struct freq_scan scan_freq(const struct config *cfg, const char *cpuset, const char *file)
+{
+	struct freq_scan f = {.cfg = cfg, .file = file};
+
+	each_cpu(cpuset, scan_cpu, &f);
+	return f;
+}
+
+/* Whether cpu is in a cpuset list. */
+struct cpu_find {
+	unsigned cpu;
+	bool found;
+};
+
+static void find_cpu(void *arg, unsigned cpu)
+{
+	struct cpu_find *f = arg;
+
+	f->found = f->found || f->cpu == cpu;
+}
+
+static bool in_cpuset(const char *cpuset, unsigned cpu)
+{
+	struct cpu_find f = {.cpu = cpu};
+
+	if (cpuset[0] == '\0')
+		return true;
+	each_cpu(cpuset, find_cpu, &f);
+	return f.found;
+}
+
+/*
+ * Model, clock and vector extensions from <proc>/cpuinfo and cpufreq. The clock is the highest the OS says a usable
+ * CPU may run at, so a peak computed from it bounds what the CPU does (a job's fraction of the peak stays at or
+ * under 1): cpufreq's scaling_max_freq (the policy's ceiling, turbo included), else cpuinfo_max_freq (the
+ * hardware's), else the highest "cpu MHz" of /proc/cpuinfo, which is only the clock seen now. The base clock is never
+ * used. *clock_source names the one taken.
+ */
+static void cpuinfo(const struct config *cfg, struct device *d, const char **clock_source)
 {
 	static const struct {
 		const char *flag;
@@ -114,26 +210,35 @@ static void cpuinfo(const struct config *cfg, struct device *d)
 	} isas[] = {{"avx512f", "avx512f"}, {"avx2", "avx2"}, {"avx", "avx"}, {"sse4_2", "sse4_2"},
 		    {"sse2", "sse2"},	    {"sve", "sve"},   {"asimd", "asimd"}};
 	char path[PATH_MAX];
-	char text[32];
 	char line[4096];
-	uint64_t khz;
+	struct freq_scan f;
 	double mhz = 0;
+	bool usable = true;
 	int best = -1;
-	FILE *f;
+	FILE *f_info;
 
+	*clock_source = "";
 	snprintf(path, sizeof(path), "%s/cpuinfo", cfg->proc_root);
-	f = fopen(path, "re");
-	if (f != NULL) {
-		while (fgets(line, sizeof(line), f) != NULL) {
+	f_info = fopen(path, "re");
+	if (f_info != NULL) {
+		while (fgets(line, sizeof(line), f_info) != NULL) {
 			char *colon = strchr(line, ':');
 			const char *val = colon ? colon + 1 : "";
 
 			while (*val == ' ' || *val == '\t')
 				val++;
-			if (strncmp(line, "model name", 10) == 0 && d->model[0] == '\0') {
+			if (strncmp(line, "processor", 9) == 0) {
+				char *end;
+				unsigned long cpu = strtoul(val, &end, 10);
+
+				usable = end == val || in_cpuset(d->cpu.cpuset, (unsigned)cpu);
+			} else if (strncmp(line, "model name", 10) == 0 && d->model[0] == '\0') {
 				DEVICE_SET_TRIMMED(d->model, val);
-			} else if (strncmp(line, "cpu MHz", 7) == 0 && mhz == 0) {
-				mhz = strtod(val, NULL);
+			} else if (strncmp(line, "cpu MHz", 7) == 0 && usable) {
+				double v = strtod(val, NULL);
+
+				if (v > mhz && v < 100000)
+					mhz = v;
 			} else if ((strncmp(line, "flags", 5) == 0 || strncmp(line, "Features", 8) == 0) && best < 0) {
 				char padded[sizeof(line) + 2];
 
@@ -148,16 +253,24 @@ static void cpuinfo(const struct config *cfg, struct device *d)
 				}
 			}
 		}
-		fclose(f);
+		fclose(f_info);
 	}
 	if (best >= 0)
 		DEVICE_SET(d->cpu.isa, isas[best].isa);
-	snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq", cfg->sysfs_root);
-	if (hwfile_read_text(text, sizeof(text), "%s", path) == 0 && hwfile_parse_field_u64(text, &khz) == 0 &&
-	    khz >= 1000)
-		d->clock_mhz = (unsigned)(khz / 1000);
-	else if (mhz >= 1 && mhz < 100000)
+	f = scan_freq(cfg, d->cpu.cpuset, "scaling_max_freq");
+	*clock_source = "cpufreq scaling_max_freq";
+	if (f.n == 0) {
+		f = scan_freq(cfg, d->cpu.cpuset, "cpuinfo_max_freq");
+		*clock_source = "cpufreq cpuinfo_max_freq";
+	}
+	if (f.n > 0) {
+		d->clock_mhz = (unsigned)(f.max_khz / 1000);
+	} else if (mhz >= 1) {
 		d->clock_mhz = (unsigned)(mhz + 0.5);
+		*clock_source = "/proc/cpuinfo cpu MHz: the clock now, the OS reports no maximum";
+	} else {
+		*clock_source = "";
+	}
 }
 
 /* FP32 FLOP per cycle per core for the widest vector extension, with what is assumed; 0 when unknown. */
@@ -187,7 +300,7 @@ static unsigned flops_per_cycle(const char *isa, const char **why)
 }
 
 /* An FP32 peak estimate from cores, clock and vector width; left unknown when any of them is. */
-static void estimate_peak(struct device *d)
+static void estimate_peak(struct device *d, const char *clock_source)
 {
 	const char *why = "";
 	unsigned fpc = flops_per_cycle(d->cpu.isa, &why);
@@ -199,8 +312,8 @@ static void estimate_peak(struct device *d)
 		cores = d->cpu.effective_cpus;
 	d->peak.fp32_tflops = cores * d->clock_mhz * 1e6 * fpc / 1e12;
 	snprintf(d->peak.source, sizeof(d->peak.source),
-		 "estimate, not measured: %.2f cores x %u MHz x %u FP32 FLOP/cycle (%s)", cores, d->clock_mhz, fpc,
-		 why);
+		 "estimate, not measured: %.2f cores x %u MHz (%.70s) x %u FP32 FLOP/cycle (%s)", cores,
+		 d->clock_mhz, clock_source, fpc, why);
 }
 
 /* The cgroup's cpuset into set. */
@@ -331,6 +444,7 @@ static void cpu_probe(void **state, const struct config *cfg, struct device_list
 	struct cpu_state *st = *state;
 	struct device d;
 	bool cg_seen = false;
+	const char *clock_source = "";
 	uint64_t busy;
 	uint64_t total;
 
@@ -346,7 +460,7 @@ static void cpu_probe(void **state, const struct config *cfg, struct device_list
 		res->ok = false;
 		return;
 	}
-	cpuinfo(cfg, &d);
+	cpuinfo(cfg, &d, &clock_source);
 	if (cgroup_cpu_quota(&st->cg, &d.cpu.quota_cpus) == 0)
 		cg_seen = true;
 	d.cpu.effective_cpus = d.cpu.pus;
@@ -356,7 +470,7 @@ static void cpu_probe(void **state, const struct config *cfg, struct device_list
 		cg_seen = true;
 	if (cg_seen)
 		d.backends |= BACKEND_CGROUP;
-	estimate_peak(&d);
+	estimate_peak(&d, clock_source);
 	if (cpu_times(cfg, &busy, &total)) {
 		st->prev_busy = busy;
 		st->prev_total = total;
@@ -399,6 +513,13 @@ static void cpu_refresh(void **state, const struct config *cfg, struct device_li
 		d->telemetry.memory_used_bytes = d->memory_total_bytes > d->memory_available_bytes
 							 ? d->memory_total_bytes - d->memory_available_bytes
 							 : 0;
+		/* the clock now, for health checks: cpufreq's current frequency averaged over the usable CPUs */
+		{
+			struct freq_scan f = scan_freq(cfg, d->cpu.cpuset, "scaling_cur_freq");
+
+			if (f.n > 0)
+				d->telemetry.clock_mhz = (double)f.sum_khz / f.n / 1000.0;
+		}
 		d->telemetry.sampled_at_ms = clock_real_ms();
 		break;
 	}

@@ -27,6 +27,10 @@ typedef struct nvml_device_st *nvml_device;
 #define NVML_TEMPERATURE_GPU 0
 #define NVML_CLOCK_SM 1
 #define NVML_CLOCK_MEM 2
+#define NVML_TEMPERATURE_THRESHOLD_SLOWDOWN 1
+#define NVML_MEMORY_ERROR_TYPE_CORRECTED 0
+#define NVML_MEMORY_ERROR_TYPE_UNCORRECTED 1
+#define NVML_VOLATILE_ECC 0
 #define NVML_NAME_SIZE 96
 #define NVML_UUID_SIZE 96
 #define NVML_DRIVER_SIZE 80
@@ -81,6 +85,9 @@ typedef nvml_ret (*nvml_dev_u64_fn)(nvml_device, unsigned long long *);
 typedef nvml_ret (*nvml_dev_two_int_fn)(nvml_device, int *, int *);
 typedef nvml_ret (*nvml_dev_two_uint_fn)(nvml_device, unsigned int *, unsigned int *);
 typedef nvml_ret (*nvml_dev_child_fn)(nvml_device, unsigned int, nvml_device *);
+typedef nvml_ret (*nvml_dev_ecc_fn)(nvml_device, int, int, unsigned long long *);
+typedef nvml_ret (*nvml_dev_int_fn)(nvml_device, int *);
+typedef nvml_ret (*nvml_dev_remap_fn)(nvml_device, unsigned int *, unsigned int *, unsigned int *, unsigned int *);
 
 struct nvml_api {
 	nvml_void_fn init;
@@ -109,6 +116,12 @@ struct nvml_api {
 	nvml_dev_uint_fn numa_node;
 	nvml_dev_uint_fn max_mig_count;
 	nvml_dev_child_fn mig_handle;
+	nvml_dev_sensor_fn clock;               /* the clock now */
+	nvml_dev_u64_fn throttle_reasons;
+	nvml_dev_ecc_fn ecc_errors;
+	nvml_dev_int_fn retired_pending;
+	nvml_dev_remap_fn remapped_rows;
+	nvml_dev_sensor_fn temperature_threshold;
 };
 
 #define NVML_MAX_GPUS 64
@@ -185,6 +198,14 @@ static bool load_api(void *lib, struct nvml_api *a)
 	RESOLVE(lib, a->numa_node, "nvmlDeviceGetNumaNodeId");
 	RESOLVE(lib, a->max_mig_count, "nvmlDeviceGetMaxMigDeviceCount");
 	RESOLVE(lib, a->mig_handle, "nvmlDeviceGetMigDeviceHandleByIndex");
+	RESOLVE(lib, a->clock, "nvmlDeviceGetClockInfo");
+	/* renamed in CUDA 12.2's NVML; the old name stays exported */
+	RESOLVE(lib, a->throttle_reasons, "nvmlDeviceGetCurrentClocksEventReasons",
+		"nvmlDeviceGetCurrentClocksThrottleReasons");
+	RESOLVE(lib, a->ecc_errors, "nvmlDeviceGetTotalEccErrors");
+	RESOLVE(lib, a->retired_pending, "nvmlDeviceGetRetiredPagesPendingStatus");
+	RESOLVE(lib, a->remapped_rows, "nvmlDeviceGetRemappedRows");
+	RESOLVE(lib, a->temperature_threshold, "nvmlDeviceGetTemperatureThreshold");
 	return true;
 }
 
@@ -241,6 +262,42 @@ static void *open_library(const struct config *cfg, struct probe_result *res)
 	return lib;
 }
 
+/*
+ * What a health check reads besides load: the SM clock now, why the clocks are held down, the ECC error counts since
+ * the driver loaded, and whether retired pages or remapped rows wait for a reset. Each is optional (consumer GPUs
+ * have no ECC, older drivers no row remapping); an answer of "not supported" leaves the value unknown.
+ */
+static void read_health(const struct nvml_state *st, nvml_device h, unsigned gi, struct device *d,
+			struct probe_result *res)
+{
+	const struct nvml_api *a = &st->api;
+	unsigned v;
+	unsigned long long bits;
+	unsigned long long count;
+	int pending;
+	unsigned corr, unc, remap_pending, failed;
+
+	if (a->clock && call_ok(st, a->clock(h, NVML_CLOCK_SM, &v), gi, "sm clock", res) && v > 0 && v < 100000)
+		d->telemetry.clock_mhz = v;
+	if (a->throttle_reasons && call_ok(st, a->throttle_reasons(h, &bits), gi, "clock event reasons", res)) {
+		d->telemetry.throttle_known = true;
+		d->telemetry.throttle_reasons = (unsigned)(bits & 0xffffu);
+	}
+	if (a->ecc_errors && call_ok(st, a->ecc_errors(h, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, &count),
+				     gi, "ecc errors", res) && count < (1ull << 53))
+		d->telemetry.ecc_uncorrected = (double)count;
+	if (a->ecc_errors && call_ok(st, a->ecc_errors(h, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC, &count),
+				     gi, "ecc errors", res) && count < (1ull << 53))
+		d->telemetry.ecc_corrected = (double)count;
+	if (a->retired_pending && call_ok(st, a->retired_pending(h, &pending), gi, "retired pages", res))
+		d->telemetry.retired_pages_pending = pending != 0;
+	/* GPUs since the A100 remap rows instead of retiring pages */
+	if (a->remapped_rows && call_ok(st, a->remapped_rows(h, &corr, &unc, &remap_pending, &failed), gi,
+					"remapped rows", res))
+		d->telemetry.retired_pages_pending = d->telemetry.retired_pages_pending == 1 || remap_pending != 0 ||
+						     failed != 0;
+}
+
 /* Memory, utilisation, temperature, power and energy: the values refresh() keeps current. */
 static void read_telemetry(const struct nvml_state *st, nvml_device h, unsigned gi, struct device *d,
 			   struct probe_result *res)
@@ -286,6 +343,7 @@ static void read_telemetry(const struct nvml_state *st, nvml_device h, unsigned 
 	/* millijoules since the driver loaded */
 	if (a->energy && call_ok(st, a->energy(h, &mj), gi, "energy", res))
 		d->telemetry.energy_joules = (double)mj / 1000.0;
+	read_health(st, h, gi, d, res);
 	d->telemetry.sampled_at_ms = clock_real_ms();
 }
 
@@ -342,6 +400,10 @@ static void read_static(const struct nvml_state *st, const struct config *cfg, n
 	if (a->max_clock && call_ok(st, a->max_clock(h, NVML_CLOCK_MEM, &v), gi, "max memory clock", res) &&
 	    v > 0 && v < 100000)
 		d->gpu.memory_clock_mhz = v;
+	if (a->temperature_threshold &&
+	    call_ok(st, a->temperature_threshold(h, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN, &v), gi, "slowdown temperature",
+		    res) && v > 0 && v < 200)
+		d->gpu.slowdown_temperature_celsius = v;
 	if (a->compute_capability &&
 	    call_ok(st, a->compute_capability(h, &major, &minor), gi, "compute capability", res) && major > 0 &&
 	    major < 100 && minor >= 0 && minor < 100)

@@ -35,12 +35,14 @@ enum reason {
 	REASON_TOO_MANY_ELEMENTS,   /* an inline array larger than the sizes or the cap */
 	REASON_NOT_APPLICABLE,      /* a field the kernel does not take */
 	REASON_CONFLICTING_FIELDS,  /* two fields that exclude each other */
+	REASON_UNKNOWN_LEVEL,       /* a health check level other than quick or long */
 	/* 401 */
 	REASON_UNAUTHORIZED,        /* a mutating route without the bearer token */
 	/* 404 */
 	REASON_NOT_FOUND,           /* no resource at the path, or no such device */
 	REASON_UNKNOWN_DEVICE,      /* a job names a device the executor does not have */
 	REASON_JOB_NOT_FOUND,       /* no such job */
+	REASON_CHECK_NOT_FOUND,     /* no such health check of the device */
 	/* 405 */
 	REASON_METHOD_NOT_ALLOWED,  /* a known path, another method */
 	/* 409 */
@@ -49,6 +51,7 @@ enum reason {
 	REASON_NOT_CANCELLABLE,     /* the job is no longer queued */
 	REASON_CANCELLED,           /* the job was cancelled */
 	REASON_DEVICE_BUSY,         /* another process holds the device (a TPU's libtpu lock, an exclusive GPU) */
+	REASON_CHECK_RUNNING,       /* a health check of the device is already running */
 	/* 413 */
 	REASON_BODY_TOO_LARGE,      /* the body is over --max-body */
 	REASON_TOO_LARGE,           /* a request exceeds a limit */

@@ -17,6 +17,10 @@ static const struct route table[] = {
 	{HTTP_GET, "/devices", api_devices_list, ROUTE_DETECT},
 	{HTTP_GET, "/devices/{id}", api_devices_get, ROUTE_DETECT},
 	{HTTP_POST, "/devices/refresh", api_devices_refresh, ROUTE_AUTH | ROUTE_DETECT},
+	/* health checks (api_check.c) */
+	{HTTP_POST, "/devices/{id}/check", api_check_post, ROUTE_AUTH | ROUTE_JSON_OPTIONAL | ROUTE_DETECT | ROUTE_CHECK},
+	{HTTP_GET, "/devices/{id}/checks", api_check_list, ROUTE_DETECT | ROUTE_CHECK},
+	{HTTP_GET, "/devices/{id}/checks/{check_id}", api_check_get, ROUTE_DETECT | ROUTE_CHECK},
 	/* selection and batch configuration (api_select.c, api_batch.c) */
 	{HTTP_GET, "/select", api_select_get, ROUTE_DETECT},
 	{HTTP_POST, "/select", api_select_post, ROUTE_JSON | ROUTE_DETECT},
@@ -48,6 +52,7 @@ static const struct {
 	{ROUTE_STORE, "database", "the history database"},
 	{ROUTE_COST, "prices", "the price book"},
 	{ROUTE_METRICS, "metrics", "the metrics registry"},
+	{ROUTE_CHECK, "checks", "the device health checks"},
 };
 
 static bool service_running(const struct app *app, unsigned flag)
@@ -58,6 +63,7 @@ static bool service_running(const struct app *app, unsigned flag)
 	case ROUTE_STORE: return app->store != NULL;
 	case ROUTE_COST: return app->cost != NULL;
 	case ROUTE_METRICS: return app->metrics != NULL;
+	case ROUTE_CHECK: return app->devcheck != NULL;
 	default: return true;
 	}
 }

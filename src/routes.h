@@ -26,7 +26,7 @@ typedef void (*route_fn)(struct app *app, struct http_req *req, struct http_resp
 
 /*
  * The services a route needs: when the member of struct app is NULL (it failed to start), the dispatcher answers
- * 503 UNAVAILABLE with `service` naming it ("devices", "executor", "database", "prices", "metrics"), so the
+ * 503 UNAVAILABLE with `service` naming it ("devices", "executor", "database", "prices", "metrics", "checks"), so the
  * handler may use the member without checking it.
  */
 #define ROUTE_DETECT 16u   /* app->detect, the device registry */
@@ -34,6 +34,7 @@ typedef void (*route_fn)(struct app *app, struct http_req *req, struct http_resp
 #define ROUTE_STORE 64u    /* app->store, the history database */
 #define ROUTE_COST 128u    /* app->cost, the price book */
 #define ROUTE_METRICS 256u /* app->metrics, the Prometheus registry */
+#define ROUTE_CHECK 1024u  /* app->devcheck, the device health checks */
 
 struct route {
 	enum http_method method;

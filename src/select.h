@@ -53,6 +53,7 @@ struct select_measured {
 	const char *kernel;           /* "sgemm", "saxpy", ... */
 	double gflops;                /* NAN unknown */
 	double gbytes_per_s;          /* NAN unknown */
+	const char *source;           /* static: "check" (a recent health check, devcheck.h); NULL: finished jobs */
 };
 
 /* What became of one device. */
@@ -62,7 +63,7 @@ struct select_candidate {
 	const char *excluded_by;      /* static: "allow_tpu", "min_memory_bytes", "executable", "device"; NULL */
 	double score;                 /* the policy's figure; NAN when the device has none */
 	const char *figure;           /* static: what score measures, e.g. "peak fp32 GFLOP/s" */
-	const char *source;           /* static: "measured", "peak", "price"; NULL without a figure */
+	const char *source;           /* static: "check", "measured", "peak", "price"; NULL without a figure */
 	unsigned rank;                /* 1 = chosen; 0 when not ranked */
 	char why[256];                /* why it was excluded or lost, or why it won */
 };

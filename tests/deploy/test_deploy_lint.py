@@ -324,6 +324,40 @@ class Kubernetes(unittest.TestCase):
                           "nvidia.com/gpu.present"})
         self.assertNotIn("tolerations", self.daemonsets["acceld-cpu"]["spec"]["template"]["spec"])
 
+    def test_node_check_job(self):
+        """The example node-validation Job runs `acceld check`, fails on its exit code, and is as locked down as
+        the DaemonSets; it stays out of the kustomization (a Job is run once per node)."""
+        path = os.path.join(K8S, "examples", "node-check-job.yaml")
+        with open(path) as fh:
+            job = yaml.safe_load(fh)
+        self.assertEqual(job["kind"], "Job")
+        self.assertEqual(job["spec"]["backoffLimit"], 0)
+        self.assertIn("activeDeadlineSeconds", job["spec"])
+        spec = job["spec"]["template"]["spec"]
+        self.assertEqual(spec["restartPolicy"], "Never")
+        self.assertFalse(spec["automountServiceAccountToken"])
+        self.assertTrue(spec["securityContext"]["runAsNonRoot"])
+        self.assertEqual(spec["securityContext"]["seccompProfile"]["type"], "RuntimeDefault")
+        self.assertIn({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}, spec["tolerations"])
+        c = spec["containers"][0]
+        self.assertEqual(c["args"][0], "check")
+        self.assertIn("--json", c["args"])
+        self.assertEqual(c["envFrom"], [{"configMapRef": {"name": "acceld"}}])
+        sc = c["securityContext"]
+        self.assertFalse(sc["allowPrivilegeEscalation"])
+        self.assertTrue(sc["readOnlyRootFilesystem"])
+        self.assertEqual(sc["capabilities"]["drop"], ["ALL"])
+        self.assertNotIn("nvidia.com/gpu", json.dumps(c["resources"]), "the check must not take a GPU away")
+        mounts = {m["mountPath"] for m in c["volumeMounts"]}
+        self.assertTrue({"/var/lib/acceld", "/tmp"} <= mounts)
+        with open(os.path.join(K8S, "kustomization.yaml")) as fh:
+            self.assertNotIn("examples/node-check-job.yaml", yaml.safe_load(fh)["resources"])
+        # the arguments are ones acceld check takes
+        p = run([BIN, "check", "--help"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for flag in (a for a in c["args"] if a.startswith("--")):
+            self.assertIn(flag, p.stdout)
+
     def test_service(self):
         svc = self.docs[("Service", "acceld")]["spec"]
         self.assertEqual(svc["internalTrafficPolicy"], "Local")

@@ -16,6 +16,14 @@
  *   FAKE_NVML_NOT_SUPPORTED=call  that call answers "Not Supported" on every GPU
  *   FAKE_NVML_PADDED=1            every string (names, UUIDs, the driver version) comes with blanks around it, as
  *                                 drivers pad fixed-size fields
+ *   FAKE_NVML_THROTTLE=thermal    every GPU runs hot (5 degrees past its slowdown temperature) with its SM clock at
+ *                                 60 % of the maximum, held down by sw_thermal and hw_thermal; =power: at 85 %,
+ *                                 held down by its power cap (sw_power_cap) only. Otherwise the clock is the maximum
+ *                                 and no reason is set.
+ *   FAKE_NVML_ECC=N               every GPU counts N uncorrectable (and 2N correctable) ECC errors since the driver
+ *                                 loaded (default 0)
+ *   FAKE_NVML_RETIRED_PENDING=1   every GPU has retired pages waiting for a reset
+ * Calls for FAKE_NVML_FAIL and FAKE_NVML_NOT_SUPPORTED also include: clock_now throttle ecc retired remap threshold.
  * fake_nvml_calls(name) tells a test how often an entry point was called (by its exported name).
  */
 #include <stdlib.h>
@@ -128,6 +136,13 @@ nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t h, unsigned int *cur, unsigned in
 nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t h, unsigned int *node);
 nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t h, unsigned int *n);
 nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t h, unsigned int i, nvmlDevice_t *mig);
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t h, int type, unsigned int *mhz);
+nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t h, unsigned long long *reasons);
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t h, int error_type, int counter_type, unsigned long long *n);
+nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t h, int *pending);
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t h, unsigned int *corr, unsigned int *unc, unsigned int *pending,
+				       unsigned int *failed);
+nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t h, int type, unsigned int *t);
 
 static void count(const char *name)
 {
@@ -422,6 +437,20 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t h, nvmlUtilization_t *u)
 	return OK;
 }
 
+/* FAKE_NVML_THROTTLE: 't' thermal, 'p' power, 0 none */
+static char throttle_mode(void)
+{
+	const char *v = getenv("FAKE_NVML_THROTTLE");
+
+	if (v != NULL && strcmp(v, "thermal") == 0)
+		return 't';
+	if (v != NULL && strcmp(v, "power") == 0)
+		return 'p';
+	return 0;
+}
+
+#define SLOWDOWN_C 87u
+
 nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t h, int sensor, unsigned int *t)
 {
 	nvmlReturn_t rc = gate(h, "temperature");
@@ -430,7 +459,80 @@ nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t h, int sensor, unsigned int *
 		return rc;
 	if (sensor != 0)
 		return ERR_INVALID_ARGUMENT;
-	*t = h->temp;
+	*t = throttle_mode() == 't' ? SLOWDOWN_C + 5 : h->temp;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t h, int type, unsigned int *t)
+{
+	nvmlReturn_t rc = gate(h, "threshold");
+
+	if (rc != OK)
+		return rc;
+	if (type != 1) /* NVML_TEMPERATURE_THRESHOLD_SLOWDOWN */
+		return ERR_NOT_SUPPORTED;
+	*t = SLOWDOWN_C;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t h, int type, unsigned int *mhz)
+{
+	nvmlReturn_t rc = gate(h, "clock_now");
+	unsigned max;
+
+	if (rc != OK)
+		return rc;
+	if (type != 1 && type != 2)
+		return ERR_INVALID_ARGUMENT;
+	max = type == 1 ? h->sm_max : h->mem_max;
+	*mhz = throttle_mode() == 't' ? max * 60 / 100 : throttle_mode() == 'p' ? max * 85 / 100 : max;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t h, unsigned long long *reasons)
+{
+	nvmlReturn_t rc = gate(h, "throttle");
+
+	if (rc != OK)
+		return rc;
+	/* nvmlClocksEventReasonSwThermalSlowdown | HwThermalSlowdown, or SwPowerCap */
+	*reasons = throttle_mode() == 't' ? 0x20ull | 0x40ull : throttle_mode() == 'p' ? 0x4ull : 0ull;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t h, int error_type, int counter_type, unsigned long long *n)
+{
+	nvmlReturn_t rc = gate(h, "ecc");
+	unsigned errors = env_uint("FAKE_NVML_ECC", 0);
+
+	if (rc != OK)
+		return rc;
+	if ((error_type != 0 && error_type != 1) || (counter_type != 0 && counter_type != 1))
+		return ERR_INVALID_ARGUMENT;
+	*n = error_type == 1 ? errors : 2ull * errors;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t h, int *pending)
+{
+	nvmlReturn_t rc = gate(h, "retired");
+
+	if (rc == OK)
+		*pending = env_uint("FAKE_NVML_RETIRED_PENDING", 0) ? 1 : 0;
+	return rc;
+}
+
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t h, unsigned int *corr, unsigned int *unc, unsigned int *pending,
+				       unsigned int *failed)
+{
+	nvmlReturn_t rc = gate(h, "remap");
+
+	if (rc != OK)
+		return rc;
+	*corr = 0;
+	*unc = 0;
+	*pending = 0;
+	*failed = 0;
 	return OK;
 }
 

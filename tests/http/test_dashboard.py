@@ -1,6 +1,7 @@
 """The dashboard in a real headless Chromium (Debian's chromium) against a running acceld: the page loads with no
 console errors; the device table, the history and cost charts (with time and value axes) and the recent jobs
-render; jobs are told apart by id; nothing overflows sideways at 1400, 1000 and 420 px; the job form runs a job.
+render; each device shows its last health check; jobs are told apart by id; nothing overflows sideways at 1400, 1000
+and 420 px; the job form runs a job.
 
 The database is given a day of CPU samples before acceld serves it (as a sampler would have written them, with a
 gap where acceld was down) and the CPU a price, so the charts have history to draw. UPDATE_SCREENSHOT=1 also
@@ -80,6 +81,10 @@ class Dashboard(unittest.TestCase):
         cls.server = Server(args=SERVER_ARGS, db=first.db).start()
         r = cls.server.request("PUT", "/cost/prices", json_body={"prices": [{"type": "cpu", "usd_per_hour": 0.12}]})
         assert r.status == 200, r
+        # a health check of cpu:0, whose verdict and figures the device table shows
+        r = cls.server.request("POST", "/devices/cpu:0/check", json_body={"wait": True})
+        assert r.status == 200, r
+        cls.check = r.json()
         cls.job_ids = []
         for job in JOBS:
             r = cls.server.request("POST", "/run", json_body=job)
@@ -130,6 +135,14 @@ class Dashboard(unittest.TestCase):
         self.assertEqual(cells[0], "cpu:0")
         self.assertRegex(cells[2], r"GiB")  # memory is shown
         self.assertEqual(cells[6], "0.12")  # the price set above
+        # the last health check: its verdict, linked to the whole check, and its figures
+        check = self.check
+        link = b.eval("(() => { const a = document.querySelector('#devices tr[data-id=\"cpu:0\"] td.check a');"
+                      " return a && [a.textContent, a.getAttribute('href'), a.className]; })()")
+        self.assertEqual(link[0], check["verdict"])
+        self.assertEqual(link[1], "/devices/cpu%3A0/checks/" + check["id"])
+        self.assertIn({"pass": "ok", "warn": "warn", "fail": "bad"}[check["verdict"]], link[2])
+        self.assertRegex(cells[7], r"GFLOP/s · [0-9.]+ GB/s")
         b.wait_until("document.getElementById('ready').textContent === 'ready'")
 
     def test_2_history_chart_has_axes_and_data(self):

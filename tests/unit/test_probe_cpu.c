@@ -4,6 +4,7 @@
  * and this host's topology given back to hwloc as XML (HWLOC_XMLFILE) with padded model and vendor strings.
  */
 #include <hwloc.h>
+#include <math.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -280,6 +281,60 @@ START_TEST(no_cgroup_files)
 }
 END_TEST
 
+START_TEST(cpufreq_ceiling_not_base_clock)
+{
+	struct device d;
+	struct device_list l;
+	struct probe_result res;
+	void *state = NULL;
+	cpu_set_t set;
+	unsigned want;
+
+	/* the highest policy ceiling of the usable CPUs (3.4 and 3.2 GHz), not the hardware maximum (4.0), the base
+	 * clock (2.1) or /proc/cpuinfo's current clock (1.2, 1.3) */
+	use_fixture("cpufreq-turbo");
+	ck_assert(sched_getaffinity(0, sizeof(set), &set) == 0);
+	if (!CPU_ISSET(0, &set) && !CPU_ISSET(1, &set))
+		return; /* this host runs us on neither fixture CPU: nothing of the fixture is in the cpuset */
+	want = CPU_ISSET(0, &set) ? 3400 : 3200;
+	probe_once(&d, &res, &state);
+	ck_assert_uint_eq(d.clock_mhz, want);
+	ck_assert_ptr_nonnull(strstr(d.peak.source, "cpufreq scaling_max_freq"));
+	ck_assert_str_eq(d.cpu.isa, "avx2");
+	ck_assert_double_eq_tol(d.peak.fp32_tflops, fmin(d.cpu.cores, d.cpu.effective_cpus) * want * 1e6 * 32 / 1e12,
+				1e-9);
+
+	/* the current clocks, averaged over the usable CPUs, are telemetry */
+	device_list_init(&l);
+	device_list_add(&l, &d);
+	memset(&res, 0, sizeof(res));
+	probe_cpu_ops.refresh(&state, &cfg, &l, &res);
+	ck_assert(res.ok);
+	if (CPU_ISSET(0, &set) && CPU_ISSET(1, &set))
+		ck_assert_double_eq_tol(l.v[0].telemetry.clock_mhz, 3000, 1e-9);
+	else
+		ck_assert(l.v[0].telemetry.clock_mhz == 3100 || l.v[0].telemetry.clock_mhz == 2900);
+	device_list_release(&l);
+	probe_cpu_ops.release(state);
+}
+END_TEST
+
+START_TEST(cpuinfo_clock_is_named_as_such)
+{
+	struct device d;
+	struct probe_result res;
+	void *state = NULL;
+
+	/* no cpufreq: /proc/cpuinfo's current clock, and the source says that is all there is */
+	use_fixture("cgroup-v2-limited");
+	probe_once(&d, &res, &state);
+	ck_assert_uint_eq(d.clock_mhz, 2000);
+	ck_assert_ptr_nonnull(strstr(d.peak.source, "/proc/cpuinfo"));
+	ck_assert(isnan(d.telemetry.clock_mhz));
+	probe_cpu_ops.release(state);
+}
+END_TEST
+
 START_TEST(this_host)
 {
 	struct device d;
@@ -311,6 +366,8 @@ Suite *make_suite(void)
 	tcase_add_test(tc, no_cgroup_files);
 	tcase_add_test(tc, padded_model_strings_are_trimmed);
 	tcase_add_test(tc, this_host);
+	tcase_add_test(tc, cpufreq_ceiling_not_base_clock);
+	tcase_add_test(tc, cpuinfo_clock_is_named_as_such);
 	suite_add_tcase(s, tc);
 	return s;
 }

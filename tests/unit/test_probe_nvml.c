@@ -19,7 +19,8 @@ static void setup(void)
 	static const char *vars[] = {"FAKE_NVML_INIT_FAIL", "FAKE_NVML_COUNT", "FAKE_NVML_COUNT_FAIL",
 				     "FAKE_NVML_FAIL", "FAKE_NVML_FAIL_GPU", "FAKE_NVML_FAIL_AFTER",
 				     "FAKE_NVML_UTIL", "FAKE_NVML_MIG", "FAKE_NVML_NOT_SUPPORTED",
-				     "FAKE_NVML_PADDED", "CUDA_VISIBLE_DEVICES"};
+				     "FAKE_NVML_PADDED", "FAKE_NVML_THROTTLE", "FAKE_NVML_ECC",
+				     "FAKE_NVML_RETIRED_PENDING", "CUDA_VISIBLE_DEVICES"};
 
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
 		unsetenv(vars[i]);
@@ -200,8 +201,8 @@ START_TEST(fails_in_the_middle_of_a_probe)
 	struct probe_result res;
 	const struct device *h, *l;
 
-	/* GPU 0 takes 15 calls (handle, 8 static, 6 telemetry); GPU 1 gets 5 before the GPU is "lost" */
-	setenv("FAKE_NVML_FAIL_AFTER", "20", 1);
+	/* GPU 0 takes 22 calls (handle, 9 static, 12 telemetry); GPU 1 gets 5 before the GPU is "lost" */
+	setenv("FAKE_NVML_FAIL_AFTER", "27", 1);
 	run(&st, &out, &res);
 	ck_assert(res.ok);
 	ck_assert_uint_eq(res.found, 2);
@@ -256,6 +257,91 @@ START_TEST(refresh_failing_keeps_last_values)
 	ck_assert_ptr_nonnull(strstr(res.why, "GPU is lost"));
 	ck_assert_double_eq_tol(out.v[0].telemetry.utilization_ratio, 0.5, 1e-9);
 	ck_assert_uint_eq(out.v[0].memory_total_bytes, 80 * GIB);
+	done(st, &out);
+}
+END_TEST
+
+START_TEST(health_of_a_healthy_gpu)
+{
+	void *st;
+	struct device_list out;
+	struct probe_result res;
+	const struct device *h;
+
+	run(&st, &out, &res);
+	ck_assert(res.ok);
+	h = by_model(&out, "NVIDIA H100 80GB HBM3");
+	ck_assert_ptr_nonnull(h);
+	ck_assert_double_eq_tol(h->telemetry.clock_mhz, 1980, 1e-9);
+	ck_assert(h->telemetry.throttle_known);
+	ck_assert_uint_eq(h->telemetry.throttle_reasons, 0);
+	ck_assert_double_eq_tol(h->telemetry.ecc_uncorrected, 0, 1e-9);
+	ck_assert_double_eq_tol(h->telemetry.ecc_corrected, 0, 1e-9);
+	ck_assert_int_eq(h->telemetry.retired_pages_pending, 0);
+	ck_assert_uint_eq(h->gpu.slowdown_temperature_celsius, 87);
+	done(st, &out);
+}
+END_TEST
+
+START_TEST(health_of_a_throttled_gpu_with_ecc_errors)
+{
+	void *st;
+	struct device_list out;
+	struct probe_result res;
+	const struct device *h;
+	char text[128];
+
+	setenv("FAKE_NVML_THROTTLE", "thermal", 1);
+	setenv("FAKE_NVML_ECC", "3", 1);
+	setenv("FAKE_NVML_RETIRED_PENDING", "1", 1);
+	run(&st, &out, &res);
+	ck_assert(res.ok);
+	h = by_model(&out, "NVIDIA H100 80GB HBM3");
+	ck_assert_ptr_nonnull(h);
+	ck_assert_double_eq_tol(h->telemetry.temperature_celsius, 92, 1e-9);
+	ck_assert_double_eq_tol(h->telemetry.clock_mhz, 1188, 1e-9);
+	ck_assert_uint_eq(h->telemetry.throttle_reasons, DEVICE_THROTTLE_SW_THERMAL | DEVICE_THROTTLE_HW_THERMAL);
+	ck_assert(h->telemetry.throttle_reasons & DEVICE_THROTTLE_HARMFUL);
+	device_throttle_text(h->telemetry.throttle_reasons, text, sizeof(text));
+	ck_assert_str_eq(text, "sw_thermal, hw_thermal");
+	ck_assert_double_eq_tol(h->telemetry.ecc_uncorrected, 3, 1e-9);
+	ck_assert_double_eq_tol(h->telemetry.ecc_corrected, 6, 1e-9);
+	ck_assert_int_eq(h->telemetry.retired_pages_pending, 1);
+	done(st, &out);
+
+	/* a power cap holds the clock down too, but is no fault */
+	setenv("FAKE_NVML_THROTTLE", "power", 1);
+	run(&st, &out, &res);
+	h = by_model(&out, "NVIDIA H100 80GB HBM3");
+	ck_assert_uint_eq(h->telemetry.throttle_reasons, DEVICE_THROTTLE_SW_POWER_CAP);
+	ck_assert(!(h->telemetry.throttle_reasons & DEVICE_THROTTLE_HARMFUL));
+	done(st, &out);
+}
+END_TEST
+
+START_TEST(health_not_supported_stays_unknown)
+{
+	void *st;
+	struct device_list out;
+	struct probe_result res;
+	const struct device *h;
+	json_t *doc;
+
+	setenv("FAKE_NVML_NOT_SUPPORTED", "ecc,retired,remap,throttle,clock_now,threshold", 1);
+	run(&st, &out, &res);
+	ck_assert(res.ok);
+	ck_assert_str_eq(res.why, "");
+	h = by_model(&out, "NVIDIA H100 80GB HBM3");
+	ck_assert(isnan(h->telemetry.ecc_uncorrected));
+	ck_assert(isnan(h->telemetry.clock_mhz));
+	ck_assert(!h->telemetry.throttle_known);
+	ck_assert_int_eq(h->telemetry.retired_pages_pending, -1);
+	ck_assert_uint_eq(h->gpu.slowdown_temperature_celsius, 0);
+	doc = device_to_json(h);
+	ck_assert_ptr_null(json_object_get(json_object_get(doc, "telemetry"), "ecc_errors"));
+	ck_assert_ptr_null(json_object_get(json_object_get(doc, "telemetry"), "throttle_reasons"));
+	ck_assert_ptr_null(json_object_get(json_object_get(doc, "telemetry"), "retired_pages_pending"));
+	json_decref(doc);
 	done(st, &out);
 }
 END_TEST
@@ -483,6 +569,9 @@ Suite *make_suite(void)
 	tcase_add_test(tc, refresh_updates_telemetry);
 	tcase_add_test(tc, refresh_failing_keeps_last_values);
 	tcase_add_test(tc, refresh_without_probe);
+	tcase_add_test(tc, health_of_a_healthy_gpu);
+	tcase_add_test(tc, health_of_a_throttled_gpu_with_ecc_errors);
+	tcase_add_test(tc, health_not_supported_stays_unknown);
 	tcase_add_test(tc, init_failure);
 	tcase_add_test(tc, count_failure);
 	tcase_add_test(tc, no_gpus);

@@ -256,9 +256,9 @@ START_TEST(policy_fastest_uses_measured)
 	struct select_result res;
 	/* made-up history: the L4 measured faster on triad than the H100 */
 	const struct select_measured m[] = {
-		{"gpu:0", "triad", NAN, 900},
-		{"gpu:1", "triad", NAN, 1200},
-		{"gpu:1", "sgemm", 25000, NAN},
+		{"gpu:0", "triad", NAN, 900, NULL},
+		{"gpu:1", "triad", NAN, 1200, NULL},
+		{"gpu:1", "sgemm", 25000, NAN, NULL},
 	};
 
 	host_gpus();
@@ -275,6 +275,29 @@ START_TEST(policy_fastest_uses_measured)
 	ck_assert_str_eq(res.device->id, "gpu:0");
 	ck_assert_str_eq(cand(&res, "gpu:0")->source, "peak");
 	ck_assert_str_eq(cand(&res, "gpu:1")->source, "measured");
+	select_result_release(&res);
+}
+END_TEST
+
+START_TEST(policy_fastest_says_a_health_check_measured_it)
+{
+	struct select_request r = request(PREFER_GPU, SELECT_FASTEST);
+	struct select_result res;
+	/* a check's figure comes first, the jobs' after it: the first of a device and kernel counts */
+	const struct select_measured m[] = {
+		{"gpu:0", "sgemm", 700, NAN, "check"},
+		{"gpu:1", "sgemm", 900, NAN, "check"},
+		{"gpu:0", "sgemm", 60000, NAN, NULL},
+	};
+
+	host_gpus();
+	r.kernel = KERNEL_SGEMM;
+	ck_assert_int_eq(select_choose(devs, ndevs, &r, m, 3, &res), ACCELD_OK);
+	ck_assert_str_eq(res.device->id, "gpu:1");
+	ck_assert_str_eq(cand(&res, "gpu:0")->source, "check");
+	ck_assert_str_eq(cand(&res, "gpu:0")->figure, "GFLOP/s measured by a health check");
+	ck_assert_double_eq_tol(cand(&res, "gpu:0")->score, 700, 1e-9);
+	ck_assert_msg(strstr(res.reason, "measured by a health check") != NULL, "%s", res.reason);
 	select_result_release(&res);
 }
 END_TEST
@@ -306,8 +329,8 @@ START_TEST(policy_efficient)
 	struct select_request r = request(PREFER_GPU, SELECT_EFFICIENT);
 	struct select_result res;
 	const struct select_measured m[] = {
-		{"gpu:0", "sgemm", 60000, NAN},
-		{"gpu:1", "sgemm", 2000, NAN},
+		{"gpu:0", "sgemm", 60000, NAN, NULL},
+		{"gpu:1", "sgemm", 2000, NAN, NULL},
 	};
 
 	host_gpus();
@@ -673,6 +696,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, prefer_gpu_on_tpu_host_when_tpus_not_executable);
 	tcase_add_test(tc, policy_fastest);
 	tcase_add_test(tc, policy_fastest_uses_measured);
+	tcase_add_test(tc, policy_fastest_says_a_health_check_measured_it);
 	tcase_add_test(tc, policy_cheapest);
 	tcase_add_test(tc, policy_efficient);
 	tcase_add_test(tc, min_memory_constraint);
