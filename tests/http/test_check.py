@@ -15,7 +15,7 @@ import tempfile
 import time
 import unittest
 
-from harness import FAKES, Server, run_cli
+from harness import FAKES, FIXTURES, Server, run_cli
 from test_metrics_api import parse, promtool_check
 
 FAKE_NVML = os.path.join(FAKES, "libnvml.so")
@@ -321,6 +321,41 @@ class FakeGpuCheck(CheckCase):
         s = self.start(env=self.fake_gpu_env())
         self.assertFalse(s.get("/devices/gpu:1").json()["executable"])
         self.problem(s.request("POST", "/devices/gpu:1/check"), 422, "UNSUPPORTED")
+
+
+class FakeTpuCheck(CheckCase):
+    """tpu:0 of the v6e fixture host runs through the stand-in PJRT plugin (tests/fakes/pjrt.c), on the host."""
+
+    def tpu_env(self, **extra):
+        env = {"ACCELD_SYSFS_ROOT": os.path.join(FIXTURES, "tpu-v6e-8", "sys"),
+               "ACCELD_DEV_ROOT": os.path.join(FIXTURES, "tpu-v6e-8", "dev"),
+               "ACCELD_PJRT_PLUGINS": "tpu=" + os.path.join(FAKES, "libpjrt.so"),
+               "FAKE_PJRT_PLATFORM": "tpu", "FAKE_PJRT_DEVICES": "8"}
+        env.update(extra)
+        return env
+
+    def test_a_tpu_is_checked_through_its_plugin(self):
+        s = self.start(env=self.tpu_env())
+        r = s.request("POST", "/devices/tpu:0/check", json_body={"wait": True})
+        self.assertEqual(r.status, 200, r)
+        doc = r.json()
+        self.assertEqual((doc["state"], doc["backend"]), ("done", "pjrt"))
+        # the table gives a v6e's bf16 peak, not float32's: the sgemm figure is recorded without a verdict on speed
+        sgemm = self.part(doc, "sgemm")
+        self.assertTrue(sgemm["verified"], sgemm)
+        self.assertNotIn("expected", sgemm)
+        self.assertIn("recorded only", sgemm["rule"])
+        # the stand-in computes on the host: far below a v6e's 1638 GB/s
+        triad = self.part(doc, "triad")
+        self.assertEqual((triad["expected"], triad["verdict"]), (1638, "fail"), triad)
+        self.assertTrue(triad["expected_source"].startswith("table tpu-v6e"), triad["expected_source"])
+        self.assertEqual(doc["verdict"], "fail", doc["rule"])
+        self.assertEqual(s.get("/devices/tpu:0").json()["check"]["verdict"], "fail")
+
+    def test_a_tpu_without_a_plugin_cannot_be_checked(self):
+        s = self.start(env=self.tpu_env(ACCELD_PJRT_PLUGINS="none"))
+        self.assertFalse(s.get("/devices/tpu:0").json()["executable"])
+        self.problem(s.request("POST", "/devices/tpu:0/check"), 422, "UNSUPPORTED")
 
 
 class CheckCli(CheckCase):
