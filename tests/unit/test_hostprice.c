@@ -53,15 +53,15 @@ START_TEST(machine_table_is_sourced)
 					      strcmp(t[i].region, t[j].region),
 				      "%s %s twice", t[i].instance_type, t[i].region);
 	}
-	/* the families the table is meant to cover (GCE c4 is missing: the SkyPilot catalog the table cites,
-	 * catalogs/v7/gcp/vms.csv@017e2502, has no c4 rows) */
+	/* the families the table is meant to cover (GCE c4 comes from the Cloud Billing catalog via Cyclenerd's
+	 * pricing.yml, since the SkyPilot catalog the other GCE rows cite has no c4 rows) */
 	static const char *const families[][2] = {
 		{"gce", "e2-"},        {"gce", "n2-"},        {"gce", "n2d-"},        {"gce", "c3-"},
-		{"gce", "a2-"},        {"gce", "a3-"},        {"gce", "g2-"},         {"gce", "ct6e-"},
-		{"gce", "ct5lp-"},     {"gce", "ct5p-"},      {"aws", "m7i."},        {"aws", "c7i."},
-		{"aws", "r7i."},       {"aws", "g5."},        {"aws", "g6."},         {"aws", "p4d."},
-		{"aws", "p5."},        {"azure", "Standard_D"}, {"azure", "Standard_E"}, {"azure", "Standard_F"},
-		{"azure", "Standard_NC"}, {"azure", "Standard_ND"},
+		{"gce", "c4-"},        {"gce", "a2-"},        {"gce", "a3-"},         {"gce", "g2-"},
+		{"gce", "ct6e-"},      {"gce", "ct5lp-"},     {"gce", "ct5p-"},       {"aws", "m7i."},
+		{"aws", "c7i."},       {"aws", "r7i."},       {"aws", "g5."},         {"aws", "g6."},
+		{"aws", "p4d."},       {"aws", "p5."},        {"azure", "Standard_D"}, {"azure", "Standard_E"},
+		{"azure", "Standard_F"}, {"azure", "Standard_NC"}, {"azure", "Standard_ND"},
 	};
 	for (size_t f = 0; f < sizeof(families) / sizeof(families[0]); f++) {
 		size_t rows = 0;
@@ -73,6 +73,11 @@ START_TEST(machine_table_is_sourced)
 	}
 	ck_assert_ptr_nonnull(machines_find("aws", "M7I.LARGE", "us-east-1"));
 	ck_assert_ptr_nonnull(machines_find("gce", "n2-standard-8", "europe-west4"));
+	const struct machine *c4 = machines_find("gce", "c4-standard-8", "us-central1");
+	ck_assert_ptr_nonnull(c4);
+	ck_assert_double_eq_tol(c4->vcpus, 8, 1e-12);
+	ck_assert_double_eq_tol(c4->usd_per_hour, 0.39534, 1e-12);
+	ck_assert_double_eq_tol(c4->usd_per_hour_spot, 0.1546, 1e-12);
 	ck_assert_ptr_null(machines_find("aws", "m7i.large", "eu-west-1"));
 	ck_assert_int_eq(machines_knows_type("aws", "m7i.large"), 1);
 	ck_assert_int_eq(machines_knows_type("gce", "m7i.large"), 0);
