@@ -70,17 +70,18 @@ TEST_DEB_PKGS += prometheus yamllint shellcheck systemd
 # memcheck over a start-serve-stop cycle (tests/http/test_exposure_valgrind.py, suppressions in tests/valgrind.supp)
 TEST_DEB_PKGS += valgrind
 
-# libFuzzer harnesses (tests/fuzz/fuzz_*.c), built with clang, ASan and UBSan against the library compiled the same
-# way ($(BUILD)/fuzz). `make fuzz` runs each for FUZZ_SECONDS over its seed corpus tests/fuzz/corpus/<name>/ (new
-# finds go to $(BUILD)/fuzz/corpus/<name>/, not into the repo); `make test` runs each for FUZZ_TEST_SECONDS.
+# libFuzzer harnesses (tests/fuzz/fuzz_*.c), built with clang, ASan, UBSan and the build's warnings ($(WARN)) against
+# the library compiled the same way ($(BUILD)/fuzz). `make fuzz` runs each for FUZZ_SECONDS over its seed corpus
+# tests/fuzz/corpus/<name>/ (new finds go to $(BUILD)/fuzz/corpus/<name>/, not into the repo); `make test` runs each
+# for FUZZ_TEST_SECONDS.
 FUZZ_SECONDS ?= 60
 FUZZ_TEST_SECONDS ?= 10
 FUZZ_DIR     := $(BUILD)/fuzz
 FUZZ_SRC     := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN     := $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_DIR)/%)
 FUZZ_OBJ     := $(LIB_SRC:src/%.c=$(FUZZ_DIR)/obj/%.o)
-FUZZ_FLAGS   := -std=c11 -D_GNU_SOURCE -DCL_TARGET_OPENCL_VERSION=300 -DACCELD_VERSION='"$(VERSION)"' -g -O1 \
-                -Isrc -I$(FUZZ_DIR)/gen $(PKG_CFLAGS) -pthread -fno-sanitize-recover=all
+FUZZ_FLAGS   := -std=c11 -D_GNU_SOURCE -DCL_TARGET_OPENCL_VERSION=300 -DACCELD_VERSION='"$(VERSION)"' $(WARN) \
+                -g -O1 -Isrc -I$(FUZZ_DIR)/gen $(PKG_CFLAGS) -pthread -fno-sanitize-recover=all
 FUZZ_DEB_PKGS := clang libclang-rt-dev
 TEST_DEB_PKGS += $(FUZZ_DEB_PKGS)
 
