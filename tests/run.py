@@ -5,6 +5,10 @@ Tiers: the Check unit binaries under $ACCELD_BUILD/tests, the libFuzzer harnesse
 for $FUZZ_SECONDS over its seed corpus, all at once), then the black-box suites under tests/http and tests/deploy
 (Python's unittest against the built binary). TESTS=name[,name] limits the run to matching files. --fuzz-only runs
 the fuzzers alone (`make fuzz`).
+
+The caller's shell is not a clean room: before anything runs, this process's environment is cut down to what
+tests/http/harness.py's clean_env keeps (PATH, HOME, TMPDIR, the sanitizers' options ...; a fixed locale and time
+zone) plus this runner's own settings, so every tier and every tool a test starts sees the same environment.
 """
 import os
 import re
@@ -16,6 +20,11 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("ACCELD_BUILD", "build")
 ONLY = [s for s in os.environ.get("TESTS", "").split(",") if s]
+# the runner's own settings (from the Makefile or the caller), kept through the scrub; acceld never sees them
+RUNNER_VARS = ("ACCELD_BIN", "ACCELD_BUILD", "ACCELD_FUZZ_DIR", "FUZZ_SECONDS", "TESTS", "UPDATE_SCREENSHOT")
+
+sys.path.insert(0, os.path.join(ROOT, "tests", "http"))  # harness.py
+from harness import clean_env  # noqa: E402
 
 
 def wanted(name):
@@ -30,7 +39,8 @@ def run_unit():
         if not wanted(name):
             continue
         t0 = time.monotonic()
-        proc = subprocess.run([os.path.join(bindir, name)], cwd=ROOT, capture_output=True, text=True)
+        proc = subprocess.run([os.path.join(bindir, name)], cwd=ROOT, capture_output=True, text=True,
+                              env=clean_env({"ACCELD_BUILD": BUILD}))
         out = proc.stdout + proc.stderr
         m = re.search(r"Checks: (\d+), Failures: (\d+), Errors: (\d+)", out)
         if m:
@@ -64,7 +74,8 @@ def run_fuzz():
         cmd = [os.path.join(fuzz_dir, name), f"-max_total_time={seconds}", "-max_len=8192", "-timeout=30",
                f"-artifact_prefix={fuzz_dir}/{short}-", "-print_final_stats=1", scratch,
                os.path.join(ROOT, "tests", "fuzz", "corpus", short)]
-        procs.append((name, log, time.monotonic(), subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=log)))
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=log, env=clean_env())
+        procs.append((name, log, time.monotonic(), proc))
     passed = failed = 0
     for name, log, t0, proc in procs:
         try:
@@ -92,7 +103,6 @@ BLACKBOX_DIRS = ("http", "deploy")  # tests/<dir>/test_*.py, run with Python's u
 def run_http():
     loader = unittest.TestLoader()
     suite = unittest.TestSuite()
-    sys.path.insert(0, os.path.join(ROOT, "tests", "http"))  # harness.py
     for d in BLACKBOX_DIRS:
         folder = os.path.join(ROOT, "tests", d)
         if not os.path.isdir(folder):
@@ -108,6 +118,9 @@ def run_http():
 
 def main():
     os.chdir(ROOT)
+    scrubbed = clean_env(keep=RUNNER_VARS)
+    os.environ.clear()
+    os.environ.update(scrubbed)
     # sanitizer builds: the leaks of libraries acceld loads (PoCL, LLVM) are suppressed here, not in acceld's code
     os.environ["LSAN_OPTIONS"] = ":".join(filter(None, [os.environ.get("LSAN_OPTIONS", ""),
                                                         f"suppressions={ROOT}/tests/lsan.supp"]))
