@@ -69,6 +69,8 @@ TEST_DEB_PKGS := check python3 chromium
 TEST_DEB_PKGS += prometheus yamllint shellcheck systemd
 # memcheck over a start-serve-stop cycle (tests/http/test_exposure_valgrind.py, suppressions in tests/valgrind.supp)
 TEST_DEB_PKGS += valgrind
+# the sources of a decimal-comma locale (de_DE), compiled into a temporary folder by tests/http/test_hostile_env.py
+TEST_DEB_PKGS += locales
 
 # libFuzzer harnesses (tests/fuzz/fuzz_*.c), built with clang, ASan, UBSan and the build's warnings ($(WARN)) against
 # the library compiled the same way ($(BUILD)/fuzz). `make fuzz` runs each for FUZZ_SECONDS over its seed corpus
