@@ -3,8 +3,9 @@
 
 Tiers: the Check unit binaries under $ACCELD_BUILD/tests, the libFuzzer harnesses under $ACCELD_FUZZ_DIR (each
 for $FUZZ_SECONDS over its seed corpus, all at once), then the black-box suites under tests/http and tests/deploy
-(Python's unittest against the built binary). TESTS=name[,name] limits the run to matching files. --fuzz-only runs
-the fuzzers alone (`make fuzz`).
+(Python's unittest against the built binary). TESTS=name[,name] limits the run to the files whose tier/name contains
+one of the words: `cost` matches unit/test_cost and http/test_cost_api.py, `unit/` every unit test,
+`http/test_run_api` one black-box file. --fuzz-only runs the fuzzers alone (`make fuzz`).
 
 The caller's shell is not a clean room: before anything runs, this process's environment is cut down to what
 tests/http/harness.py's clean_env keeps (PATH, HOME, TMPDIR, the sanitizers' options ...; a fixed locale and time
@@ -27,8 +28,8 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "http"))  # harness.py
 from harness import clean_env  # noqa: E402
 
 
-def wanted(name):
-    return not ONLY or any(s in name for s in ONLY)
+def wanted(tier, name):
+    return not ONLY or any(s in f"{tier}/{name}" for s in ONLY)
 
 
 def run_unit():
@@ -36,7 +37,7 @@ def run_unit():
     bindir = os.path.join(ROOT, BUILD, "tests")
     names = sorted(n for n in os.listdir(bindir) if n.startswith("test_") and "." not in n) if os.path.isdir(bindir) else []
     for name in names:
-        if not wanted(name):
+        if not wanted("unit", name):
             continue
         t0 = time.monotonic()
         proc = subprocess.run([os.path.join(bindir, name)], cwd=ROOT, capture_output=True, text=True,
@@ -65,7 +66,7 @@ def run_fuzz():
         if os.path.isdir(fuzz_dir) else []
     procs = []
     for name in names:
-        if not wanted(name):
+        if not wanted("fuzz", name):
             continue
         short = name[len("fuzz_"):]
         scratch = os.path.join(fuzz_dir, "corpus", short)
@@ -109,7 +110,7 @@ def run_http():
             continue
         sys.path.insert(0, folder)
         for fn in sorted(os.listdir(folder)):
-            if fn.startswith("test_") and fn.endswith(".py") and wanted(fn):
+            if fn.startswith("test_") and fn.endswith(".py") and wanted(d, fn):
                 suite.addTests(loader.loadTestsFromName(fn[:-3]))
     result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite)
     bad = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
