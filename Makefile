@@ -4,6 +4,7 @@
 #   make run        install missing Debian packages, build, serve on 127.0.0.1:9470 (database var/acceld.db)
 #   make test       install missing Debian packages, build, run unit and black-box tests
 #   make test SANITIZE=address,undefined    the same, built with sanitizers (into build/sanitize)
+#   make test-sanitize  the sanitizer run CI affords: every unit test and a subset of the black-box tests
 #   make bench      side-by-side benchmarks against peers (see bench/README.md)
 #   make install    PREFIX=/usr/local DESTDIR=
 
@@ -69,18 +70,22 @@ TEST_DEB_PKGS := check python3 chromium
 TEST_DEB_PKGS += prometheus yamllint shellcheck systemd
 # memcheck over a start-serve-stop cycle (tests/http/test_exposure_valgrind.py, suppressions in tests/valgrind.supp)
 TEST_DEB_PKGS += valgrind
+# the sources of a decimal-comma locale (de_DE), compiled into a temporary folder by tests/http/test_hostile_env.py
+TEST_DEB_PKGS += locales
 
-# libFuzzer harnesses (tests/fuzz/fuzz_*.c), built with clang, ASan and UBSan against the library compiled the same
-# way ($(BUILD)/fuzz). `make fuzz` runs each for FUZZ_SECONDS over its seed corpus tests/fuzz/corpus/<name>/ (new
-# finds go to $(BUILD)/fuzz/corpus/<name>/, not into the repo); `make test` runs each for FUZZ_TEST_SECONDS.
+# libFuzzer harnesses (tests/fuzz/fuzz_*.c), built with clang, ASan, UBSan and the build's warnings ($(WARN)) against
+# the library compiled the same way ($(BUILD)/fuzz). `make fuzz` runs each for FUZZ_SECONDS over its seed corpus
+# tests/fuzz/corpus/<name>/ (new finds go to $(BUILD)/fuzz/corpus/<name>/, not into the repo); `make test` runs each
+# for FUZZ_TEST_SECONDS.
 FUZZ_SECONDS ?= 60
 FUZZ_TEST_SECONDS ?= 10
-FUZZ_DIR     := $(BUILD)/fuzz
+# the harnesses are built with ASan and UBSan whatever SANITIZE says, so a sanitizer build shares the plain one's
+FUZZ_DIR     := $(patsubst %/sanitize,%,$(BUILD))/fuzz
 FUZZ_SRC     := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN     := $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_DIR)/%)
 FUZZ_OBJ     := $(LIB_SRC:src/%.c=$(FUZZ_DIR)/obj/%.o)
-FUZZ_FLAGS   := -std=c11 -D_GNU_SOURCE -DCL_TARGET_OPENCL_VERSION=300 -DACCELD_VERSION='"$(VERSION)"' -g -O1 \
-                -Isrc -I$(FUZZ_DIR)/gen $(PKG_CFLAGS) -pthread -fno-sanitize-recover=all
+FUZZ_FLAGS   := -std=c11 -D_GNU_SOURCE -DCL_TARGET_OPENCL_VERSION=300 -DACCELD_VERSION='"$(VERSION)"' $(WARN) \
+                -g -O1 -Isrc -I$(FUZZ_DIR)/gen $(PKG_CFLAGS) -pthread -fno-sanitize-recover=all
 FUZZ_DEB_PKGS := clang libclang-rt-dev
 TEST_DEB_PKGS += $(FUZZ_DEB_PKGS)
 
@@ -90,7 +95,7 @@ TEST_DEB_PKGS += $(FUZZ_DEB_PKGS)
 NODE_DEB_PKGS := nodejs npm
 CONTRACT_LINT := tests/contract/node_modules/.package-lock.json
 
-.PHONY: all deps test-deps node-deps run test unit fuzz-bins bench install uninstall clean
+.PHONY: all deps test-deps node-deps run test test-sanitize unit fuzz-bins bench install uninstall clean
 .DELETE_ON_ERROR:
 
 all: $(BUILD)/acceld
@@ -198,10 +203,26 @@ unit: $(UNIT_BIN) $(FAKE_LIB)
 
 fuzz-bins: $(FUZZ_BIN)
 
+# the build before the tests uses every CPU unless make was given -j itself
+comma      := ,
+NPROC      := $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
 test: test-deps
-	@$(MAKE) --no-print-directory all unit fuzz-bins
+	@$(MAKE) --no-print-directory $(if $(findstring -j,$(MAKEFLAGS)),,-j$(NPROC)) all unit fuzz-bins
 	@ACCELD_BIN=$(BUILD)/acceld ACCELD_BUILD=$(BUILD) ACCELD_FUZZ_DIR=$(FUZZ_DIR) \
 	    FUZZ_SECONDS=$(FUZZ_TEST_SECONDS) python3 tests/run.py
+
+# What CI (.ci/run) runs under ASan and UBSan after `make test`, as the whole suite twice does not fit its 10
+# minutes on two cores: every unit test and the black-box files that drive the most of the binary's code in the
+# least time. Left out: the fuzzers (built with both sanitizers anyway, they ran in `make test`), the health checks'
+# sustained runs (test_check, a minute under ASan), the timing-bound exposure and fault tests, the metadata
+# services (fuzzed too), the dashboard, the contract and the deployment files.
+SANITIZE_TESTS ?= unit/ http/test_foundation http/test_hostile http/test_run_api http/test_select_api \
+                  http/test_cost_api http/test_history_api http/test_metrics_api http/test_batch_api \
+                  http/test_devices http/test_cli http/test_exposure_valgrind http/test_store_faults http/test_pjrt
+empty      :=
+test-sanitize:
+	@$(MAKE) --no-print-directory test SANITIZE=address,undefined \
+	    TESTS=$(subst $(empty) $(empty),$(comma),$(strip $(SANITIZE_TESTS)))
 
 bench: deps
 	@$(MAKE) --no-print-directory all

@@ -842,8 +842,11 @@ static bool pj_serves(const struct device *dev)
 static void pj_prepare(const struct config *cfg)
 {
 	atomic_store(&idle_ns, cfg->pjrt_idle_ms * 1000000ull);
-	/* CUDA then counts GPUs in PCI order, as acceld's ids do: the ordinal is how a GPU is found (match) */
-	setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
+	/*
+	 * CUDA then counts GPUs in PCI order, as acceld's ids do: the ordinal is how a GPU is found (match). Set even
+	 * over the caller's value: any other order (FASTEST_FIRST, CUDA's default) would match jobs to the wrong GPU.
+	 */
+	setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
 }
 
 /* the device's memory as detection knows it: a job larger than that cannot run (the runtime's own figure, less

@@ -334,6 +334,9 @@ json_t *http_resp_error(struct http_resp *resp, enum acceld_err err, const char 
 }
 
 static json_t *param_vproblem(struct http_resp *resp, enum reason reason, const char *param, const char *fmt,
+			      va_list ap) __attribute__((format(printf, 4, 0)));
+
+static json_t *param_vproblem(struct http_resp *resp, enum reason reason, const char *param, const char *fmt,
 			      va_list ap)
 {
 	json_t *doc = http_resp_vproblem(resp, reason, fmt, ap);
@@ -996,6 +999,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	*con_cls = NULL;
 	atomic_fetch_sub(&srv->inflight, 1);
 }
+
+/* libmicrohttpd's error log (MHD_OPTION_EXTERNAL_LOGGER): its own printf formats */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {

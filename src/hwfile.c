@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+static int vpath(char *path, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+
 static int vpath(char *path, const char *fmt, va_list ap)
 {
 	int n = vsnprintf(path, HWFILE_PATH_MAX, fmt, ap);
@@ -44,6 +46,8 @@ out:
 }
 
 /* Reads the file named by fmt whole into out, without the white space that ends it. */
+static int read_trimmed(char *out, size_t outsz, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
+
 static int read_trimmed(char *out, size_t outsz, const char *fmt, va_list ap)
 {
 	char path[HWFILE_PATH_MAX];

@@ -3,8 +3,13 @@
 
 Tiers: the Check unit binaries under $ACCELD_BUILD/tests, the libFuzzer harnesses under $ACCELD_FUZZ_DIR (each
 for $FUZZ_SECONDS over its seed corpus, all at once), then the black-box suites under tests/http and tests/deploy
-(Python's unittest against the built binary). TESTS=name[,name] limits the run to matching files. --fuzz-only runs
-the fuzzers alone (`make fuzz`).
+(Python's unittest against the built binary). TESTS=name[,name] limits the run to the files whose tier/name contains
+one of the words: `cost` matches unit/test_cost and http/test_cost_api.py, `unit/` every unit test,
+`http/test_run_api` one black-box file. --fuzz-only runs the fuzzers alone (`make fuzz`).
+
+The caller's shell is not a clean room: before anything runs, this process's environment is cut down to what
+tests/http/harness.py's clean_env keeps (PATH, HOME, TMPDIR, the sanitizers' options ...; a fixed locale and time
+zone) plus this runner's own settings, so every tier and every tool a test starts sees the same environment.
 """
 import os
 import re
@@ -16,10 +21,15 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("ACCELD_BUILD", "build")
 ONLY = [s for s in os.environ.get("TESTS", "").split(",") if s]
+# the runner's own settings (from the Makefile or the caller), kept through the scrub; acceld never sees them
+RUNNER_VARS = ("ACCELD_BIN", "ACCELD_BUILD", "ACCELD_FUZZ_DIR", "FUZZ_SECONDS", "TESTS", "UPDATE_SCREENSHOT")
+
+sys.path.insert(0, os.path.join(ROOT, "tests", "http"))  # harness.py
+from harness import clean_env  # noqa: E402
 
 
-def wanted(name):
-    return not ONLY or any(s in name for s in ONLY)
+def wanted(tier, name):
+    return not ONLY or any(s in f"{tier}/{name}" for s in ONLY)
 
 
 def run_unit():
@@ -27,10 +37,11 @@ def run_unit():
     bindir = os.path.join(ROOT, BUILD, "tests")
     names = sorted(n for n in os.listdir(bindir) if n.startswith("test_") and "." not in n) if os.path.isdir(bindir) else []
     for name in names:
-        if not wanted(name):
+        if not wanted("unit", name):
             continue
         t0 = time.monotonic()
-        proc = subprocess.run([os.path.join(bindir, name)], cwd=ROOT, capture_output=True, text=True)
+        proc = subprocess.run([os.path.join(bindir, name)], cwd=ROOT, capture_output=True, text=True,
+                              env=clean_env({"ACCELD_BUILD": BUILD}))
         out = proc.stdout + proc.stderr
         m = re.search(r"Checks: (\d+), Failures: (\d+), Errors: (\d+)", out)
         if m:
@@ -55,7 +66,7 @@ def run_fuzz():
         if os.path.isdir(fuzz_dir) else []
     procs = []
     for name in names:
-        if not wanted(name):
+        if not wanted("fuzz", name):
             continue
         short = name[len("fuzz_"):]
         scratch = os.path.join(fuzz_dir, "corpus", short)
@@ -64,7 +75,8 @@ def run_fuzz():
         cmd = [os.path.join(fuzz_dir, name), f"-max_total_time={seconds}", "-max_len=8192", "-timeout=30",
                f"-artifact_prefix={fuzz_dir}/{short}-", "-print_final_stats=1", scratch,
                os.path.join(ROOT, "tests", "fuzz", "corpus", short)]
-        procs.append((name, log, time.monotonic(), subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=log)))
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=log, env=clean_env())
+        procs.append((name, log, time.monotonic(), proc))
     passed = failed = 0
     for name, log, t0, proc in procs:
         try:
@@ -92,14 +104,13 @@ BLACKBOX_DIRS = ("http", "deploy")  # tests/<dir>/test_*.py, run with Python's u
 def run_http():
     loader = unittest.TestLoader()
     suite = unittest.TestSuite()
-    sys.path.insert(0, os.path.join(ROOT, "tests", "http"))  # harness.py
     for d in BLACKBOX_DIRS:
         folder = os.path.join(ROOT, "tests", d)
         if not os.path.isdir(folder):
             continue
         sys.path.insert(0, folder)
         for fn in sorted(os.listdir(folder)):
-            if fn.startswith("test_") and fn.endswith(".py") and wanted(fn):
+            if fn.startswith("test_") and fn.endswith(".py") and wanted(d, fn):
                 suite.addTests(loader.loadTestsFromName(fn[:-3]))
     result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite)
     bad = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
@@ -108,6 +119,9 @@ def run_http():
 
 def main():
     os.chdir(ROOT)
+    scrubbed = clean_env(keep=RUNNER_VARS)
+    os.environ.clear()
+    os.environ.update(scrubbed)
     # sanitizer builds: the leaks of libraries acceld loads (PoCL, LLVM) are suppressed here, not in acceld's code
     os.environ["LSAN_OPTIONS"] = ":".join(filter(None, [os.environ.get("LSAN_OPTIONS", ""),
                                                         f"suppressions={ROOT}/tests/lsan.supp"]))

@@ -3,6 +3,9 @@
 The server is started with --listen 127.0.0.1:0; its 'listening' log line names the port (and the health
 listener's, when --health-listen is given: server.health_port). Every log line is kept (server.logs, parsed JSON) for
 assertions. Nothing here is shared between tests except through the server.
+
+Every process started here gets a scrubbed environment (clean_env): the caller's shell is not a clean room, and
+what a test needs it sets explicitly.
 """
 import http.client
 import json
@@ -19,6 +22,30 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BIN = os.path.join(ROOT, os.environ.get("ACCELD_BIN", "build/acceld"))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
 FAKES = os.path.join(ROOT, os.environ.get("ACCELD_BUILD", "build"), "fakes")
+
+# What a child may inherit from the caller: where programs, libraries and temporary files are, who the user is, and
+# the sanitizers' and valgrind's settings. Everything else is dropped: every ACCELD_* and COMPUTE_* setting, the
+# variables the accelerator runtimes and libraries read (CUDA_VISIBLE_DEVICES, HIP/ROCR_VISIBLE_DEVICES, TPU_*,
+# PJRT_NAMES_AND_LIBRARY_PATHS, OPENBLAS_*, OMP_*, POCL_*, OCL_ICD_*, HWLOC_*), VIRTUAL_ENV, the proxies, XDG_*,
+# LD_PRELOAD, the fakes' FAKE_* switches and Check's CK_*. The locale and the time zone are fixed.
+INHERITED = ("PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "LD_LIBRARY_PATH", "ASAN_OPTIONS", "UBSAN_OPTIONS",
+             "LSAN_OPTIONS", "TSAN_OPTIONS", "MSAN_OPTIONS", "VALGRIND_LIB")
+FIXED = {"LC_ALL": "C.UTF-8", "TZ": "UTC"}
+
+
+def clean_env(env=None, keep=()):
+    """A child's environment: the INHERITED variables (and those named in keep) of this process, FIXED, then env."""
+    out = {k: v for k, v in os.environ.items() if k in INHERITED or k in keep}
+    out.update(FIXED)
+    out.update(env or {})
+    return out
+
+
+def isolated(env, tmp):
+    """env with no real NVML and no PJRT plugin the host may have installed (JAX, libtpu), unless env names its own."""
+    out = {"ACCELD_NVML_LIBRARY": os.path.join(tmp, "no-nvml.so"), "ACCELD_PJRT_PLUGINS": "none"}
+    out.update(env or {})
+    return out
 
 
 class Response:
@@ -51,13 +78,10 @@ class Server:
         self.tmp = tempfile.TemporaryDirectory(prefix="acceld-test-")
         self.db = db or os.path.join(self.tmp.name, "acceld.db")
         self.args = list(args)
-        self.env = dict(os.environ)
+        # HOME is the test's own folder, so that ~ in the PJRT search finds nothing of the user's
+        self.env = clean_env(dict({"HOME": self.tmp.name}, **(env or {})))
         if isolate:
-            # no real NVML, and a fixture-free default unless a test names roots of its own
-            self.env.setdefault("ACCELD_NVML_LIBRARY", os.path.join(self.tmp.name, "no-nvml.so"))
-            # nor a PJRT plugin the host may have installed (JAX, libtpu)
-            self.env.setdefault("ACCELD_PJRT_PLUGINS", "none")
-        self.env.update(env or {})
+            self.env = isolated(self.env, self.tmp.name)
         self.wait_ready = wait_ready
         self.fixed_port = port  # when set, listen there and find readiness by connecting (quiet log levels)
         self.proc = None
@@ -191,8 +215,8 @@ def free_port():
 
 
 def run_cli(*args, env=None, timeout=60):
-    e = dict(os.environ)
-    e.update(env or {})
+    """Runs the binary with args in a scrubbed, isolated environment (env on top) and returns the CompletedProcess."""
+    e = isolated(clean_env(env), "/nonexistent")
     return subprocess.run([BIN] + list(args), capture_output=True, text=True, env=e, timeout=timeout, cwd=ROOT)
 
 

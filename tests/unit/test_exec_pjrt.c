@@ -461,6 +461,18 @@ START_TEST(idle_client_closes)
 }
 END_TEST
 
+/* CUDA's ordinals follow the PCI order acceld's ids do, whatever order the caller's environment asked for. */
+START_TEST(cuda_counts_in_pci_order)
+{
+	setenv("CUDA_DEVICE_ORDER", "FASTEST_FIRST", 1);
+	backend_pjrt.prepare(&cfg);
+	ck_assert_str_eq(getenv("CUDA_DEVICE_ORDER"), "PCI_BUS_ID");
+	unsetenv("CUDA_DEVICE_ORDER");
+	backend_pjrt.prepare(&cfg);
+	ck_assert_str_eq(getenv("CUDA_DEVICE_ORDER"), "PCI_BUS_ID");
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("exec_pjrt");
@@ -469,6 +481,7 @@ Suite *make_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, every_kernel_on_a_tpu_and_cached);
+	tcase_add_test(tc, cuda_counts_in_pci_order);
 	tcase_add_test(tc, gpus_are_matched_and_precision_said);
 	tcase_add_test(tc, unsupported_precision_runs_highest);
 	tcase_add_test(tc, busy_device_is_409_and_falls_back);
