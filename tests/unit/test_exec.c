@@ -602,11 +602,11 @@ START_TEST(queue_full_and_cancel)
 	r = saxpy(64, "cpu:0");
 	submit_refused(ex, &r, ACCELD_EBUSY, "QUEUE_FULL");
 	ck_assert_int_eq(exec_job_state(q1), EXEC_QUEUED);
-	ck_assert_int_eq(exec_cancel(ex, exec_job_id(q1)), ACCELD_OK);
+	ck_assert_int_eq(exec_cancel(ex, exec_job_id(q1), NULL, NULL), ACCELD_OK);
 	ck_assert_int_eq(exec_job_state(q1), EXEC_CANCELLED);
-	ck_assert_int_eq(exec_cancel(ex, exec_job_id(q1)), ACCELD_ECONFLICT);
-	ck_assert_int_eq(exec_cancel(ex, exec_job_id(running)), ACCELD_ECONFLICT);
-	ck_assert_int_eq(exec_cancel(ex, "0000"), ACCELD_ENOTFOUND);
+	ck_assert_int_eq(exec_cancel(ex, exec_job_id(q1), NULL, NULL), ACCELD_ECONFLICT);
+	ck_assert_int_eq(exec_cancel(ex, exec_job_id(running), NULL, NULL), ACCELD_ECONFLICT);
+	ck_assert_int_eq(exec_cancel(ex, "0000", NULL, NULL), ACCELD_ENOTFOUND);
 	gate_set(true);
 	exec_job_wait(running);
 	exec_job_wait(q2);
