@@ -36,6 +36,9 @@ struct store_migration {
 #define PRICE_WAITERS 64        /* price replacements waiting for their commit at once */
 #define COALESCE_WINDOW 64      /* how far ahead a job's start record looks for its final one in a batch */
 #define CHECKPOINT_NS 1000000000ull /* the writer's passive WAL checkpoint, at most this often after writes */
+#define GROUP_WAIT_NS 1000000ull    /* a group of writes with completions waits at most this long for its commit */
+#define THROUGHPUT_TTL_NS 1000000000ull /* store_throughput answers from memory this long */
+#define THROUGHPUT_CACHE 64
 
 /* --- statements: every SQL text acceld runs against the store --- */
 
@@ -63,6 +66,8 @@ enum stmt_id {
 	S_THROUGHPUT,
 	S_PRICES,
 	S_JOB_GET,
+	S_BEGIN,
+	S_COMMIT,
 	S_USAGE,                                          /* + tier */
 	S_SERIES = S_USAGE + 3,                           /* + tier * STORE_METRIC_COUNT + metric */
 	S_COUNT = S_SERIES + 3 * STORE_METRIC_COUNT
@@ -166,6 +171,8 @@ static const char *const stmt_sql[S_COUNT] = {
 	[S_JOB_GET] = "SELECT id, device, kernel, backend, state, submitted_at, started_at, finished_at, n, m, k, "
 		      "flops, bytes, kernel_ms, total_ms, cost_usd, error, reason, queued_ms, transfer_ms FROM jobs "
 		      "WHERE id = ?1",
+	[S_BEGIN] = "BEGIN IMMEDIATE",
+	[S_COMMIT] = "COMMIT",
 	[S_USAGE + STORE_RAW] = BUCKET "total(dt), total(CASE WHEN util IS NOT NULL THEN dt END), total(util * dt) "
 				       "FROM samples " RANGE "GROUP BY b",
 	[S_USAGE + STORE_MINUTE] = USAGE_ROLL("rollup_minute"),
@@ -240,7 +247,13 @@ struct store {
 	struct store_job *jobs;     /* job queue, same scheme */
 	struct waiter *jwait;       /* the completion of each queued job record (fn NULL: none) */
 	uint64_t jhead, jtail;
-	bool urgent;                /* a write with a completion waits for the writer */
+	bool urgent;                /* writes with completions wait for their commit */
+	bool group_ready;           /* as many wait as requests are in flight: commit now */
+	unsigned nwait;             /* completions waiting in the queues */
+	uint64_t group_start_ns;    /* when the first of them was queued */
+	double load_avg;            /* moving average of the requests in flight, as records arrive */
+	unsigned (*load)(void *ctx); /* requests in flight (store_set_load); called with mu held */
+	void *load_ctx;
 	struct waiter pwait[PRICE_WAITERS]; /* completions of the pending price replacement */
 	size_t npwait;
 	struct devrec devs[DEVICES_MAX];
@@ -277,6 +290,17 @@ struct store {
 	sqlite3 *ckpt;              /* the writer's checkpoint connection, so commits go on meanwhile */
 
 	struct conn readers[READERS];
+
+	/* store_throughput's recent answers: each commit would make a reader re-read the pages it needs */
+	pthread_mutex_t tp_mu;
+	struct {
+		char device[DEVICE_ID_MAX];
+		char kernel[16];
+		double flops_per_s;
+		unsigned jobs;
+		uint64_t at_ns;             /* 0: empty */
+	} tp[THROUGHPUT_CACHE];
+	unsigned tp_next;
 };
 
 static const char *const source_names[STORE_SRC_COUNT] = {"none", "proc_stat", "cgroup", "device", "executor"};
@@ -850,7 +874,9 @@ static void waiters_take_all_locked(struct store *st, struct waiters *out)
 	for (size_t i = 0; i < st->npwait; i++)
 		waiters_push(out, st->pwait[i].fn, st->pwait[i].ctx);
 	st->npwait = 0;
+	st->nwait = 0;
 	st->urgent = false;
+	st->group_ready = false;
 }
 
 /* What one batch took from the queues, to be popped once committed. */
@@ -887,6 +913,8 @@ static void batch_take(struct store *st, struct batch *b, bool records_only)
 		struct waiter *w = &st->jwait[(st->jhead + i) % STORE_BACKLOG_RECORDS];
 
 		st->jbuf[i] = st->jobs[(st->jhead + i) % STORE_BACKLOG_RECORDS];
+		if (w->fn != NULL && st->nwait > 0)
+			st->nwait--;
 		waiters_push(&st->wbatch, w->fn, w->ctx);
 		w->fn = NULL;
 	}
@@ -914,7 +942,8 @@ static void batch_take(struct store *st, struct batch *b, bool records_only)
 	for (size_t i = 0; i < st->npwait; i++)
 		waiters_push(&st->wbatch, st->pwait[i].fn, st->pwait[i].ctx);
 	st->npwait = 0;
-	st->urgent = false;
+	st->urgent = st->nwait > 0;
+	st->group_ready = false;
 	if (!records_only) {
 		b->interrupt = st->interrupt_pending;
 		st->interrupt_pending = false;
@@ -973,7 +1002,12 @@ static int write_batch(struct store *st, bool records_only, bool *more, char *er
 		batch_finish(st, &b, true);
 		return SQLITE_OK;
 	}
-	rc = exec_sql(st->w.db, "BEGIN IMMEDIATE", err, errsz);
+	{
+		sqlite3_stmt *s = conn_stmt(&st->w, S_BEGIN, &rc);
+
+		if (s != NULL)
+			rc = step_done(s);
+	}
 	for (size_t i = 0; rc == SQLITE_OK && i < b.ndevs; i++)
 		rc = write_device(st, &st->dbuf[i]);
 	if (rc == SQLITE_OK && b.interrupt) {
@@ -1008,9 +1042,13 @@ static int write_batch(struct store *st, bool records_only, bool *more, char *er
 			b.max_ts = x->ts_ms > b.max_ts ? x->ts_ms : b.max_ts;
 		}
 	}
-	if (rc == SQLITE_OK)
-		rc = exec_sql(st->w.db, "COMMIT", err, errsz);
-	else
+	if (rc == SQLITE_OK) {
+		sqlite3_stmt *s = conn_stmt(&st->w, S_COMMIT, &rc);
+
+		if (s != NULL)
+			rc = step_done(s);
+	}
+	if (rc != SQLITE_OK)
 		snprintf(err, errsz, "%s", sqlite3_errmsg(st->w.db));
 	if (rc != SQLITE_OK) {
 		sqlite3_exec(st->w.db, "ROLLBACK", NULL, NULL, NULL);
@@ -1224,6 +1262,16 @@ static void *writer_main(void *arg)
 		bool final;
 		bool high = st->tail - st->head >= st->cap / 2 || st->jtail - st->jhead >= STORE_BACKLOG_RECORDS / 2;
 
+		/* a group of writes with completions: committed once complete, or GROUP_WAIT_NS after its first */
+		while (st->urgent && !st->failing && !st->group_ready && !st->stop && !st->flush_req) {
+			uint64_t now = clock_mono_ns();
+			struct timespec due;
+
+			if (now >= st->group_start_ns + GROUP_WAIT_NS)
+				break;
+			due = clock_deadline(CLOCK_MONOTONIC, st->group_start_ns + GROUP_WAIT_NS - now);
+			pthread_cond_timedwait(&st->wake, &st->mu, &due);
+		}
 		if (!st->stop && !st->flush_req && !(high && !st->failing) && !(st->urgent && !st->failing)) {
 			unsigned wait_ms = st->failing || st->open_error[0] ? st->opts.retry_interval_ms
 									     : st->opts.flush_interval_ms;
@@ -1284,6 +1332,7 @@ enum acceld_err store_open_opts(const struct store_opts *opts, struct store **ou
 	st->jbuf = xcalloc(BATCH_JOBS, sizeof(*st->jbuf));
 	st->dbuf = xcalloc(DEVICES_MAX, sizeof(*st->dbuf));
 	pthread_mutex_init(&st->mu, NULL);
+	pthread_mutex_init(&st->tp_mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&st->wake, &ca);
@@ -1338,6 +1387,7 @@ void store_close(struct store *st)
 	pthread_cond_destroy(&st->wake);
 	pthread_cond_destroy(&st->done);
 	pthread_mutex_destroy(&st->mu);
+	pthread_mutex_destroy(&st->tp_mu);
 	free(st->prices_pending);
 	free(st->ring);
 	free(st->jobs);
@@ -1436,6 +1486,39 @@ static bool durable_now_locked(const struct store *st)
 }
 
 /*
+ * Counts a write with a completion into the group waiting for its commit: the group is complete (group_ready) when
+ * as many writes wait as requests are in flight, now and on a moving average (a lone request commits at once);
+ * otherwise the writer commits it GROUP_WAIT_NS after its first write. mu held.
+ */
+static void group_add_locked(struct store *st)
+{
+	unsigned inflight = st->load ? st->load(st->load_ctx) : 1;
+	double goal;
+
+	if (inflight < 1)
+		inflight = 1;
+	st->load_avg += ((double)inflight - st->load_avg) / 8.0;
+	goal = st->load_avg < (double)inflight ? st->load_avg : (double)inflight;
+	if (st->nwait++ == 0)
+		st->group_start_ns = clock_mono_ns();
+	st->urgent = true;
+	if ((double)st->nwait >= goal - 0.5)
+		st->group_ready = true;
+	else if (st->nwait == 1)
+		pthread_cond_signal(&st->wake); /* the writer keeps the group's deadline */
+}
+
+void store_set_load(struct store *st, unsigned (*load)(void *ctx), void *ctx)
+{
+	if (st == NULL)
+		return;
+	pthread_mutex_lock(&st->mu);
+	st->load = load;
+	st->load_ctx = ctx;
+	pthread_mutex_unlock(&st->mu);
+}
+
+/*
  * Group commit: commits every record waiting on this thread when no commit is running, else leaves the group to
  * the writer thread, woken at once. Call without locks.
  */
@@ -1473,6 +1556,7 @@ void store_job_record_notify(struct store *st, const struct store_job *job, stor
 {
 	struct waiter dropped = {0};
 	bool now;
+	bool commit = false;
 
 	if (st == NULL) {
 		if (done)
@@ -1495,7 +1579,8 @@ void store_job_record_notify(struct store *st, const struct store_job *job, stor
 	if (done != NULL && !now)
 		st->stats.unconfirmed++;
 	if (now) {
-		st->urgent = true;
+		group_add_locked(st);
+		commit = st->group_ready;
 	} else if (st->jtail - st->jhead == STORE_BACKLOG_RECORDS / 2) {
 		/* a burst of jobs is written at once rather than at the next tick, before the queue can overflow */
 		pthread_cond_signal(&st->wake);
@@ -1505,7 +1590,7 @@ void store_job_record_notify(struct store *st, const struct store_job *job, stor
 		dropped.fn(dropped.ctx, false);
 	if (done != NULL && !now)
 		done(ctx, false);
-	else if (now)
+	else if (commit)
 		commit_now(st);
 }
 
@@ -1546,7 +1631,8 @@ void store_prices_replace_notify(struct store *st, const struct store_price *v, 
 	now = done != NULL && durable_now_locked(st) && st->npwait < PRICE_WAITERS;
 	if (now) {
 		st->pwait[st->npwait++] = (struct waiter){done, ctx};
-		st->urgent = true;
+		group_add_locked(st);
+		st->group_ready = true; /* prices are rare: no reason to wait for others */
 	} else {
 		if (done != NULL)
 			st->stats.unconfirmed++;
@@ -1958,10 +2044,23 @@ enum acceld_err store_throughput(struct store *st, const char *device, const cha
 	enum acceld_err e = reader_acquire(st, &c);
 	int rc;
 
+	uint64_t now = clock_mono_ns();
+
 	*flops_per_s = NAN;
 	*jobs = 0;
 	if (e != ACCELD_OK)
 		return e;
+	pthread_mutex_lock(&st->tp_mu);
+	for (unsigned i = 0; i < THROUGHPUT_CACHE; i++) {
+		if (st->tp[i].at_ns != 0 && now - st->tp[i].at_ns < THROUGHPUT_TTL_NS &&
+		    strcmp(st->tp[i].device, device) == 0 && strcmp(st->tp[i].kernel, kernel) == 0) {
+			*flops_per_s = st->tp[i].flops_per_s;
+			*jobs = st->tp[i].jobs;
+			pthread_mutex_unlock(&st->tp_mu);
+			return reader_release(st, c, SQLITE_OK);
+		}
+	}
+	pthread_mutex_unlock(&st->tp_mu);
 	s = conn_stmt(c, S_THROUGHPUT, &rc);
 	if (s != NULL) {
 		sqlite3_bind_text(s, 1, device, -1, SQLITE_TRANSIENT);
@@ -1970,6 +2069,18 @@ enum acceld_err store_throughput(struct store *st, const char *device, const cha
 		if (rc == SQLITE_ROW && sqlite3_column_int(s, 2) > 0 && sqlite3_column_double(s, 1) > 0) {
 			*jobs = (unsigned)sqlite3_column_int(s, 2);
 			*flops_per_s = sqlite3_column_double(s, 0) / (sqlite3_column_double(s, 1) / 1000.0);
+		}
+		if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
+			unsigned i;
+
+			pthread_mutex_lock(&st->tp_mu);
+			i = st->tp_next++ % THROUGHPUT_CACHE;
+			snprintf(st->tp[i].device, sizeof(st->tp[i].device), "%s", device);
+			snprintf(st->tp[i].kernel, sizeof(st->tp[i].kernel), "%s", kernel);
+			st->tp[i].flops_per_s = *flops_per_s;
+			st->tp[i].jobs = *jobs;
+			st->tp[i].at_ns = now;
+			pthread_mutex_unlock(&st->tp_mu);
 		}
 		sqlite3_reset(s);
 	}

@@ -159,11 +159,21 @@ void store_job_record(struct store *st, const struct store_job *job);
 typedef void (*store_done_fn)(void *ctx, bool recorded);
 
 /*
- * store_job_record with a completion (done may be NULL). Group commit: when no commit is running, the calling
- * thread commits every record waiting, its own included, before returning (done is called before it returns);
- * otherwise the writer thread commits the group at once. Never waits on another thread's commit.
+ * store_job_record with a completion (done may be NULL). Group commit: the record joins the group waiting for its
+ * commit; when that group is complete (store_set_load) and no commit is running, the calling thread commits every
+ * record waiting, its own included, before returning (done is called before it returns); otherwise the thread
+ * committing now or the writer thread commits the group, at the latest 1 ms after its first record. Never waits on
+ * another thread's commit.
  */
 void store_job_record_notify(struct store *st, const struct store_job *job, store_done_fn done, void *ctx);
+
+/*
+ * How many requests are in flight now (the HTTP server's count), so a group of writes with completions is
+ * committed once as many wait as requests are in flight; NULL (the default) counts one: every such write commits
+ * at once. load is called with a store lock held and must not call into the store. Once this returns with NULL,
+ * load is not called any more (call it so before freeing what load reads).
+ */
+void store_set_load(struct store *st, unsigned (*load)(void *ctx), void *ctx);
 
 /* Queues: every job still 'queued' or 'running' (left so by a crash) becomes 'interrupted'. Call once at start. */
 void store_jobs_mark_interrupted(struct store *st);
@@ -300,6 +310,8 @@ enum acceld_err store_jobs_usage(struct store *st, const char *device, int64_t s
 /*
  * Measured throughput of kernel on device: floating-point operations per second over the last (up to 20)
  * succeeded jobs with a known flop count and kernel time. *jobs is 0 (and *flops_per_s NAN) when there are none.
+ * The answer for a device and kernel is kept for 1 s (it is asked for every placed job, and every commit would make
+ * the query read its pages again), so jobs finished in the last second may not count yet.
  */
 enum acceld_err store_throughput(struct store *st, const char *device, const char *kernel, double *flops_per_s,
 				 unsigned *jobs);
