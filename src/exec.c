@@ -29,6 +29,7 @@
 #define BACKENDS_MAX 8             /* backends serving one device */
 #define FULL_MAX_ELEMENTS 262144u  /* largest output returned whole */
 #define MEASURE_MIN_MS 10.0        /* jobs shorter than this do not teach the estimator a rate */
+#define RECORD_WAIT_NS 2000000000ull /* a job whose record is not confirmed by then is answered, recorded false */
 
 struct worker;
 struct exec_job;
@@ -88,6 +89,10 @@ struct exec_job {
 	void *done_arg;
 	exec_done_fn cancel_done;          /* DELETE /run/{id}'s answer, once the cancellation is recorded */
 	void *cancel_arg;
+	/* while its record waits for confirmation: in ex's list of them, oldest first */
+	bool awaiting;
+	uint64_t await_due_ns;
+	struct exec_job *await_prev, *await_next;
 };
 
 /* One backend of a worker's device. */
@@ -144,6 +149,7 @@ struct exec {
 	uint64_t next_seq;
 	uint64_t salt;
 	unsigned unconfirmed;    /* records handed to on_job_record and not answered yet */
+	struct exec_job *await_head, *await_tail; /* jobs not answered yet for want of their record's confirmation */
 };
 
 /* --- names --- */
@@ -349,6 +355,40 @@ static enum exec_state shown_state(const struct exec_job *job)
 	return job->started_ns != 0 || job->ran ? EXEC_RUNNING : EXEC_QUEUED;
 }
 
+/* Takes job out of the list of jobs waiting for their record's confirmation; ex->mu held. */
+static void await_remove(struct exec *ex, struct exec_job *job)
+{
+	if (!job->awaiting)
+		return;
+	if (job->await_prev)
+		job->await_prev->await_next = job->await_next;
+	else
+		ex->await_head = job->await_next;
+	if (job->await_next)
+		job->await_next->await_prev = job->await_prev;
+	else
+		ex->await_tail = job->await_prev;
+	job->await_prev = job->await_next = NULL;
+	job->awaiting = false;
+}
+
+/* Puts job at the end of that list, due RECORD_WAIT_NS from now; ex->mu held. */
+static void await_add(struct exec *ex, struct exec_job *job)
+{
+	if (job->awaiting || job->confirmed)
+		return;
+	job->awaiting = true;
+	job->await_due_ns = clock_mono_ns() + RECORD_WAIT_NS;
+	job->await_prev = ex->await_tail;
+	job->await_next = NULL;
+	if (ex->await_tail)
+		ex->await_tail->await_next = job;
+	else
+		ex->await_head = job;
+	ex->await_tail = job;
+	pthread_cond_signal(&ex->reaper_cv);
+}
+
 void exec_job_recorded(struct exec_job *job, bool provisional, bool recorded)
 {
 	struct exec *ex = job->ex;
@@ -356,6 +396,7 @@ void exec_job_recorded(struct exec_job *job, bool provisional, bool recorded)
 	void *cancel_arg = NULL;
 
 	pthread_mutex_lock(&ex->mu);
+	await_remove(ex, job);
 	if (!provisional || !job->final_confirmed)
 		job->recorded_ok = recorded;
 	job->confirmed = true;
@@ -394,6 +435,7 @@ static void job_record(struct exec *ex, struct exec_job *job, bool provisional)
 	rec.job = job;
 	rec.provisional = provisional;
 	ex->unconfirmed++;
+	await_add(ex, job);
 	pthread_mutex_unlock(&ex->mu);
 	if (!provisional && ex->opts.on_job_done)
 		ex->opts.on_job_done(ex->opts.on_job_done_ctx, &rec);
@@ -1257,6 +1299,30 @@ static void *reaper_main(void *arg)
 			pthread_mutex_lock(&ex->mu);
 			continue;
 		}
+		/* a record whose commit stalls: the job is answered anyway, recorded false (the record stays queued) */
+		expired = ex->await_head;
+		if (expired != NULL && expired->await_due_ns <= now) {
+			exec_done_fn cancel_done = expired->cancel_done;
+			void *cancel_arg = expired->cancel_arg;
+
+			await_remove(ex, expired);
+			expired->confirmed = true;
+			expired->recorded_ok = false;
+			expired->cancel_done = NULL;
+			exec_job_ref(expired);
+			pthread_cond_broadcast(&ex->final_cv);
+			pthread_mutex_unlock(&ex->mu);
+			log_fields(LOGL_WARN, "exec", "job answered before its record was committed",
+				   (struct log_field[]){LOG_S("id", expired->id)}, 1);
+			job_notify(ex, expired);
+			if (cancel_done)
+				cancel_done(cancel_arg, expired);
+			exec_job_unref(expired);
+			pthread_mutex_lock(&ex->mu);
+			continue;
+		}
+		if (expired != NULL && expired->await_due_ns < next)
+			next = expired->await_due_ns;
 		ts = clock_deadline(CLOCK_MONOTONIC, next > now ? next - now : 0);
 		pthread_cond_timedwait(&ex->reaper_cv, &ex->mu, &ts);
 	}
