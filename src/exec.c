@@ -405,13 +405,17 @@ void exec_job_recorded(struct exec_job *job, bool provisional, bool recorded)
 	cancel_done = job->cancel_done;
 	cancel_arg = job->cancel_arg;
 	job->cancel_done = NULL;
-	if (ex->unconfirmed > 0)
-		ex->unconfirmed--;
 	pthread_cond_broadcast(&ex->final_cv);
 	pthread_mutex_unlock(&ex->mu);
 	job_notify(ex, job);
 	if (cancel_done)
 		cancel_done(cancel_arg, job);
+	/* last: exec_free waits for this count before it frees the executor */
+	pthread_mutex_lock(&ex->mu);
+	if (ex->unconfirmed > 0)
+		ex->unconfirmed--;
+	pthread_cond_broadcast(&ex->final_cv);
+	pthread_mutex_unlock(&ex->mu);
 }
 
 /*
