@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Durable job answers against the build before them, in the same run: a tiny job's latency (saxpy n=1024, one
-# keep-alive connection, wrk's median) as a ratio to GET /livez's, and job throughput under wrk (saxpy and dot
-# n=1024, 16 connections), for a base git ref (built in a temporary worktree) and for the given binary.
+# Durable job answers against the build before them, in the same run: a tiny job's latency (saxpy n=1024, the
+# median of REQUESTS sequential requests on one keep-alive connection from Python's http.client) as a ratio to
+# GET /livez's measured the same way, and job throughput under wrk (saxpy and dot n=1024, 16 connections), for a
+# base git ref (built in a temporary worktree) and for the given binary.
 # Usage: bench/durable.sh build/acceld [BASE_REF]   (BASE_REF defaults to the merge base with main;
 #        DURATION=5 CONNECTIONS=16 THREADS=2 ROUNDS=3 to change the load)
 # Rounds alternate the two binaries; medians over the rounds are reported.
@@ -45,11 +46,23 @@ wrk.headers["Content-Type"] = "application/json"
 LUA
 done
 
-# wrk's median latency in microseconds
+# the median latency in microseconds of sequential requests on one keep-alive connection: lat_us URL [BODY]
 lat_us() {
-    wrk -t1 -c1 -d"${duration}s" --latency "$@" | awk '$1 == "50%" {
-        v = $2; u = v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v);
-        print (u == "ms") ? v * 1000 : (u == "s") ? v * 1e6 : v }'
+    python3 - "$@" <<'PY'
+import http.client, statistics, sys, time, urllib.parse
+u = urllib.parse.urlsplit(sys.argv[1])
+body = sys.argv[2] if len(sys.argv) > 2 else None
+c = http.client.HTTPConnection(u.hostname, u.port)
+t = []
+for i in range(int(__import__("os").environ.get("REQUESTS", "3000")) + 200):
+    t0 = time.perf_counter()
+    c.request("POST" if body else "GET", u.path, body, {"Content-Type": "application/json"} if body else {})
+    r = c.getresponse(); r.read()
+    if i >= 200:  # warm-up
+        t.append(time.perf_counter() - t0)
+    assert r.status == 200, r.status
+print(f"{statistics.median(t) * 1e6:.1f}")
+PY
 }
 rps() { wrk -t"$threads" -c"$conns" -d"${duration}s" "$@" | awk '/^Requests\/sec/ {print $2}'; }
 
@@ -69,7 +82,7 @@ for r in $(seq "$rounds"); do
         b=$bin; [ "$which" = before ] && b=$base_bin
         start "$b"
         res[$which,livez]+=" $(lat_us "$url/livez")"
-        res[$which,lat]+=" $(lat_us -s "$work/saxpy.lua" "$url/run")"
+        res[$which,lat]+=" $(lat_us "$url/run" '{"kernel": "saxpy", "n": 1024, "generate": {"seed": 1}}')"
         res[$which,saxpy]+=" $(rps -s "$work/saxpy.lua" "$url/run")"
         res[$which,dot]+=" $(rps -s "$work/dot.lua" "$url/run")"
         stop
@@ -87,5 +100,5 @@ done
 # shellcheck disable=SC2154
 printf 'throughput change: saxpy %+.1f %%, dot %+.1f %%\n' "$(echo "($after_x / $before_x - 1) * 100" | bc -l)" \
     "$(echo "($after_d / $before_d - 1) * 100" | bc -l)"
-echo "(before: $base_ref $(git -C "$root" rev-parse --short "$base_ref"); after: $bin; medians of $rounds rounds;" \
-    "latency wrk -t1 -c1 -d${duration}s, throughput wrk -t$threads -c$conns -d${duration}s; $(nproc) CPUs)"
+echo "(before: $base_ref; after: $bin; medians of $rounds rounds;" \
+    "latency: median of ${REQUESTS:-3000} requests on one connection (http.client), throughput wrk -t$threads -c$conns -d${duration}s; $(nproc) CPUs)"
