@@ -29,7 +29,11 @@
 #define BACKENDS_MAX 8             /* backends serving one device */
 #define FULL_MAX_ELEMENTS 262144u  /* largest output returned whole */
 #define MEASURE_MIN_MS 10.0        /* jobs shorter than this do not teach the estimator a rate */
-#define RECORD_WAIT_NS 2000000000ull /* a job whose record is not confirmed by then is answered, recorded false */
+/*
+ * A job whose record is not confirmed this long after it ended is answered, recorded false. The reaper wakes at
+ * least once a second, so the answer comes 1 to 2 s after the job ended.
+ */
+#define RECORD_WAIT_NS 1000000000ull
 
 struct worker;
 struct exec_job;
@@ -386,7 +390,7 @@ static void await_add(struct exec *ex, struct exec_job *job)
 	else
 		ex->await_head = job;
 	ex->await_tail = job;
-	pthread_cond_signal(&ex->reaper_cv);
+	/* no wake-up per job: the reaper looks at least once a second */
 }
 
 void exec_job_recorded(struct exec_job *job, bool provisional, bool recorded)
