@@ -1502,7 +1502,8 @@ static void group_add_locked(struct store *st)
 	if (st->nwait++ == 0)
 		st->group_start_ns = clock_mono_ns();
 	st->urgent = true;
-	if ((double)st->nwait >= goal - 0.5)
+	/* while the marking of jobs a crash left unfinished waits, the writer commits (it marks them first) */
+	if ((double)st->nwait >= goal - 0.5 && !st->interrupt_pending)
 		st->group_ready = true;
 	else if (st->nwait == 1)
 		pthread_cond_signal(&st->wake); /* the writer keeps the group's deadline */
@@ -1632,7 +1633,7 @@ void store_prices_replace_notify(struct store *st, const struct store_price *v, 
 	if (now) {
 		st->pwait[st->npwait++] = (struct waiter){done, ctx};
 		group_add_locked(st);
-		st->group_ready = true; /* prices are rare: no reason to wait for others */
+		st->group_ready = !st->interrupt_pending; /* prices are rare: no reason to wait for others */
 	} else {
 		if (done != NULL)
 			st->stats.unconfirmed++;
