@@ -939,8 +939,11 @@ static void batch_take(struct store *st, struct batch *b, bool records_only)
 	st->prices_set = false;
 	st->prices_pending = NULL;
 	st->nprices_pending = 0;
-	for (size_t i = 0; i < st->npwait; i++)
+	for (size_t i = 0; i < st->npwait; i++) {
 		waiters_push(&st->wbatch, st->pwait[i].fn, st->pwait[i].ctx);
+		if (st->nwait > 0)
+			st->nwait--;
+	}
 	st->npwait = 0;
 	st->urgent = st->nwait > 0;
 	st->group_ready = false;
