@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -513,7 +514,7 @@ static void count_done(void *ctx, bool recorded)
 START_TEST(notified_writes_are_answered_once_committed)
 {
 	struct store *st = NULL;
-	struct store_opts o = {.retry_interval_ms = 50};
+	struct store_opts o = {.retry_interval_ms = 50, .flush_interval_ms = 100};
 	struct store_job run = {.id = "job-n", .device = "cpu:0", .kernel = "dot", .state = "running",
 				.submitted_ms = T0, .started_ms = T0 + 1, .flops = NAN, .bytes = NAN, .kernel_ms = NAN,
 				.total_ms = NAN, .cost_usd = NAN};
@@ -550,6 +551,15 @@ START_TEST(notified_writes_are_answered_once_committed)
 	store_stats(st, &stats);
 	ck_assert_uint_eq(stats.confirmed, 2);
 	ck_assert_uint_ge(stats.commits, 2);
+	/* nothing waits any more: the writer sleeps (it once kept polling after a price change) */
+	{
+		struct timespec a, b;
+
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
+		usleep(300000);
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
+		ck_assert_int_lt((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec), 100000000L);
+	}
 	store_close(st);
 
 	/* a database known to fail answers at once, false, and keeps the record for later */
