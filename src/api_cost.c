@@ -13,6 +13,7 @@
 #include "cost.h"
 #include "detect.h"
 #include "history.h"
+#include "mem.h"
 #include "store.h"
 
 #define DEFAULT_SPAN_MS (24LL * 3600LL * 1000LL)
@@ -178,20 +179,47 @@ void api_cost_estimate(struct app *app, struct http_req *req, struct http_resp *
 	http_resp_json(resp, 200, doc);
 }
 
-void api_cost_prices_get(struct app *app, struct http_req *req, struct http_resp *resp)
+/* The prices in force, as GET /cost/prices answers them (a new object). */
+static json_t *prices_doc(struct app *app)
 {
-	static const char *const allowed[] = {NULL};
 	const struct detect_snapshot *snap;
 	const struct device *devs;
 	size_t n;
 	json_t *doc;
 
-	if (!http_req_check_query(req, resp, allowed))
-		return;
 	devs = present(app, &snap, &n);
 	doc = cost_prices_json(app->cost, devs, n);
 	done(snap);
-	http_resp_json(resp, 200, doc);
+	return doc;
+}
+
+void api_cost_prices_get(struct app *app, struct http_req *req, struct http_resp *resp)
+{
+	static const char *const allowed[] = {NULL};
+
+	if (!http_req_check_query(req, resp, allowed))
+		return;
+	http_resp_json(resp, 200, prices_doc(app));
+}
+
+/* A PUT waiting for its prices to be committed. */
+struct prices_put {
+	struct app *app;
+	struct http_deferred *d;
+};
+
+/* The store's completion: the answer says whether the new prices are in the database (`recorded`). */
+static void prices_recorded(void *ctx, bool recorded)
+{
+	struct prices_put *p = ctx;
+	struct http_resp resp;
+	json_t *doc = prices_doc(p->app);
+
+	json_object_set_new(doc, "recorded", json_boolean(recorded));
+	http_resp_init(&resp, http_deferred_request_id(p->d));
+	http_resp_json(&resp, 200, doc);
+	http_deferred_finish(p->d, &resp);
+	free(p);
 }
 
 void api_cost_prices_put(struct app *app, struct http_req *req, struct http_resp *resp)
@@ -201,6 +229,7 @@ void api_cost_prices_put(struct app *app, struct http_req *req, struct http_resp
 	size_t n = 0;
 	enum reason fault;
 	char path[128], why[160];
+	struct prices_put *put;
 
 	if (!http_req_check_query(req, resp, allowed))
 		return;
@@ -210,7 +239,10 @@ void api_cost_prices_put(struct app *app, struct http_req *req, struct http_resp
 		json_object_set_new(p, "path", json_string(path));
 		return;
 	}
-	cost_set_overrides(app->cost, v, n);
+	/* answered once the prices are committed (at once with recorded false while the database fails) */
+	put = xcalloc(1, sizeof(*put));
+	put->app = app;
+	put->d = http_resp_defer(resp);
+	cost_set_overrides_notify(app->cost, v, n, prices_recorded, put);
 	free(v);
-	api_cost_prices_get(app, req, resp);
 }

@@ -59,6 +59,9 @@ void api_metrics(struct app *app, struct http_req *req, struct http_resp *resp)
 							      .samples_dropped = ss.dropped_samples,
 							      .records_dropped = ss.dropped_records,
 							      .write_errors = ss.write_errors,
+							      .commits = ss.commits,
+							      .confirmed = ss.confirmed,
+							      .unconfirmed = ss.unconfirmed,
 						      });
 	}
 	if (app->http != NULL) {

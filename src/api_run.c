@@ -568,6 +568,7 @@ static json_t *stored_job_json(const struct detect_snapshot *snap, const struct 
 {
 	const struct device *dev = detect_find(snap, j->device);
 	struct jobdoc d;
+	json_t *doc;
 
 	jobdoc_init(&d);
 	d.id = j->id;
@@ -597,7 +598,9 @@ static json_t *stored_job_json(const struct detect_snapshot *snap, const struct 
 		d.error_reason = j->reason[0] ? j->reason : reason_name(REASON_DEVICE_FAILURE);
 		d.error_detail = j->error;
 	}
-	return jobdoc_json(&d);
+	doc = jobdoc_json(&d);
+	json_object_set_new(doc, "recorded", json_true());
+	return doc;
 }
 
 void api_run_get(struct app *app, struct http_req *req, struct http_resp *resp)
@@ -625,15 +628,11 @@ void api_run_get(struct app *app, struct http_req *req, struct http_resp *resp)
 	exec_job_unref(job);
 }
 
-void api_run_delete(struct app *app, struct http_req *req, struct http_resp *resp)
+/* The answer of a DELETE that cancelled nothing: 404, or 409 naming the job's state. */
+static void api_run_delete_refused(struct app *app, struct http_req *req, enum acceld_err rc, struct http_resp *resp)
 {
-	static const char *const allowed[] = {NULL};
-	enum acceld_err rc;
 	struct exec_job *job;
 
-	if (!http_req_check_query(req, resp, allowed))
-		return;
-	rc = exec_cancel(app->exec, req->params[0]);
 	if (rc == ACCELD_ENOTFOUND) {
 		http_resp_problem(resp, REASON_JOB_NOT_FOUND, "no job '%.64s' among the recent jobs", req->params[0]);
 		return;
@@ -654,4 +653,37 @@ void api_run_delete(struct app *app, struct http_req *req, struct http_resp *res
 	else
 		http_resp_bytes(resp, 204, NULL, NULL, 0);
 	exec_job_unref(job);
+}
+
+/* DELETE's answer once the cancellation is recorded: 200 with the cancelled job. */
+static void on_cancel_recorded(void *arg, struct exec_job *job)
+{
+	struct http_deferred *d = arg;
+	struct http_resp resp;
+
+	http_resp_init(&resp, http_deferred_request_id(d));
+	http_resp_json(&resp, 200, exec_job_json(job));
+	http_deferred_finish(d, &resp);
+}
+
+void api_run_delete(struct app *app, struct http_req *req, struct http_resp *resp)
+{
+	static const char *const allowed[] = {NULL};
+	enum acceld_err rc;
+	struct http_deferred *d;
+
+	if (!http_req_check_query(req, resp, allowed))
+		return;
+	/* the answer waits for the cancellation's record; it comes before this returns when the commit is ours */
+	d = http_resp_defer(resp);
+	rc = exec_cancel(app->exec, req->params[0], on_cancel_recorded, d);
+	if (rc == ACCELD_OK)
+		return;
+	{
+		struct http_resp now;
+
+		http_resp_init(&now, http_deferred_request_id(d));
+		api_run_delete_refused(app, req, rc, &now);
+		http_deferred_finish(d, &now);
+	}
 }

@@ -30,6 +30,14 @@
 /* Probes every few seconds and a scraper or two: a handful of connections, kept apart from the API's. */
 #define HEALTH_MAX_CONNECTIONS 16
 
+/* The store's group size: requests in flight on the main listener (main.c clears it before stopping the server). */
+static unsigned requests_in_flight(void *ctx)
+{
+	struct app *app = ctx;
+
+	return app->http != NULL ? http_server_inflight(app->http) : 1;
+}
+
 static void try_open_store(struct app *app)
 {
 	char err[512];
@@ -37,7 +45,13 @@ static void try_open_store(struct app *app)
 	struct store_opts sopts = {.path = app->cfg.db_path,
 				   .retention_raw_ms = (int64_t)app->cfg.retention_raw_ms,
 				   .retention_minute_ms = (int64_t)app->cfg.retention_minute_ms,
-				   .retention_hour_ms = (int64_t)app->cfg.retention_hour_ms};
+				   .retention_hour_ms = (int64_t)app->cfg.retention_hour_ms,
+				   .sync_full = app->cfg.db_sync == 1,
+				   /* samples reach the file within one sampling interval (at most 1 s): a crash loses less
+				    * than two intervals of them */
+				   .flush_interval_ms = app->cfg.sample_interval_ms < 1000
+							? (unsigned)(app->cfg.sample_interval_ms ? app->cfg.sample_interval_ms : 1000)
+							: 1000};
 
 	/* the store keeps retrying a database it cannot use yet; /readyz says why meanwhile */
 	if (store_open_opts(&sopts, &app->store, err, sizeof(err)) != ACCELD_OK)
@@ -47,6 +61,8 @@ static void try_open_store(struct app *app)
 	else
 		log_fields(LOGL_INFO, "store", "database open", (struct log_field[]){LOG_S("path", app->cfg.db_path)},
 			   1);
+	if (app->http != NULL)
+		store_set_load(app->store, requests_in_flight, app);
 }
 
 /* Finds the devices (the first snapshot exists when detect_new returns) and starts the periodic refresher. */
@@ -100,16 +116,40 @@ static void record_job_start(void *ctx, const struct exec_job_record *rec)
 	store_job_record(app->store, &job);
 }
 
-/* on_job_done: every finished job goes to the history store and the job metrics. */
+/* A job record waiting for its commit. */
+struct pending_record {
+	struct exec_job *job;
+	bool provisional;
+};
+
+/* The store's completion of a job record: the job is answered now. */
+static void job_recorded(void *ctx, bool recorded)
+{
+	struct pending_record *p = ctx;
+
+	exec_job_recorded(p->job, p->provisional, recorded);
+	exec_job_unref(p->job);
+	free(p);
+}
+
+/*
+ * on_job_record: every finished job goes to the job metrics and to the history store, and is answered once its
+ * record is committed (group commit; see store_job_record_notify).
+ */
 static void record_job(void *ctx, const struct exec_job_record *rec)
 {
 	struct app *app = ctx;
 	struct store_job job;
+	struct pending_record *p = xcalloc(1, sizeof(*p));
 
 	job_row(rec, &job);
-	store_job_record(app->store, &job);
-	metrics_job_observe(app->metrics, rec->kernel, rec->device_id ? rec->device_id : "none", rec->state,
-			    rec->total_ms / 1000.0);
+	if (!rec->provisional)
+		metrics_job_observe(app->metrics, rec->kernel, rec->device_id ? rec->device_id : "none", rec->state,
+				    rec->total_ms / 1000.0);
+	exec_job_ref(rec->job);
+	p->job = rec->job;
+	p->provisional = rec->provisional;
+	store_job_record_notify(app->store, &job, job_recorded, p);
 }
 
 /* The sampler's busy fraction for devices with no telemetry of their own: the executor's. */
@@ -183,8 +223,8 @@ static void start_exec(struct app *app)
 	exec_opts_from_config(&app->cfg, &eopts);
 	eopts.devices = snap->devices;
 	eopts.ndevices = snap->n;
-	eopts.on_job_done = record_job;
-	eopts.on_job_done_ctx = app;
+	eopts.on_job_record = record_job;
+	eopts.on_job_record_ctx = app;
 	eopts.on_job_start = record_job_start;
 	eopts.on_job_start_ctx = app;
 	eopts.presence = exec_presence_of;

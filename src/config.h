@@ -28,6 +28,7 @@ struct config {
 	char *health_listen_host;
 	unsigned health_listen_port;
 	char *db_path;
+	int db_sync;               /* 0 normal, 1 full (PRAGMA synchronous) */
 	char *config_file;
 	int log_level;             /* enum log_level */
 	bool access_log;

@@ -17,6 +17,7 @@ struct cost {
 	struct store *store;
 	char *file;
 	pthread_mutex_t mu;
+	pthread_mutex_t put_mu;     /* orders replacements: memory and database see them in the same order */
 	struct store_price *file_prices;
 	size_t nfile;
 	struct store_price *api_prices;
@@ -220,6 +221,7 @@ enum acceld_err cost_new(struct store *store, const char *prices_file, struct co
 	c->store = store;
 	cloud_host_init(&c->host);
 	pthread_mutex_init(&c->mu, NULL);
+	pthread_mutex_init(&c->put_mu, NULL);
 	if (prices_file != NULL) {
 		c->file = xstrdup(prices_file);
 		if (load_file(c, err, errsz) != ACCELD_OK) {
@@ -239,13 +241,14 @@ void cost_free(struct cost *c)
 	if (c == NULL)
 		return;
 	pthread_mutex_destroy(&c->mu);
+	pthread_mutex_destroy(&c->put_mu);
 	free(c->file_prices);
 	free(c->api_prices);
 	free(c->file);
 	free(c);
 }
 
-void cost_set_overrides(struct cost *c, const struct store_price *v, size_t n)
+void cost_set_overrides_notify(struct cost *c, const struct store_price *v, size_t n, store_done_fn done, void *ctx)
 {
 	struct store_price *copy = n ? xcalloc(n, sizeof(*copy)) : NULL;
 	int64_t now = clock_real_ms();
@@ -254,13 +257,21 @@ void cost_set_overrides(struct cost *c, const struct store_price *v, size_t n)
 		copy[i] = v[i];
 		copy[i].updated_ms = now;
 	}
+	pthread_mutex_lock(&c->put_mu);
 	pthread_mutex_lock(&c->mu);
 	free(c->api_prices);
 	c->api_prices = copy;
 	c->napi = n;
 	c->api_loaded = true;
-	store_prices_replace(c->store, copy, n);
 	pthread_mutex_unlock(&c->mu);
+	/* without c->mu: done may run here and read the book */
+	store_prices_replace_notify(c->store, copy, n, done, ctx);
+	pthread_mutex_unlock(&c->put_mu);
+}
+
+void cost_set_overrides(struct cost *c, const struct store_price *v, size_t n)
+{
+	cost_set_overrides_notify(c, v, n, NULL, NULL);
 }
 
 /* --- effective prices --- */

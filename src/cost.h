@@ -62,6 +62,12 @@ enum acceld_err cost_parse_prices(json_t *doc, struct store_price **out, size_t 
 /* Replaces the overrides set through the API with v[0..n) (copied) and queues them for the database. */
 void cost_set_overrides(struct cost *c, const struct store_price *v, size_t n);
 
+/*
+ * cost_set_overrides with the store's completion (store_prices_replace_notify): done(ctx, recorded) is called once
+ * the overrides are committed, or known not durable now; possibly before this returns, without the book's lock.
+ */
+void cost_set_overrides_notify(struct cost *c, const struct store_price *v, size_t n, store_done_fn done, void *ctx);
+
 struct cost_price {
 	double usd_per_hour;        /* on demand; NAN when no price is known */
 	double usd_per_hour_spot;   /* NAN unknown */

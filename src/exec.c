@@ -29,8 +29,21 @@
 #define BACKENDS_MAX 8             /* backends serving one device */
 #define FULL_MAX_ELEMENTS 262144u  /* largest output returned whole */
 #define MEASURE_MIN_MS 10.0        /* jobs shorter than this do not teach the estimator a rate */
+/*
+ * A job whose record is not confirmed this long after it ended is answered, recorded false. The reaper wakes at
+ * least once a second, so the answer comes 1 to 2 s after the job ended.
+ */
+#define RECORD_WAIT_NS 1000000000ull
 
 struct worker;
+struct exec_job;
+
+static bool is_final(enum exec_state s)
+{
+	return s != EXEC_QUEUED && s != EXEC_RUNNING;
+}
+
+static enum exec_state shown_state(const struct exec_job *job);
 
 static void worker_step(struct worker *w, struct exec_job *job, bool here);
 
@@ -71,9 +84,19 @@ struct exec_job {
 	char error[640];
 	bool running_timed_out;            /* answered as timed out while its kernel kept running */
 	bool done_called;
-	bool recorded;
+	bool final_sent;                   /* the final record went to on_job_record */
+	bool provisional_sent;             /* the provisional timed_out record did */
+	bool confirmed;                    /* a record of its final state was answered: the state is shown */
+	bool final_confirmed;              /* the final record was answered */
+	bool recorded_ok;                  /* and committed */
 	exec_done_fn done;
 	void *done_arg;
+	exec_done_fn cancel_done;          /* DELETE /run/{id}'s answer, once the cancellation is recorded */
+	void *cancel_arg;
+	/* while its record waits for confirmation: in ex's list of them, oldest first */
+	bool awaiting;
+	uint64_t await_due_ns;
+	struct exec_job *await_prev, *await_next;
 };
 
 /* One backend of a worker's device. */
@@ -129,6 +152,8 @@ struct exec {
 	unsigned ring_head;      /* index of the next slot to write */
 	uint64_t next_seq;
 	uint64_t salt;
+	unsigned unconfirmed;    /* records handed to on_job_record and not answered yet */
+	struct exec_job *await_head, *await_tail; /* jobs not answered yet for want of their record's confirmation */
 };
 
 /* --- names --- */
@@ -216,9 +241,19 @@ enum exec_state exec_job_state(struct exec_job *job)
 	enum exec_state s;
 
 	pthread_mutex_lock(&job->ex->mu);
-	s = job->state;
+	s = shown_state(job);
 	pthread_mutex_unlock(&job->ex->mu);
 	return s;
+}
+
+bool exec_job_was_recorded(struct exec_job *job)
+{
+	bool r;
+
+	pthread_mutex_lock(&job->ex->mu);
+	r = job->recorded_ok;
+	pthread_mutex_unlock(&job->ex->mu);
+	return r;
 }
 
 enum reason exec_job_error(struct exec_job *job, char *detail, size_t detailsz)
@@ -237,15 +272,11 @@ void exec_job_wait(struct exec_job *job)
 	struct exec *ex = job->ex;
 
 	pthread_mutex_lock(&ex->mu);
-	while (job->state == EXEC_QUEUED || job->state == EXEC_RUNNING || (job->running_timed_out && !job->recorded))
+	while (!is_final(shown_state(job)) || (job->running_timed_out && !job->final_confirmed))
 		pthread_cond_wait(&ex->final_cv, &ex->mu);
 	pthread_mutex_unlock(&ex->mu);
 }
 
-static bool is_final(enum exec_state s)
-{
-	return s != EXEC_QUEUED && s != EXEC_RUNNING;
-}
 
 static double ms_between(uint64_t a, uint64_t b)
 {
@@ -320,21 +351,107 @@ static struct exec_job_record record_of(const struct exec_job *job)
 	};
 }
 
-/* Writes the history record of a final job; call without ex->mu, once. */
-static void job_record(struct exec *ex, struct exec_job *job)
+/* The state the API shows: a final state only once a record of it was answered (see on_job_record); ex->mu held. */
+static enum exec_state shown_state(const struct exec_job *job)
 {
-	struct exec_job_record rec;
-	bool first;
+	if (job->confirmed || !is_final(job->state))
+		return job->state;
+	return job->started_ns != 0 || job->ran ? EXEC_RUNNING : EXEC_QUEUED;
+}
+
+/* Takes job out of the list of jobs waiting for their record's confirmation; ex->mu held. */
+static void await_remove(struct exec *ex, struct exec_job *job)
+{
+	if (!job->awaiting)
+		return;
+	if (job->await_prev)
+		job->await_prev->await_next = job->await_next;
+	else
+		ex->await_head = job->await_next;
+	if (job->await_next)
+		job->await_next->await_prev = job->await_prev;
+	else
+		ex->await_tail = job->await_prev;
+	job->await_prev = job->await_next = NULL;
+	job->awaiting = false;
+}
+
+/* Puts job at the end of that list, due RECORD_WAIT_NS from now; ex->mu held. */
+static void await_add(struct exec *ex, struct exec_job *job)
+{
+	if (job->awaiting || job->confirmed)
+		return;
+	job->awaiting = true;
+	job->await_due_ns = clock_mono_ns() + RECORD_WAIT_NS;
+	job->await_prev = ex->await_tail;
+	job->await_next = NULL;
+	if (ex->await_tail)
+		ex->await_tail->await_next = job;
+	else
+		ex->await_head = job;
+	ex->await_tail = job;
+	/* no wake-up per job: the reaper looks at least once a second */
+}
+
+void exec_job_recorded(struct exec_job *job, bool provisional, bool recorded)
+{
+	struct exec *ex = job->ex;
+	exec_done_fn cancel_done = NULL;
+	void *cancel_arg = NULL;
 
 	pthread_mutex_lock(&ex->mu);
-	first = !job->recorded;
-	job->recorded = true;
-	rec = record_of(job);
+	await_remove(ex, job);
+	if (!provisional || !job->final_confirmed)
+		job->recorded_ok = recorded;
+	job->confirmed = true;
+	if (!provisional)
+		job->final_confirmed = true;
+	cancel_done = job->cancel_done;
+	cancel_arg = job->cancel_arg;
+	job->cancel_done = NULL;
 	pthread_cond_broadcast(&ex->final_cv);
 	pthread_mutex_unlock(&ex->mu);
-	if (first && ex->opts.on_job_done)
+	job_notify(ex, job);
+	if (cancel_done)
+		cancel_done(cancel_arg, job);
+	/* last: exec_free waits for this count before it frees the executor */
+	pthread_mutex_lock(&ex->mu);
+	if (ex->unconfirmed > 0)
+		ex->unconfirmed--;
+	pthread_cond_broadcast(&ex->final_cv);
+	pthread_mutex_unlock(&ex->mu);
+}
+
+/*
+ * Hands the record of a final job (provisional: timed out while its kernel still runs) to on_job_record; the job is
+ * answered when that is confirmed. Call without ex->mu; each kind once (later calls do nothing).
+ */
+static void job_record(struct exec *ex, struct exec_job *job, bool provisional)
+{
+	struct exec_job_record rec;
+
+	pthread_mutex_lock(&ex->mu);
+	if (job->final_sent || (provisional && job->provisional_sent)) {
+		pthread_mutex_unlock(&ex->mu);
+		return;
+	}
+	if (provisional)
+		job->provisional_sent = true;
+	else
+		job->final_sent = true;
+	rec = record_of(job);
+	rec.job = job;
+	rec.provisional = provisional;
+	ex->unconfirmed++;
+	await_add(ex, job);
+	pthread_mutex_unlock(&ex->mu);
+	if (!provisional && ex->opts.on_job_done)
 		ex->opts.on_job_done(ex->opts.on_job_done_ctx, &rec);
-	if (first)
+	if (ex->opts.on_job_record)
+		ex->opts.on_job_record(ex->opts.on_job_record_ctx, &rec);
+	else
+		exec_job_recorded(job, provisional, false);
+	if (!provisional)
 		log_fields(job->state == EXEC_SUCCEEDED ? LOGL_INFO : LOGL_WARN, "exec", "job finished",
 			   (struct log_field[]){LOG_S("id", rec.id), LOG_S("kernel", rec.kernel),
 						LOG_S("device", rec.device_id), LOG_S("backend", rec.backend),
@@ -343,12 +460,13 @@ static void job_record(struct exec *ex, struct exec_job *job)
 			   8);
 }
 
-/* A final job: answer the waiter and, unless its kernel is still running, record it. */
+/*
+ * A final job: record it (provisionally while its kernel still runs); the waiter is answered once the record is
+ * confirmed.
+ */
 static void job_finished(struct exec *ex, struct exec_job *job, bool kernel_still_running)
 {
-	job_notify(ex, job);
-	if (!kernel_still_running)
-		job_record(ex, job);
+	job_record(ex, job, kernel_still_running);
 }
 
 /* --- the ring of recent jobs --- */
@@ -409,7 +527,7 @@ static void queue_remove(struct worker *w, unsigned i)
 	w->qlen--;
 }
 
-enum acceld_err exec_cancel(struct exec *ex, const char *id)
+enum acceld_err exec_cancel(struct exec *ex, const char *id, exec_done_fn done, void *arg)
 {
 	struct exec_job *job = NULL;
 	enum acceld_err rc = ACCELD_ENOTFOUND;
@@ -428,6 +546,8 @@ enum acceld_err exec_cancel(struct exec *ex, const char *id)
 	}
 	if (job != NULL) {
 		set_final(job, EXEC_CANCELLED, REASON_CANCELLED, "cancelled by DELETE /run/{id} while queued");
+		job->cancel_done = done;
+		job->cancel_arg = arg;
 		rc = ACCELD_OK;
 	} else {
 		for (unsigned i = 0; i < ex->ring_len; i++)
@@ -1187,6 +1307,30 @@ static void *reaper_main(void *arg)
 			pthread_mutex_lock(&ex->mu);
 			continue;
 		}
+		/* a record whose commit stalls: the job is answered anyway, recorded false (the record stays queued) */
+		expired = ex->await_head;
+		if (expired != NULL && expired->await_due_ns <= now) {
+			exec_done_fn cancel_done = expired->cancel_done;
+			void *cancel_arg = expired->cancel_arg;
+
+			await_remove(ex, expired);
+			expired->confirmed = true;
+			expired->recorded_ok = false;
+			expired->cancel_done = NULL;
+			exec_job_ref(expired);
+			pthread_cond_broadcast(&ex->final_cv);
+			pthread_mutex_unlock(&ex->mu);
+			log_fields(LOGL_WARN, "exec", "job answered before its record was committed",
+				   (struct log_field[]){LOG_S("id", expired->id)}, 1);
+			job_notify(ex, expired);
+			if (cancel_done)
+				cancel_done(cancel_arg, expired);
+			exec_job_unref(expired);
+			pthread_mutex_lock(&ex->mu);
+			continue;
+		}
+		if (expired != NULL && expired->await_due_ns < next)
+			next = expired->await_due_ns;
 		ts = clock_deadline(CLOCK_MONOTONIC, next > now ? next - now : 0);
 		pthread_cond_timedwait(&ex->reaper_cv, &ex->mu, &ts);
 	}
@@ -1352,6 +1496,20 @@ void exec_free(struct exec *ex)
 	}
 	if (ex->reaper_started)
 		pthread_join(ex->reaper, NULL);
+	/* records not answered yet will call exec_job_recorded: wait for them (the store answers within seconds) */
+	pthread_mutex_lock(&ex->mu);
+	for (int tries = 0; ex->unconfirmed > 0 && tries < 500; tries++) {
+		struct timespec tick = clock_deadline(CLOCK_REALTIME, 10 * 1000 * 1000);
+
+		pthread_cond_timedwait(&ex->final_cv, &ex->mu, &tick);
+	}
+	if (ex->unconfirmed > 0) {
+		pthread_mutex_unlock(&ex->mu);
+		log_fields(LOGL_WARN, "exec", "job records still unanswered; the executor is left allocated",
+			   (struct log_field[]){LOG_I("records", ex->unconfirmed)}, 1);
+		return;
+	}
+	pthread_mutex_unlock(&ex->mu);
 	for (unsigned i = 0; i < ex->ring_len; i++)
 		exec_job_unref(ring_at(ex, i));
 	pool_free(ex->host);
@@ -1374,14 +1532,17 @@ json_t *exec_job_json(struct exec_job *job)
 	const struct device *dev;
 	struct jobdoc d;
 	uint64_t end;
+	bool pending;
 	json_t *o;
 
 	jobdoc_init(&d);
 	pthread_mutex_lock(&ex->mu);
 	dev = &ex->workers[job->chain[job->at]].dev;
-	end = job->finished_ns ? job->finished_ns : clock_mono_ns();
+	/* a final job whose record is not confirmed yet shows as it was before it ended */
+	pending = is_final(job->state) && !job->confirmed;
+	end = job->finished_ns && !pending ? job->finished_ns : clock_mono_ns();
 	d.id = job->id;
-	d.state = exec_state_name(job->state);
+	d.state = exec_state_name(shown_state(job));
 	d.kernel = r->kernel;
 	d.shape = r->shape;
 	d.device = job->device_id;
@@ -1400,11 +1561,11 @@ json_t *exec_job_json(struct exec_job *job)
 	d.fallback_reason = job->fallback_reason;
 	d.created_ms = job->created_ms;
 	d.started_ms = job->started_ms;
-	d.finished_ms = job->finished_ms;
+	d.finished_ms = pending ? 0 : job->finished_ms;
 	d.queued_ms = ms_between(job->created_ns, job->started_ns ? job->started_ns : end);
 	d.precision_asked = r->precision;
-	d.precision = job->ran ? (int)job->precision : -1;
-	if (job->ran) {
+	d.precision = job->ran && !pending ? (int)job->precision : -1;
+	if (job->ran && !pending) {
 		d.prepare_ms = job->prepare_ms;
 		d.transfer_ms = job->transfer_ms;
 		d.kernel_ms = job->kernel_ms;
@@ -1416,19 +1577,20 @@ json_t *exec_job_json(struct exec_job *job)
 		d.output_len = job->out_len;
 		d.verification = job->verify_done ? &job->verification : NULL;
 	}
-	if (job->finished_ns)
+	if (job->finished_ns && !pending)
 		d.total_ms = ms_between(job->created_ns, job->finished_ns);
 	d.flops = job->flops;
 	d.bytes = job->bytes;
 	d.peak_gflops = dev->peak.fp32_tflops * 1000.0;
 	d.peak_gbps = dev->peak.memory_bandwidth_gbps;
-	if (is_final(job->state))
+	if (is_final(job->state) && !pending)
 		d.cost_usd = job_cost(job);
-	if (job->error[0]) {
+	if (job->error[0] && !pending) {
 		d.error_reason = reason_name(job->reason == REASON_COUNT ? REASON_INTERNAL : job->reason);
 		d.error_detail = job->error;
 	}
 	o = jobdoc_json(&d);
+	json_object_set_new(o, "recorded", json_boolean(job->recorded_ok));
 	pthread_mutex_unlock(&ex->mu);
 	return o;
 }
@@ -1448,7 +1610,7 @@ json_t *exec_list_json(struct exec *ex, int state, unsigned page_size, uint64_t 
 	for (unsigned i = 0; i < ex->ring_len; i++) {
 		struct exec_job *j = ring_at(ex, i);
 
-		if ((after != 0 && j->seq >= after) || (state >= 0 && (int)j->state != state))
+		if ((after != 0 && j->seq >= after) || (state >= 0 && (int)shown_state(j) != state))
 			continue;
 		if (n == page_size) {
 			more = true;

@@ -68,6 +68,8 @@ struct exec_job_record {
 	int64_t created_ms, started_ms, finished_ms; /* wall clock; 0 = never */
 	const char *reason;         /* UPPER_SNAKE reason of an error; NULL when it succeeded */
 	const char *error;          /* its detail; NULL when it succeeded */
+	struct exec_job *job;       /* the job (borrowed: exec_job_ref it to keep it past the callback) */
+	bool provisional;           /* a timed_out record written while the job's kernel still runs */
 };
 
 typedef void (*exec_record_fn)(void *ctx, const struct exec_job_record *rec);
@@ -90,6 +92,14 @@ struct exec_opts {
 	unsigned cpu_threads;         /* native threads; 0 = the CPU's effective CPUs */
 	exec_record_fn on_job_done;   /* may be NULL; called once per finished job, from an executor thread */
 	void *on_job_done_ctx;
+	/*
+	 * May be NULL (a final job is answered at once). A job's final record, and the provisional timed_out record of
+	 * a job answered while its kernel still runs: the job reads as running (queued when it never ran) and its
+	 * waiter is not answered until exec_job_recorded(rec->job, rec->provisional, ok) is called, exactly once per
+	 * call, from any thread (from inside the callback too). Called without executor locks, after on_job_done.
+	 */
+	exec_record_fn on_job_record;
+	void *on_job_record_ctx;
 	/*
 	 * May be NULL; called when a job starts to run on a device (again on the next device when it falls back),
 	 * before its kernel, from the thread that runs it, with state "running" and no finish time or figures; for a
@@ -217,8 +227,21 @@ enum acceld_err exec_submit(struct exec *ex, struct exec_request *req, exec_done
 /* The job with this id (a new reference), or NULL when it is not among the recent jobs. */
 struct exec_job *exec_get(struct exec *ex, const char *id);
 
-/* Cancels a queued job: ACCELD_OK, ACCELD_ENOTFOUND, or ACCELD_ECONFLICT when it is running or done. */
-enum acceld_err exec_cancel(struct exec *ex, const char *id);
+/*
+ * Cancels a queued job: ACCELD_OK, ACCELD_ENOTFOUND, or ACCELD_ECONFLICT when it is running or done. On ACCELD_OK
+ * done(arg, job) (may be NULL) is called once the cancellation is recorded (see on_job_record), possibly before
+ * exec_cancel returns.
+ */
+enum acceld_err exec_cancel(struct exec *ex, const char *id, exec_done_fn done, void *arg);
+
+/*
+ * The completion of on_job_record: the record of job (provisional or final) is committed (recorded true) or could
+ * not be made durable now (false). Answers the job's waiter and shows its final state.
+ */
+void exec_job_recorded(struct exec_job *job, bool provisional, bool recorded);
+
+/* Whether the job's final (or provisional timed_out) record was confirmed committed. */
+bool exec_job_was_recorded(struct exec_job *job);
 
 /*
  * Recent jobs, newest first, as a new JSON object {jobs: [...], next_page_token?}. state < 0 lists every state.
@@ -235,10 +258,13 @@ const char *exec_job_id(const struct exec_job *job);
 /* Why a job did not succeed (the reason gives the status of its answer), and its message in detail. */
 enum reason exec_job_error(struct exec_job *job, char *detail, size_t detailsz);
 
-/* The job as the API shows it (a new object, see jobdoc.h); the output array only when the request asked for it. */
+/*
+ * The job as the API shows it (a new object, see jobdoc.h, plus `recorded`); the output array only when the request
+ * asked for it. A final job whose record is not confirmed yet shows as running (queued when it never ran).
+ */
 json_t *exec_job_json(struct exec_job *job);
 
-/* Blocks until the job is final (for the command line). */
+/* Blocks until the job is final and its records confirmed (for the command line). */
 void exec_job_wait(struct exec_job *job);
 
 /*

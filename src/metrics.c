@@ -445,6 +445,13 @@ static void render_registry(struct metrics *m, const struct metrics_view *v, str
 	       "Job records dropped because the write backlog was full.", (double)m->store.records_dropped);
 	scalar(o, "acceld_store_write_errors_total", "counter", "Database write batches that failed.",
 	       (double)m->store.write_errors);
+	scalar(o, "acceld_store_commits_total", "counter", "Database transactions of queued writes committed.",
+	       (double)m->store.commits);
+	scalar(o, "acceld_store_confirmed_writes_total", "counter",
+	       "Writes the API confirms (job results, prices) answered once committed.", (double)m->store.confirmed);
+	scalar(o, "acceld_store_unconfirmed_writes_total", "counter",
+	       "Writes the API confirms answered before they could be committed (recorded false).",
+	       (double)m->store.unconfirmed);
 	scalar(o, "acceld_metrics_dropped_observations_total", "counter",
 	       "Observations dropped because their metric family reached its series limit.",
 	       m->dropped_observations);

@@ -65,6 +65,9 @@ struct metrics_store_stats {
 	uint64_t samples_dropped; /* acceld_store_dropped_samples_total: pushed out of a full backlog */
 	uint64_t records_dropped; /* acceld_store_dropped_records_total: job and price records, the same way */
 	uint64_t write_errors;    /* acceld_store_write_errors_total: failed write batches */
+	uint64_t commits;         /* acceld_store_commits_total: transactions of queued writes committed */
+	uint64_t confirmed;       /* acceld_store_confirmed_writes_total: writes answered once committed */
+	uint64_t unconfirmed;     /* acceld_store_unconfirmed_writes_total: writes answered before a commit */
 };
 
 /*

@@ -33,6 +33,12 @@ struct store_migration {
 #define BATCH_JOBS 2048
 #define MAX_BUCKETS 100000
 #define KEYS_MAX 256
+#define PRICE_WAITERS 64        /* price replacements waiting for their commit at once */
+#define COALESCE_WINDOW 64      /* how far ahead a job's start record looks for its final one in a batch */
+#define CHECKPOINT_NS 1000000000ull /* the writer's passive WAL checkpoint, at most this often after writes */
+#define GROUP_WAIT_NS 1000000ull    /* a group of writes with completions waits at most this long for its commit */
+#define THROUGHPUT_TTL_NS 1000000000ull /* store_throughput answers from memory this long */
+#define THROUGHPUT_CACHE 64
 
 /* --- statements: every SQL text acceld runs against the store --- */
 
@@ -60,6 +66,8 @@ enum stmt_id {
 	S_THROUGHPUT,
 	S_PRICES,
 	S_JOB_GET,
+	S_BEGIN,
+	S_COMMIT,
 	S_USAGE,                                          /* + tier */
 	S_SERIES = S_USAGE + 3,                           /* + tier * STORE_METRIC_COUNT + metric */
 	S_COUNT = S_SERIES + 3 * STORE_METRIC_COUNT
@@ -163,6 +171,8 @@ static const char *const stmt_sql[S_COUNT] = {
 	[S_JOB_GET] = "SELECT id, device, kernel, backend, state, submitted_at, started_at, finished_at, n, m, k, "
 		      "flops, bytes, kernel_ms, total_ms, cost_usd, error, reason, queued_ms, transfer_ms FROM jobs "
 		      "WHERE id = ?1",
+	[S_BEGIN] = "BEGIN IMMEDIATE",
+	[S_COMMIT] = "COMMIT",
 	[S_USAGE + STORE_RAW] = BUCKET "total(dt), total(CASE WHEN util IS NOT NULL THEN dt END), total(util * dt) "
 				       "FROM samples " RANGE "GROUP BY b",
 	[S_USAGE + STORE_MINUTE] = USAGE_ROLL("rollup_minute"),
@@ -208,6 +218,18 @@ struct keyrec {
 	int64_t key;
 };
 
+/* A write's completion. */
+struct waiter {
+	store_done_fn fn;
+	void *ctx;
+};
+
+/* Completions taken out of the queues by one batch, called once it committed or failed. */
+struct waiters {
+	struct waiter *v;
+	size_t n, cap;
+};
+
 struct store {
 	struct store_opts opts;
 	char *path;
@@ -223,7 +245,17 @@ struct store {
 	size_t cap;
 	uint64_t head, tail;
 	struct store_job *jobs;     /* job queue, same scheme */
+	struct waiter *jwait;       /* the completion of each queued job record (fn NULL: none) */
 	uint64_t jhead, jtail;
+	bool urgent;                /* writes with completions wait for their commit */
+	bool group_ready;           /* as many wait as requests are in flight: commit now */
+	unsigned nwait;             /* completions waiting in the queues */
+	uint64_t group_start_ns;    /* when the first of them was queued */
+	double load_avg;            /* moving average of the requests in flight, as records arrive */
+	unsigned (*load)(void *ctx); /* requests in flight (store_set_load); called with mu held */
+	void *load_ctx;
+	struct waiter pwait[PRICE_WAITERS]; /* completions of the pending price replacement */
+	size_t npwait;
 	struct devrec devs[DEVICES_MAX];
 	size_t ndevs;
 	struct store_price *prices_pending; /* the latest replacement not yet committed, or NULL */
@@ -252,8 +284,23 @@ struct store {
 	struct store_sample *wbuf;
 	struct store_job *jbuf;
 	struct devrec *dbuf;
+	struct waiters wbatch;      /* the completions of the batch being written (under w.lock) */
+	bool dirty;                 /* committed since the last checkpoint (under w.lock) */
+	uint64_t last_ckpt_ns;      /* writer thread only, as ckpt */
+	sqlite3 *ckpt;              /* the writer's checkpoint connection, so commits go on meanwhile */
 
 	struct conn readers[READERS];
+
+	/* store_throughput's recent answers: each commit would make a reader re-read the pages it needs */
+	pthread_mutex_t tp_mu;
+	struct {
+		char device[DEVICE_ID_MAX];
+		char kernel[16];
+		double flops_per_s;
+		unsigned jobs;
+		uint64_t at_ns;             /* 0: empty */
+	} tp[THROUGHPUT_CACHE];
+	unsigned tp_next;
 };
 
 static const char *const source_names[STORE_SRC_COUNT] = {"none", "proc_stat", "cgroup", "device", "executor"};
@@ -600,8 +647,11 @@ static int writer_open(struct store *st)
 	}
 	sqlite3_busy_timeout(db, (int)st->opts.busy_timeout_ms);
 	if (exec_sql(db,
-		     "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA journal_size_limit = 16777216; "
-		     "PRAGMA temp_store = MEMORY",
+		     st->opts.sync_full
+			     ? "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA journal_size_limit = 16777216; "
+			       "PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 0"
+			     : "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA journal_size_limit = "
+			       "16777216; PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 0",
 		     err, sizeof(err)) != SQLITE_OK) {
 		char why[200];
 
@@ -785,6 +835,50 @@ static int write_sample(struct store *st, const struct store_sample *x, int64_t 
 	return step_done(s);
 }
 
+static void waiters_push(struct waiters *w, store_done_fn fn, void *ctx)
+{
+	if (fn == NULL)
+		return;
+	if (w->n == w->cap) {
+		w->cap = w->cap ? w->cap * 2 : 64;
+		w->v = xrealloc(w->v, w->cap * sizeof(*w->v));
+	}
+	w->v[w->n++] = (struct waiter){fn, ctx};
+}
+
+/* Calls every completion of w with ok and empties it; counts them. Call without st->mu. */
+static void waiters_call(struct store *st, struct waiters *w, bool ok)
+{
+	if (w->n == 0)
+		return;
+	pthread_mutex_lock(&st->mu);
+	if (ok)
+		st->stats.confirmed += w->n;
+	else
+		st->stats.unconfirmed += w->n;
+	pthread_mutex_unlock(&st->mu);
+	for (size_t i = 0; i < w->n; i++)
+		w->v[i].fn(w->v[i].ctx, ok);
+	w->n = 0;
+}
+
+/* Moves every completion still waiting in the queues into out (store closing, or the database failing); mu held. */
+static void waiters_take_all_locked(struct store *st, struct waiters *out)
+{
+	for (uint64_t q = st->jhead; q != st->jtail; q++) {
+		struct waiter *w = &st->jwait[q % STORE_BACKLOG_RECORDS];
+
+		waiters_push(out, w->fn, w->ctx);
+		w->fn = NULL;
+	}
+	for (size_t i = 0; i < st->npwait; i++)
+		waiters_push(out, st->pwait[i].fn, st->pwait[i].ctx);
+	st->npwait = 0;
+	st->nwait = 0;
+	st->urgent = false;
+	st->group_ready = false;
+}
+
 /* What one batch took from the queues, to be popped once committed. */
 struct batch {
 	size_t nsamples, njobs, ndevs;
@@ -797,12 +891,16 @@ struct batch {
 	size_t written;            /* samples actually written (older than the raw retention are skipped) */
 };
 
-static void batch_take(struct store *st, struct batch *b)
+/*
+ * Takes a batch out of the queues, with the completions of what it holds (into st->wbatch). records_only leaves
+ * samples, devices and the interrupt marking to the writer thread (a request's thread commits only records).
+ */
+static void batch_take(struct store *st, struct batch *b, bool records_only)
 {
 	memset(b, 0, sizeof(*b));
 	pthread_mutex_lock(&st->mu);
 	b->shead = st->head;
-	b->nsamples = (size_t)(st->tail - st->head);
+	b->nsamples = records_only ? 0 : (size_t)(st->tail - st->head);
 	if (b->nsamples > BATCH_SAMPLES)
 		b->nsamples = BATCH_SAMPLES;
 	for (size_t i = 0; i < b->nsamples; i++)
@@ -811,19 +909,48 @@ static void batch_take(struct store *st, struct batch *b)
 	b->njobs = (size_t)(st->jtail - st->jhead);
 	if (b->njobs > BATCH_JOBS)
 		b->njobs = BATCH_JOBS;
-	for (size_t i = 0; i < b->njobs; i++)
+	for (size_t i = 0; i < b->njobs; i++) {
+		struct waiter *w = &st->jwait[(st->jhead + i) % STORE_BACKLOG_RECORDS];
+
 		st->jbuf[i] = st->jobs[(st->jhead + i) % STORE_BACKLOG_RECORDS];
-	for (size_t i = 0; i < st->ndevs; i++)
-		if (st->devs[i].version != st->devs[i].written)
-			st->dbuf[b->ndevs++] = st->devs[i];
+		if (w->fn != NULL && st->nwait > 0)
+			st->nwait--;
+		waiters_push(&st->wbatch, w->fn, w->ctx);
+		w->fn = NULL;
+	}
+	/* a job's start record followed by its final one in the same batch is written once (the final one holds it) */
+	for (size_t i = 0; i < b->njobs; i++) {
+		if (strcmp(st->jbuf[i].state, "running") != 0)
+			continue;
+		for (size_t j = i + 1; j < b->njobs && j <= i + COALESCE_WINDOW; j++) {
+			if (strcmp(st->jbuf[j].id, st->jbuf[i].id) == 0) {
+				st->jbuf[i].id[0] = '\0';
+				break;
+			}
+		}
+	}
+	if (!records_only)
+		for (size_t i = 0; i < st->ndevs; i++)
+			if (st->devs[i].version != st->devs[i].written)
+				st->dbuf[b->ndevs++] = st->devs[i];
 	b->has_prices = st->prices_set;
 	b->prices = st->prices_pending;
 	b->nprices = st->nprices_pending;
 	st->prices_set = false;
 	st->prices_pending = NULL;
 	st->nprices_pending = 0;
-	b->interrupt = st->interrupt_pending;
-	st->interrupt_pending = false;
+	for (size_t i = 0; i < st->npwait; i++) {
+		waiters_push(&st->wbatch, st->pwait[i].fn, st->pwait[i].ctx);
+		if (st->nwait > 0)
+			st->nwait--;
+	}
+	st->npwait = 0;
+	st->urgent = st->nwait > 0;
+	st->group_ready = false;
+	if (!records_only) {
+		b->interrupt = st->interrupt_pending;
+		st->interrupt_pending = false;
+	}
 	st->batch_open = true;
 	pthread_mutex_unlock(&st->mu);
 }
@@ -844,6 +971,7 @@ static void batch_finish(struct store *st, struct batch *b, bool ok)
 					st->devs[j].written = st->dbuf[i].version;
 		st->stats.written_samples += b->written;
 		st->stats.written_records += b->njobs + b->ndevs + (b->has_prices ? b->nprices : 0) + b->interrupt;
+		st->stats.commits++;
 		free(b->prices);
 	} else {
 		if (b->has_prices && !st->prices_set) {
@@ -859,14 +987,17 @@ static void batch_finish(struct store *st, struct batch *b, bool ok)
 	b->prices = NULL;
 }
 
-/* Writes one batch in one transaction. Sets *more when the queues still hold rows. */
-static int write_batch(struct store *st, bool *more, char *err, size_t errsz)
+/*
+ * Writes one batch in one transaction (w.lock held). Sets *more when the queues still hold rows. The batch's
+ * completions are left in st->wbatch: the caller calls them with the outcome once it released w.lock.
+ */
+static int write_batch(struct store *st, bool records_only, bool *more, char *err, size_t errsz)
 {
 	struct batch b;
 	int64_t raw_cutoff = st->max_ts - st->opts.retention_raw_ms;
 	int rc;
 
-	batch_take(st, &b);
+	batch_take(st, &b, records_only);
 	b.min_ts = INT64_MAX;
 	b.max_ts = INT64_MIN;
 	*more = false;
@@ -874,7 +1005,12 @@ static int write_batch(struct store *st, bool *more, char *err, size_t errsz)
 		batch_finish(st, &b, true);
 		return SQLITE_OK;
 	}
-	rc = exec_sql(st->w.db, "BEGIN IMMEDIATE", err, errsz);
+	{
+		sqlite3_stmt *s = conn_stmt(&st->w, S_BEGIN, &rc);
+
+		if (s != NULL)
+			rc = step_done(s);
+	}
 	for (size_t i = 0; rc == SQLITE_OK && i < b.ndevs; i++)
 		rc = write_device(st, &st->dbuf[i]);
 	if (rc == SQLITE_OK && b.interrupt) {
@@ -891,7 +1027,8 @@ static int write_batch(struct store *st, bool *more, char *err, size_t errsz)
 	if (rc == SQLITE_OK && b.has_prices)
 		rc = write_prices(st, b.prices, b.nprices);
 	for (size_t i = 0; rc == SQLITE_OK && i < b.njobs; i++)
-		rc = write_job(st, &st->jbuf[i]);
+		if (st->jbuf[i].id[0] != '\0')
+			rc = write_job(st, &st->jbuf[i]);
 	for (size_t i = 0; rc == SQLITE_OK && i < b.nsamples; i++) {
 		const struct store_sample *x = &st->wbuf[i];
 		int64_t key = -1;
@@ -908,9 +1045,13 @@ static int write_batch(struct store *st, bool *more, char *err, size_t errsz)
 			b.max_ts = x->ts_ms > b.max_ts ? x->ts_ms : b.max_ts;
 		}
 	}
-	if (rc == SQLITE_OK)
-		rc = exec_sql(st->w.db, "COMMIT", err, errsz);
-	else
+	if (rc == SQLITE_OK) {
+		sqlite3_stmt *s = conn_stmt(&st->w, S_COMMIT, &rc);
+
+		if (s != NULL)
+			rc = step_done(s);
+	}
+	if (rc != SQLITE_OK)
 		snprintf(err, errsz, "%s", sqlite3_errmsg(st->w.db));
 	if (rc != SQLITE_OK) {
 		sqlite3_exec(st->w.db, "ROLLBACK", NULL, NULL, NULL);
@@ -928,9 +1069,10 @@ static int write_batch(struct store *st, bool *more, char *err, size_t errsz)
 		if (b.max_ts > st->max_ts)
 			st->max_ts = b.max_ts;
 	}
+	st->dirty = true;
 	batch_finish(st, &b, true);
 	pthread_mutex_lock(&st->mu);
-	*more = st->tail != st->head || st->jtail != st->jhead;
+	*more = (!records_only && st->tail != st->head) || st->jtail != st->jhead;
 	pthread_mutex_unlock(&st->mu);
 	return SQLITE_OK;
 }
@@ -1001,6 +1143,18 @@ static int maintain(struct store *st, char *err, size_t errsz)
 	return SQLITE_OK;
 }
 
+/* While the database fails, writes waiting for their commit are answered at once (false); they stay queued. */
+static void fail_waiters(struct store *st)
+{
+	struct waiters all = {0};
+
+	pthread_mutex_lock(&st->mu);
+	waiters_take_all_locked(st, &all);
+	pthread_mutex_unlock(&st->mu);
+	waiters_call(st, &all, false);
+	free(all.v);
+}
+
 static void write_failed(struct store *st, int rc, const char *why)
 {
 	uint64_t backlog;
@@ -1034,14 +1188,19 @@ static void writer_cycle(struct store *st, bool final)
 		return;
 	st->next_try_ns = now + (uint64_t)st->opts.retry_interval_ms * 1000000ull;
 	pthread_mutex_lock(&st->w.lock);
-	if (st->w.db == NULL && writer_open(st) != 0)
+	if (st->w.db == NULL && writer_open(st) != 0) {
+		fail_waiters(st);
 		goto out;
-	while (rc == SQLITE_OK && more)
-		rc = write_batch(st, &more, err, sizeof(err));
+	}
+	while (rc == SQLITE_OK && more) {
+		rc = write_batch(st, false, &more, err, sizeof(err));
+		waiters_call(st, &st->wbatch, rc == SQLITE_OK);
+	}
 	if (rc == SQLITE_OK)
 		rc = maintain(st, err, sizeof(err));
 	if (rc != SQLITE_OK) {
 		write_failed(st, rc, err[0] ? err : sqlite3_errstr(rc));
+		fail_waiters(st);
 		goto out;
 	}
 	pthread_mutex_lock(&st->mu);
@@ -1065,6 +1224,38 @@ static bool queues_empty(const struct store *st)
 	       !st->interrupt_pending && !st->batch_open;
 }
 
+/*
+ * A passive checkpoint at most once a second after writes, on a connection of its own: commits never run one
+ * (wal_autocheckpoint is off) and go on while it copies pages. Writer thread only.
+ */
+static void writer_checkpoint(struct store *st)
+{
+	uint64_t now = clock_mono_ns();
+	bool dirty;
+
+	if (st->memory || now - st->last_ckpt_ns < CHECKPOINT_NS)
+		return;
+	pthread_mutex_lock(&st->w.lock);
+	dirty = st->dirty && st->w.db != NULL;
+	st->dirty = false;
+	pthread_mutex_unlock(&st->w.lock);
+	if (!dirty)
+		return;
+	if (st->ckpt == NULL &&
+	    sqlite3_open_v2(st->path, &st->ckpt, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		sqlite3_close(st->ckpt);
+		st->ckpt = NULL;
+		return;
+	}
+	sqlite3_busy_timeout(st->ckpt, 0);
+	if (sqlite3_wal_checkpoint_v2(st->ckpt, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL) != SQLITE_OK) {
+		/* a replaced or broken file: open afresh next time */
+		sqlite3_close(st->ckpt);
+		st->ckpt = NULL;
+	}
+	st->last_ckpt_ns = now;
+}
+
 static void *writer_main(void *arg)
 {
 	struct store *st = arg;
@@ -1074,7 +1265,17 @@ static void *writer_main(void *arg)
 		bool final;
 		bool high = st->tail - st->head >= st->cap / 2 || st->jtail - st->jhead >= STORE_BACKLOG_RECORDS / 2;
 
-		if (!st->stop && !st->flush_req && !(high && !st->failing)) {
+		/* a group of writes with completions: committed once complete, or GROUP_WAIT_NS after its first */
+		while (st->urgent && !st->failing && !st->group_ready && !st->stop && !st->flush_req) {
+			uint64_t now = clock_mono_ns();
+			struct timespec due;
+
+			if (now >= st->group_start_ns + GROUP_WAIT_NS)
+				break;
+			due = clock_deadline(CLOCK_MONOTONIC, st->group_start_ns + GROUP_WAIT_NS - now);
+			pthread_cond_timedwait(&st->wake, &st->mu, &due);
+		}
+		if (!st->stop && !st->flush_req && !(high && !st->failing) && !(st->urgent && !st->failing)) {
 			unsigned wait_ms = st->failing || st->open_error[0] ? st->opts.retry_interval_ms
 									     : st->opts.flush_interval_ms;
 			struct timespec ts = clock_deadline(CLOCK_MONOTONIC, wait_ms * 1000000ull);
@@ -1085,6 +1286,8 @@ static void *writer_main(void *arg)
 		st->flush_req = false;
 		pthread_mutex_unlock(&st->mu);
 		writer_cycle(st, final);
+		if (!final)
+			writer_checkpoint(st);
 		pthread_mutex_lock(&st->mu);
 		pthread_cond_broadcast(&st->done);
 		if (final)
@@ -1127,10 +1330,12 @@ enum acceld_err store_open_opts(const struct store_opts *opts, struct store **ou
 	st->cap = st->opts.backlog_samples;
 	st->ring = xcalloc(st->cap, sizeof(*st->ring));
 	st->jobs = xcalloc(STORE_BACKLOG_RECORDS, sizeof(*st->jobs));
+	st->jwait = xcalloc(STORE_BACKLOG_RECORDS, sizeof(*st->jwait));
 	st->wbuf = xcalloc(BATCH_SAMPLES, sizeof(*st->wbuf));
 	st->jbuf = xcalloc(BATCH_JOBS, sizeof(*st->jbuf));
 	st->dbuf = xcalloc(DEVICES_MAX, sizeof(*st->dbuf));
 	pthread_mutex_init(&st->mu, NULL);
+	pthread_mutex_init(&st->tp_mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&st->wake, &ca);
@@ -1173,6 +1378,9 @@ void store_close(struct store *st)
 		pthread_mutex_unlock(&st->mu);
 		pthread_join(st->writer, NULL);
 	}
+	/* what the last attempt could not write is not durable: its waiters are told */
+	fail_waiters(st);
+	sqlite3_close(st->ckpt);
 	for (int i = 0; i < READERS; i++) {
 		conn_close(&st->readers[i]);
 		pthread_mutex_destroy(&st->readers[i].lock);
@@ -1182,9 +1390,12 @@ void store_close(struct store *st)
 	pthread_cond_destroy(&st->wake);
 	pthread_cond_destroy(&st->done);
 	pthread_mutex_destroy(&st->mu);
+	pthread_mutex_destroy(&st->tp_mu);
 	free(st->prices_pending);
 	free(st->ring);
 	free(st->jobs);
+	free(st->jwait);
+	free(st->wbatch.v);
 	free(st->wbuf);
 	free(st->jbuf);
 	free(st->dbuf);
@@ -1271,21 +1482,125 @@ void store_devices_seen(struct store *st, const struct device *devs, size_t n, i
 	pthread_mutex_unlock(&st->mu);
 }
 
-void store_job_record(struct store *st, const struct store_job *job)
+/* Whether a write with a completion can be committed now: the database is open and not known to fail. mu held. */
+static bool durable_now_locked(const struct store *st)
+{
+	return atomic_load(&st->ready) && !st->failing && !st->stop && st->open_error[0] == '\0';
+}
+
+/*
+ * Counts a write with a completion into the group waiting for its commit: the group is complete (group_ready) when
+ * as many writes wait as requests are in flight, now and on a moving average (a lone request commits at once);
+ * otherwise the writer commits it GROUP_WAIT_NS after its first write. mu held.
+ */
+static void group_add_locked(struct store *st)
+{
+	unsigned inflight = st->load ? st->load(st->load_ctx) : 1;
+	double goal;
+
+	if (inflight < 1)
+		inflight = 1;
+	st->load_avg += ((double)inflight - st->load_avg) / 8.0;
+	goal = st->load_avg < (double)inflight ? st->load_avg : (double)inflight;
+	if (st->nwait++ == 0)
+		st->group_start_ns = clock_mono_ns();
+	st->urgent = true;
+	/* while the marking of jobs a crash left unfinished waits, the writer commits (it marks them first) */
+	if ((double)st->nwait >= goal - 0.5 && !st->interrupt_pending)
+		st->group_ready = true;
+	else if (st->nwait == 1)
+		pthread_cond_signal(&st->wake); /* the writer keeps the group's deadline */
+}
+
+void store_set_load(struct store *st, unsigned (*load)(void *ctx), void *ctx)
 {
 	if (st == NULL)
 		return;
 	pthread_mutex_lock(&st->mu);
+	st->load = load;
+	st->load_ctx = ctx;
+	pthread_mutex_unlock(&st->mu);
+}
+
+/*
+ * Group commit: commits every record waiting on this thread when no commit is running, else leaves the group to
+ * the writer thread, woken at once. Call without locks.
+ */
+static void commit_now(struct store *st)
+{
+	char err[256] = "";
+	bool more = true;
+	int rc = SQLITE_OK;
+	bool mine = pthread_mutex_trylock(&st->w.lock) == 0;
+
+	if (mine && st->w.db == NULL) {
+		pthread_mutex_unlock(&st->w.lock);
+		mine = false;
+	}
+	if (!mine) {
+		/* a commit is running (or the writer reopens): it takes the group (the urgent flag keeps it awake) */
+		pthread_mutex_lock(&st->mu);
+		if (st->urgent)
+			pthread_cond_signal(&st->wake);
+		pthread_mutex_unlock(&st->mu);
+		return;
+	}
+	while (rc == SQLITE_OK && more) {
+		rc = write_batch(st, true, &more, err, sizeof(err));
+		waiters_call(st, &st->wbatch, rc == SQLITE_OK);
+	}
+	if (rc != SQLITE_OK)
+		write_failed(st, rc, err[0] ? err : sqlite3_errstr(rc));
+	pthread_mutex_unlock(&st->w.lock);
+	if (rc != SQLITE_OK)
+		fail_waiters(st);
+}
+
+void store_job_record_notify(struct store *st, const struct store_job *job, store_done_fn done, void *ctx)
+{
+	struct waiter dropped = {0};
+	bool now;
+	bool commit = false;
+
+	if (st == NULL) {
+		if (done)
+			done(ctx, false);
+		return;
+	}
+	pthread_mutex_lock(&st->mu);
 	if (st->jtail - st->jhead == STORE_BACKLOG_RECORDS) {
+		dropped = st->jwait[st->jhead % STORE_BACKLOG_RECORDS];
+		st->jwait[st->jhead % STORE_BACKLOG_RECORDS].fn = NULL;
 		st->jhead++;
 		st->stats.dropped_records++;
+		if (dropped.fn)
+			st->stats.unconfirmed++;
 	}
 	st->jobs[st->jtail % STORE_BACKLOG_RECORDS] = *job;
+	now = done != NULL && durable_now_locked(st);
+	st->jwait[st->jtail % STORE_BACKLOG_RECORDS] = (struct waiter){now ? done : NULL, ctx};
 	st->jtail++;
-	/* a burst of jobs is written at once rather than at the next tick, before the queue can overflow */
-	if (st->jtail - st->jhead == STORE_BACKLOG_RECORDS / 2)
+	if (done != NULL && !now)
+		st->stats.unconfirmed++;
+	if (now) {
+		group_add_locked(st);
+		commit = st->group_ready;
+	} else if (st->jtail - st->jhead == STORE_BACKLOG_RECORDS / 2) {
+		/* a burst of jobs is written at once rather than at the next tick, before the queue can overflow */
 		pthread_cond_signal(&st->wake);
+	}
 	pthread_mutex_unlock(&st->mu);
+	if (dropped.fn)
+		dropped.fn(dropped.ctx, false);
+	if (done != NULL && !now)
+		done(ctx, false);
+	else if (commit)
+		commit_now(st);
+}
+
+void store_job_record(struct store *st, const struct store_job *job)
+{
+	store_job_record_notify(st, job, NULL, NULL);
 }
 
 void store_jobs_mark_interrupted(struct store *st)
@@ -1298,12 +1613,16 @@ void store_jobs_mark_interrupted(struct store *st)
 	pthread_mutex_unlock(&st->mu);
 }
 
-void store_prices_replace(struct store *st, const struct store_price *v, size_t n)
+void store_prices_replace_notify(struct store *st, const struct store_price *v, size_t n, store_done_fn done,
+				 void *ctx)
 {
 	struct store_price *copy = n ? xcalloc(n, sizeof(*copy)) : NULL;
+	bool now;
 
 	if (st == NULL) {
 		free(copy);
+		if (done)
+			done(ctx, false);
 		return;
 	}
 	if (n)
@@ -1313,8 +1632,26 @@ void store_prices_replace(struct store *st, const struct store_price *v, size_t 
 	st->prices_pending = copy;
 	st->nprices_pending = n;
 	st->prices_set = true;
-	pthread_cond_signal(&st->wake);
+	now = done != NULL && durable_now_locked(st) && st->npwait < PRICE_WAITERS;
+	if (now) {
+		st->pwait[st->npwait++] = (struct waiter){done, ctx};
+		group_add_locked(st);
+		st->group_ready = !st->interrupt_pending; /* prices are rare: no reason to wait for others */
+	} else {
+		if (done != NULL)
+			st->stats.unconfirmed++;
+		pthread_cond_signal(&st->wake);
+	}
 	pthread_mutex_unlock(&st->mu);
+	if (done != NULL && !now)
+		done(ctx, false);
+	else if (now)
+		commit_now(st);
+}
+
+void store_prices_replace(struct store *st, const struct store_price *v, size_t n)
+{
+	store_prices_replace_notify(st, v, n, NULL, NULL);
 }
 
 bool store_flush(struct store *st, unsigned timeout_ms)
@@ -1711,10 +2048,23 @@ enum acceld_err store_throughput(struct store *st, const char *device, const cha
 	enum acceld_err e = reader_acquire(st, &c);
 	int rc;
 
+	uint64_t now = clock_mono_ns();
+
 	*flops_per_s = NAN;
 	*jobs = 0;
 	if (e != ACCELD_OK)
 		return e;
+	pthread_mutex_lock(&st->tp_mu);
+	for (unsigned i = 0; i < THROUGHPUT_CACHE; i++) {
+		if (st->tp[i].at_ns != 0 && now - st->tp[i].at_ns < THROUGHPUT_TTL_NS &&
+		    strcmp(st->tp[i].device, device) == 0 && strcmp(st->tp[i].kernel, kernel) == 0) {
+			*flops_per_s = st->tp[i].flops_per_s;
+			*jobs = st->tp[i].jobs;
+			pthread_mutex_unlock(&st->tp_mu);
+			return reader_release(st, c, SQLITE_OK);
+		}
+	}
+	pthread_mutex_unlock(&st->tp_mu);
 	s = conn_stmt(c, S_THROUGHPUT, &rc);
 	if (s != NULL) {
 		sqlite3_bind_text(s, 1, device, -1, SQLITE_TRANSIENT);
@@ -1723,6 +2073,18 @@ enum acceld_err store_throughput(struct store *st, const char *device, const cha
 		if (rc == SQLITE_ROW && sqlite3_column_int(s, 2) > 0 && sqlite3_column_double(s, 1) > 0) {
 			*jobs = (unsigned)sqlite3_column_int(s, 2);
 			*flops_per_s = sqlite3_column_double(s, 0) / (sqlite3_column_double(s, 1) / 1000.0);
+		}
+		if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
+			unsigned i;
+
+			pthread_mutex_lock(&st->tp_mu);
+			i = st->tp_next++ % THROUGHPUT_CACHE;
+			snprintf(st->tp[i].device, sizeof(st->tp[i].device), "%s", device);
+			snprintf(st->tp[i].kernel, sizeof(st->tp[i].kernel), "%s", kernel);
+			st->tp[i].flops_per_s = *flops_per_s;
+			st->tp[i].jobs = *jobs;
+			st->tp[i].at_ns = now;
+			pthread_mutex_unlock(&st->tp_mu);
 		}
 		sqlite3_reset(s);
 	}

@@ -2,9 +2,12 @@
  * store: the SQLite database (WAL mode) that keeps the device registry, utilisation samples and their rollups,
  * jobs and price overrides.
  *
- * Writes never happen on the caller's thread: store_add_samples, store_devices_seen, store_job_record and
- * store_prices_replace copy what they are given into bounded in-memory queues, and one writer thread commits them
- * in batched transactions (about once a second), then computes minute and hour rollups and applies retention.
+ * Writes are queued: store_add_samples, store_devices_seen, store_job_record and store_prices_replace copy what
+ * they are given into bounded in-memory queues, and one writer thread commits them in batched transactions (about
+ * once a second), then computes minute and hour rollups and applies retention. Writes the API confirms (a job's
+ * final record, new prices) go through the _notify variants: they are committed in groups (group commit: once as
+ * many wait as requests are in flight, or 1 ms after the first) and their completion says when they are durable. WAL checkpoints run on the writer thread only
+ * (passive, at most once a second after writes), never on a committing caller's.
  * When the database cannot be written (unwritable, locked, full, corrupt, a newer schema), the service keeps
  * running: store_healthy says which check fails, the writer retries (and reopens the file) every retry interval,
  * and samples wait in the queue. Loss policy: when the sample queue is full the OLDEST sample is dropped and
@@ -54,6 +57,7 @@ struct store_opts {
 	unsigned retry_interval_ms;   /* wait between attempts while the database fails; 0 = 1000 */
 	unsigned busy_timeout_ms;     /* 0 = 2000 */
 	int64_t max_pages;            /* PRAGMA max_page_count when > 0 (a hard size cap; tests use it for "full") */
+	bool sync_full;               /* PRAGMA synchronous = FULL (every commit synced) instead of NORMAL */
 };
 
 /*
@@ -145,6 +149,32 @@ struct store_job {
 /* Queues an insert-or-update of the job with this id (a job is usually recorded when it starts and ends). */
 void store_job_record(struct store *st, const struct store_job *job);
 
+/*
+ * A write's completion: called exactly once, with true once the transaction holding the write has committed, or
+ * with false when the write cannot be made durable now (the database is known to fail, the record queue is full,
+ * the store is closing). A write answered false stays queued (unless it was pushed out of a full queue) and is
+ * committed when the database recovers. Called from whichever thread commits, with no store lock held; it must
+ * not call into the store.
+ */
+typedef void (*store_done_fn)(void *ctx, bool recorded);
+
+/*
+ * store_job_record with a completion (done may be NULL). Group commit: the record joins the group waiting for its
+ * commit; when that group is complete (store_set_load) and no commit is running, the calling thread commits every
+ * record waiting, its own included, before returning (done is called before it returns); otherwise the thread
+ * committing now or the writer thread commits the group, at the latest 1 ms after its first record. Never waits on
+ * another thread's commit.
+ */
+void store_job_record_notify(struct store *st, const struct store_job *job, store_done_fn done, void *ctx);
+
+/*
+ * How many requests are in flight now (the HTTP server's count), so a group of writes with completions is
+ * committed once as many wait as requests are in flight; NULL (the default) counts one: every such write commits
+ * at once. load is called with a store lock held and must not call into the store. Once this returns with NULL,
+ * load is not called any more (call it so before freeing what load reads).
+ */
+void store_set_load(struct store *st, unsigned (*load)(void *ctx), void *ctx);
+
 /* Queues: every job still 'queued' or 'running' (left so by a crash) becomes 'interrupted'. Call once at start. */
 void store_jobs_mark_interrupted(struct store *st);
 
@@ -162,9 +192,13 @@ struct store_price {
 /* Queues replacing every stored override with these n (copied). */
 void store_prices_replace(struct store *st, const struct store_price *v, size_t n);
 
+/* store_prices_replace with a completion, as store_job_record_notify (a later replacement confirms earlier ones). */
+void store_prices_replace_notify(struct store *st, const struct store_price *v, size_t n, store_done_fn done,
+				 void *ctx);
+
 /*
- * Waits until everything queued so far has been committed, at most timeout_ms. Returns true when the queues are
- * empty. Tests and shutdown use it; request handlers never do.
+ * Waits until everything queued so far has been committed and its completions called, at most timeout_ms. Returns
+ * true when the queues are empty. Tests and shutdown use it; request handlers never do.
  */
 bool store_flush(struct store *st, unsigned timeout_ms);
 
@@ -176,6 +210,9 @@ struct store_stats {
 	uint64_t backlog;           /* samples and records waiting */
 	uint64_t write_errors;      /* failed batches */
 	uint64_t reopens;           /* times the writer (re)opened the database */
+	uint64_t commits;           /* transactions of queued writes committed */
+	uint64_t confirmed;         /* completions called with true */
+	uint64_t unconfirmed;       /* completions called with false */
 	bool open;                  /* the writer holds a migrated connection */
 	char last_error[256];       /* "" when none */
 };
@@ -273,6 +310,8 @@ enum acceld_err store_jobs_usage(struct store *st, const char *device, int64_t s
 /*
  * Measured throughput of kernel on device: floating-point operations per second over the last (up to 20)
  * succeeded jobs with a known flop count and kernel time. *jobs is 0 (and *flops_per_s NAN) when there are none.
+ * The answer for a device and kernel is kept for 1 s (it is asked for every placed job, and every commit would make
+ * the query read its pages again), so jobs finished in the last second may not count yet.
  */
 enum acceld_err store_throughput(struct store *st, const char *device, const char *kernel, double *flops_per_s,
 				 unsigned *jobs);

@@ -113,6 +113,17 @@ int check_call(struct app *app, struct check_req *r, struct http_resp *resp)
 	routes_dispatch(app, &r->req, resp);
 	json_decref(r->req.json);
 	r->req.json = NULL;
+	/* DELETE /run/{id} and PUT /cost/prices answer through a deferred answer, finished before the handler returns
+	 * when the commit ran on its thread */
+	if (resp->deferred != NULL && (r->req.method == HTTP_DELETE || r->req.method == HTTP_PUT)) {
+		struct http_resp done;
+
+		http_resp_init(&done, r->req.request_id);
+		if (http_deferred_take(resp->deferred, &done)) {
+			http_resp_release(resp);
+			*resp = done;
+		}
+	}
 	return resp->status;
 }
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "clock.h"
 #include "config.h"
 #include "exec.h"
 #include "kernel.h"
@@ -268,6 +269,7 @@ static enum exec_presence fake_presence(void *ctx, const struct device *dev)
 
 static const struct backend_ops *ops_in_use[3];
 static int (*thread_create_in_use)(pthread_t *thread, void *(*fn)(void *), void *arg);
+static exec_record_fn record_hook_in_use; /* on_job_record of the next start(); NULL answers at once */
 
 static struct exec *start(const struct backend_ops *native, unsigned depth, uint64_t max_elements)
 {
@@ -281,6 +283,7 @@ static struct exec *start(const struct backend_ops *native, unsigned depth, uint
 		.recent = 64,
 		.cpu_threads = 2,
 		.on_job_done = on_record,
+		.on_job_record = record_hook_in_use,
 		.on_job_start = on_start,
 		.presence = fake_presence,
 		.backends = ops_in_use,
@@ -358,6 +361,54 @@ static const char *jstr(json_t *o, const char *key)
 }
 
 /* --- tests --- */
+
+/* on_job_record of a store whose commit stalls: keeps the job, confirms nothing. */
+static struct exec_job *stalled_job;
+
+static void stall_record(void *ctx, const struct exec_job_record *rec)
+{
+	(void)ctx;
+	if (!rec->provisional && stalled_job == NULL) {
+		exec_job_ref(rec->job);
+		stalled_job = rec->job;
+	}
+}
+
+START_TEST(stalled_record_is_answered_within_two_seconds)
+{
+	struct exec *ex;
+	struct exec_request r = saxpy(1000, "cpu:0");
+	struct exec_job *job;
+	uint64_t t0;
+	json_t *doc;
+
+	record_hook_in_use = stall_record;
+	ex = start(&backend_native, 8, 1u << 24);
+	record_hook_in_use = NULL;
+	t0 = clock_mono_ns();
+	job = submit_ok(ex, &r);
+	/* until its record is confirmed, a finished job reads as running */
+	while (stalled_job == NULL)
+		usleep(1000);
+	ck_assert_int_eq(exec_job_state(job), EXEC_RUNNING);
+	exec_job_wait(job);
+	ck_assert_uint_ge(clock_mono_ns() - t0, 900000000ull);
+	ck_assert_uint_lt(clock_mono_ns() - t0, 2500000000ull);
+	ck_assert_int_eq(exec_job_state(job), EXEC_SUCCEEDED);
+	doc = exec_job_json(job);
+	ck_assert(json_is_false(json_object_get(doc, "recorded")));
+	json_decref(doc);
+	/* the commit comes later: the job says so */
+	exec_job_recorded(stalled_job, false, true);
+	doc = exec_job_json(job);
+	ck_assert(json_is_true(json_object_get(doc, "recorded")));
+	json_decref(doc);
+	exec_job_unref(stalled_job);
+	stalled_job = NULL;
+	exec_job_unref(job);
+	exec_free(ex);
+}
+END_TEST
 
 START_TEST(runs_and_verifies_natively)
 {
@@ -602,11 +653,11 @@ START_TEST(queue_full_and_cancel)
 	r = saxpy(64, "cpu:0");
 	submit_refused(ex, &r, ACCELD_EBUSY, "QUEUE_FULL");
 	ck_assert_int_eq(exec_job_state(q1), EXEC_QUEUED);
-	ck_assert_int_eq(exec_cancel(ex, exec_job_id(q1)), ACCELD_OK);
+	ck_assert_int_eq(exec_cancel(ex, exec_job_id(q1), NULL, NULL), ACCELD_OK);
 	ck_assert_int_eq(exec_job_state(q1), EXEC_CANCELLED);
-	ck_assert_int_eq(exec_cancel(ex, exec_job_id(q1)), ACCELD_ECONFLICT);
-	ck_assert_int_eq(exec_cancel(ex, exec_job_id(running)), ACCELD_ECONFLICT);
-	ck_assert_int_eq(exec_cancel(ex, "0000"), ACCELD_ENOTFOUND);
+	ck_assert_int_eq(exec_cancel(ex, exec_job_id(q1), NULL, NULL), ACCELD_ECONFLICT);
+	ck_assert_int_eq(exec_cancel(ex, exec_job_id(running), NULL, NULL), ACCELD_ECONFLICT);
+	ck_assert_int_eq(exec_cancel(ex, "0000", NULL, NULL), ACCELD_ENOTFOUND);
 	gate_set(true);
 	exec_job_wait(running);
 	exec_job_wait(q2);
@@ -967,6 +1018,7 @@ Suite *make_suite(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, state_names);
+	tcase_add_test(tc, stalled_record_is_answered_within_two_seconds);
 	tcase_add_test(tc, threads_that_fail_to_start_are_said);
 	tcase_add_test(tc, named_backend);
 	tcase_add_test(tc, runs_and_verifies_natively);

@@ -250,7 +250,7 @@ START_TEST(store_state)
 	struct metrics *m = metrics_new();
 	struct metrics_view v = {.store_open = true, .started_at_ms = 1700000000123};
 	struct metrics_store_stats st = {.up = false, .write_backlog = 42, .rows_written = 150, .samples_dropped = 3, .records_dropped = 5,
-					 .write_errors = 1};
+					 .write_errors = 1, .commits = 7, .confirmed = 11, .unconfirmed = 2};
 	char *text;
 
 	text = render(m, &v);
@@ -265,6 +265,9 @@ START_TEST(store_state)
 	ck_assert(value_of(text, "acceld_store_dropped_samples_total") == 3);
 	ck_assert(value_of(text, "acceld_store_dropped_records_total") == 5);
 	ck_assert(value_of(text, "acceld_store_write_errors_total") == 1);
+	ck_assert(value_of(text, "acceld_store_commits_total") == 7);
+	ck_assert(value_of(text, "acceld_store_confirmed_writes_total") == 11);
+	ck_assert(value_of(text, "acceld_store_unconfirmed_writes_total") == 2);
 	free(text);
 	st.up = true;
 	metrics_set_store_stats(m, &st);

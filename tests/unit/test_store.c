@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -496,6 +497,95 @@ START_TEST(jobs_are_recorded_interrupted_and_measured)
 }
 END_TEST
 
+/* A completion's calls: how many, and the last outcome. */
+struct done_count {
+	int calls;
+	bool recorded;
+};
+
+static void count_done(void *ctx, bool recorded)
+{
+	struct done_count *c = ctx;
+
+	c->calls++;
+	c->recorded = recorded;
+}
+
+START_TEST(notified_writes_are_answered_once_committed)
+{
+	struct store *st = NULL;
+	struct store_opts o = {.retry_interval_ms = 50, .flush_interval_ms = 100};
+	struct store_job run = {.id = "job-n", .device = "cpu:0", .kernel = "dot", .state = "running",
+				.submitted_ms = T0, .started_ms = T0 + 1, .flops = NAN, .bytes = NAN, .kernel_ms = NAN,
+				.total_ms = NAN, .cost_usd = NAN};
+	struct store_job fin = run;
+	struct store_price p = {.selector = "type", .value = "cpu", .usd_per_hour = 0.5, .usd_per_hour_spot = NAN};
+	struct done_count jc = {0}, pc = {0}, fc = {0};
+	struct store_stats stats;
+	struct store_job got;
+	struct store_price *pv = NULL;
+	size_t np = 0;
+	char path[300], err[256];
+	FILE *f;
+
+	tmp_path(path, sizeof(path), "notify.db");
+	o.path = path;
+	ck_assert_int_eq(store_open_opts(&o, &st, err, sizeof(err)), ACCELD_OK);
+	/* the start record waits unconfirmed; the final one commits both on this thread, before returning */
+	store_job_record(st, &run);
+	snprintf(fin.state, sizeof(fin.state), "succeeded");
+	fin.finished_ms = T0 + 9;
+	fin.kernel_ms = 3;
+	store_job_record_notify(st, &fin, count_done, &jc);
+	ck_assert_int_eq(jc.calls, 1);
+	ck_assert(jc.recorded);
+	ck_assert_int_eq(store_job_get(st, "job-n", &got), ACCELD_OK);
+	ck_assert_str_eq(got.state, "succeeded");
+	ck_assert_int_eq(got.started_ms, T0 + 1);
+	store_prices_replace_notify(st, &p, 1, count_done, &pc);
+	ck_assert_int_eq(pc.calls, 1);
+	ck_assert(pc.recorded);
+	ck_assert_int_eq(store_prices_load(st, &pv, &np), ACCELD_OK);
+	ck_assert_uint_eq(np, 1);
+	free(pv);
+	store_stats(st, &stats);
+	ck_assert_uint_eq(stats.confirmed, 2);
+	ck_assert_uint_ge(stats.commits, 2);
+	/* nothing waits any more: the writer sleeps (it once kept polling after a price change) */
+	{
+		struct timespec a, b;
+
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
+		usleep(300000);
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
+		ck_assert_int_lt((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec), 100000000L);
+	}
+	store_close(st);
+
+	/* a database known to fail answers at once, false, and keeps the record for later */
+	tmp_path(path, sizeof(path), "notify-bad.db");
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	for (int i = 0; i < 512; i++)
+		fputs("this is not a database file ", f);
+	fclose(f);
+	ck_assert_int_eq(store_open_opts(&o, &st, err, sizeof(err)), ACCELD_OK);
+	ck_assert(!store_healthy(st, err, sizeof(err)));
+	snprintf(fin.id, sizeof(fin.id), "job-f");
+	store_job_record_notify(st, &fin, count_done, &fc);
+	ck_assert_int_eq(fc.calls, 1);
+	ck_assert(!fc.recorded);
+	store_stats(st, &stats);
+	ck_assert_uint_eq(stats.unconfirmed, 1);
+	ck_assert_uint_eq(stats.backlog, 1);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert(store_flush(st, 10000));
+	ck_assert_int_eq(store_job_get(st, "job-f", &got), ACCELD_OK);
+	ck_assert_int_eq(fc.calls, 1);
+	store_close(st);
+}
+END_TEST
+
 START_TEST(prices_and_devices_persist)
 {
 	struct store *st = NULL;
@@ -648,6 +738,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, full_database_fails_writes_and_keeps_the_backlog);
 	tcase_add_test(tc, jobs_are_recorded_interrupted_and_measured);
 	tcase_add_test(tc, prices_and_devices_persist);
+	tcase_add_test(tc, notified_writes_are_answered_once_committed);
 	tcase_add_test(tc, tier_choice_follows_step_and_age);
 	tcase_add_test(tc, a_month_of_samples_stays_bounded);
 	suite_add_tcase(s, tc);
