@@ -30,14 +30,6 @@
 /* Probes every few seconds and a scraper or two: a handful of connections, kept apart from the API's. */
 #define HEALTH_MAX_CONNECTIONS 16
 
-/* The store's group size: requests in flight on the main listener (main.c clears it before stopping the server). */
-static unsigned requests_in_flight(void *ctx)
-{
-	struct app *app = ctx;
-
-	return app->http != NULL ? http_server_inflight(app->http) : 1;
-}
-
 static void try_open_store(struct app *app)
 {
 	char err[512];
@@ -61,8 +53,6 @@ static void try_open_store(struct app *app)
 	else
 		log_fields(LOGL_INFO, "store", "database open", (struct log_field[]){LOG_S("path", app->cfg.db_path)},
 			   1);
-	if (app->http != NULL)
-		store_set_load(app->store, requests_in_flight, app);
 }
 
 /* Finds the devices (the first snapshot exists when detect_new returns) and starts the periodic refresher. */

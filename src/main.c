@@ -147,7 +147,6 @@ static int cmd_serve(int argc, char **argv)
 
 	drain(&app, sig);
 	http_server_stop(app.health_http); /* probes were answered through the drain */
-	store_set_load(app.store, NULL, NULL); /* the store stops asking the server for its requests in flight */
 	http_server_stop(app.http); /* answers requests still waiting on a job with 503 first */
 	app_checks_interrupt(&app); /* checks still running are recorded as interrupted, whatever comes next */
 	if (app.exec != NULL && !exec_stop(app.exec, 0)) {

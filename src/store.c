@@ -248,12 +248,9 @@ struct store {
 	struct waiter *jwait;       /* the completion of each queued job record (fn NULL: none) */
 	uint64_t jhead, jtail;
 	bool urgent;                /* writes with completions wait for their commit */
-	bool group_ready;           /* as many wait as requests are in flight: commit now */
+	bool group_ready;           /* the waiting writes can be committed now (no crash marking waits) */
 	unsigned nwait;             /* completions waiting in the queues */
 	uint64_t group_start_ns;    /* when the first of them was queued */
-	double load_avg;            /* moving average of the requests in flight, as records arrive */
-	unsigned (*load)(void *ctx); /* requests in flight (store_set_load); called with mu held */
-	void *load_ctx;
 	struct waiter pwait[PRICE_WAITERS]; /* completions of the pending price replacement */
 	size_t npwait;
 	struct devrec devs[DEVICES_MAX];
@@ -1489,37 +1486,20 @@ static bool durable_now_locked(const struct store *st)
 }
 
 /*
- * Counts a write with a completion into the group waiting for its commit: the group is complete (group_ready) when
- * as many writes wait as requests are in flight, now and on a moving average (a lone request commits at once);
- * otherwise the writer commits it GROUP_WAIT_NS after its first write. mu held.
+ * Counts a write with a completion into the group waiting for its commit. The group is ready at once: the thread
+ * that queued it commits when no commit is running, and a commit that is running takes, before it ends, whatever
+ * was queued meanwhile (so writes that arrive during a commit share the next one). Only while the marking of jobs
+ * a crash left unfinished waits does the writer commit them, GROUP_WAIT_NS after the first at the latest. mu held.
  */
 static void group_add_locked(struct store *st)
 {
-	unsigned inflight = st->load ? st->load(st->load_ctx) : 1;
-	double goal;
-
-	if (inflight < 1)
-		inflight = 1;
-	st->load_avg += ((double)inflight - st->load_avg) / 8.0;
-	goal = st->load_avg < (double)inflight ? st->load_avg : (double)inflight;
 	if (st->nwait++ == 0)
 		st->group_start_ns = clock_mono_ns();
 	st->urgent = true;
-	/* while the marking of jobs a crash left unfinished waits, the writer commits (it marks them first) */
-	if ((double)st->nwait >= goal - 0.5 && !st->interrupt_pending)
+	if (!st->interrupt_pending)
 		st->group_ready = true;
 	else if (st->nwait == 1)
 		pthread_cond_signal(&st->wake); /* the writer keeps the group's deadline */
-}
-
-void store_set_load(struct store *st, unsigned (*load)(void *ctx), void *ctx)
-{
-	if (st == NULL)
-		return;
-	pthread_mutex_lock(&st->mu);
-	st->load = load;
-	st->load_ctx = ctx;
-	pthread_mutex_unlock(&st->mu);
 }
 
 /*
@@ -1537,23 +1517,39 @@ static void commit_now(struct store *st)
 		pthread_mutex_unlock(&st->w.lock);
 		mine = false;
 	}
-	if (!mine) {
-		/* a commit is running (or the writer reopens): it takes the group (the urgent flag keeps it awake) */
+	for (;;) {
+		if (!mine) {
+			/* a commit is running (or the writer reopens): it takes the group (the urgent flag keeps it awake) */
+			pthread_mutex_lock(&st->mu);
+			if (st->urgent)
+				pthread_cond_signal(&st->wake);
+			pthread_mutex_unlock(&st->mu);
+			return;
+		}
+		more = true;
+		while (rc == SQLITE_OK && more) {
+			rc = write_batch(st, true, &more, err, sizeof(err));
+			waiters_call(st, &st->wbatch, rc == SQLITE_OK);
+		}
+		if (rc != SQLITE_OK)
+			write_failed(st, rc, err[0] ? err : sqlite3_errstr(rc));
+		pthread_mutex_unlock(&st->w.lock);
+		if (rc != SQLITE_OK) {
+			fail_waiters(st);
+			return;
+		}
+		/* a write queued after the last batch was taken, whose thread found the lock held, is this thread's */
 		pthread_mutex_lock(&st->mu);
-		if (st->urgent)
-			pthread_cond_signal(&st->wake);
+		more = st->nwait > 0 && st->group_ready;
 		pthread_mutex_unlock(&st->mu);
-		return;
+		if (!more)
+			return;
+		mine = pthread_mutex_trylock(&st->w.lock) == 0;
+		if (mine && st->w.db == NULL) {
+			pthread_mutex_unlock(&st->w.lock);
+			mine = false;
+		}
 	}
-	while (rc == SQLITE_OK && more) {
-		rc = write_batch(st, true, &more, err, sizeof(err));
-		waiters_call(st, &st->wbatch, rc == SQLITE_OK);
-	}
-	if (rc != SQLITE_OK)
-		write_failed(st, rc, err[0] ? err : sqlite3_errstr(rc));
-	pthread_mutex_unlock(&st->w.lock);
-	if (rc != SQLITE_OK)
-		fail_waiters(st);
 }
 
 void store_job_record_notify(struct store *st, const struct store_job *job, store_done_fn done, void *ctx)

@@ -159,21 +159,12 @@ void store_job_record(struct store *st, const struct store_job *job);
 typedef void (*store_done_fn)(void *ctx, bool recorded);
 
 /*
- * store_job_record with a completion (done may be NULL). Group commit: the record joins the group waiting for its
- * commit; when that group is complete (store_set_load) and no commit is running, the calling thread commits every
- * record waiting, its own included, before returning (done is called before it returns); otherwise the thread
- * committing now or the writer thread commits the group, at the latest 1 ms after its first record. Never waits on
- * another thread's commit.
+ * store_job_record with a completion (done may be NULL). Group commit: when no commit is running, the calling thread
+ * commits every record waiting, its own included, before returning (done is called before it returns); otherwise
+ * the thread committing now takes the record into its next transaction before it ends (or the writer thread does).
+ * Records that arrive while a commit runs thus share the next one. Never waits on another thread's commit.
  */
 void store_job_record_notify(struct store *st, const struct store_job *job, store_done_fn done, void *ctx);
-
-/*
- * How many requests are in flight now (the HTTP server's count), so a group of writes with completions is
- * committed once as many wait as requests are in flight; NULL (the default) counts one: every such write commits
- * at once. load is called with a store lock held and must not call into the store. Once this returns with NULL,
- * load is not called any more (call it so before freeing what load reads).
- */
-void store_set_load(struct store *st, unsigned (*load)(void *ctx), void *ctx);
 
 /* Queues: every job still 'queued' or 'running' (left so by a crash) becomes 'interrupted'. Call once at start. */
 void store_jobs_mark_interrupted(struct store *st);
