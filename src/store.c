@@ -36,7 +36,7 @@ struct store_migration {
 #define PRICE_WAITERS 64        /* price replacements waiting for their commit at once */
 #define COALESCE_WINDOW 64      /* how far ahead a job's start record looks for its final one in a batch */
 #define CHECKPOINT_NS 1000000000ull /* the writer's passive WAL checkpoint, at most this often after writes */
-#define GROUP_WAIT_NS 1000000ull    /* a group of writes with completions waits at most this long for its commit */
+#define GROUP_WAIT_NS 1000000ull    /* while crash marking waits, writes with completions wait at most this long */
 #define THROUGHPUT_TTL_NS 1000000000ull /* store_throughput answers from memory this long */
 #define THROUGHPUT_CACHE 64
 
@@ -1262,7 +1262,7 @@ static void *writer_main(void *arg)
 		bool final;
 		bool high = st->tail - st->head >= st->cap / 2 || st->jtail - st->jhead >= STORE_BACKLOG_RECORDS / 2;
 
-		/* a group of writes with completions: committed once complete, or GROUP_WAIT_NS after its first */
+		/* writes with completions that no caller may commit yet (crash marking waits): GROUP_WAIT_NS at most */
 		while (st->urgent && !st->failing && !st->group_ready && !st->stop && !st->flush_req) {
 			uint64_t now = clock_mono_ns();
 			struct timespec due;

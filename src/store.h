@@ -5,9 +5,10 @@
  * Writes are queued: store_add_samples, store_devices_seen, store_job_record and store_prices_replace copy what
  * they are given into bounded in-memory queues, and one writer thread commits them in batched transactions (about
  * once a second), then computes minute and hour rollups and applies retention. Writes the API confirms (a job's
- * final record, new prices) go through the _notify variants: they are committed in groups (group commit: once as
- * many wait as requests are in flight, or 1 ms after the first) and their completion says when they are durable. WAL checkpoints run on the writer thread only
- * (passive, at most once a second after writes), never on a committing caller's.
+ * final record, new prices) go through the _notify variants: they are committed in groups (group commit: at once
+ * when no commit runs, else in the transaction after the running one) and their completion says when they are
+ * durable. WAL checkpoints run on the writer thread only (passive, at most once a second after writes), never on a
+ * committing caller's.
  * When the database cannot be written (unwritable, locked, full, corrupt, a newer schema), the service keeps
  * running: store_healthy says which check fails, the writer retries (and reopens the file) every retry interval,
  * and samples wait in the queue. Loss policy: when the sample queue is full the OLDEST sample is dropped and
