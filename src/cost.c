@@ -10,6 +10,7 @@
 
 #include "clock.h"
 #include "hostprice.h"
+#include "jsonval.h"
 #include "log.h"
 #include "mem.h"
 
@@ -32,11 +33,6 @@ static const char *const selectors[] = {"device", "accelerator_type", "type"};
 static int add_json(json_t *o, const char *key, json_t *v)
 {
 	return json_object_set_new(o, key, v);
-}
-
-static json_t *num_or_null(double v)
-{
-	return isfinite(v) ? json_real(v) : json_null();
 }
 
 /* --- the prices document --- */
@@ -464,9 +460,9 @@ static json_t *price_json(const struct cost_price *p)
 {
 	json_t *o = json_object();
 
-	add_json(o, "usd_per_hour", num_or_null(p->usd_per_hour));
-	add_json(o, "usd_per_hour_spot", num_or_null(p->usd_per_hour_spot));
-	add_json(o, "applied_usd_per_hour", num_or_null(p->applied));
+	add_json(o, "usd_per_hour", jsonval_num(p->usd_per_hour));
+	add_json(o, "usd_per_hour_spot", jsonval_num(p->usd_per_hour_spot));
+	add_json(o, "applied_usd_per_hour", jsonval_num(p->applied));
 	add_json(o, "billing", json_string(p->billing));
 	if (p->unit[0])
 		add_json(o, "unit", json_string(p->unit));
@@ -608,8 +604,8 @@ static enum acceld_err report_one(struct cost *c, const struct subject *s, const
 		add_json(g, "start_time", json_string(when));
 		add_json(g, "allocated_seconds", json_real(u[i].present_ms / 1000.0));
 		add_json(g, "utilized_seconds", json_real(u[i].busy_ms / 1000.0));
-		add_json(g, "allocated_usd", num_or_null(a));
-		add_json(g, "utilized_usd", num_or_null(b));
+		add_json(g, "allocated_usd", jsonval_num(a));
+		add_json(g, "utilized_usd", jsonval_num(b));
 		json_array_append_new(groups, g);
 		add_group_total(t, when, a, b);
 		present += u[i].present_ms;
@@ -622,16 +618,16 @@ static enum acceld_err report_one(struct cost *c, const struct subject *s, const
 	if (s->accelerator_type[0])
 		add_json(o, "accelerator_type", json_string(s->accelerator_type));
 	add_json(o, "present", json_boolean(s->present));
-	add_json(o, "usd_per_hour", num_or_null(p.applied));
+	add_json(o, "usd_per_hour", jsonval_num(p.applied));
 	add_json(o, "billing", json_string(p.billing));
 	add_json(o, "price", price_json(&p));
 	x = json_object();
 	add_json(x, "seconds", json_real(present / 1000.0));
-	add_json(x, "usd", num_or_null(usd(present, p.applied)));
+	add_json(x, "usd", jsonval_num(usd(present, p.applied)));
 	add_json(o, "allocated", x);
 	x = json_object();
 	add_json(x, "seconds", json_real(busy / 1000.0));
-	add_json(x, "usd", num_or_null(usd(busy, p.applied)));
+	add_json(x, "usd", jsonval_num(usd(busy, p.applied)));
 	add_json(o, "utilized", x);
 	x = json_object();
 	add_json(x, "count", json_integer(ju.jobs));
@@ -640,7 +636,7 @@ static enum acceld_err report_one(struct cost *c, const struct subject *s, const
 		/* the cost the jobs recorded when they all did, else the current price over their time */
 		double jusd = ju.jobs > 0 && ju.priced == ju.jobs ? ju.cost_usd : usd(ju.seconds * 1000.0, p.applied);
 
-		add_json(x, "usd", num_or_null(jusd));
+		add_json(x, "usd", jsonval_num(jusd));
 		if (isfinite(jusd))
 			t->jobs_usd += jusd;
 	}
@@ -886,9 +882,9 @@ enum acceld_err cost_estimate(struct cost *c, const struct device *devs, size_t 
 		add_json(o, "device", json_string(v[i].d->id));
 		add_json(o, "type", json_string(device_type_name(v[i].d->type)));
 		add_json(o, "executable", json_boolean(v[i].d->executable));
-		add_json(o, "seconds", num_or_null(v[i].seconds));
-		add_json(o, "usd", num_or_null(v[i].usd));
-		add_json(o, "usd_per_hour", num_or_null(v[i].p.applied));
+		add_json(o, "seconds", jsonval_num(v[i].seconds));
+		add_json(o, "usd", jsonval_num(v[i].usd));
+		add_json(o, "usd_per_hour", jsonval_num(v[i].p.applied));
 		add_json(o, "billing", json_string(v[i].p.billing));
 		add_json(o, "price_source", json_string(v[i].p.source));
 		add_json(o, "basis", json_string(v[i].basis));

@@ -21,6 +21,7 @@
 #include "clock.h"
 #include "config.h"
 #include "exec.h"
+#include "jsonval.h"
 #include "kernel.h"
 #include "log.h"
 #include "mem.h"
@@ -326,22 +327,6 @@ void devcheck_run_wait(struct devcheck_run *run)
 
 /* --- the document --- */
 
-static void put_num(json_t *o, const char *key, double v)
-{
-	if (isfinite(v))
-		json_object_set_new(o, key, json_real(v));
-}
-
-static void put_time(json_t *o, const char *key, int64_t ms)
-{
-	char when[CLOCK_RFC3339_LEN];
-
-	if (ms <= 0)
-		return;
-	clock_rfc3339(ms, when);
-	json_object_set_new(o, key, json_string(when));
-}
-
 static const char *test_state(const struct test *t)
 {
 	if (t->finished)
@@ -368,19 +353,19 @@ static json_t *test_json(const struct test *t)
 		json_t *samples = json_array();
 
 		json_object_set_new(o, "runs", json_integer(t->runs));
-		put_num(o, "measured", t->best);
-		put_num(o, "median", t->median);
+		jsonval_set_num(o, "measured", t->best);
+		jsonval_set_num(o, "median", t->median);
 		for (unsigned i = 0; i < t->nsamples; i++)
 			json_array_append_new(samples, json_real(t->samples[i]));
 		json_object_set_new(o, "samples", samples);
-		put_num(o, "expected", t->expected);
+		jsonval_set_num(o, "expected", t->expected);
 		if (t->expected_source[0] != '\0' && isfinite(t->expected))
 			json_object_set_new(o, "expected_source", json_string(t->expected_source));
 		if (isfinite(t->best) && usable(t->expected))
 			json_object_set_new(o, "ratio", json_real(t->best / t->expected));
 		if (t->runs > 0) {
 			json_object_set_new(o, "verified", json_boolean(t->wrong == 0));
-			put_num(o, "max_error_ratio", t->worst_error);
+			jsonval_set_num(o, "max_error_ratio", t->worst_error);
 		}
 		json_object_set_new(o, "device_ms", json_real(t->device_ms));
 		if (t->budget_ms > 0)
@@ -394,8 +379,8 @@ static json_t *test_json(const struct test *t)
 		for (unsigned i = 0; i < t->nramp; i++) {
 			json_t *step = json_pack("{s:I}", "n", (json_int_t)t->ramp[i].n);
 
-			put_num(step, "gflops", t->ramp[i].figure);
-			put_num(step, "kernel_ms", t->ramp[i].kernel_ms);
+			jsonval_set_num(step, "gflops", t->ramp[i].figure);
+			jsonval_set_num(step, "kernel_ms", t->ramp[i].kernel_ms);
 			json_array_append_new(ramp, step);
 		}
 		json_object_set_new(o, "ramp", ramp);
@@ -403,11 +388,11 @@ static json_t *test_json(const struct test *t)
 	if (t->steady[0] != '\0')
 		json_object_set_new(o, "steady", json_string(t->steady));
 	if (strcmp(t->name, "sustained") == 0) {
-		put_num(o, "first_quarter", t->first);
-		put_num(o, "last_quarter", t->last);
+		jsonval_set_num(o, "first_quarter", t->first);
+		jsonval_set_num(o, "last_quarter", t->last);
 		if (usable(t->first) && isfinite(t->last))
 			json_object_set_new(o, "sustained_ratio", json_real(t->last / t->first));
-		put_num(o, "duration_ms", t->duration_ms);
+		jsonval_set_num(o, "duration_ms", t->duration_ms);
 	}
 	if (t->failed)
 		json_object_set_new(o, "failure", json_string(t->failure));
@@ -428,9 +413,9 @@ static json_t *tel_json(const struct tel *t)
 	if (isfinite(t->temp_max)) {
 		json_t *temp = json_object();
 
-		put_num(temp, "start", t->temp_first);
-		put_num(temp, "max", t->temp_max);
-		put_num(temp, "slowdown", t->slowdown_c);
+		jsonval_set_num(temp, "start", t->temp_first);
+		jsonval_set_num(temp, "max", t->temp_max);
+		jsonval_set_num(temp, "slowdown", t->slowdown_c);
 		json_object_set_new(o, "temperature_celsius", temp);
 	}
 	if (t->power_n > 0)
@@ -439,7 +424,7 @@ static json_t *tel_json(const struct tel *t)
 	if (t->clock_n > 0) {
 		json_t *clk = json_pack("{s:f, s:f}", "min", t->clock_min, "mean", t->clock_sum / t->clock_n);
 
-		put_num(clk, "max_rated", t->clock_max_rated);
+		jsonval_set_num(clk, "max_rated", t->clock_max_rated);
 		json_object_set_new(o, "clock_mhz", clk);
 	}
 	if (t->throttle_known)
@@ -475,9 +460,9 @@ static json_t *run_json_locked(const struct devcheck_run *run)
 	}
 	if (run->backend[0] != '\0')
 		json_object_set_new(o, "backend", json_string(run->backend));
-	put_time(o, "created_at", run->created_ms);
-	put_time(o, "started_at", run->started_ms);
-	put_time(o, "finished_at", run->finished_ms);
+	jsonval_set_time(o, "created_at", run->created_ms);
+	jsonval_set_time(o, "started_at", run->started_ms);
+	jsonval_set_time(o, "finished_at", run->finished_ms);
 	if (run->started_ms > 0)
 		json_object_set_new(o, "duration_s", json_real((double)(end - run->started_ms) / 1000.0));
 	json_object_set_new(budget, "sgemm_ms", json_real(run->sgemm.budget_ms));
@@ -487,9 +472,9 @@ static json_t *run_json_locked(const struct devcheck_run *run)
 	json_object_set_new(o, "budget", budget);
 	json_object_set_new(o, "jobs", json_integer(run->jobs));
 	if (run->sgemm.wrong == 0)
-		put_num(measured, "gflops", run->sgemm.best);
+		jsonval_set_num(measured, "gflops", run->sgemm.best);
 	if (run->triad.wrong == 0)
-		put_num(measured, "gbytes_per_s", run->triad.best);
+		jsonval_set_num(measured, "gbytes_per_s", run->triad.best);
 	json_object_set_new(o, "measured", measured);
 	json_array_append_new(tests, test_json(&run->sgemm));
 	json_array_append_new(tests, test_json(&run->triad));
@@ -510,9 +495,9 @@ static json_t *run_json_locked(const struct devcheck_run *run)
 				continue;
 			p = json_pack("{s:f, s:f, s:i}", "t_s", step * (i + 1), "gflops", b->sum / b->runs, "runs",
 				      (int)b->runs);
-			put_num(p, "temperature_celsius", b->temp);
-			put_num(p, "power_watts", b->power);
-			put_num(p, "clock_mhz", b->clock);
+			jsonval_set_num(p, "temperature_celsius", b->temp);
+			jsonval_set_num(p, "power_watts", b->power);
+			jsonval_set_num(p, "clock_mhz", b->clock);
 			json_array_append_new(series, p);
 		}
 		json_object_set_new(o, "series", series);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "jsonval.h"
 #include "mem.h"
 #include "probe.h"
 
@@ -179,12 +180,6 @@ static void put_u64(json_t *o, const char *key, uint64_t v)
 		json_object_set_new(o, key, json_integer((json_int_t)v));
 }
 
-static void put_num(json_t *o, const char *key, double v)
-{
-	if (!isnan(v) && !isinf(v))
-		json_object_set_new(o, key, json_real(v));
-}
-
 /* Adds o to parent under key when it has members; frees it otherwise. */
 static void put_obj(json_t *parent, const char *key, json_t *o)
 {
@@ -198,10 +193,10 @@ static json_t *peak_json(const struct device_peak *p)
 {
 	json_t *o = json_object();
 
-	put_num(o, "fp32_tflops", p->fp32_tflops);
-	put_num(o, "bf16_tflops", p->bf16_tflops);
-	put_num(o, "int8_tops", p->int8_tops);
-	put_num(o, "memory_bandwidth_gbps", p->memory_bandwidth_gbps);
+	jsonval_set_num(o, "fp32_tflops", p->fp32_tflops);
+	jsonval_set_num(o, "bf16_tflops", p->bf16_tflops);
+	jsonval_set_num(o, "int8_tops", p->int8_tops);
+	jsonval_set_num(o, "memory_bandwidth_gbps", p->memory_bandwidth_gbps);
 	if (json_object_size(o) > 0)
 		put_str(o, "source", p->source);
 	return o;
@@ -212,20 +207,20 @@ static json_t *telemetry_json(const struct device_telemetry *t)
 	json_t *o = json_object();
 	char when[CLOCK_RFC3339_LEN];
 
-	put_num(o, "utilization_ratio", t->utilization_ratio);
-	put_num(o, "temperature_celsius", t->temperature_celsius);
-	put_num(o, "power_watts", t->power_watts);
-	put_num(o, "power_limit_watts", t->power_limit_watts);
-	put_num(o, "energy_joules", t->energy_joules);
+	jsonval_set_num(o, "utilization_ratio", t->utilization_ratio);
+	jsonval_set_num(o, "temperature_celsius", t->temperature_celsius);
+	jsonval_set_num(o, "power_watts", t->power_watts);
+	jsonval_set_num(o, "power_limit_watts", t->power_limit_watts);
+	jsonval_set_num(o, "energy_joules", t->energy_joules);
 	put_u64(o, "memory_used_bytes", t->memory_used_bytes);
-	put_num(o, "clock_mhz", t->clock_mhz);
+	jsonval_set_num(o, "clock_mhz", t->clock_mhz);
 	if (t->throttle_known)
 		json_object_set_new(o, "throttle_reasons", device_throttle_json(t->throttle_reasons));
 	if (!isnan(t->ecc_uncorrected) || !isnan(t->ecc_corrected)) {
 		json_t *ecc = json_object();
 
-		put_num(ecc, "uncorrected", t->ecc_uncorrected);
-		put_num(ecc, "corrected", t->ecc_corrected);
+		jsonval_set_num(ecc, "uncorrected", t->ecc_uncorrected);
+		jsonval_set_num(ecc, "corrected", t->ecc_corrected);
 		json_object_set_new(o, "ecc_errors", ecc);
 	}
 	if (t->retired_pages_pending == 0 || t->retired_pages_pending == 1)
@@ -248,8 +243,8 @@ static json_t *cpu_json(const struct device_cpu *c)
 	put_u64(o, "pus", c->pus);
 	put_u64(o, "numa_nodes", c->numa_nodes);
 	put_str(o, "cpuset", c->cpuset);
-	put_num(o, "effective_cpus", c->effective_cpus);
-	put_num(o, "quota_cpus", c->quota_cpus);
+	jsonval_set_num(o, "effective_cpus", c->effective_cpus);
+	jsonval_set_num(o, "quota_cpus", c->quota_cpus);
 	for (size_t i = 0; i < 4; i++)
 		put_u64(caches, cache_keys[i], c->cache_bytes[i]);
 	put_obj(o, "caches", caches);
@@ -347,19 +342,15 @@ static json_t *opencl_json(const struct device_opencl *c)
 static json_t *check_json(const struct device_check *c)
 {
 	json_t *o = json_object();
-	char when[CLOCK_RFC3339_LEN];
 
 	if (c->state[0] != '\0') {
 		put_str(o, "id", c->id);
 		put_str(o, "level", c->level);
 		put_str(o, "state", c->state);
 		put_str(o, "verdict", c->verdict);
-		put_num(o, "gflops", c->gflops);
-		put_num(o, "gbytes_per_s", c->gbytes_per_s);
-		if (c->finished_ms > 0) {
-			clock_rfc3339(c->finished_ms, when);
-			json_object_set_new(o, "finished_at", json_string(when));
-		}
+		jsonval_set_num(o, "gflops", c->gflops);
+		jsonval_set_num(o, "gbytes_per_s", c->gbytes_per_s);
+		jsonval_set_time(o, "finished_at", c->finished_ms);
 	}
 	put_str(o, "running", c->running_id);
 	return o;
@@ -369,8 +360,8 @@ static json_t *price_json(const struct device_price *p)
 {
 	json_t *o = json_object();
 
-	put_num(o, "usd_per_hour", p->usd_per_hour);
-	put_num(o, "usd_per_hour_spot", p->usd_per_hour_spot);
+	jsonval_set_num(o, "usd_per_hour", p->usd_per_hour);
+	jsonval_set_num(o, "usd_per_hour_spot", p->usd_per_hour_spot);
 	if (json_object_size(o) > 0) {
 		put_str(o, "unit", p->unit);
 		put_str(o, "source", p->source);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonval.h"
 #include "machines.h"
 #include "mem.h"
 #include "specs.h"
@@ -140,11 +141,6 @@ double hostprice_applied(int spot, double usd_per_hour, double usd_per_hour_spot
 	return usd_per_hour;
 }
 
-static json_t *num_or_null(double v)
-{
-	return isfinite(v) ? json_real(v) : json_null();
-}
-
 json_t *hostprice_json(const struct cloud_host *host, const struct hostprice *h, const struct hostprice_split *s)
 {
 	json_t *o = cloud_host_json(host);
@@ -155,9 +151,9 @@ json_t *hostprice_json(const struct cloud_host *host, const struct hostprice *h,
 
 	/* a host that is no known cloud VM is billed by nobody acceld knows */
 	json_object_set_new(o, "billing", host->state == CLOUD_KNOWN ? json_string(billing) : json_null());
-	json_object_set_new(p, "usd_per_hour", num_or_null(h->usd_per_hour));
-	json_object_set_new(p, "usd_per_hour_spot", num_or_null(h->usd_per_hour_spot));
-	json_object_set_new(p, "applied_usd_per_hour", num_or_null(applied));
+	json_object_set_new(p, "usd_per_hour", jsonval_num(h->usd_per_hour));
+	json_object_set_new(p, "usd_per_hour_spot", jsonval_num(h->usd_per_hour_spot));
+	json_object_set_new(p, "applied_usd_per_hour", jsonval_num(applied));
 	if (host->spot == 1 && !isfinite(h->usd_per_hour_spot) && isfinite(h->usd_per_hour))
 		json_object_set_new(p, "note", json_string("Spot host without a known Spot price: on-demand applied"));
 	json_object_set_new(p, "source", json_string(h->source));
@@ -167,10 +163,10 @@ json_t *hostprice_json(const struct cloud_host *host, const struct hostprice *h,
 	}
 	json_object_set_new(o, "price", p);
 	json_object_set_new(x, "rule", json_string(s->rule));
-	json_object_set_new(x, "cpu_usd_per_hour", num_or_null(s->cpu_usd_per_hour));
-	json_object_set_new(x, "accelerators_usd_per_hour", num_or_null(s->accelerators_usd_per_hour));
-	json_object_set_new(x, "unlisted_accelerators_usd_per_hour", num_or_null(s->unlisted_usd_per_hour));
-	json_object_set_new(x, "devices_usd_per_hour", num_or_null(s->devices_usd_per_hour));
+	json_object_set_new(x, "cpu_usd_per_hour", jsonval_num(s->cpu_usd_per_hour));
+	json_object_set_new(x, "accelerators_usd_per_hour", jsonval_num(s->accelerators_usd_per_hour));
+	json_object_set_new(x, "unlisted_accelerators_usd_per_hour", jsonval_num(s->unlisted_usd_per_hour));
+	json_object_set_new(x, "devices_usd_per_hour", jsonval_num(s->devices_usd_per_hour));
 	json_object_set_new(o, "split", x);
 	return o;
 }

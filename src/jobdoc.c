@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "clock.h"
+#include "jsonval.h"
 
 void jobdoc_init(struct jobdoc *d)
 {
@@ -21,28 +21,6 @@ void jobdoc_init(struct jobdoc *d)
 static bool text(const char *s)
 {
 	return s != NULL && s[0] != '\0';
-}
-
-/* a finite number, or null (values of a result may be NaN or infinite) */
-static json_t *num(double v)
-{
-	return isfinite(v) ? json_real(v) : json_null();
-}
-
-static void set_num(json_t *o, const char *key, double v)
-{
-	if (isfinite(v))
-		json_object_set_new(o, key, json_real(v));
-}
-
-static void set_time(json_t *o, const char *key, int64_t ms)
-{
-	char t[CLOCK_RFC3339_LEN];
-
-	if (ms <= 0)
-		return;
-	clock_rfc3339(ms, t);
-	json_object_set_new(o, key, json_string(t));
 }
 
 json_t *jobdoc_sizes_json(enum kernel_id k, const struct kernel_shape *s)
@@ -65,20 +43,20 @@ static json_t *result_json(const struct jobdoc *d)
 	json_t *first = json_array();
 
 	for (size_t i = 0; i < s->nfirst; i++)
-		json_array_append_new(first, num(s->first[i]));
-	json_object_set_new(res, "checksum", num(s->checksum));
-	json_object_set_new(res, "summary", json_pack("{s:o, s:o, s:o, s:o}", "min", num(s->min), "max", num(s->max),
-						      "mean", num(s->mean), "first", first));
+		json_array_append_new(first, jsonval_num(s->first[i]));
+	json_object_set_new(res, "checksum", jsonval_num(s->checksum));
+	json_object_set_new(res, "summary", json_pack("{s:o, s:o, s:o, s:o}", "min", jsonval_num(s->min), "max", jsonval_num(s->max),
+						      "mean", jsonval_num(s->mean), "first", first));
 	if (d->kernel == KERNEL_DOT)
-		json_object_set_new(res, "value", num(d->dot));
+		json_object_set_new(res, "value", jsonval_num(d->dot));
 	if (d->output != NULL) {
 		json_t *arr = json_array();
 
 		for (size_t i = 0; i < d->output_len; i++)
-			json_array_append_new(arr, num(d->output[i]));
+			json_array_append_new(arr, jsonval_num(d->output[i]));
 		json_object_set_new(res, "output", arr);
 	} else if (d->full && d->kernel == KERNEL_DOT) {
-		json_object_set_new(res, "output", num(d->dot));
+		json_object_set_new(res, "output", jsonval_num(d->dot));
 	}
 	return res;
 }
@@ -90,12 +68,12 @@ static json_t *throughput_json(const struct jobdoc *d)
 	double gbps = d->bytes / secs / 1e9;
 	json_t *tp = json_object();
 
-	set_num(tp, "gflops", gflops);
-	set_num(tp, "gbytes_per_s", gbps);
+	jsonval_set_num(tp, "gflops", gflops);
+	jsonval_set_num(tp, "gbytes_per_s", gbps);
 	if (kernel_compute_bound(d->kernel) && isfinite(d->peak_gflops) && d->peak_gflops > 0)
-		set_num(tp, "fraction_of_peak", gflops / d->peak_gflops);
+		jsonval_set_num(tp, "fraction_of_peak", gflops / d->peak_gflops);
 	else if (!kernel_compute_bound(d->kernel) && isfinite(d->peak_gbps) && d->peak_gbps > 0)
-		set_num(tp, "fraction_of_peak", gbps / d->peak_gbps);
+		jsonval_set_num(tp, "fraction_of_peak", gbps / d->peak_gbps);
 	return tp;
 }
 
@@ -115,8 +93,8 @@ json_t *jobdoc_json(const struct jobdoc *d)
 		json_object_set_new(o, "source", json_string(d->source));
 	json_object_set_new(o, "sizes", jobdoc_sizes_json(d->kernel, &d->shape));
 	if (d->has_request) {
-		json_object_set_new(o, "params", json_pack("{s:o, s:o, s:o, s:I}", "alpha", num(d->alpha), "beta",
-							   num(d->beta), "s", num(d->s), "seed", (json_int_t)d->seed));
+		json_object_set_new(o, "params", json_pack("{s:o, s:o, s:o, s:I}", "alpha", jsonval_num(d->alpha), "beta",
+							   jsonval_num(d->beta), "s", jsonval_num(d->s), "seed", (json_int_t)d->seed));
 		json_object_set_new(o, "inputs", json_string(d->inline_inputs ? "inline" : "generated"));
 		json_object_set_new(o, "return", json_string(d->full ? "full" : "summary"));
 		json_object_set_new(o, "timeout_ms", json_integer((json_int_t)d->timeout_ms));
@@ -128,9 +106,9 @@ json_t *jobdoc_json(const struct jobdoc *d)
 		json_object_set_new(o, "precision", json_string(kernel_precision_name((enum kernel_precision)d->precision)));
 	if (d->cached >= 0)
 		json_object_set_new(o, "program_cached", json_boolean(d->cached == 1));
-	set_time(o, "created_at", d->created_ms);
-	set_time(o, "started_at", d->started_ms);
-	set_time(o, "finished_at", d->finished_ms);
+	jsonval_set_time(o, "created_at", d->created_ms);
+	jsonval_set_time(o, "started_at", d->started_ms);
+	jsonval_set_time(o, "finished_at", d->finished_ms);
 	if (d->placement != NULL) {
 		json_object_set_new(o, "placement", json_string(d->placement));
 		json_object_set_new(o, "fell_back", json_boolean(d->fell_back));
@@ -139,12 +117,12 @@ json_t *jobdoc_json(const struct jobdoc *d)
 		if (d->fell_back && text(d->fallback_reason))
 			json_object_set_new(o, "fallback_reason", json_string(d->fallback_reason));
 	}
-	set_num(t, "queued_ms", d->queued_ms);
-	set_num(t, "prepare_ms", d->prepare_ms);
-	set_num(t, "compile_ms", d->compile_ms);
-	set_num(t, "transfer_ms", d->transfer_ms);
-	set_num(t, "kernel_ms", d->kernel_ms);
-	set_num(t, "total_ms", d->total_ms);
+	jsonval_set_num(t, "queued_ms", d->queued_ms);
+	jsonval_set_num(t, "prepare_ms", d->prepare_ms);
+	jsonval_set_num(t, "compile_ms", d->compile_ms);
+	jsonval_set_num(t, "transfer_ms", d->transfer_ms);
+	jsonval_set_num(t, "kernel_ms", d->kernel_ms);
+	jsonval_set_num(t, "total_ms", d->total_ms);
 	json_object_set_new(o, "timing", t);
 	if (succeeded && isfinite(d->kernel_ms) && d->kernel_ms > 0 && isfinite(d->flops) && isfinite(d->bytes))
 		json_object_set_new(o, "throughput", throughput_json(d));
@@ -156,10 +134,10 @@ json_t *jobdoc_json(const struct jobdoc *d)
 		json_object_set_new(o, "verified", json_boolean(v->verified));
 		json_object_set_new(o, "verification",
 				    json_pack("{s:s, s:I, s:o, s:o}", "method", v->method, "checked", (json_int_t)v->checked,
-					      "max_abs_error", num(v->max_abs_error), "max_error_to_tolerance",
-					      num(v->worst_ratio)));
+					      "max_abs_error", jsonval_num(v->max_abs_error), "max_error_to_tolerance",
+					      jsonval_num(v->worst_ratio)));
 	}
-	set_num(o, "cost_usd", d->cost_usd);
+	jsonval_set_num(o, "cost_usd", d->cost_usd);
 	if (d->error_reason != NULL)
 		json_object_set_new(o, "error", json_pack("{s:s, s:s}", "reason", d->error_reason, "detail",
 							  d->error_detail ? d->error_detail : ""));
