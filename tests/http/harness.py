@@ -208,6 +208,19 @@ class Server:
             s.close()
 
 
+def until(pred, timeout=30, what="condition", interval=0.05):
+    """Asks pred() again and again until it returns something true, and returns that; the timeout only ends a hung
+    test, so it is generous."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not met within {timeout} s")
+        time.sleep(interval)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

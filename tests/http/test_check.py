@@ -8,14 +8,14 @@ checked deterministically in the unit tests and on the fake GPU below. The fake 
 OpenCL view from a fake vendor driver (tests/fakes/fakecl.c) that computes on the host: detection merges the two
 into one executable gpu:0 whose expected figures are an H100's, so it is always far too slow, and it can be told
 to return wrong results or to slow down while a file exists; the fake NVML can run it hot with ECC errors."""
+import functools
 import json
 import os
 import signal
 import tempfile
-import time
 import unittest
 
-from harness import FAKES, FIXTURES, Server, run_cli
+from harness import FAKES, FIXTURES, Server, run_cli, until
 from test_metrics_api import parse, promtool_check
 
 FAKE_NVML = os.path.join(FAKES, "libnvml.so")
@@ -24,16 +24,8 @@ OPEN = ["--check-warn-percent", "1", "--check-fail-percent", "0", "--check-clock
 NO_FIGURE_RULES = ["--check-warn-percent", "0", "--check-fail-percent", "0"]
 
 
-def poll(pred, timeout=180, what="condition"):
-    """Waits for pred() to hold, asking again and again; the timeout only ends a hung test."""
-    deadline = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError(what + " not met")
-        time.sleep(0.1)
+# a check takes seconds, more under a sanitizer on a busy machine
+poll = functools.partial(until, timeout=180)
 
 
 def vendors_dir(tmp):

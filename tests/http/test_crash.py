@@ -4,6 +4,7 @@ is in the history with the state it was answered with; no job stays running and 
 
 CRASH_ROUNDS (default 3) sets the rounds; bench/crash.sh runs many more.
 """
+import functools
 import http.client
 import json
 import os
@@ -15,7 +16,7 @@ import threading
 import time
 import unittest
 
-from harness import Server, free_port
+from harness import Server, free_port, until
 
 ROUNDS = int(os.environ.get("CRASH_ROUNDS", "3"))
 CLIENTS = int(os.environ.get("CRASH_CLIENTS", "6"))
@@ -48,14 +49,7 @@ def client(port, stop, answered, errors):
         conn.close()
 
 
-def wait(pred, timeout=10):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError("condition not met in time")
+wait = functools.partial(until, timeout=10)
 
 
 def unfinished(db):

@@ -13,7 +13,7 @@ import threading
 import time
 import unittest
 
-from harness import FAKES, FIXTURES, ROOT, Server
+from harness import FAKES, FIXTURES, ROOT, Server, until
 
 BUILD = os.environ.get("ACCELD_BUILD", "build")
 POCL_CACHE = os.path.join(ROOT, BUILD, "pocl-cache")
@@ -23,15 +23,7 @@ SYSTEM_VENDORS = "/etc/OpenCL/vendors"
 SAXPY = {"kernel": "saxpy", "n": 4096, "alpha": 2, "generate": {"seed": 3}, "verify": True}
 
 
-def wait(pred, timeout=30, what="condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError(what + " not met in time")
-        time.sleep(0.05)
+wait = until
 
 
 class FaultCase(unittest.TestCase):

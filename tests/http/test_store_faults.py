@@ -2,6 +2,7 @@
 reported by /readyz while /livez answers; buffered samples are written once the database recovers; and SIGKILL
 while writing leaves a sound file with every committed row."""
 import datetime
+import functools
 import os
 import signal
 import sqlite3
@@ -9,19 +10,12 @@ import tempfile
 import time
 import unittest
 
-from harness import Server
+from harness import Server, until
 
 ARGS = ("--sample-interval", "100ms")
 
 
-def wait(pred, timeout=20):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.1)
-    raise AssertionError("condition not met in time")
+wait = functools.partial(until, timeout=20, interval=0.1)
 
 
 def history_points(s):
