@@ -2,7 +2,8 @@
 # Durable job answers against the build before them, in the same run: a tiny job's latency (saxpy n=1024, the
 # median of REQUESTS sequential requests on one keep-alive connection from Python's http.client) as a ratio to
 # GET /livez's measured the same way, and job throughput under wrk (saxpy and dot n=1024, 16 connections), for a
-# base git ref (built in a temporary worktree) and for the given binary.
+# base git ref (built in a temporary worktree) and for the given binary. Then what one durable record costs by
+# itself: a journal append against a one-record SQLite commit (bench/record_cost.c, linked with libacceld.a).
 # Usage: bench/durable.sh build/acceld [BASE_REF]   (BASE_REF defaults to the merge base with main;
 #        DURATION=5 CONNECTIONS=16 THREADS=2 ROUNDS=3 to change the load)
 # Rounds alternate the two binaries; medians over the rounds are reported.
@@ -89,6 +90,17 @@ for r in $(seq "$rounds"); do
     done
     echo "round $r done" >&2
 done
+
+# what one durable record costs by itself: a journal append against a one-record commit (bench/record_cost.c)
+build=$(dirname "$bin")
+[ -f "$build/libacceld.a" ] || make -C "$root" --no-print-directory BUILD="$(realpath --relative-to="$root" "$build")" >/dev/null
+pkgs=(libmicrohttpd jansson hwloc OpenCL sqlite3 libcurl)
+read -ra cflags <<<"$(pkg-config --cflags "${pkgs[@]}")"
+read -ra libs <<<"$(pkg-config --libs "${pkgs[@]}")"
+cc -std=c11 -D_GNU_SOURCE -O2 -I"$root/src" "${cflags[@]}" -o "$work/record_cost" \
+    "$root/bench/record_cost.c" "$build/libacceld.a" "${libs[@]}" -ldl -lm -pthread
+mkdir -p "$work/cost"
+"$work/record_cost" "$work/cost" 2>/dev/null
 
 printf '%-8s %14s %16s %10s %14s %14s\n' "build" "livez p50 us" "saxpy p50 us" "vs livez" "saxpy jobs/s" "dot jobs/s"
 for which in before after; do

@@ -61,6 +61,7 @@ void api_metrics(struct app *app, struct http_req *req, struct http_resp *resp)
 							      .write_errors = ss.write_errors,
 							      .commits = ss.commits,
 							      .confirmed = ss.confirmed,
+							      .journaled = ss.journaled,
 							      .unconfirmed = ss.unconfirmed,
 						      });
 	}

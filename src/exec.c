@@ -88,7 +88,7 @@ struct exec_job {
 	bool provisional_sent;             /* the provisional timed_out record did */
 	bool confirmed;                    /* a record of its final state was answered: the state is shown */
 	bool final_confirmed;              /* the final record was answered */
-	bool recorded_ok;                  /* and committed */
+	bool recorded_ok;                  /* and durable */
 	exec_done_fn done;
 	void *done_arg;
 	exec_done_fn cancel_done;          /* DELETE /run/{id}'s answer, once the cancellation is recorded */
@@ -1320,7 +1320,7 @@ static void *reaper_main(void *arg)
 			exec_job_ref(expired);
 			pthread_cond_broadcast(&ex->final_cv);
 			pthread_mutex_unlock(&ex->mu);
-			log_fields(LOGL_WARN, "exec", "job answered before its record was committed",
+			log_fields(LOGL_WARN, "exec", "job answered before its record was durable",
 				   (struct log_field[]){LOG_S("id", expired->id)}, 1);
 			job_notify(ex, expired);
 			if (cancel_done)

@@ -448,7 +448,11 @@ static void render_registry(struct metrics *m, const struct metrics_view *v, str
 	scalar(o, "acceld_store_commits_total", "counter", "Database transactions of queued writes committed.",
 	       (double)m->store.commits);
 	scalar(o, "acceld_store_confirmed_writes_total", "counter",
-	       "Writes the API confirms (job results, prices) answered once committed.", (double)m->store.confirmed);
+	       "Writes the API confirms (job results, prices) answered once durable (journaled or committed).",
+	       (double)m->store.confirmed);
+	scalar(o, "acceld_store_journaled_writes_total", "counter",
+	       "Confirmed job records answered once written to the journal, before their commit.",
+	       (double)m->store.journaled);
 	scalar(o, "acceld_store_unconfirmed_writes_total", "counter",
 	       "Writes the API confirms answered before they could be committed (recorded false).",
 	       (double)m->store.unconfirmed);

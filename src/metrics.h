@@ -66,7 +66,8 @@ struct metrics_store_stats {
 	uint64_t records_dropped; /* acceld_store_dropped_records_total: job and price records, the same way */
 	uint64_t write_errors;    /* acceld_store_write_errors_total: failed write batches */
 	uint64_t commits;         /* acceld_store_commits_total: transactions of queued writes committed */
-	uint64_t confirmed;       /* acceld_store_confirmed_writes_total: writes answered once committed */
+	uint64_t confirmed;       /* acceld_store_confirmed_writes_total: writes answered once durable */
+	uint64_t journaled;       /* acceld_store_journaled_writes_total: of them, confirmed by the journal */
 	uint64_t unconfirmed;     /* acceld_store_unconfirmed_writes_total: writes answered before a commit */
 };
 

@@ -15,6 +15,7 @@
 
 #include "buf.h"
 #include "clock.h"
+#include "journal.h"
 #include "log.h"
 #include "mem.h"
 
@@ -39,6 +40,7 @@ struct store_migration {
 #define GROUP_WAIT_NS 1000000ull    /* while crash marking waits, writes with completions wait at most this long */
 #define THROUGHPUT_TTL_NS 1000000000ull /* store_throughput answers from memory this long */
 #define THROUGHPUT_CACHE 64
+#define SETTLE_NS 2000000000ull       /* a read waits this long at most for the records queued before it */
 
 /* --- statements: every SQL text acceld runs against the store --- */
 
@@ -260,6 +262,8 @@ struct store {
 	bool prices_set;
 	bool batch_open;           /* a batch was taken from the queues and is not committed (or put back) yet */
 	bool interrupt_pending;
+	struct journal *journal;    /* confirms job records before their commit; NULL: they wait for it */
+	bool journal_failing;       /* the last append failed (logged once) */
 	struct store_stats stats;
 	char open_error[256];       /* why the database is not open; "" when it is */
 
@@ -625,6 +629,75 @@ static int load_watermarks(struct store *st)
 	return rc;
 }
 
+static int write_job(struct store *st, const struct store_job *j);
+
+struct replay {
+	struct store *st;
+	int rc;
+};
+
+static int replay_one(void *ctx, const struct store_job *job)
+{
+	struct replay *r = ctx;
+
+	r->rc = write_job(r->st, job);
+	return r->rc != SQLITE_OK;
+}
+
+/*
+ * Writes every record of the journal (what a crash, or a failing database, left in it) into the database in one
+ * transaction, removes it and starts a new one, unless ACCELD_DB_SYNC=full (records then wait for their commit).
+ * The writer's connection is open; the journal is closed meanwhile, so nothing is appended while it is read.
+ */
+static int journal_recover(struct store *st, char *err, size_t errsz)
+{
+	struct replay r = {st, SQLITE_OK};
+	struct journal *j = NULL;
+	size_t skipped = 0;
+	long n;
+	int rc;
+
+	if (st->memory)
+		return SQLITE_OK;
+	pthread_mutex_lock(&st->mu);
+	journal_close(st->journal, false);
+	st->journal = NULL;
+	pthread_mutex_unlock(&st->mu);
+	rc = exec_sql(st->w.db, "BEGIN IMMEDIATE", err, errsz);
+	if (rc != SQLITE_OK)
+		return rc;
+	n = journal_replay(st->path, replay_one, &r, &skipped);
+	if (n < 0) {
+		if (r.rc != SQLITE_OK)
+			snprintf(err, errsz, "cannot replay the journal of %s: %s", st->path, sqlite3_errmsg(st->w.db));
+		else
+			snprintf(err, errsz, "cannot read the journal of %s: %s", st->path, strerror(errno));
+		sqlite3_exec(st->w.db, "ROLLBACK", NULL, NULL, NULL);
+		return r.rc != SQLITE_OK ? r.rc : SQLITE_IOERR;
+	}
+	rc = exec_sql(st->w.db, "COMMIT", err, errsz);
+	if (rc != SQLITE_OK) {
+		sqlite3_exec(st->w.db, "ROLLBACK", NULL, NULL, NULL);
+		return rc;
+	}
+	if (n > 0 || skipped > 0)
+		log_fields(skipped ? LOGL_WARN : LOGL_INFO, "store", "job records replayed from the journal",
+			   (struct log_field[]){LOG_I("records", n), LOG_I("cut_short", (long long)skipped)}, 2);
+	if (journal_remove(st->path) != 0)
+		log_fields(LOGL_WARN, "store", "cannot remove the replayed journal; it will be replayed again",
+			   (struct log_field[]){LOG_S("error", strerror(errno))}, 1);
+	if (!st->opts.sync_full) {
+		j = journal_open(st->path);
+		if (j == NULL)
+			log_fields(LOGL_WARN, "store", "cannot start the journal: job answers wait for their commit",
+				   (struct log_field[]){LOG_S("error", strerror(errno))}, 1);
+	}
+	pthread_mutex_lock(&st->mu);
+	st->journal = j;
+	pthread_mutex_unlock(&st->mu);
+	return SQLITE_OK;
+}
+
 /* Opens, checks and migrates the database for the writer. Returns 0, or -1 with the reason recorded. */
 static int writer_open(struct store *st)
 {
@@ -668,6 +741,11 @@ static int writer_open(struct store *st)
 	st->nkeys = 0;
 	if (load_watermarks(st) != SQLITE_OK) {
 		snprintf(err, sizeof(err), "cannot read database %s: %s", st->path, sqlite3_errmsg(db));
+		conn_close(&st->w);
+		db = NULL;
+		goto fail;
+	}
+	if (journal_recover(st, err, sizeof(err)) != SQLITE_OK) {
 		conn_close(&st->w);
 		db = NULL;
 		goto fail;
@@ -969,6 +1047,8 @@ static void batch_finish(struct store *st, struct batch *b, bool ok)
 		st->stats.written_samples += b->written;
 		st->stats.written_records += b->njobs + b->ndevs + (b->has_prices ? b->nprices : 0) + b->interrupt;
 		st->stats.commits++;
+		if (st->journal != NULL)
+			journal_committed(st->journal, st->jhead);
 		free(b->prices);
 	} else {
 		if (b->has_prices && !st->prices_set) {
@@ -1377,6 +1457,8 @@ void store_close(struct store *st)
 	}
 	/* what the last attempt could not write is not durable: its waiters are told */
 	fail_waiters(st);
+	/* a journal whose records are all committed goes; one that holds others is replayed at the next start */
+	journal_close(st->journal, queues_empty(st) && !st->failing && atomic_load(&st->ready));
 	sqlite3_close(st->ckpt);
 	for (int i = 0; i < READERS; i++) {
 		conn_close(&st->readers[i]);
@@ -1554,7 +1636,9 @@ static void commit_now(struct store *st)
 
 void store_job_record_notify(struct store *st, const struct store_job *job, store_done_fn done, void *ctx)
 {
-	struct waiter dropped = {0};
+	char line[JOURNAL_LINE_MAX];
+	size_t len = 0;
+	bool journaled = false;
 	bool now;
 	bool commit = false;
 
@@ -1563,20 +1647,37 @@ void store_job_record_notify(struct store *st, const struct store_job *job, stor
 			done(ctx, false);
 		return;
 	}
+	if (done != NULL)
+		len = journal_encode(job, line, sizeof(line));
 	pthread_mutex_lock(&st->mu);
 	if (st->jtail - st->jhead == STORE_BACKLOG_RECORDS) {
-		dropped = st->jwait[st->jhead % STORE_BACKLOG_RECORDS];
-		st->jwait[st->jhead % STORE_BACKLOG_RECORDS].fn = NULL;
-		st->jhead++;
+		/* the records queued may have been confirmed (journaled): the new one is refused, not the oldest */
 		st->stats.dropped_records++;
-		if (dropped.fn)
+		if (done != NULL)
 			st->stats.unconfirmed++;
+		pthread_mutex_unlock(&st->mu);
+		if (done != NULL)
+			done(ctx, false);
+		return;
+	}
+	if (len > 0 && st->journal != NULL && !st->stop) {
+		journaled = journal_append(st->journal, line, len, st->jtail);
+		if (journaled) {
+			st->stats.journaled++;
+			st->stats.confirmed++;
+		}
+		if (!journaled && !st->journal_failing)
+			log_fields(LOGL_ERROR, "store", "cannot append to the journal: job answers wait for their commit",
+				   (struct log_field[]){LOG_S("error", strerror(errno))}, 1);
+		else if (journaled && st->journal_failing)
+			log_msg(LOGL_INFO, "store", "the journal takes appends again");
+		st->journal_failing = !journaled;
 	}
 	st->jobs[st->jtail % STORE_BACKLOG_RECORDS] = *job;
-	now = done != NULL && durable_now_locked(st);
+	now = done != NULL && !journaled && durable_now_locked(st);
 	st->jwait[st->jtail % STORE_BACKLOG_RECORDS] = (struct waiter){now ? done : NULL, ctx};
 	st->jtail++;
-	if (done != NULL && !now)
+	if (done != NULL && !now && !journaled)
 		st->stats.unconfirmed++;
 	if (now) {
 		group_add_locked(st);
@@ -1586,10 +1687,8 @@ void store_job_record_notify(struct store *st, const struct store_job *job, stor
 		pthread_cond_signal(&st->wake);
 	}
 	pthread_mutex_unlock(&st->mu);
-	if (dropped.fn)
-		dropped.fn(dropped.ctx, false);
 	if (done != NULL && !now)
-		done(ctx, false);
+		done(ctx, journaled);
 	else if (commit)
 		commit_now(st);
 }
@@ -1694,6 +1793,27 @@ void store_retention(const struct store *st, int64_t *raw_ms, int64_t *minute_ms
 }
 
 /* --- reading --- */
+
+/*
+ * Waits, SETTLE_NS at most, until the job records queued before the call are committed, so that a read sees every
+ * job already answered (the journal confirms them before their commit). At once while the database fails.
+ */
+static void records_settle(struct store *st)
+{
+	struct timespec due;
+	uint64_t target;
+
+	pthread_mutex_lock(&st->mu);
+	target = st->jtail;
+	due = clock_deadline(CLOCK_MONOTONIC, SETTLE_NS);
+	while (st->jhead < target && st->writer_started && !st->stop && !st->failing && atomic_load(&st->ready)) {
+		st->flush_req = true;
+		pthread_cond_signal(&st->wake);
+		if (pthread_cond_timedwait(&st->done, &st->mu, &due) != 0)
+			break;
+	}
+	pthread_mutex_unlock(&st->mu);
+}
 
 /* A connection for reading, locked; release it with reader_release. */
 static enum acceld_err reader_acquire(struct store *st, struct conn **out)
@@ -2013,10 +2133,13 @@ enum acceld_err store_jobs_usage(struct store *st, const char *device, int64_t s
 {
 	struct conn *c;
 	sqlite3_stmt *s;
-	enum acceld_err e = reader_acquire(st, &c);
+	enum acceld_err e;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
+	if (st != NULL)
+		records_settle(st);
+	e = reader_acquire(st, &c);
 	if (e != ACCELD_OK)
 		return e;
 	s = conn_stmt(c, S_JOBS_USAGE, &rc);
@@ -2134,11 +2257,14 @@ enum acceld_err store_job_get(struct store *st, const char *id, struct store_job
 {
 	struct conn *c;
 	sqlite3_stmt *s;
-	enum acceld_err e = reader_acquire(st, &c);
+	enum acceld_err e;
 	bool found = false;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
+	if (st != NULL)
+		records_settle(st);
+	e = reader_acquire(st, &c);
 	if (e != ACCELD_OK)
 		return e;
 	s = conn_stmt(c, S_JOB_GET, &rc);

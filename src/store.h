@@ -5,15 +5,19 @@
  * Writes are queued: store_add_samples, store_devices_seen, store_job_record and store_prices_replace copy what
  * they are given into bounded in-memory queues, and one writer thread commits them in batched transactions (about
  * once a second), then computes minute and hour rollups and applies retention. Writes the API confirms (a job's
- * final record, new prices) go through the _notify variants: they are committed in groups (group commit: at once
- * when no commit runs, else in the transaction after the running one) and their completion says when they are
- * durable. WAL checkpoints run on the writer thread only (passive, at most once a second after writes), never on a
+ * final record, new prices) go through the _notify variants, whose completion says when they are durable. A job
+ * record is durable once appended to the journal (journal.h: one write(2)), and is committed with the next batch;
+ * the next open replays what a crash left in the journal. Prices, and job records while there is no journal
+ * (ACCELD_DB_SYNC=full, a memory database, a journal that cannot be written), are committed in groups (group
+ * commit: at once when no commit runs, else in the transaction after the running one). Reads of jobs
+ * (store_job_get, store_jobs_usage) first wait for the records queued before them, so they see every job answered.
+ * WAL checkpoints run on the writer thread only (passive, at most once a second after writes), never on a
  * committing caller's.
  * When the database cannot be written (unwritable, locked, full, corrupt, a newer schema), the service keeps
  * running: store_healthy says which check fails, the writer retries (and reopens the file) every retry interval,
  * and samples wait in the queue. Loss policy: when the sample queue is full the OLDEST sample is dropped and
- * counted (store_stats().dropped_samples); job and price records have their own queue with the same policy
- * (dropped_records).
+ * counted (store_stats().dropped_samples); job records have their own queue, which refuses the NEWEST record when
+ * full (those queued may have been confirmed already), counted in dropped_records.
  *
  * Reads (the query functions below) run on the caller's thread on a small pool of read-only connections; in WAL
  * mode they never wait for the writer. Every SQL text is a constant with bound parameters.
@@ -151,16 +155,17 @@ struct store_job {
 void store_job_record(struct store *st, const struct store_job *job);
 
 /*
- * A write's completion: called exactly once, with true once the transaction holding the write has committed, or
- * with false when the write cannot be made durable now (the database is known to fail, the record queue is full,
- * the store is closing). A write answered false stays queued (unless it was pushed out of a full queue) and is
- * committed when the database recovers. Called from whichever thread commits, with no store lock held; it must
+ * A write's completion: called exactly once, with true once the write is durable (a job record appended to the
+ * journal, or the transaction holding the write committed), or with false when it cannot be made durable now (no
+ * journal and the database known to fail, the record queue full, the store closing). A write answered false stays
+ * queued (unless a full queue refused it) and is committed when the database recovers. Called from whichever thread commits, with no store lock held; it must
  * not call into the store.
  */
 typedef void (*store_done_fn)(void *ctx, bool recorded);
 
 /*
- * store_job_record with a completion (done may be NULL). Group commit: when no commit is running, the calling thread
+ * store_job_record with a completion (done may be NULL). With a journal the record is appended to it and done is
+ * called, true, before this returns. Without one, group commit: when no commit is running, the calling thread
  * commits every record waiting, its own included, before returning (done is called before it returns); otherwise
  * the thread committing now takes the record into its next transaction before it ends (or the writer thread does).
  * Records that arrive while a commit runs thus share the next one. Never waits on another thread's commit.
@@ -204,6 +209,7 @@ struct store_stats {
 	uint64_t reopens;           /* times the writer (re)opened the database */
 	uint64_t commits;           /* transactions of queued writes committed */
 	uint64_t confirmed;         /* completions called with true */
+	uint64_t journaled;         /* of them, job records confirmed by the journal before their commit */
 	uint64_t unconfirmed;       /* completions called with false */
 	bool open;                  /* the writer holds a migrated connection */
 	char last_error[256];       /* "" when none */

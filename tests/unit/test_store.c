@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -511,7 +512,7 @@ static void count_done(void *ctx, bool recorded)
 	c->recorded = recorded;
 }
 
-START_TEST(notified_writes_are_answered_once_committed)
+START_TEST(notified_writes_are_answered_once_durable)
 {
 	struct store *st = NULL;
 	struct store_opts o = {.retry_interval_ms = 50, .flush_interval_ms = 100};
@@ -531,7 +532,7 @@ START_TEST(notified_writes_are_answered_once_committed)
 	tmp_path(path, sizeof(path), "notify.db");
 	o.path = path;
 	ck_assert_int_eq(store_open_opts(&o, &st, err, sizeof(err)), ACCELD_OK);
-	/* the start record waits unconfirmed; the final one commits both on this thread, before returning */
+	/* the start record waits unconfirmed; the final one is confirmed by the journal before returning */
 	store_job_record(st, &run);
 	snprintf(fin.state, sizeof(fin.state), "succeeded");
 	fin.finished_ms = T0 + 9;
@@ -582,6 +583,107 @@ START_TEST(notified_writes_are_answered_once_committed)
 	ck_assert(store_flush(st, 10000));
 	ck_assert_int_eq(store_job_get(st, "job-f", &got), ACCELD_OK);
 	ck_assert_int_eq(fc.calls, 1);
+	store_close(st);
+}
+END_TEST
+
+/* The size of a file, -1 when there is none. */
+static long size_of(const char *path)
+{
+	struct stat sb;
+
+	return stat(path, &sb) == 0 ? (long)sb.st_size : -1;
+}
+
+START_TEST(journaled_records_survive_a_crash)
+{
+	struct store *st = NULL;
+	struct store_opts o = {.flush_interval_ms = 60000}; /* the writer would commit in a minute */
+	struct store_job got;
+	struct store_stats stats;
+	char path[300], redo[320], err[256];
+	int status;
+	pid_t pid;
+
+	tmp_path(path, sizeof(path), "crash.db");
+	snprintf(redo, sizeof(redo), "%s-redo", path);
+	o.path = path;
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int bad = 0;
+
+		if (store_open_opts(&o, &st, err, sizeof(err)) != ACCELD_OK)
+			_exit(2);
+		for (int i = 0; i < 5; i++) {
+			struct store_job j = {.device = "cpu:0", .kernel = "dot", .state = "running", .submitted_ms = T0,
+					      .started_ms = T0 + i, .flops = NAN, .bytes = NAN, .queued_ms = NAN,
+					      .transfer_ms = NAN, .kernel_ms = NAN, .total_ms = NAN, .cost_usd = NAN};
+			struct done_count c = {0};
+
+			snprintf(j.id, sizeof(j.id), "crash-%d", i);
+			store_job_record(st, &j); /* its start: not confirmed, not journaled */
+			snprintf(j.state, sizeof(j.state), "%s", i == 4 ? "failed" : "succeeded");
+			j.finished_ms = T0 + 10 + i;
+			j.kernel_ms = 0.5 + i;
+			if (i == 4)
+				snprintf(j.reason, sizeof(j.reason), "DEVICE_FAILURE");
+			store_job_record_notify(st, &j, count_done, &c);
+			bad += c.calls != 1 || !c.recorded;
+		}
+		/* answered, not committed: a crash now must lose none of them */
+		_exit(bad ? 1 : 0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+	ck_assert_int_gt(size_of(redo), 0);
+	ck_assert_int_eq(file_query(path, "SELECT count(*) FROM jobs"), 0);
+
+	/* the next open writes them before anything else, then starts an empty journal */
+	ck_assert_int_eq(store_open_opts(&o, &st, err, sizeof(err)), ACCELD_OK);
+	ck_assert_int_eq(size_of(redo), 0);
+	for (int i = 0; i < 5; i++) {
+		char id[16];
+
+		snprintf(id, sizeof(id), "crash-%d", i);
+		ck_assert_int_eq(store_job_get(st, id, &got), ACCELD_OK);
+		ck_assert_str_eq(got.state, i == 4 ? "failed" : "succeeded");
+		ck_assert_int_eq(got.finished_ms, T0 + 10 + i);
+		ck_assert(got.kernel_ms == 0.5 + i);
+	}
+	ck_assert_str_eq(got.reason, "DEVICE_FAILURE");
+	/* a read sees a record answered a moment ago, though the writer would wait a minute */
+	{
+		struct store_job j = got;
+		struct done_count c = {0};
+
+		snprintf(j.id, sizeof(j.id), "crash-late");
+		store_job_record_notify(st, &j, count_done, &c);
+		ck_assert(c.calls == 1 && c.recorded);
+		ck_assert_int_eq(store_job_get(st, "crash-late", &got), ACCELD_OK);
+	}
+	store_stats(st, &stats);
+	ck_assert_uint_eq(stats.journaled, 1);
+	/* a clean close commits everything: nothing is left to replay */
+	store_close(st);
+	ck_assert_int_eq(size_of(redo), -1);
+
+	/* with every commit synced (ACCELD_DB_SYNC=full) a record waits for its commit instead */
+	o.sync_full = true;
+	ck_assert_int_eq(store_open_opts(&o, &st, err, sizeof(err)), ACCELD_OK);
+	{
+		struct store_job j = got;
+		struct done_count c = {0};
+
+		snprintf(j.id, sizeof(j.id), "crash-full");
+		store_job_record_notify(st, &j, count_done, &c);
+		ck_assert(c.calls == 1 && c.recorded);
+	}
+	ck_assert_int_eq(size_of(redo), -1);
+	ck_assert_int_eq(file_query(path, "SELECT count(*) FROM jobs WHERE id = 'crash-full'"), 1);
+	store_stats(st, &stats);
+	ck_assert_uint_eq(stats.journaled, 0);
 	store_close(st);
 }
 END_TEST
@@ -738,7 +840,8 @@ Suite *make_suite(void)
 	tcase_add_test(tc, full_database_fails_writes_and_keeps_the_backlog);
 	tcase_add_test(tc, jobs_are_recorded_interrupted_and_measured);
 	tcase_add_test(tc, prices_and_devices_persist);
-	tcase_add_test(tc, notified_writes_are_answered_once_committed);
+	tcase_add_test(tc, notified_writes_are_answered_once_durable);
+	tcase_add_test(tc, journaled_records_survive_a_crash);
 	tcase_add_test(tc, tier_choice_follows_step_and_age);
 	tcase_add_test(tc, a_month_of_samples_stays_bounded);
 	suite_add_tcase(s, tc);
