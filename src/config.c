@@ -37,8 +37,8 @@ static const struct opt opts[] = {
 	 "(plain HTTP; unset: none)"},
 	{"db", "ACCELD_DB", OPT_PATH, F(db_path), "var/acceld.db", 0, 0, NULL, 0, "SQLite database file"},
 	{"db-sync", "ACCELD_DB_SYNC", OPT_ENUM, F(db_sync), "normal", 0, 0, "normal|full", 0,
-	 "SQLite synchronous level: normal keeps every answered job through a process crash, full also through "
-	 "power loss (each commit synced)"},
+	 "durability: normal keeps every answered job through a process crash (a journal, then batched commits), "
+	 "full also through power loss (no journal; each commit synced)"},
 	{"config", "ACCELD_CONFIG", OPT_PATH, F(config_file), NULL, 0, 0, NULL, 0,
 	 "file of NAME=VALUE lines (names as the environment variables); flags and environment win over it"},
 	{"log-level", "ACCELD_LOG_LEVEL", OPT_ENUM, F(log_level), "info", 0, 0, "debug|info|warn|error", 0,
