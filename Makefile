@@ -218,7 +218,8 @@ test: test-deps
 # services (fuzzed too), the dashboard, the contract and the deployment files.
 SANITIZE_TESTS ?= unit/ http/test_foundation http/test_hostile http/test_run_api http/test_select_api \
                   http/test_cost_api http/test_history_api http/test_metrics_api http/test_batch_api \
-                  http/test_devices http/test_cli http/test_exposure_valgrind http/test_store_faults http/test_pjrt
+                  http/test_devices http/test_cli http/test_exposure_valgrind http/test_store_faults http/test_pjrt \
+                  http/test_crash
 empty      :=
 test-sanitize:
 	@$(MAKE) --no-print-directory test SANITIZE=address,undefined \

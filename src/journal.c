@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -18,7 +19,8 @@
 #define FORMAT 1 /* the "v" of every line; a line of another format is skipped */
 
 struct journal {
-	int fd;                     /* PATH-redo, appended to; -1 once it cannot be */
+	int lock_fd;                /* PATH-redo.lock, flock'ed while this process owns the journal */
+	int fd;                     /* PATH-redo, appended to; -1 until started, or once it cannot be */
 	char *path;                 /* PATH-redo */
 	char *sealed_path;          /* PATH-redo.1 */
 	uint64_t size;              /* bytes in the active file */
@@ -110,12 +112,19 @@ static int64_t get_int(const json_t *o, const char *key)
 	return (int64_t)json_integer_value(json_object_get(o, key));
 }
 
+/* Whether o[key] is a string that is not empty (every record names its job, device and kernel). */
+static bool present(const json_t *o, const char *key)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+
+	return v != NULL && v[0] != '\0';
+}
+
 bool journal_decode(const char *line, size_t len, struct store_job *out)
 {
 	json_t *o = json_loadb(line, len, 0, NULL);
-	bool ok = json_is_object(o) && json_integer_value(json_object_get(o, "v")) == FORMAT &&
-		  json_is_string(json_object_get(o, "id")) && json_is_string(json_object_get(o, "device")) &&
-		  json_is_string(json_object_get(o, "kernel"));
+	bool ok = json_is_object(o) && json_integer_value(json_object_get(o, "v")) == FORMAT && present(o, "id") &&
+		  present(o, "device") && present(o, "kernel");
 
 	if (ok) {
 		memset(out, 0, sizeof(*out));
@@ -151,14 +160,17 @@ static int open_active(const char *path)
 	return open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
 }
 
-struct journal *journal_open(const char *db_path)
+struct journal *journal_claim(const char *db_path)
 {
 	struct journal *j = xcalloc(1, sizeof(*j));
+	char *lock = path_with(db_path, "-redo.lock");
 
+	j->fd = -1;
 	j->path = path_with(db_path, "-redo");
 	j->sealed_path = path_with(db_path, "-redo.1");
-	j->fd = open_active(j->path);
-	if (j->fd < 0) {
+	j->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	free(lock);
+	if (j->lock_fd < 0 || flock(j->lock_fd, LOCK_EX | LOCK_NB) != 0) {
 		int e = errno;
 
 		journal_close(j, false);
@@ -166,6 +178,21 @@ struct journal *journal_open(const char *db_path)
 		return NULL;
 	}
 	return j;
+}
+
+int journal_start(struct journal *j)
+{
+	if (j->fd >= 0)
+		close(j->fd);
+	j->size = 0;
+	j->count = 0;
+	j->sealed = false;
+	if (unlink(j->sealed_path) != 0 && errno != ENOENT) {
+		j->fd = -1;
+		return -1;
+	}
+	j->fd = open_active(j->path);
+	return j->fd < 0 ? -1 : 0;
 }
 
 bool journal_append(struct journal *j, const char *line, size_t len, uint64_t seq)
@@ -235,6 +262,8 @@ void journal_close(struct journal *j, bool remove)
 		unlink(j->sealed_path);
 		unlink(j->path);
 	}
+	if (j->lock_fd >= 0)
+		close(j->lock_fd); /* and with it the claim */
 	free(j->path);
 	free(j->sealed_path);
 	free(j);
@@ -273,32 +302,13 @@ static long replay_file(const char *path, journal_record_fn fn, void *ctx, size_
 	return n;
 }
 
-long journal_replay(const char *db_path, journal_record_fn fn, void *ctx, size_t *skipped)
+long journal_replay(struct journal *j, journal_record_fn fn, void *ctx, size_t *skipped)
 {
-	char *sealed = path_with(db_path, "-redo.1");
-	char *active = path_with(db_path, "-redo");
 	long a, b = -1;
 
 	*skipped = 0;
-	a = replay_file(sealed, fn, ctx, skipped);
+	a = replay_file(j->sealed_path, fn, ctx, skipped);
 	if (a >= 0)
-		b = replay_file(active, fn, ctx, skipped);
-	free(sealed);
-	free(active);
+		b = replay_file(j->path, fn, ctx, skipped);
 	return a < 0 || b < 0 ? -1 : a + b;
-}
-
-int journal_remove(const char *db_path)
-{
-	char *sealed = path_with(db_path, "-redo.1");
-	char *active = path_with(db_path, "-redo");
-	int rc = 0;
-
-	if (unlink(sealed) != 0 && errno != ENOENT)
-		rc = -1;
-	if (unlink(active) != 0 && errno != ENOENT)
-		rc = -1;
-	free(sealed);
-	free(active);
-	return rc;
 }

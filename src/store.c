@@ -264,6 +264,7 @@ struct store {
 	bool interrupt_pending;
 	struct journal *journal;    /* confirms job records before their commit; NULL: they wait for it */
 	bool journal_failing;       /* the last append failed (logged once) */
+	atomic_bool journaling;     /* journal is set: a record is worth encoding before mu is taken */
 	struct store_stats stats;
 	char open_error[256];       /* why the database is not open; "" when it is */
 
@@ -646,13 +647,14 @@ static int replay_one(void *ctx, const struct store_job *job)
 
 /*
  * Writes every record of the journal (what a crash, or a failing database, left in it) into the database in one
- * transaction, removes it and starts a new one, unless ACCELD_DB_SYNC=full (records then wait for their commit).
- * The writer's connection is open; the journal is closed meanwhile, so nothing is appended while it is read.
+ * transaction, then starts it afresh, or, with ACCELD_DB_SYNC=full, releases it (records then wait for their
+ * commit). The writer's connection is open. Appends stop meanwhile, so nothing is added while it is read. Without
+ * the journal (another process owns it, its files cannot be read) job records wait for their commit.
  */
 static int journal_recover(struct store *st, char *err, size_t errsz)
 {
 	struct replay r = {st, SQLITE_OK};
-	struct journal *j = NULL;
+	struct journal *j;
 	size_t skipped = 0;
 	long n;
 	int rc;
@@ -660,42 +662,60 @@ static int journal_recover(struct store *st, char *err, size_t errsz)
 	if (st->memory)
 		return SQLITE_OK;
 	pthread_mutex_lock(&st->mu);
-	journal_close(st->journal, false);
+	j = st->journal;
 	st->journal = NULL;
+	atomic_store(&st->journaling, false);
 	pthread_mutex_unlock(&st->mu);
+	if (j == NULL && (j = journal_claim(st->path)) == NULL) {
+		log_fields(LOGL_WARN, "store",
+			   errno == EWOULDBLOCK ? "another acceld process owns the journal of this database: job answers "
+						  "wait for their commit"
+						: "cannot claim the journal: job answers wait for their commit",
+			   (struct log_field[]){LOG_S("error", strerror(errno))}, 1);
+		return SQLITE_OK;
+	}
 	rc = exec_sql(st->w.db, "BEGIN IMMEDIATE", err, errsz);
 	if (rc != SQLITE_OK)
-		return rc;
-	n = journal_replay(st->path, replay_one, &r, &skipped);
+		goto fail;
+	n = journal_replay(j, replay_one, &r, &skipped);
 	if (n < 0) {
 		if (r.rc != SQLITE_OK)
 			snprintf(err, errsz, "cannot replay the journal of %s: %s", st->path, sqlite3_errmsg(st->w.db));
 		else
 			snprintf(err, errsz, "cannot read the journal of %s: %s", st->path, strerror(errno));
 		sqlite3_exec(st->w.db, "ROLLBACK", NULL, NULL, NULL);
-		return r.rc != SQLITE_OK ? r.rc : SQLITE_IOERR;
+		rc = r.rc != SQLITE_OK ? r.rc : SQLITE_IOERR;
+		goto fail;
 	}
 	rc = exec_sql(st->w.db, "COMMIT", err, errsz);
 	if (rc != SQLITE_OK) {
 		sqlite3_exec(st->w.db, "ROLLBACK", NULL, NULL, NULL);
-		return rc;
+		goto fail;
 	}
 	if (n > 0 || skipped > 0)
 		log_fields(skipped ? LOGL_WARN : LOGL_INFO, "store", "job records replayed from the journal",
-			   (struct log_field[]){LOG_I("records", n), LOG_I("cut_short", (long long)skipped)}, 2);
-	if (journal_remove(st->path) != 0)
-		log_fields(LOGL_WARN, "store", "cannot remove the replayed journal; it will be replayed again",
+			   (struct log_field[]){LOG_I("records", n), LOG_I("cut_short", skipped)}, 2);
+	if (st->opts.sync_full) {
+		journal_close(j, true);
+		return SQLITE_OK;
+	}
+	if (journal_start(j) != 0) {
+		/* what it held is committed: without it, answers wait for their commit */
+		log_fields(LOGL_WARN, "store", "cannot start the journal: job answers wait for their commit",
 			   (struct log_field[]){LOG_S("error", strerror(errno))}, 1);
-	if (!st->opts.sync_full) {
-		j = journal_open(st->path);
-		if (j == NULL)
-			log_fields(LOGL_WARN, "store", "cannot start the journal: job answers wait for their commit",
-				   (struct log_field[]){LOG_S("error", strerror(errno))}, 1);
+		journal_close(j, false);
+		return SQLITE_OK;
 	}
 	pthread_mutex_lock(&st->mu);
 	st->journal = j;
+	st->journal_failing = false;
+	atomic_store(&st->journaling, true);
 	pthread_mutex_unlock(&st->mu);
 	return SQLITE_OK;
+fail:
+	/* its files stay for the next attempt (the writer reopens the database) or the next start */
+	journal_close(j, false);
+	return rc;
 }
 
 /* Opens, checks and migrates the database for the writer. Returns 0, or -1 with the reason recorded. */
@@ -1647,7 +1667,7 @@ void store_job_record_notify(struct store *st, const struct store_job *job, stor
 			done(ctx, false);
 		return;
 	}
-	if (done != NULL)
+	if (done != NULL && atomic_load(&st->journaling))
 		len = journal_encode(job, line, sizeof(line));
 	pthread_mutex_lock(&st->mu);
 	if (st->jtail - st->jhead == STORE_BACKLOG_RECORDS) {

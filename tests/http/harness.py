@@ -119,7 +119,11 @@ class Server:
         return self
 
     def _read(self):
-        for raw in self.proc.stderr:
+        with self.proc.stderr as stderr:  # closed at the process's end, however it ended
+            self._read_lines(stderr)
+
+    def _read_lines(self, stderr):
+        for raw in stderr:
             line = raw.decode("utf-8", "replace").rstrip("\n")
             with self._lines:
                 self.raw_logs.append(line)
@@ -146,15 +150,21 @@ class Server:
                 self._lines.wait(0.1)
 
     def stop(self, sig=signal.SIGTERM, timeout=20):
-        if self.proc is None or self.proc.poll() is not None:
-            return self.proc.returncode if self.proc else None
-        self.proc.send_signal(sig)
+        if self.proc is None:
+            return None
         try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise
+            if self.proc.poll() is None:
+                self.proc.send_signal(sig)
+                try:
+                    self.proc.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+                    raise
+            return self.proc.returncode
+        finally:
+            if self.proc.returncode is not None and self.proc.stdout is not None:
+                self.proc.stdout.close()
 
     def __enter__(self):
         return self.start()

@@ -42,6 +42,8 @@ def client(port, stop, answered, errors):
                 errors.append((r.status, body[:200]))
         except (OSError, http.client.HTTPException):
             # the kill: whatever was in flight was never answered
+            if conn is not None:
+                conn.close()
             conn = None
             if stop.is_set():
                 break

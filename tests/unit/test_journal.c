@@ -1,8 +1,9 @@
 /*
  * Unit tests for journal.c: a record's line round-trips every field (unknown figures, text that is not UTF-8), lines
- * cut short are skipped on replay, a committed file is emptied or removed, and a large one is sealed while appends
- * go on in a new one.
+ * cut short are skipped on replay, one owner at a time, a committed file is emptied or removed, and a large one is
+ * sealed while appends go on in a new one.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +77,16 @@ static int refuse(void *ctx, const struct store_job *j)
 	return 1;
 }
 
+/* A claimed, started journal for db. */
+static struct journal *started(void)
+{
+	struct journal *jn = journal_claim(db);
+
+	ck_assert_ptr_nonnull(jn);
+	ck_assert_int_eq(journal_start(jn), 0);
+	return jn;
+}
+
 static void append(struct journal *jn, unsigned i)
 {
 	struct store_job j = job(i);
@@ -133,14 +144,13 @@ END_TEST
 
 START_TEST(replay_reads_every_whole_line_and_skips_a_cut_one)
 {
-	struct journal *jn = journal_open(db);
+	struct journal *jn = started();
 	struct seen *s = calloc(1, sizeof(*s));
 	size_t skipped = 9;
 	FILE *f;
 	char path[320];
 
-	ck_assert_ptr_nonnull(jn);
-	ck_assert_int_eq(journal_replay(db, collect, s, &skipped), 0); /* empty */
+	ck_assert_int_eq(journal_replay(jn, collect, s, &skipped), 0); /* empty */
 	ck_assert_uint_eq(skipped, 0);
 	for (unsigned i = 0; i < 3; i++)
 		append(jn, i);
@@ -151,36 +161,55 @@ START_TEST(replay_reads_every_whole_line_and_skips_a_cut_one)
 	ck_assert_ptr_nonnull(f);
 	fputs("not json\n{\"v\":1,\"id\":\"job-cut\",\"dev", f);
 	fclose(f);
-	ck_assert_int_eq(journal_replay(db, collect, s, &skipped), 3);
+	jn = journal_claim(db);
+	ck_assert_ptr_nonnull(jn);
+	ck_assert_int_eq(journal_replay(jn, collect, s, &skipped), 3);
 	ck_assert_uint_eq(skipped, 2);
 	ck_assert_str_eq(s->ids[0], "job-000000");
 	ck_assert_str_eq(s->ids[2], "job-000002");
 	/* a consumer that fails stops it */
-	ck_assert_int_eq(journal_replay(db, refuse, NULL, &skipped), -1);
-	ck_assert_int_eq(journal_remove(db), 0);
-	ck_assert_int_eq(file_size("-redo"), -1);
+	ck_assert_int_eq(journal_replay(jn, refuse, NULL, &skipped), -1);
+	/* started afresh: nothing to replay */
+	ck_assert_int_eq(journal_start(jn), 0);
+	ck_assert_int_eq(file_size("-redo"), 0);
 	s->n = 0;
-	ck_assert_int_eq(journal_replay(db, collect, s, &skipped), 0);
+	ck_assert_int_eq(journal_replay(jn, collect, s, &skipped), 0);
 	/* a file that is there but cannot be read is an error, not an empty journal */
 	if (geteuid() != 0) {
-		jn = journal_open(db);
 		append(jn, 1);
-		journal_close(jn, false);
 		ck_assert_int_eq(chmod(path, 0), 0);
-		ck_assert_int_eq(journal_replay(db, collect, s, &skipped), -1);
+		ck_assert_int_eq(journal_replay(jn, collect, s, &skipped), -1);
 	}
+	journal_close(jn, true);
+	ck_assert_int_eq(file_size("-redo"), -1);
 	free(s);
+}
+END_TEST
+
+START_TEST(one_process_owns_a_journal)
+{
+	struct journal *a = journal_claim(db);
+	struct journal *b;
+
+	ck_assert_ptr_nonnull(a);
+	/* another claim (another open file, as another process would hold) is refused while the first holds it */
+	b = journal_claim(db);
+	ck_assert_ptr_null(b);
+	ck_assert_int_eq(errno, EWOULDBLOCK);
+	journal_close(a, false);
+	b = journal_claim(db);
+	ck_assert_ptr_nonnull(b);
+	journal_close(b, true);
 }
 END_TEST
 
 START_TEST(committed_files_are_emptied_and_a_large_one_sealed)
 {
-	struct journal *jn = journal_open(db);
+	struct journal *jn = started();
 	struct seen *s = calloc(1, sizeof(*s));
 	size_t skipped;
 	unsigned i = 0;
 
-	ck_assert_ptr_nonnull(jn);
 	append(jn, i++);
 	append(jn, i++);
 	journal_committed(jn, 1); /* record 1 is not committed yet: the file stays */
@@ -196,7 +225,7 @@ START_TEST(committed_files_are_emptied_and_a_large_one_sealed)
 	append(jn, i++);
 	append(jn, i++);
 	/* a crash now: replay gives both files' records, the sealed ones first */
-	ck_assert_int_eq(journal_replay(db, collect, s, &skipped), (long)i - 2);
+	ck_assert_int_eq(journal_replay(jn, collect, s, &skipped), (long)i - 2);
 	ck_assert_uint_eq(skipped, 0);
 	ck_assert_str_eq(s->ids[0], "job-000002");
 	{
@@ -222,7 +251,8 @@ START_TEST(an_unwritable_folder_gives_no_journal)
 	char bad[320];
 
 	snprintf(bad, sizeof(bad), "%s/missing/a.db", tmpdir);
-	ck_assert_ptr_null(journal_open(bad));
+	ck_assert_ptr_null(journal_claim(bad));
+	ck_assert_int_eq(errno, ENOENT);
 }
 END_TEST
 
@@ -234,6 +264,7 @@ Suite *make_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, a_record_round_trips);
 	tcase_add_test(tc, replay_reads_every_whole_line_and_skips_a_cut_one);
+	tcase_add_test(tc, one_process_owns_a_journal);
 	tcase_add_test(tc, committed_files_are_emptied_and_a_large_one_sealed);
 	tcase_add_test(tc, an_unwritable_folder_gives_no_journal);
 	suite_add_tcase(s, tc);

@@ -1,7 +1,8 @@
 /*
  * Unit tests for store.c: migrations (fresh, upgrade from an older user_version, refusing a newer one), samples,
  * rollups and retention, the bounded queue's loss policy, faults (unwritable path, corrupt file, full database),
- * jobs, prices, and the size of a month of 1 s samples for 8 devices.
+ * jobs, prices, the journal of confirmed job records (replayed after a crash, owned by one store), and the size of
+ * a month of 1 s samples for 8 devices.
  */
 #include <math.h>
 #include <stdio.h>
@@ -688,6 +689,44 @@ START_TEST(journaled_records_survive_a_crash)
 }
 END_TEST
 
+START_TEST(a_second_store_on_the_file_leaves_the_journal_alone)
+{
+	struct store *a = NULL, *b = NULL;
+	struct store_opts o = {.flush_interval_ms = 60000};
+	struct store_job j = {.device = "cpu:0", .kernel = "dot", .state = "succeeded", .submitted_ms = T0,
+			      .started_ms = T0, .finished_ms = T0 + 1, .flops = NAN, .bytes = NAN, .queued_ms = NAN,
+			      .transfer_ms = NAN, .kernel_ms = 1, .total_ms = NAN, .cost_usd = NAN};
+	struct done_count ca = {0}, cb = {0};
+	struct store_stats stats;
+	char path[300], redo[320], err[256];
+	long held;
+
+	tmp_path(path, sizeof(path), "two.db");
+	snprintf(redo, sizeof(redo), "%s-redo", path);
+	o.path = path;
+	ck_assert_int_eq(store_open_opts(&o, &a, err, sizeof(err)), ACCELD_OK);
+	snprintf(j.id, sizeof(j.id), "from-a");
+	store_job_record_notify(a, &j, count_done, &ca);
+	ck_assert(ca.calls == 1 && ca.recorded);
+	held = size_of(redo);
+	ck_assert_int_gt(held, 0);
+	/* a second acceld on the same file (a rolling update on one volume) neither replays nor removes it */
+	ck_assert_int_eq(store_open_opts(&o, &b, err, sizeof(err)), ACCELD_OK);
+	ck_assert_int_eq(size_of(redo), held);
+	snprintf(j.id, sizeof(j.id), "from-b");
+	store_job_record_notify(b, &j, count_done, &cb);
+	ck_assert(cb.calls == 1 && cb.recorded); /* committed, not journaled */
+	store_stats(b, &stats);
+	ck_assert_uint_eq(stats.journaled, 0);
+	ck_assert_int_eq(file_query(path, "SELECT count(*) FROM jobs WHERE id = 'from-b'"), 1);
+	store_close(b);
+	ck_assert_int_eq(size_of(redo), held);
+	store_close(a);
+	ck_assert_int_eq(size_of(redo), -1);
+	ck_assert_int_eq(file_query(path, "SELECT count(*) FROM jobs"), 2);
+}
+END_TEST
+
 START_TEST(prices_and_devices_persist)
 {
 	struct store *st = NULL;
@@ -842,6 +881,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, prices_and_devices_persist);
 	tcase_add_test(tc, notified_writes_are_answered_once_durable);
 	tcase_add_test(tc, journaled_records_survive_a_crash);
+	tcase_add_test(tc, a_second_store_on_the_file_leaves_the_journal_alone);
 	tcase_add_test(tc, tier_choice_follows_step_and_age);
 	tcase_add_test(tc, a_month_of_samples_stays_bounded);
 	suite_add_tcase(s, tc);
