@@ -41,6 +41,7 @@ struct store_migration {
 #define THROUGHPUT_TTL_NS 1000000000ull /* store_throughput answers from memory this long */
 #define THROUGHPUT_CACHE 64
 #define SETTLE_NS 2000000000ull       /* a read waits this long at most for the records queued before it */
+#define RECORD_DELAY_NS 100000000ull  /* job records are committed this long after the first of them is queued */
 
 /* --- statements: every SQL text acceld runs against the store --- */
 
@@ -249,6 +250,7 @@ struct store {
 	struct store_job *jobs;     /* job queue, same scheme */
 	struct waiter *jwait;       /* the completion of each queued job record (fn NULL: none) */
 	uint64_t jhead, jtail;
+	uint64_t jfirst_ns;         /* when the oldest record in the job queue was queued (about) */
 	bool urgent;                /* writes with completions wait for their commit */
 	bool group_ready;           /* the waiting writes can be committed now (no crash marking waits) */
 	unsigned nwait;             /* completions waiting in the queues */
@@ -1060,6 +1062,8 @@ static void batch_finish(struct store *st, struct batch *b, bool ok)
 			st->head = b->shead + b->nsamples;
 		if (st->jhead < b->jhead + b->njobs)
 			st->jhead = b->jhead + b->njobs;
+		if (st->jhead != st->jtail)
+			st->jfirst_ns = clock_mono_ns(); /* they came while it committed */
 		for (size_t i = 0; i < b->ndevs; i++)
 			for (size_t j = 0; j < st->ndevs; j++)
 				if (strcmp(st->devs[j].id, st->dbuf[i].id) == 0)
@@ -1353,6 +1357,19 @@ static void writer_checkpoint(struct store *st)
 	st->last_ckpt_ns = now;
 }
 
+/* Whether the writer has work to do now rather than at its next tick; mu held. */
+static bool writer_due_locked(struct store *st)
+{
+	bool high = st->tail - st->head >= st->cap / 2 || st->jtail - st->jhead >= STORE_BACKLOG_RECORDS / 2;
+
+	if (st->stop || st->flush_req)
+		return true;
+	/* while the database fails or is not open, the writer retries at its own pace */
+	if (st->failing || st->open_error[0] != '\0' || !atomic_load(&st->ready))
+		return false;
+	return high || st->urgent || st->interrupt_pending || st->prices_set;
+}
+
 static void *writer_main(void *arg)
 {
 	struct store *st = arg;
@@ -1360,7 +1377,6 @@ static void *writer_main(void *arg)
 	pthread_mutex_lock(&st->mu);
 	for (;;) {
 		bool final;
-		bool high = st->tail - st->head >= st->cap / 2 || st->jtail - st->jhead >= STORE_BACKLOG_RECORDS / 2;
 
 		/* writes with completions that no caller may commit yet (crash marking waits): GROUP_WAIT_NS at most */
 		while (st->urgent && !st->failing && !st->group_ready && !st->stop && !st->flush_req) {
@@ -1372,12 +1388,24 @@ static void *writer_main(void *arg)
 			due = clock_deadline(CLOCK_MONOTONIC, st->group_start_ns + GROUP_WAIT_NS - now);
 			pthread_cond_timedwait(&st->wake, &st->mu, &due);
 		}
-		if (!st->stop && !st->flush_req && !(high && !st->failing) && !(st->urgent && !st->failing)) {
+		if (!writer_due_locked(st)) {
 			unsigned wait_ms = st->failing || st->open_error[0] ? st->opts.retry_interval_ms
 									     : st->opts.flush_interval_ms;
-			struct timespec ts = clock_deadline(CLOCK_MONOTONIC, wait_ms * 1000000ull);
+			uint64_t due_ns = clock_mono_ns() + wait_ms * 1000000ull;
 
-			pthread_cond_timedwait(&st->wake, &st->mu, &ts);
+			for (;;) {
+				uint64_t now = clock_mono_ns(), until = due_ns;
+				struct timespec ts;
+
+				/* job records (answered once journaled) wait RECORD_DELAY_NS after the first of them */
+				if (st->jtail != st->jhead && !st->failing && st->jfirst_ns + RECORD_DELAY_NS < until)
+					until = st->jfirst_ns + RECORD_DELAY_NS;
+				if (now >= until)
+					break;
+				ts = clock_deadline(CLOCK_MONOTONIC, until - now);
+				if (pthread_cond_timedwait(&st->wake, &st->mu, &ts) != 0 || writer_due_locked(st))
+					break;
+			}
 		}
 		final = st->stop;
 		st->flush_req = false;
@@ -1692,6 +1720,11 @@ void store_job_record_notify(struct store *st, const struct store_job *job, stor
 		else if (journaled && st->journal_failing)
 			log_msg(LOGL_INFO, "store", "the journal takes appends again");
 		st->journal_failing = !journaled;
+	}
+	if (st->jtail == st->jhead) {
+		/* the writer commits records RECORD_DELAY_NS after the first: it learns the deadline */
+		st->jfirst_ns = clock_mono_ns();
+		pthread_cond_signal(&st->wake);
 	}
 	st->jobs[st->jtail % STORE_BACKLOG_RECORDS] = *job;
 	now = done != NULL && !journaled && durable_now_locked(st);
