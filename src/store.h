@@ -6,8 +6,8 @@
  * they are given into bounded in-memory queues, and one writer thread commits them in batched transactions (about
  * once a second), then computes minute and hour rollups and applies retention. Writes the API confirms (a job's
  * final record, new prices) go through the _notify variants, whose completion says when they are durable. A job
- * record is durable once appended to the journal (journal.h: one write(2)), and is committed with the next batch;
- * the next open replays what a crash left in the journal. Prices, and job records while there is no journal
+ * record is durable once appended to the journal (journal.h: one write(2)), and is committed with the writer's
+ * batch 100 ms after the first record waiting; the next open replays what a crash left in the journal. Prices, and job records while there is no journal
  * (ACCELD_DB_SYNC=full, a memory database, a journal that cannot be written), are committed in groups (group
  * commit: at once when no commit runs, else in the transaction after the running one). Reads of jobs
  * (store_job_get, store_jobs_usage) first wait for the records queued before them, so they see every job answered.
