@@ -35,6 +35,15 @@ git -C "$root" worktree add --detach -q "$work/base" "$base_ref"
 make -C "$work/base" -j"$(nproc)" >"$work/base-build.log" 2>&1
 base_bin="$work/base/build/acceld"
 
+# bench/record_cost.c, built before the rounds so that a failure to build stops the script early
+build=$(dirname "$bin")
+[ -f "$build/libacceld.a" ] || make -C "$root" --no-print-directory BUILD="$(realpath --relative-to="$root" "$build")" >/dev/null
+pkgs=(libmicrohttpd jansson hwloc OpenCL sqlite3 libcurl)
+read -ra cflags <<<"$(pkg-config --cflags "${pkgs[@]}")"
+read -ra libs <<<"$(pkg-config --libs "${pkgs[@]}")"
+cc -std=c11 -D_GNU_SOURCE -O2 -I"$root/src" "${cflags[@]}" -o "$work/record_cost" \
+    "$root/bench/record_cost.c" "$build/libacceld.a" "${libs[@]}" -ldl -lm -pthread
+
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 med() { local v; read -ra v <<<"$1"; median "${v[@]}"; }
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
@@ -91,14 +100,8 @@ for r in $(seq "$rounds"); do
     echo "round $r done" >&2
 done
 
-# what one durable record costs by itself: a journal append against a one-record commit (bench/record_cost.c)
-build=$(dirname "$bin")
-[ -f "$build/libacceld.a" ] || make -C "$root" --no-print-directory BUILD="$(realpath --relative-to="$root" "$build")" >/dev/null
-pkgs=(libmicrohttpd jansson hwloc OpenCL sqlite3 libcurl)
-read -ra cflags <<<"$(pkg-config --cflags "${pkgs[@]}")"
-read -ra libs <<<"$(pkg-config --libs "${pkgs[@]}")"
-cc -std=c11 -D_GNU_SOURCE -O2 -I"$root/src" "${cflags[@]}" -o "$work/record_cost" \
-    "$root/bench/record_cost.c" "$build/libacceld.a" "${libs[@]}" -ldl -lm -pthread
+
+# what one durable record costs by itself, on the same disk
 mkdir -p "$work/cost"
 "$work/record_cost" "$work/cost" 2>/dev/null
 

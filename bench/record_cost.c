@@ -104,8 +104,8 @@ int main(int argc, char **argv)
 	sqlite3_finalize(commit);
 	sqlite3_close(db);
 
-	jn = journal_open(path);
-	if (jn == NULL) {
+	jn = journal_claim(path);
+	if (jn == NULL || journal_start(jn) != 0) {
 		perror("record_cost: journal");
 		return 1;
 	}

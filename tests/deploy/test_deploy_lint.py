@@ -59,6 +59,19 @@ class Lint(unittest.TestCase):
         p = run([tool("shellcheck"), "-x", "-S", "style"] + files, cwd=ROOT)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
 
+    def test_bench_programs_on_the_library_compile(self):
+        """bench/ programs built on libacceld (store_fill, record_cost) run only in benchmarks, not in CI: an API
+        change that breaks them shows here instead of in the middle of a benchmark."""
+        pkgs = ["libmicrohttpd", "jansson", "hwloc", "OpenCL", "sqlite3", "libcurl"]
+        cflags = run(["pkg-config", "--cflags"] + pkgs).stdout.split()
+        files = [f for f in sorted(glob.glob(os.path.join(ROOT, "bench", "*.c")))
+                 if re.search(r'^#include "', open(f).read(), re.M)]
+        self.assertGreaterEqual(len(files), 2, files)
+        for f in files:
+            p = run(["cc", "-std=c11", "-D_GNU_SOURCE", "-fsyntax-only", "-Wall", "-Wextra", "-Werror",
+                     "-I" + os.path.join(ROOT, "src")] + cflags + [f])
+            self.assertEqual(p.returncode, 0, f"{f}: {p.stderr}")
+
     def test_scripts_are_strict_and_executable(self):
         for f in shell_files():
             with open(f) as fh:
