@@ -25,6 +25,7 @@
 #include "kernel.h"
 #include "log.h"
 #include "mem.h"
+#include "names.h"
 #include "select.h"
 
 #define RECENT_MAX 64          /* checks kept in memory */
@@ -56,13 +57,12 @@ const char *devcheck_level_name(enum devcheck_level l)
 
 bool devcheck_level_parse(const char *text, enum devcheck_level *out)
 {
-	for (unsigned i = 0; text != NULL && i < DEVCHECK_LEVEL_COUNT; i++) {
-		if (strcmp(text, level_names[i]) == 0) {
-			*out = (enum devcheck_level)i;
-			return true;
-		}
-	}
-	return false;
+	int i = names_find(level_names, DEVCHECK_LEVEL_COUNT, text);
+
+	if (i < 0)
+		return false;
+	*out = (enum devcheck_level)i;
+	return true;
 }
 
 const char *devcheck_state_name(enum devcheck_state s)
@@ -77,13 +77,12 @@ const char *devcheck_verdict_name(enum devcheck_verdict v)
 
 bool devcheck_verdict_parse(const char *text, enum devcheck_verdict *out)
 {
-	for (unsigned i = 0; text != NULL && i < DEVCHECK_VERDICT_COUNT; i++) {
-		if (strcmp(text, verdict_names[i]) == 0) {
-			*out = (enum devcheck_verdict)i;
-			return true;
-		}
-	}
-	return false;
+	int i = names_find(verdict_names, DEVCHECK_VERDICT_COUNT, text);
+
+	if (i < 0)
+		return false;
+	*out = (enum devcheck_verdict)i;
+	return true;
 }
 
 void devcheck_settings_from_config(const struct config *cfg, struct devcheck_settings *out)

@@ -23,6 +23,7 @@
 #include "jobdoc.h"
 #include "log.h"
 #include "mem.h"
+#include "names.h"
 #include "pool.h"
 #include "reason.h"
 
@@ -168,13 +169,12 @@ const char *exec_state_name(enum exec_state s)
 
 bool exec_state_parse(const char *name, enum exec_state *out)
 {
-	for (unsigned i = 0; i < EXEC_STATE_COUNT; i++) {
-		if (strcmp(name, state_names[i]) == 0) {
-			*out = (enum exec_state)i;
-			return true;
-		}
-	}
-	return false;
+	int i = names_find(state_names, EXEC_STATE_COUNT, name);
+
+	if (i < 0)
+		return false;
+	*out = (enum exec_state)i;
+	return true;
 }
 
 const char *exec_state_names_text(void)

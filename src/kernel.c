@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "names.h"
+
 static const char *const xy[] = {"x", "y", NULL};
 static const char *const bc[] = {"b", "c", NULL};
 static const char *const abc[] = {"a", "b", "c", NULL};
@@ -33,13 +35,12 @@ const char *kernel_precision_name(enum kernel_precision p)
 
 bool kernel_precision_parse(const char *name, enum kernel_precision *out)
 {
-	for (unsigned i = 0; i < 3 && name != NULL; i++) {
-		if (strcmp(name, precision_names[i]) == 0) {
-			*out = (enum kernel_precision)i;
-			return true;
-		}
-	}
-	return false;
+	int i = names_find(precision_names, sizeof(precision_names) / sizeof(precision_names[0]), name);
+
+	if (i < 0)
+		return false;
+	*out = (enum kernel_precision)i;
+	return true;
 }
 
 double kernel_precision_unit(enum kernel_precision p)

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "names.h"
 
 #define LOG_LINE_MAX (64 * 1024)
 
@@ -34,13 +35,12 @@ int log_enabled(enum log_level level)
 
 int log_parse_level(const char *text, enum log_level *out)
 {
-	for (size_t i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
-		if (strcmp(text, level_names[i]) == 0) {
-			*out = (enum log_level)i;
-			return 0;
-		}
-	}
-	return -1;
+	int i = names_find(level_names, sizeof(level_names) / sizeof(level_names[0]), text);
+
+	if (i < 0)
+		return -1;
+	*out = (enum log_level)i;
+	return 0;
 }
 
 /*

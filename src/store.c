@@ -18,6 +18,7 @@
 #include "journal.h"
 #include "log.h"
 #include "mem.h"
+#include "names.h"
 
 struct store_migration {
 	int version;
@@ -325,13 +326,12 @@ const char *store_metric_name(enum store_metric m)
 
 int store_metric_parse(const char *text, enum store_metric *out)
 {
-	for (int i = 0; i < STORE_METRIC_COUNT; i++) {
-		if (strcmp(text, metric_names[i]) == 0) {
-			*out = (enum store_metric)i;
-			return 0;
-		}
-	}
-	return -1;
+	int i = names_find(metric_names, STORE_METRIC_COUNT, text);
+
+	if (i < 0)
+		return -1;
+	*out = (enum store_metric)i;
+	return 0;
 }
 
 const char *store_tier_name(enum store_tier t)
