@@ -179,51 +179,64 @@ enum acceld_err devcheck_store_put(struct devcheck_store *cs, const json_t *doc,
 	return rc;
 }
 
-/* Runs a query whose first column is a document, appending each to *docs (a new array). cs->mu held. */
-static int collect(sqlite3_stmt *s, json_t *docs)
+/*
+ * Appends the documents of sql's first column to out, with :device, :id and :limit bound where sql names them.
+ * ACCELD_EUNAVAILABLE when the history cannot be read (the connection is dropped, to be opened again). cs->mu held.
+ */
+static enum acceld_err read_docs(struct devcheck_store *cs, const char *sql, const char *device, const char *id,
+				 int64_t limit, json_t *out)
 {
+	sqlite3 *db = conn(cs);
+	sqlite3_stmt *s = NULL;
 	int rc;
 
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		const char *text = (const char *)sqlite3_column_text(s, 0);
-		json_t *doc = text ? json_loads(text, 0, NULL) : NULL;
+	if (db == NULL)
+		return ACCELD_EUNAVAILABLE;
+	rc = sqlite3_prepare_v2(db, sql, -1, &s, NULL);
+	if (rc == SQLITE_OK) {
+		int i;
 
-		if (doc != NULL)
-			json_array_append_new(docs, doc);
+		if ((i = sqlite3_bind_parameter_index(s, ":device")) > 0)
+			bind_text(s, i, device);
+		if ((i = sqlite3_bind_parameter_index(s, ":id")) > 0)
+			bind_text(s, i, id);
+		if ((i = sqlite3_bind_parameter_index(s, ":limit")) > 0)
+			sqlite3_bind_int64(s, i, limit);
+		while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+			const char *text = (const char *)sqlite3_column_text(s, 0);
+			json_t *doc = text ? json_loads(text, 0, NULL) : NULL;
+
+			if (doc != NULL)
+				json_array_append_new(out, doc);
+		}
+		rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
 	}
-	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+	sqlite3_finalize(s);
+	if (rc != SQLITE_OK) {
+		failed(cs, "read", rc);
+		return ACCELD_EUNAVAILABLE;
+	}
+	return ACCELD_OK;
 }
+
+#define ONE_CHECK "SELECT doc FROM checks WHERE id = :id AND device = :device"
 
 enum acceld_err devcheck_store_mark_interrupted(struct devcheck_store *cs, int64_t now_ms, unsigned *n)
 {
-	sqlite3 *db;
-	sqlite3_stmt *s = NULL;
 	json_t *docs = json_array();
-	enum acceld_err ret = ACCELD_OK;
+	enum acceld_err ret;
 	char when[CLOCK_RFC3339_LEN];
 	char err[256];
 	size_t i;
 	json_t *doc;
-	int rc;
 
 	if (n != NULL)
 		*n = 0;
 	clock_rfc3339(now_ms, when);
 	pthread_mutex_lock(&cs->mu);
-	db = conn(cs);
-	if (db == NULL) {
-		ret = ACCELD_EUNAVAILABLE;
+	ret = read_docs(cs, "SELECT doc FROM checks WHERE state IN ('queued', 'running')", NULL, NULL, 0, docs);
+	if (ret != ACCELD_OK)
 		goto out;
-	}
-	rc = sqlite3_prepare_v2(db, "SELECT doc FROM checks WHERE state IN ('queued', 'running')", -1, &s, NULL);
-	if (rc == SQLITE_OK)
-		rc = collect(s, docs);
-	sqlite3_finalize(s);
-	if (rc != SQLITE_OK) {
-		failed(cs, "read", rc);
-		ret = ACCELD_EUNAVAILABLE;
-		goto out;
-	}
 	json_array_foreach(docs, i, doc) {
 		json_object_set_new(doc, "state", json_string("interrupted"));
 		json_object_del(doc, "verdict");
@@ -248,101 +261,50 @@ out:
 enum acceld_err devcheck_store_list(struct devcheck_store *cs, const char *device, unsigned page_size,
 				    const char *after, json_t **docs, bool *more)
 {
-	static const char first[] = "SELECT doc FROM checks WHERE device = ?1 ORDER BY created_at DESC, id DESC "
-				    "LIMIT ?2";
-	static const char next[] = "SELECT doc FROM checks WHERE device = ?1 AND (created_at, id) < (SELECT created_at, "
-				   "id FROM checks WHERE id = ?3) ORDER BY created_at DESC, id DESC LIMIT ?2";
-	sqlite3 *db;
-	sqlite3_stmt *s = NULL;
+	static const char first[] = "SELECT doc FROM checks WHERE device = :device ORDER BY created_at DESC, id DESC "
+				    "LIMIT :limit";
+	static const char next[] = "SELECT doc FROM checks WHERE device = :device AND (created_at, id) < (SELECT "
+				   "created_at, id FROM checks WHERE id = :id) ORDER BY created_at DESC, id DESC LIMIT :limit";
 	bool paged = after != NULL && after[0] != '\0';
-	enum acceld_err ret = ACCELD_OK;
 	json_t *out = json_array();
-	int rc;
+	enum acceld_err ret;
 
 	*docs = NULL;
 	*more = false;
 	pthread_mutex_lock(&cs->mu);
-	db = conn(cs);
-	if (db == NULL) {
-		ret = ACCELD_EUNAVAILABLE;
-		goto out;
-	}
-	if (paged) {
-		rc = sqlite3_prepare_v2(db, "SELECT 1 FROM checks WHERE id = ?1 AND device = ?2", -1, &s, NULL);
-		if (rc == SQLITE_OK) {
-			bind_text(s, 1, after);
-			bind_text(s, 2, device);
-			rc = sqlite3_step(s);
-		}
-		sqlite3_finalize(s);
-		if (rc == SQLITE_DONE) {
-			ret = ACCELD_ENOTFOUND;
-			goto out;
-		}
-		if (rc != SQLITE_ROW) {
-			failed(cs, "read", rc);
-			ret = ACCELD_EUNAVAILABLE;
-			goto out;
-		}
-	}
-	rc = sqlite3_prepare_v2(db, paged ? next : first, -1, &s, NULL);
-	if (rc == SQLITE_OK) {
-		bind_text(s, 1, device);
-		sqlite3_bind_int64(s, 2, (sqlite3_int64)page_size + 1);
-		if (paged)
-			bind_text(s, 3, after);
-		rc = collect(s, out);
-	}
-	sqlite3_finalize(s);
-	if (rc != SQLITE_OK) {
-		failed(cs, "read", rc);
-		ret = ACCELD_EUNAVAILABLE;
-		goto out;
+	/* the page starts after a check of this device, which must exist */
+	ret = paged ? read_docs(cs, ONE_CHECK, device, after, 0, out) : ACCELD_OK;
+	if (ret == ACCELD_OK && paged && json_array_size(out) == 0)
+		ret = ACCELD_ENOTFOUND;
+	json_array_clear(out);
+	if (ret == ACCELD_OK)
+		ret = read_docs(cs, paged ? next : first, device, after, (int64_t)page_size + 1, out);
+	pthread_mutex_unlock(&cs->mu);
+	if (ret != ACCELD_OK) {
+		json_decref(out);
+		return ret;
 	}
 	if (json_array_size(out) > page_size) {
 		json_array_remove(out, page_size);
 		*more = true;
 	}
 	*docs = out;
-	out = NULL;
-out:
-	pthread_mutex_unlock(&cs->mu);
-	json_decref(out);
-	return ret;
+	return ACCELD_OK;
 }
 
 enum acceld_err devcheck_store_get(struct devcheck_store *cs, const char *device, const char *id, json_t **doc)
 {
-	sqlite3 *db;
-	sqlite3_stmt *s = NULL;
 	json_t *docs = json_array();
-	enum acceld_err ret = ACCELD_OK;
-	int rc;
+	enum acceld_err ret;
 
 	*doc = NULL;
 	pthread_mutex_lock(&cs->mu);
-	db = conn(cs);
-	if (db == NULL) {
-		ret = ACCELD_EUNAVAILABLE;
-		goto out;
-	}
-	rc = sqlite3_prepare_v2(db, "SELECT doc FROM checks WHERE id = ?1 AND device = ?2", -1, &s, NULL);
-	if (rc == SQLITE_OK) {
-		bind_text(s, 1, id);
-		bind_text(s, 2, device);
-		rc = collect(s, docs);
-	}
-	sqlite3_finalize(s);
-	if (rc != SQLITE_OK) {
-		failed(cs, "read", rc);
-		ret = ACCELD_EUNAVAILABLE;
-	} else if (json_array_size(docs) == 0) {
-		ret = ACCELD_ENOTFOUND;
-	} else {
-		*doc = json_incref(json_array_get(docs, 0));
-	}
-out:
+	ret = read_docs(cs, ONE_CHECK, device, id, 0, docs);
 	pthread_mutex_unlock(&cs->mu);
+	if (ret == ACCELD_OK && json_array_size(docs) == 0)
+		ret = ACCELD_ENOTFOUND;
+	else if (ret == ACCELD_OK)
+		*doc = json_incref(json_array_get(docs, 0));
 	json_decref(docs);
 	return ret;
 }
@@ -352,32 +314,16 @@ enum acceld_err devcheck_store_latest(struct devcheck_store *cs, json_t **docs)
 	static const char sql[] = "SELECT doc FROM checks c WHERE state IN ('done', 'interrupted') AND id = (SELECT id "
 				  "FROM checks WHERE device = c.device AND state IN ('done', 'interrupted') ORDER BY "
 				  "finished_at DESC, id DESC LIMIT 1)";
-	sqlite3 *db;
-	sqlite3_stmt *s = NULL;
 	json_t *out = json_array();
-	enum acceld_err ret = ACCELD_OK;
-	int rc;
+	enum acceld_err ret;
 
-	*docs = NULL;
 	pthread_mutex_lock(&cs->mu);
-	db = conn(cs);
-	if (db == NULL) {
-		ret = ACCELD_EUNAVAILABLE;
-		goto out;
-	}
-	rc = sqlite3_prepare_v2(db, sql, -1, &s, NULL);
-	if (rc == SQLITE_OK)
-		rc = collect(s, out);
-	sqlite3_finalize(s);
-	if (rc != SQLITE_OK) {
-		failed(cs, "read", rc);
-		ret = ACCELD_EUNAVAILABLE;
-		goto out;
+	ret = read_docs(cs, sql, NULL, NULL, 0, out);
+	pthread_mutex_unlock(&cs->mu);
+	if (ret != ACCELD_OK) {
+		json_decref(out);
+		out = NULL;
 	}
 	*docs = out;
-	out = NULL;
-out:
-	pthread_mutex_unlock(&cs->mu);
-	json_decref(out);
 	return ret;
 }
