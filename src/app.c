@@ -124,7 +124,7 @@ static void job_recorded(void *ctx, bool recorded)
 
 /*
  * on_job_record: every finished job goes to the job metrics and to the history store, and is answered once its
- * record is committed (group commit; see store_job_record_notify).
+ * record is durable (journaled, or committed; see store_job_record_notify).
  */
 static void record_job(void *ctx, const struct exec_job_record *rec)
 {

@@ -235,12 +235,12 @@ struct exec_job *exec_get(struct exec *ex, const char *id);
 enum acceld_err exec_cancel(struct exec *ex, const char *id, exec_done_fn done, void *arg);
 
 /*
- * The completion of on_job_record: the record of job (provisional or final) is committed (recorded true) or could
- * not be made durable now (false). Answers the job's waiter and shows its final state.
+ * The completion of on_job_record: the record of job (provisional or final) is durable (recorded true: journaled
+ * or committed) or could not be made durable now (false). Answers the job's waiter and shows its final state.
  */
 void exec_job_recorded(struct exec_job *job, bool provisional, bool recorded);
 
-/* Whether the job's final (or provisional timed_out) record was confirmed committed. */
+/* Whether the job's final (or provisional timed_out) record was confirmed durable. */
 bool exec_job_was_recorded(struct exec_job *job);
 
 /*
