@@ -202,7 +202,7 @@ static bool in_cpuset(const char *cpuset, unsigned cpu)
  * hardware's), else the highest "cpu MHz" of /proc/cpuinfo, which is only the clock seen now. The base clock is never
  * used. *clock_source names the one taken.
  */
-static void cpuinfo(const struct config *cfg, struct device *d, const char **clock_source)
+static void cpuinfo(const struct config *cfg, struct device *d, const char **clock_source, bool *split512)
 {
 	static const struct {
 		const char *flag;
@@ -214,10 +214,13 @@ static void cpuinfo(const struct config *cfg, struct device *d, const char **clo
 	struct freq_scan f;
 	double mhz = 0;
 	bool usable = true;
+	bool amd = false;
+	long family = -1;
 	int best = -1;
 	FILE *f_info;
 
 	*clock_source = "";
+	*split512 = false;
 	snprintf(path, sizeof(path), "%s/cpuinfo", cfg->proc_root);
 	f_info = fopen(path, "re");
 	if (f_info != NULL) {
@@ -232,6 +235,10 @@ static void cpuinfo(const struct config *cfg, struct device *d, const char **clo
 				unsigned long cpu = strtoul(val, &end, 10);
 
 				usable = end == val || in_cpuset(d->cpu.cpuset, (unsigned)cpu);
+			} else if (strncmp(line, "vendor_id", 9) == 0) {
+				amd = strncmp(val, "AuthenticAMD", 12) == 0;
+			} else if (strncmp(line, "cpu family", 10) == 0 && family < 0) {
+				family = strtol(val, NULL, 10);
 			} else if (strncmp(line, "model name", 10) == 0 && d->model[0] == '\0') {
 				DEVICE_SET_TRIMMED(d->model, val);
 			} else if (strncmp(line, "cpu MHz", 7) == 0 && usable) {
@@ -257,6 +264,8 @@ static void cpuinfo(const struct config *cfg, struct device *d, const char **clo
 	}
 	if (best >= 0)
 		DEVICE_SET(d->cpu.isa, isas[best].isa);
+	/* Zen 4 (family 19h, the only one of it with AVX-512) runs 512-bit work as two halves on 256-bit units */
+	*split512 = best >= 0 && strcmp(isas[best].isa, "avx512f") == 0 && amd && family == 0x19;
 	f = scan_freq(cfg, d->cpu.cpuset, "scaling_max_freq");
 	*clock_source = "cpufreq scaling_max_freq";
 	if (f.n == 0) {
@@ -273,9 +282,16 @@ static void cpuinfo(const struct config *cfg, struct device *d, const char **clo
 	}
 }
 
-/* FP32 FLOP per cycle per core for the widest vector extension, with what is assumed; 0 when unknown. */
-static unsigned flops_per_cycle(const char *isa, const char **why)
+/*
+ * FP32 FLOP per cycle per core for the widest vector extension, with what is assumed; 0 when unknown. split512: the
+ * core splits 512-bit work into two 256-bit halves (AMD Zen 4), so AVX-512 peaks where AVX2 does.
+ */
+static unsigned flops_per_cycle(const char *isa, bool split512, const char **why)
 {
+	if (strcmp(isa, "avx512f") == 0 && split512) {
+		*why = "avx512f on AMD Zen 4: 512-bit FMA as two halves on two 256-bit units";
+		return 32;
+	}
 	if (strcmp(isa, "avx512f") == 0) {
 		*why = "avx512f, two 512-bit FMA units assumed";
 		return 64;
@@ -300,10 +316,10 @@ static unsigned flops_per_cycle(const char *isa, const char **why)
 }
 
 /* An FP32 peak estimate from cores, clock and vector width; left unknown when any of them is. */
-static void estimate_peak(struct device *d, const char *clock_source)
+static void estimate_peak(struct device *d, const char *clock_source, bool split512)
 {
 	const char *why = "";
-	unsigned fpc = flops_per_cycle(d->cpu.isa, &why);
+	unsigned fpc = flops_per_cycle(d->cpu.isa, split512, &why);
 	double cores = d->cpu.cores;
 
 	if (fpc == 0 || d->clock_mhz == 0 || cores == 0)
@@ -445,6 +461,7 @@ static void cpu_probe(void **state, const struct config *cfg, struct device_list
 	struct device d;
 	bool cg_seen = false;
 	const char *clock_source = "";
+	bool split512 = false;
 	uint64_t busy;
 	uint64_t total;
 
@@ -460,7 +477,7 @@ static void cpu_probe(void **state, const struct config *cfg, struct device_list
 		res->ok = false;
 		return;
 	}
-	cpuinfo(cfg, &d, &clock_source);
+	cpuinfo(cfg, &d, &clock_source, &split512);
 	if (cgroup_cpu_quota(&st->cg, &d.cpu.quota_cpus) == 0)
 		cg_seen = true;
 	d.cpu.effective_cpus = d.cpu.pus;
@@ -470,7 +487,7 @@ static void cpu_probe(void **state, const struct config *cfg, struct device_list
 		cg_seen = true;
 	if (cg_seen)
 		d.backends |= BACKEND_CGROUP;
-	estimate_peak(&d, clock_source);
+	estimate_peak(&d, clock_source, split512);
 	if (cpu_times(cfg, &busy, &total)) {
 		st->prev_busy = busy;
 		st->prev_total = total;

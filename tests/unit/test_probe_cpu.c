@@ -319,6 +319,22 @@ START_TEST(cpufreq_ceiling_not_base_clock)
 }
 END_TEST
 
+START_TEST(zen4_avx512_peaks_as_avx2)
+{
+	struct device d;
+	struct probe_result res;
+	void *state = NULL;
+
+	/* AVX-512 on Zen 4 is two 256-bit halves: 0.5 CPU x 2000 MHz x 32 FLOP/cycle, not 64 */
+	use_fixture("amd-zen4");
+	probe_once(&d, &res, &state);
+	ck_assert_str_eq(d.cpu.isa, "avx512f");
+	ck_assert_double_eq_tol(d.peak.fp32_tflops, 0.5 * 2000e6 * 32 / 1e12, 1e-9);
+	ck_assert_ptr_nonnull(strstr(d.peak.source, "Zen 4"));
+	probe_cpu_ops.release(state);
+}
+END_TEST
+
 START_TEST(cpuinfo_clock_is_named_as_such)
 {
 	struct device d;
@@ -367,6 +383,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, padded_model_strings_are_trimmed);
 	tcase_add_test(tc, this_host);
 	tcase_add_test(tc, cpufreq_ceiling_not_base_clock);
+	tcase_add_test(tc, zen4_avx512_peaks_as_avx2);
 	tcase_add_test(tc, cpuinfo_clock_is_named_as_such);
 	suite_add_tcase(s, tc);
 	return s;
