@@ -727,6 +727,50 @@ START_TEST(a_second_store_on_the_file_leaves_the_journal_alone)
 }
 END_TEST
 
+START_TEST(a_full_record_queue_refuses_the_new_record_not_a_confirmed_one)
+{
+	struct store *st = NULL;
+	struct store_opts o = {.flush_interval_ms = 60000, .retry_interval_ms = 50, .busy_timeout_ms = 10};
+	struct store_job j = {.device = "cpu:0", .kernel = "dot", .state = "succeeded", .submitted_ms = T0,
+			      .started_ms = T0, .finished_ms = T0 + 1, .flops = NAN, .bytes = NAN, .queued_ms = NAN,
+			      .transfer_ms = NAN, .kernel_ms = 1, .total_ms = NAN, .cost_usd = NAN};
+	struct store_stats stats;
+	struct done_count c = {0};
+	sqlite3 *other = NULL;
+	char path[300], err[256];
+	int confirmed = 0;
+
+	tmp_path(path, sizeof(path), "fullq.db");
+	o.path = path;
+	ck_assert_int_eq(store_open_opts(&o, &st, err, sizeof(err)), ACCELD_OK);
+	/* another process holds the write lock: no commit can happen, but the journal still takes records */
+	ck_assert_int_eq(sqlite3_open(path, &other), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(other, "BEGIN EXCLUSIVE", NULL, NULL, NULL), SQLITE_OK);
+	for (int i = 0; i < STORE_BACKLOG_RECORDS; i++) {
+		snprintf(j.id, sizeof(j.id), "q-%d", i);
+		c.calls = 0;
+		store_job_record_notify(st, &j, count_done, &c);
+		confirmed += c.calls == 1 && c.recorded;
+	}
+	ck_assert_int_eq(confirmed, STORE_BACKLOG_RECORDS);
+	/* the queue is full of confirmed records: the new one is refused, and told so */
+	snprintf(j.id, sizeof(j.id), "refused");
+	c.calls = 0;
+	store_job_record_notify(st, &j, count_done, &c);
+	ck_assert(c.calls == 1 && !c.recorded);
+	store_stats(st, &stats);
+	ck_assert_uint_eq(stats.dropped_records, 1);
+	ck_assert_uint_eq(stats.journaled, STORE_BACKLOG_RECORDS);
+	/* the lock goes: every confirmed record is committed, the refused one is not */
+	ck_assert_int_eq(sqlite3_exec(other, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(other);
+	ck_assert(store_flush(st, 20000));
+	ck_assert_int_eq(file_query(path, "SELECT count(*) FROM jobs"), STORE_BACKLOG_RECORDS);
+	ck_assert_int_eq(file_query(path, "SELECT count(*) FROM jobs WHERE id = 'refused'"), 0);
+	store_close(st);
+}
+END_TEST
+
 START_TEST(prices_and_devices_persist)
 {
 	struct store *st = NULL;
@@ -882,6 +926,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, notified_writes_are_answered_once_durable);
 	tcase_add_test(tc, journaled_records_survive_a_crash);
 	tcase_add_test(tc, a_second_store_on_the_file_leaves_the_journal_alone);
+	tcase_add_test(tc, a_full_record_queue_refuses_the_new_record_not_a_confirmed_one);
 	tcase_add_test(tc, tier_choice_follows_step_and_age);
 	tcase_add_test(tc, a_month_of_samples_stays_bounded);
 	suite_add_tcase(s, tc);
