@@ -64,14 +64,17 @@ static void set_text(json_t *o, const char *key, const char *v)
 
 size_t journal_encode(const struct store_job *job, char *buf, size_t cap)
 {
-	json_t *o = json_pack("{s:i, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "v", FORMAT, "id", job->id, "submitted_ms",
+	json_t *o = json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:I}", "v", FORMAT, "submitted_ms",
 			      (json_int_t)job->submitted_ms, "started_ms", (json_int_t)job->started_ms, "finished_ms",
 			      (json_int_t)job->finished_ms, "n", (json_int_t)job->n, "m", (json_int_t)job->m, "k",
 			      (json_int_t)job->k);
 	size_t len;
 
-	if (o == NULL || cap < 2)
+	if (o == NULL || cap < 2) {
+		json_decref(o);
 		return 0;
+	}
+	set_text(o, "id", job->id);
 	set_text(o, "device", job->device);
 	set_text(o, "kernel", job->kernel);
 	set_text(o, "backend", job->backend);

@@ -128,6 +128,12 @@ START_TEST(a_record_round_trips)
 	ck_assert(out.flops == 2048 && out.bytes == 8192 && out.queued_ms == 0.25 && out.total_ms == 0.5);
 	ck_assert(out.kernel_ms == 1.0 / 3.0); /* exactly: 17 significant digits */
 	ck_assert(isnan(out.transfer_ms) && isnan(out.cost_usd));
+	/* an id cut inside a UTF-8 sequence still makes a line */
+	snprintf(in.id, sizeof(in.id), "job-\xce");
+	len = journal_encode(&in, line, sizeof(line));
+	ck_assert_uint_gt(len, 0);
+	ck_assert(journal_decode(line, len - 1, &out));
+	ck_assert_str_eq(out.id, "job-?");
 	/* no room: nothing, rather than a line without its end */
 	ck_assert_uint_eq(journal_encode(&in, line, 40), 0);
 	/* not a record: no id, another format, not an object, cut short */
