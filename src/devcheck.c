@@ -52,7 +52,7 @@ static const char *const verdict_names[DEVCHECK_VERDICT_COUNT] = {"pass", "warn"
 
 const char *devcheck_level_name(enum devcheck_level l)
 {
-	return (unsigned)l < DEVCHECK_LEVEL_COUNT ? level_names[l] : "?";
+	return names_at(level_names, DEVCHECK_LEVEL_COUNT, l);
 }
 
 bool devcheck_level_parse(const char *text, enum devcheck_level *out)
@@ -67,12 +67,12 @@ bool devcheck_level_parse(const char *text, enum devcheck_level *out)
 
 const char *devcheck_state_name(enum devcheck_state s)
 {
-	return (unsigned)s < DEVCHECK_STATE_COUNT ? state_names[s] : "?";
+	return names_at(state_names, DEVCHECK_STATE_COUNT, s);
 }
 
 const char *devcheck_verdict_name(enum devcheck_verdict v)
 {
-	return (unsigned)v < DEVCHECK_VERDICT_COUNT ? verdict_names[v] : "?";
+	return names_at(verdict_names, DEVCHECK_VERDICT_COUNT, v);
 }
 
 bool devcheck_verdict_parse(const char *text, enum devcheck_verdict *out)

@@ -164,7 +164,7 @@ static const char *const state_names[EXEC_STATE_COUNT] = {"queued", "running", "
 
 const char *exec_state_name(enum exec_state s)
 {
-	return (unsigned)s < EXEC_STATE_COUNT ? state_names[s] : "?";
+	return names_at(state_names, EXEC_STATE_COUNT, s);
 }
 
 bool exec_state_parse(const char *name, enum exec_state *out)

@@ -30,7 +30,7 @@ static const char *const precision_names[] = {"highest", "tf32", "bf16"};
 
 const char *kernel_precision_name(enum kernel_precision p)
 {
-	return (unsigned)p < 3 ? precision_names[p] : "?";
+	return names_at(precision_names, sizeof(precision_names) / sizeof(precision_names[0]), p);
 }
 
 bool kernel_precision_parse(const char *name, enum kernel_precision *out)

@@ -3,6 +3,11 @@
 
 #include <string.h>
 
+const char *names_at(const char *const *names, size_t n, unsigned v)
+{
+	return v < n && names[v] != NULL ? names[v] : "?";
+}
+
 int names_find(const char *const *names, size_t n, const char *text)
 {
 	for (size_t i = 0; text != NULL && i < n; i++)

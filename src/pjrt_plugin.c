@@ -11,6 +11,8 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "names.h"
+
 static const char *const kind_names[PJRT_KIND_COUNT] = {"tpu", "cuda"};
 
 /* The files that hold each kind's plugin, below a python3.* folder's site-packages or dist-packages. */
@@ -22,7 +24,7 @@ static const char *const package_files[PJRT_KIND_COUNT][3] = {
 
 const char *pjrt_kind_name(enum pjrt_kind k)
 {
-	return (unsigned)k < PJRT_KIND_COUNT ? kind_names[k] : "?";
+	return names_at(kind_names, PJRT_KIND_COUNT, k);
 }
 
 bool pjrt_kind_of(const struct device *dev, enum pjrt_kind *out)

@@ -321,7 +321,7 @@ const char *store_source_name(enum store_source src)
 
 const char *store_metric_name(enum store_metric m)
 {
-	return (int)m >= 0 && m < STORE_METRIC_COUNT ? metric_names[m] : "?";
+	return names_at(metric_names, STORE_METRIC_COUNT, m);
 }
 
 int store_metric_parse(const char *text, enum store_metric *out)
@@ -336,7 +336,7 @@ int store_metric_parse(const char *text, enum store_metric *out)
 
 const char *store_tier_name(enum store_tier t)
 {
-	return (int)t >= 0 && t <= STORE_HOUR ? tier_names[t] : "?";
+	return names_at(tier_names, sizeof(tier_names) / sizeof(tier_names[0]), t);
 }
 
 const char *store_sqlite_version(void)
