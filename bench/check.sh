@@ -11,6 +11,8 @@
 # bench/REPORT.md.
 # Usage: bench/check.sh build/acceld   (RUNS=5, ROUNDS=3)
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$(realpath "${1:-build/acceld}")
 runs=${RUNS:-5}
@@ -135,15 +137,4 @@ skews figures taken on a busy machine.
 $table
 SECTION
 )
-python3 - "$report" "$section" <<'PY'
-import re, sys
-path, section = sys.argv[1], sys.argv[2].rstrip() + "\n"
-try:
-    text = open(path).read()
-except FileNotFoundError:
-    text = "# Benchmarks\n"
-m = re.search(r"^## Health checks\n.*?(?=^## |\Z)", text, flags=re.S | re.M)
-text = text[:m.start()] + section + "\n" + text[m.end():] if m else text.rstrip() + "\n\n" + section
-open(path, "w").write(text)
-PY
-echo "wrote $report"
+report_section "$report" "Health checks" "$section"

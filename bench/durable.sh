@@ -8,6 +8,8 @@
 #        DURATION=5 CONNECTIONS=16 THREADS=2 ROUNDS=3 to change the load)
 # Rounds alternate the two binaries; medians over the rounds are reported.
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 bin=$(realpath "${1:-build/acceld}")
@@ -36,13 +38,7 @@ make -C "$work/base" -j"$(nproc)" >"$work/base-build.log" 2>&1
 base_bin="$work/base/build/acceld"
 
 # bench/record_cost.c, built before the rounds so that a failure to build stops the script early
-build=$(dirname "$bin")
-[ -f "$build/libacceld.a" ] || make -C "$root" --no-print-directory BUILD="$(realpath --relative-to="$root" "$build")" >/dev/null
-pkgs=(libmicrohttpd jansson hwloc OpenCL sqlite3 libcurl)
-read -ra cflags <<<"$(pkg-config --cflags "${pkgs[@]}")"
-read -ra libs <<<"$(pkg-config --libs "${pkgs[@]}")"
-cc -std=c11 -D_GNU_SOURCE -O2 -I"$root/src" "${cflags[@]}" -o "$work/record_cost" \
-    "$root/bench/record_cost.c" "$build/libacceld.a" "${libs[@]}" -ldl -lm -pthread
+build_on_lib "$work/record_cost" record_cost.c "$(dirname "$bin")"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 med() { local v; read -ra v <<<"$1"; median "${v[@]}"; }

@@ -18,6 +18,8 @@
 # Writes the results under "## Executor" in bench/REPORT.md.
 # Usage: bench/exec.sh build/acceld   (DURATION=5 for wrk; RUNS=5; ROUNDS=2; LATENCY_N=2000)
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$(realpath "${1:-build/acceld}")
 duration=${DURATION:-5}
@@ -198,15 +200,4 @@ machine.
 $table
 SECTION
 )
-python3 - "$report" "$section" <<'PY'
-import re, sys
-path, section = sys.argv[1], sys.argv[2].rstrip() + "\n"
-try:
-    text = open(path).read()
-except FileNotFoundError:
-    text = "# Benchmarks\n"
-m = re.search(r"^## Executor\n.*?(?=^## |\Z)", text, flags=re.S | re.M)
-text = text[:m.start()] + section + "\n" + text[m.end():] if m else text.rstrip() + "\n\n" + section
-open(path, "w").write(text)
-PY
-echo "wrote $report"
+report_section "$report" "Executor" "$section"

@@ -4,6 +4,8 @@
 # beside the sqlite3 CLI running the same aggregations on the same file. Medians of 50 requests / 20 queries.
 # Usage: bench/store.sh [build/acceld]     (DAYS=30 DEVICES=8 override the data set)
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$(realpath "${1:-$root/build/acceld}")
 build=$(dirname "$bin")
@@ -14,12 +16,7 @@ pid=
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
-[ -f "$build/libacceld.a" ] || make -C "$root" --no-print-directory BUILD="$(realpath --relative-to="$root" "$build")" >/dev/null
-pkgs=(libmicrohttpd jansson hwloc OpenCL sqlite3 libcurl)
-read -ra cflags <<<"$(pkg-config --cflags "${pkgs[@]}")"
-read -ra libs <<<"$(pkg-config --libs "${pkgs[@]}")"
-cc -std=c11 -D_GNU_SOURCE -O2 -I"$root/src" "${cflags[@]}" -o "$work/store_fill" \
-    "$root/bench/store_fill.c" "$build/libacceld.a" "${libs[@]}" -ldl -lm -pthread
+build_on_lib "$work/store_fill" store_fill.c "$build"
 t0=$(date +%s.%N)
 "$work/store_fill" "$work/month.db" "$days" "$devices"
 t1=$(date +%s.%N)
