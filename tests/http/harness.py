@@ -243,6 +243,28 @@ def run_cli(*args, env=None, timeout=60):
     return subprocess.run([BIN] + list(args), capture_output=True, text=True, env=e, timeout=timeout, cwd=ROOT)
 
 
+class ServersTestCase(unittest.TestCase):
+    """A test class whose tests start servers of their own (self.start), killed at each test's end, with a temporary
+    folder self.tmp; subclasses may set tmp_prefix."""
+
+    tmp_prefix = "acceld-test-"
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix=self.tmp_prefix)
+        self.servers = []
+
+    def tearDown(self):
+        for s in self.servers:
+            s.stop(signal.SIGKILL)
+            s.tmp.cleanup()
+        self.tmp.cleanup()
+
+    def start(self, args=(), env=None, db=None):
+        s = Server(args=list(args), env=env, db=db)
+        self.servers.append(s)
+        return s.start()
+
+
 class ServerTestCase(unittest.TestCase):
     """A test class sharing one server; subclasses may set server_args and server_env."""
 

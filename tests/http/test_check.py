@@ -12,10 +12,9 @@ import functools
 import json
 import os
 import signal
-import tempfile
 import unittest
 
-from harness import FAKES, FIXTURES, Server, run_cli, until
+from harness import FAKES, FIXTURES, ServersTestCase, run_cli, until
 from test_metrics_api import parse, promtool_check
 
 FAKE_NVML = os.path.join(FAKES, "libnvml.so")
@@ -37,21 +36,8 @@ def vendors_dir(tmp):
     return d
 
 
-class CheckCase(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory(prefix="acceld-check-")
-        self.servers = []
-
-    def tearDown(self):
-        for s in self.servers:
-            s.stop(signal.SIGKILL)
-            s.tmp.cleanup()
-        self.tmp.cleanup()
-
-    def start(self, args=(), env=None, db=None):
-        s = Server(args=list(args), env=env, db=db)
-        self.servers.append(s)
-        return s.start()
+class CheckCase(ServersTestCase):
+    tmp_prefix = "acceld-check-"
 
     def fake_gpu_env(self, **extra):
         env = {"OCL_ICD_VENDORS": vendors_dir(self.tmp.name), "ACCELD_NVML_LIBRARY": FAKE_NVML}

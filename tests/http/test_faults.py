@@ -8,12 +8,11 @@ import os
 import shutil
 import signal
 import sqlite3
-import tempfile
 import threading
 import time
 import unittest
 
-from harness import FAKES, FIXTURES, ROOT, Server, until
+from harness import FAKES, FIXTURES, ROOT, ServersTestCase, until
 
 BUILD = os.environ.get("ACCELD_BUILD", "build")
 POCL_CACHE = os.path.join(ROOT, BUILD, "pocl-cache")
@@ -26,25 +25,14 @@ SAXPY = {"kernel": "saxpy", "n": 4096, "alpha": 2, "generate": {"seed": 3}, "ver
 wait = until
 
 
-class FaultCase(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory(prefix="acceld-faults-")
-        self.servers = []
-
-    def tearDown(self):
-        for s in self.servers:
-            s.stop(signal.SIGKILL)
-            s.tmp.cleanup()
-        self.tmp.cleanup()
+class FaultCase(ServersTestCase):
+    tmp_prefix = "acceld-faults-"
 
     def path(self, *names):
         return os.path.join(self.tmp.name, *names)
 
     def start(self, args=(), env=None, db=None):
-        env = dict({"ACCELD_POCL_CACHE_DIR": POCL_CACHE}, **(env or {}))
-        s = Server(args=args, env=env, db=db)
-        self.servers.append(s)
-        return s.start()
+        return super().start(args, dict({"ACCELD_POCL_CACHE_DIR": POCL_CACHE}, **(env or {})), db)
 
     def problem(self, r, status=None, reason=None):
         """An RFC 9457 problem (any 4xx when status is None) with every member the contract names."""
