@@ -54,3 +54,16 @@ void backend_prepare_all(const struct config *cfg)
 		if (backend_builtin[i]->prepare != NULL)
 			backend_builtin[i]->prepare(cfg);
 }
+
+double backend_reference(const struct backend_ops *ops, const struct device *dev, enum kernel_id k,
+			 const char **source)
+{
+	double f = ops != NULL && ops->reference != NULL ? ops->reference(dev, k, source) : 1.0;
+
+	/* 1.0 (or nonsense) leaves the spec figure as it is, and nothing to say of it */
+	if (!(f > 0.0 && f < 1.0)) {
+		*source = NULL;
+		return 1.0;
+	}
+	return f;
+}

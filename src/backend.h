@@ -64,6 +64,11 @@ struct backend_ops {
 	enum acceld_err (*admit)(const struct device *dev, enum kernel_id k, const struct kernel_shape *s,
 				 enum reason *reason, char *detail, size_t detailsz);
 	/*
+	 * May be NULL. Told of each device the backend serves, in device order, before any worker starts (so before
+	 * any open): a backend whose runtime serves several devices at once learns all of them first.
+	 */
+	void (*attach)(const struct device *dev);
+	/*
 	 * Prepares the backend for dev (threads, context, programs); runs on the device's worker thread when it
 	 * starts. *state is the backend's own. Returns ACCELD_OK, or an error with a message in err.
 	 */
@@ -80,7 +85,17 @@ struct backend_ops {
 	 * paying another backend's launch.
 	 */
 	bool inline_tiny;
+	/*
+	 * May be NULL (1.0). The fraction of dev's spec peak (FP32 for sgemm, memory bandwidth for the streaming
+	 * kernels) that this backend reaches on a healthy device of its kind, measured, with where it was measured in
+	 * *source: what a health check expects of the device through this backend.
+	 */
+	double (*reference)(const struct device *dev, enum kernel_id k, const char **source);
 };
+
+/* The fraction of dev's spec peak that ops reaches for kernel k on a healthy device (1.0 when it says none). */
+double backend_reference(const struct backend_ops *ops, const struct device *dev, enum kernel_id k,
+			 const char **source);
 
 extern const struct backend_ops backend_native; /* exec_cpu.c */
 extern const struct backend_ops backend_opencl; /* exec_opencl.c */

@@ -170,6 +170,8 @@ static void absorb(struct device *dst, const struct device *in)
 	FILL_STR(gpu.compute_capability);
 	if (dst->gpu.mig_mode < 0)
 		dst->gpu.mig_mode = src->gpu.mig_mode;
+	if (dst->gpu.cuda_ordinal < 0)
+		dst->gpu.cuda_ordinal = src->gpu.cuda_ordinal;
 	FILL_ZERO(gpu.clock_max_mhz);
 	FILL_ZERO(gpu.memory_clock_mhz);
 	FILL_ZERO(gpu.pci_device_id);

@@ -36,6 +36,7 @@ void device_init(struct device *d, enum device_type type)
 	d->cpu.effective_cpus = DEVICE_UNKNOWN;
 	d->cpu.quota_cpus = DEVICE_UNKNOWN;
 	d->gpu.mig_mode = -1;
+	d->gpu.cuda_ordinal = -1;
 	d->tpu.worker_id = -1;
 }
 
@@ -305,6 +306,7 @@ static json_t *pjrt_json(const struct device_pjrt *p)
 	if (p->memory_limit_bytes != 0)
 		json_object_set_new(o, "memory_in_use_bytes", json_integer((json_int_t)p->memory_in_use_bytes));
 	put_str(o, "why", p->why);
+	put_str(o, "note", p->note);
 	return o;
 }
 

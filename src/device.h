@@ -114,6 +114,8 @@ struct device_gpu {
 	unsigned pci_device_id;     /* 0 unknown */
 	char driver[32];            /* kernel driver: "amdgpu", "i915", "xe", "nvidia" */
 	unsigned slowdown_temperature_celsius; /* where the GPU starts to slow itself down; 0 unknown */
+	int cuda_ordinal;           /* where CUDA counts an NVIDIA GPU in this process, in PCI order as acceld makes it
+				       count: its place in CUDA_VISIBLE_DEVICES when that is set; -1 unknown */
 };
 
 struct device_tpu {
@@ -150,7 +152,7 @@ struct device_pjrt {
 	bool found;                 /* a plugin file was found for its kind */
 	bool usable;                /* found, and not refused when loaded (version, symbols) */
 	unsigned ordinal;           /* where its runtime counts it: a TPU's chip index, an NVIDIA GPU's CUDA ordinal
-				       (PCI order among the visible NVIDIA GPUs) */
+				       (gpu.cuda_ordinal, else PCI order among the visible NVIDIA GPUs) */
 	char plugin[256];           /* the plugin's path */
 	char source[48];            /* where the path came from: "ACCELD_PJRT_PLUGINS", "site-packages", ... */
 	char api_version[16];       /* "0.54" once loaded */
@@ -159,6 +161,7 @@ struct device_pjrt {
 	uint64_t memory_limit_bytes; /* PJRT_Device_MemoryStats as last read by a job (0 unknown) */
 	uint64_t memory_in_use_bytes;
 	char why[384];              /* why no plugin serves it, or what went wrong */
+	char note[256];             /* a call whose answer acceld needs that the plugin refused, "" none */
 };
 
 /* The last health check of a device (devcheck.h), as GET /devices shows it. */

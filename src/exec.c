@@ -617,6 +617,19 @@ const char *exec_device_backend(const struct exec *ex, const char *id)
 	return ops ? ops->name : NULL;
 }
 
+const struct backend_ops *exec_device_backend_ops(const struct exec *ex, const char *id, const char *backend)
+{
+	size_t d = device_index(ex, id);
+	const struct worker *w = d < ex->ndevices ? &ex->workers[d] : NULL;
+
+	if (w == NULL || backend == NULL || backend[0] == '\0')
+		return w != NULL ? worker_default(w) : NULL;
+	for (unsigned i = 0; i < w->nbe; i++)
+		if (strcmp(w->be[i].ops->name, backend) == 0)
+			return w->be[i].ops;
+	return NULL;
+}
+
 /* --- placement --- */
 
 void exec_refuse(struct exec_refusal *why, enum acceld_err err, enum reason reason, const char *fmt, ...)
@@ -1357,6 +1370,8 @@ static void worker_backends(struct exec *ex, struct worker *w)
 	for (size_t b = 0; ex->backends[b] != NULL && w->nbe < BACKENDS_MAX; b++) {
 		if (!ex->backends[b]->serves(&w->dev))
 			continue;
+		if (ex->backends[b]->attach != NULL)
+			ex->backends[b]->attach(&w->dev);
 		atomic_init(&w->be[w->nbe].failed, false);
 		w->be[w->nbe++].ops = ex->backends[b];
 	}
@@ -1412,6 +1427,11 @@ enum acceld_err exec_new(const struct exec_opts *opts, struct exec **out)
 		pthread_cond_init(&w->cv, NULL);
 		w->queue = xcalloc(ex->opts.queue_depth, sizeof(w->queue[0]));
 		worker_backends(ex, w);
+	}
+	/* every backend knows all of its devices before any worker opens one */
+	for (size_t d = 0; d < ex->ndevices; d++) {
+		struct worker *w = &ex->workers[d];
+
 		if (w->nbe == 0)
 			continue;
 		rc = start_thread(ex, &w->thread, worker_main, w);

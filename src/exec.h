@@ -214,6 +214,9 @@ const struct device *exec_device(const struct exec *ex, const char *id);
 /* The name of the backend a job on this device would use by default, or NULL when it has none. */
 const char *exec_device_backend(const struct exec *ex, const char *id);
 
+/* The backend a job on this device would use when it names backend ("" or NULL: the default), or NULL. */
+const struct backend_ops *exec_device_backend_ops(const struct exec *ex, const char *id, const char *backend);
+
 /*
  * Checks and queues a job. The request's inputs are taken over (req->inputs cleared). On success *out holds a
  * reference for the caller and done(arg, job) will be called exactly once when the job reaches a final state, with

@@ -156,6 +156,19 @@ uint64_t kernel_output_len(enum kernel_id k, const struct kernel_shape *s)
 	return 0;
 }
 
+unsigned kernel_output_rank(enum kernel_id k)
+{
+	switch (k) {
+	case KERNEL_DOT:
+		return 0;
+	case KERNEL_SGEMM:
+	case KERNEL_SOFTMAX:
+		return 2;
+	default:
+		return 1;
+	}
+}
+
 uint64_t kernel_total_len(enum kernel_id k, const struct kernel_shape *s)
 {
 	uint64_t total = kernel_output_len(k, s);

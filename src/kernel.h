@@ -72,6 +72,10 @@ bool kernel_shape_complete(enum kernel_id k, const struct kernel_shape *s);
 uint64_t kernel_input_len(enum kernel_id k, const struct kernel_shape *s, unsigned i);
 uint64_t kernel_output_len(enum kernel_id k, const struct kernel_shape *s);
 
+/* The dimensions of the output: 0 for dot's scalar, 1 for saxpy's and triad's vector, 2 for sgemm's and softmax's
+ * m x n matrix (row-major wherever acceld holds it). */
+unsigned kernel_output_rank(enum kernel_id k);
+
 /* Elements of every buffer of a run together (inputs, optional ones included, and the output); saturating. */
 uint64_t kernel_total_len(enum kernel_id k, const struct kernel_shape *s);
 

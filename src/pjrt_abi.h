@@ -41,6 +41,12 @@
 #define PJRT_API_MINOR 94
 /* The oldest minor whose layouts match everything acceld reads, extension chain included. */
 #define PJRT_MIN_MINOR 45
+/* The minor acceld refuses although it is in range: 0.57's changelog says it rearranged PJRT_Api, so a 0.56 table
+ * need not hold the slots where acceld reads them. */
+#define PJRT_REFUSED_MINOR 56
+/* The newest minor acceld's argument structs have met: JAX's CUDA plugin at 0.115 (jax-cuda13-pjrt 0.11.2) ran
+ * every kernel with them (tests/gpu/README.md, "Runs"). A newer plugin is used, with a note that says so. */
+#define PJRT_NEWEST_CHECKED_MINOR 115
 
 /* The size a caller puts in struct_size: the end of the last field, not sizeof (no tail padding). */
 #define PJRT_STRUCT_SIZE(type, last) (offsetof(type, last) + sizeof(((type *)0)->last))
@@ -405,8 +411,47 @@ typedef enum {
 	PJRT_HostBufferSemantics_kMutableZeroCopy,
 } PJRT_HostBufferSemantics;
 
-/* A device layout; acceld always passes NULL (dense, major-to-minor), so its body is not declared. */
-typedef struct PJRT_Buffer_MemoryLayout PJRT_Buffer_MemoryLayout;
+/*
+ * A buffer's layout. acceld passes one as PJRT_Buffer_ToHostBuffer's host_layout: without it the copy takes the
+ * device buffer's own layout (the C API wrapper: host shape = DeviceShapeToHostShape(on-device shape)), which
+ * the compiler chooses; acceld reads every output densely in row-major order, so it says so. The wrapper refuses
+ * a strides layout and tiles there, so it is a tiled layout of minor_to_major only. As an upload's device_layout
+ * acceld passes NULL: the plugin's default on-device layout; the host data's own layout is byte_strides.
+ */
+typedef struct PJRT_Buffer_MemoryLayout_Tiled {
+	size_t struct_size;
+	PJRT_Extension_Base *extension_start;
+	const int64_t *minor_to_major; /* minor_to_major_size dimensions, the most minor first: {1, 0} is row-major */
+	size_t minor_to_major_size;
+	const int64_t *tile_dims;      /* acceld: no tiles */
+	const size_t *tile_dim_sizes;
+	size_t num_tiles;
+} PJRT_Buffer_MemoryLayout_Tiled;
+#define PJRT_Buffer_MemoryLayout_Tiled_STRUCT_SIZE PJRT_STRUCT_SIZE(PJRT_Buffer_MemoryLayout_Tiled, num_tiles)
+
+typedef struct PJRT_Buffer_MemoryLayout_Strides {
+	size_t struct_size;
+	PJRT_Extension_Base *extension_start;
+	const int64_t *byte_strides;
+	size_t num_byte_strides;
+} PJRT_Buffer_MemoryLayout_Strides;
+#define PJRT_Buffer_MemoryLayout_Strides_STRUCT_SIZE PJRT_STRUCT_SIZE(PJRT_Buffer_MemoryLayout_Strides, num_byte_strides)
+
+typedef enum {
+	PJRT_Buffer_MemoryLayout_Type_Tiled = 0,
+	PJRT_Buffer_MemoryLayout_Type_Strides,
+} PJRT_Buffer_MemoryLayout_Type;
+
+typedef struct PJRT_Buffer_MemoryLayout {
+	size_t struct_size;
+	PJRT_Extension_Base *extension_start;
+	union {
+		PJRT_Buffer_MemoryLayout_Tiled tiled;
+		PJRT_Buffer_MemoryLayout_Strides strides;
+	};
+	PJRT_Buffer_MemoryLayout_Type type;
+} PJRT_Buffer_MemoryLayout;
+#define PJRT_Buffer_MemoryLayout_STRUCT_SIZE PJRT_STRUCT_SIZE(PJRT_Buffer_MemoryLayout, type)
 
 typedef struct PJRT_Client_BufferFromHostBuffer_Args {
 	size_t struct_size;
@@ -421,7 +466,7 @@ typedef struct PJRT_Client_BufferFromHostBuffer_Args {
 	PJRT_HostBufferSemantics host_buffer_semantics;
 	PJRT_Device *device;
 	PJRT_Memory *memory;                     /* NULL: the device's default memory */
-	PJRT_Buffer_MemoryLayout *device_layout; /* NULL: dense */
+	PJRT_Buffer_MemoryLayout *device_layout; /* NULL: the plugin's default on-device layout */
 	PJRT_Event *done_with_host_buffer;       /* out, destroy it */
 	PJRT_Buffer *buffer;                     /* out, destroy it */
 } PJRT_Client_BufferFromHostBuffer_Args;
@@ -551,8 +596,13 @@ typedef struct PJRT_Device_MemoryStats_Args {
 	bool pool_bytes_is_set;
 	int64_t peak_pool_bytes;
 	bool peak_pool_bytes_is_set;
+	int64_t peak_allocated_bytes; /* 0.113 */
+	bool peak_allocated_bytes_is_set;
 } PJRT_Device_MemoryStats_Args;
-#define PJRT_Device_MemoryStats_Args_STRUCT_SIZE PJRT_STRUCT_SIZE(PJRT_Device_MemoryStats_Args, peak_pool_bytes_is_set)
+/* 201 since 0.113 (185 before). JAX's CUDA plugin at 0.115 answers both sizes and sets peak_allocated_bytes only
+ * for 201 (tests/gpu/README.md, "Runs"); a plugin before 0.113 reads its own 185-byte prefix of the larger one. */
+#define PJRT_Device_MemoryStats_Args_STRUCT_SIZE                                                                    \
+	PJRT_STRUCT_SIZE(PJRT_Device_MemoryStats_Args, peak_allocated_bytes_is_set)
 typedef PJRT_Error *PJRT_Device_MemoryStats(PJRT_Device_MemoryStats_Args *args);
 
 /* ------------------------------------------------------------------------------------------ executables */
@@ -616,6 +666,18 @@ typedef struct PJRT_ExecuteOptions {
 } PJRT_ExecuteOptions;
 #define PJRT_ExecuteOptions_STRUCT_SIZE PJRT_STRUCT_SIZE(PJRT_ExecuteOptions, num_hlo_output_callbacks)
 
+/*
+ * The PJRT_ExecuteOptions struct_size acceld sends to a plugin of this minor: the struct as that version defines it
+ * where acceld knows (0.94 ends at incarnation_ids, 0.97 adds multi_slice_config), else the whole struct acceld
+ * knows. A plugin reads only its own prefix of a larger struct, and refuses a smaller one.
+ */
+static inline size_t pjrt_execute_options_size(int minor)
+{
+	if (minor < 97)
+		return PJRT_STRUCT_SIZE(PJRT_ExecuteOptions, incarnation_ids);
+	return PJRT_ExecuteOptions_STRUCT_SIZE;
+}
+
 typedef struct PJRT_LoadedExecutable_Execute_Args {
 	size_t struct_size;
 	PJRT_Extension_Base *extension_start;
@@ -673,8 +735,8 @@ typedef struct PJRT_Buffer_OnDeviceSizeInBytes_Args {
 	PJRT_STRUCT_SIZE(PJRT_Buffer_OnDeviceSizeInBytes_Args, on_device_size_in_bytes)
 typedef PJRT_Error *PJRT_Buffer_OnDeviceSizeInBytes(PJRT_Buffer_OnDeviceSizeInBytes_Args *args);
 
-/* Copies the buffer into dst (dense row-major when host_layout is NULL); dst holds the data only once event is
- * ready. With dst NULL it only sets dst_size to the size needed. */
+/* Copies the buffer into dst in host_layout (NULL: the device buffer's own layout); dst holds the data only once
+ * event is ready. With dst NULL it only sets dst_size to the size needed. */
 typedef struct PJRT_Buffer_ToHostBuffer_Args {
 	size_t struct_size;
 	PJRT_Extension_Base *extension_start;
@@ -809,11 +871,14 @@ _Static_assert(sizeof(PJRT_Api) == 40 + 73 * 8, "PJRT_Api ends at PJRT_Buffer_Re
 _Static_assert(PJRT_NamedValue_STRUCT_SIZE == 56, "PJRT_NamedValue");
 _Static_assert(PJRT_Client_Create_Args_STRUCT_SIZE == 88, "PJRT_Client_Create_Args");
 _Static_assert(PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE == 120, "PJRT_Client_BufferFromHostBuffer_Args");
-_Static_assert(PJRT_Device_MemoryStats_Args_STRUCT_SIZE == 185, "PJRT_Device_MemoryStats_Args");
+_Static_assert(PJRT_Device_MemoryStats_Args_STRUCT_SIZE == 201, "PJRT_Device_MemoryStats_Args as of 0.113");
+_Static_assert(offsetof(PJRT_Device_MemoryStats_Args, peak_allocated_bytes) == 185 + 7, "0.113's new field");
 _Static_assert(offsetof(PJRT_ExecuteOptions, incarnation_ids) == 104, "PJRT_ExecuteOptions as of 0.94");
 _Static_assert(PJRT_ExecuteOptions_STRUCT_SIZE == 144, "PJRT_ExecuteOptions");
 _Static_assert(PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE == 80, "PJRT_LoadedExecutable_Execute_Args");
 _Static_assert(PJRT_Plugin_Attributes_Args_STRUCT_SIZE == 32, "PJRT_Plugin_Attributes_Args");
+_Static_assert(PJRT_Buffer_MemoryLayout_Tiled_STRUCT_SIZE == 56, "PJRT_Buffer_MemoryLayout_Tiled");
+_Static_assert(PJRT_Buffer_MemoryLayout_STRUCT_SIZE == 76, "PJRT_Buffer_MemoryLayout");
 #endif
 
 /* True when the plugin's table is long enough to hold slot `field` and the slot is filled. */

@@ -11,6 +11,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "names.h"
 
 static const char *const kind_names[PJRT_KIND_COUNT] = {"tpu", "cuda"};
@@ -219,8 +220,14 @@ void pjrt_plugin_describe(const struct config *cfg, struct device *dev, unsigned
 		return;
 	memset(&dev->pjrt, 0, sizeof(dev->pjrt));
 	dev->pjrt.candidate = true;
-	/* acceld makes CUDA count in PCI order (exec_pjrt.c), as the registry does; libtpu counts chips */
-	dev->pjrt.ordinal = kind == PJRT_KIND_TPU ? dev->tpu.chip_index : seen[kind];
+	/*
+	 * libtpu counts chips; CUDA counts the GPUs CUDA_VISIBLE_DEVICES shows in its order, in PCI order (which
+	 * acceld makes it use, exec_pjrt.c) when unset, as NVML's probe worked out; without NVML, PCI order.
+	 */
+	if (kind == PJRT_KIND_TPU)
+		dev->pjrt.ordinal = dev->tpu.chip_index;
+	else
+		dev->pjrt.ordinal = dev->gpu.cuda_ordinal >= 0 ? (unsigned)dev->gpu.cuda_ordinal : seen[kind];
 	seen[kind]++;
 	if (pjrt_plugin_find(cfg, NULL, kind, &f)) {
 		dev->pjrt.found = true;
@@ -246,6 +253,8 @@ struct record {
 	bool refused;
 	uint64_t memory_limit[ORDINALS_MAX];  /* per device ordinal, 0 unknown */
 	uint64_t memory_in_use[ORDINALS_MAX];
+	char note[ORDINALS_MAX][256];         /* a refused call, per device ordinal */
+	char plugin_note[256];                /* loaded with a caveat (pjrt_plugin.note) */
 	char api_version[16];
 	char platform[32];
 	char platform_version[96];
@@ -273,7 +282,7 @@ static struct record *record_of(const char *path)
 	return r;
 }
 
-void pjrt_plugin_note_loaded(const char *path, unsigned major, unsigned minor)
+void pjrt_plugin_note_loaded(const char *path, unsigned major, unsigned minor, const char *note)
 {
 	struct record *r;
 
@@ -281,6 +290,7 @@ void pjrt_plugin_note_loaded(const char *path, unsigned major, unsigned minor)
 	r = record_of(path);
 	r->refused = false;
 	r->why[0] = '\0';
+	snprintf(r->plugin_note, sizeof(r->plugin_note), "%s", note ? note : "");
 	snprintf(r->api_version, sizeof(r->api_version), "%u.%u", major, minor);
 	pthread_mutex_unlock(&records_mu);
 }
@@ -320,6 +330,29 @@ void pjrt_plugin_note_memory(const char *path, unsigned ordinal, uint64_t limit,
 	pthread_mutex_unlock(&records_mu);
 }
 
+void pjrt_plugin_note_problem(const char *path, unsigned ordinal, const char *note)
+{
+	struct record *r;
+
+	if (ordinal >= ORDINALS_MAX)
+		return;
+	pthread_mutex_lock(&records_mu);
+	r = record_of(path);
+	snprintf(r->note[ordinal], sizeof(r->note[ordinal]), "%s", note);
+	pthread_mutex_unlock(&records_mu);
+}
+
+const char *pjrt_error_code_name(int code)
+{
+	static const char *const names[] = {
+		"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",
+		"PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
+		"UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED",
+	};
+
+	return code >= 0 ? names_at(names, sizeof(names) / sizeof(names[0]), (unsigned)code) : "?";
+}
+
 void pjrt_plugin_status(struct device_pjrt *p)
 {
 	if (!p->found)
@@ -337,7 +370,10 @@ void pjrt_plugin_status(struct device_pjrt *p)
 		if (p->ordinal < ORDINALS_MAX) {
 			p->memory_limit_bytes = r->memory_limit[p->ordinal];
 			p->memory_in_use_bytes = r->memory_in_use[p->ordinal];
+			DEVICE_SET(p->note, r->note[p->ordinal]);
 		}
+		if (p->note[0] == '\0')
+			DEVICE_SET(p->note, r->plugin_note);
 		DEVICE_SET(p->why, r->why);
 	}
 	pthread_mutex_unlock(&records_mu);
@@ -426,6 +462,12 @@ static void check_api(const PJRT_Api *api, char *why, size_t whysz)
 			 PJRT_MIN_MINOR, PJRT_API_MAJOR, PJRT_API_MINOR);
 		return;
 	}
+	if (api->pjrt_api_version.minor_version == PJRT_REFUSED_MINOR) {
+		snprintf(why, whysz, "PJRT C API %d.%d: the C API's changelog says 0.57 rearranged PJRT_Api, so acceld "
+			 "cannot trust where a %d.%d plugin keeps its functions; use a plugin of 0.57 or later",
+			 PJRT_API_MAJOR, PJRT_REFUSED_MINOR, PJRT_API_MAJOR, PJRT_REFUSED_MINOR);
+		return;
+	}
 	for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
 		void *slot;
 
@@ -478,6 +520,11 @@ static void load(struct pjrt_plugin *p)
 	p->api = api;
 	p->major = api->pjrt_api_version.major_version;
 	p->minor = api->pjrt_api_version.minor_version;
+	if (p->minor > PJRT_NEWEST_CHECKED_MINOR)
+		snprintf(p->note, sizeof(p->note), "PJRT C API %d.%d is newer than any acceld has met (%d.%d): argument "
+			 "structs that grew since are sent at their %d.%d size, which the plugin may refuse",
+			 p->major, p->minor, PJRT_API_MAJOR, PJRT_NEWEST_CHECKED_MINOR, PJRT_API_MAJOR,
+			 PJRT_NEWEST_CHECKED_MINOR);
 }
 
 const struct pjrt_plugin *pjrt_plugin_load(const char *path)
@@ -493,9 +540,12 @@ const struct pjrt_plugin *pjrt_plugin_load(const char *path)
 		p = &plugins[nplugins++];
 		snprintf(p->path, sizeof(p->path), "%s", path);
 		load(p);
-		if (p->api != NULL)
-			pjrt_plugin_note_loaded(path, (unsigned)p->major, (unsigned)p->minor);
-		else
+		if (p->api != NULL) {
+			pjrt_plugin_note_loaded(path, (unsigned)p->major, (unsigned)p->minor, p->note);
+			if (p->note[0] != '\0')
+				log_fields(LOGL_WARN, "pjrt", "plugin newer than acceld knows",
+					   (struct log_field[]){LOG_S("plugin", path), LOG_S("note", p->note)}, 2);
+		} else
 			pjrt_plugin_note_refused(path, p->why);
 	}
 	pthread_mutex_unlock(&plugins_mu);

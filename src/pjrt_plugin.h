@@ -67,6 +67,7 @@ struct pjrt_plugin {
 	const PJRT_Api *api;
 	int major, minor;
 	char why[512];
+	char note[256];   /* loaded, with a caveat: a minor newer than acceld has met; "" none */
 };
 
 /*
@@ -81,9 +82,14 @@ int pjrt_error_take(const PJRT_Api *api, PJRT_Error *error, char *msg, size_t ms
 
 /* What the loader found, kept for pjrt_plugin_status: the plugin at path was loaded with this API version, or was
  * refused and why; and the platform a client reported. */
-void pjrt_plugin_note_loaded(const char *path, unsigned major, unsigned minor);
+void pjrt_plugin_note_loaded(const char *path, unsigned major, unsigned minor, const char *note);
 void pjrt_plugin_note_refused(const char *path, const char *why);
 void pjrt_plugin_note_platform(const char *path, const char *name, const char *version);
 void pjrt_plugin_note_memory(const char *path, unsigned ordinal, uint64_t limit, uint64_t in_use);
+/* A call whose answer acceld needs was refused for the device at this ordinal: shown with it as pjrt.note. */
+void pjrt_plugin_note_problem(const char *path, unsigned ordinal, const char *note);
+
+/* "INVALID_ARGUMENT", ...: the name of a PJRT error code, as absl names it. */
+const char *pjrt_error_code_name(int code);
 
 #endif

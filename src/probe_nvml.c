@@ -466,9 +466,13 @@ static size_t list_mig(const struct nvml_state *st, const struct nvml_entry *e, 
 	return count;
 }
 
-/* Applies CUDA_VISIBLE_DEVICES to the entries; writes the chosen indices into sel and returns how many. */
+/*
+ * Applies CUDA_VISIBLE_DEVICES to the entries; writes the chosen indices into sel, and where CUDA counts each one
+ * into ordinal (its place in the list: CUDA numbers the devices it is shown in the list's order, counting a GPU
+ * whose NVML handle failed too), and returns how many.
+ */
 static size_t select_visible(const struct nvml_state *st, const struct nvml_entry *e, size_t n, size_t *sel,
-			     struct probe_result *res)
+			     unsigned *ordinal, struct probe_result *res)
 {
 	const char *uuids[NVML_MAX_GPUS];
 	char (*mig)[NVML_UUID_SIZE] = xcalloc(NVML_MAX_GPUS * NVML_MAX_MIG, NVML_UUID_SIZE);
@@ -493,9 +497,12 @@ static size_t select_visible(const struct nvml_state *st, const struct nvml_entr
 		probe_note(res, "CUDA_VISIBLE_DEVICES entry %d is not a usable GPU; it and later entries are ignored",
 		     stopped);
 	/* a GPU whose handle failed cannot be shown even when listed */
-	for (size_t i = 0; i < count; i++)
-		if (e[sel[i]].valid)
+	for (size_t i = 0; i < count; i++) {
+		if (e[sel[i]].valid) {
+			ordinal[nsel] = (unsigned)i;
 			sel[nsel++] = sel[i];
+		}
+	}
 	free(mig);
 	return nsel;
 }
@@ -506,6 +513,7 @@ static void nvml_probe(void **state, const struct config *cfg, struct device_lis
 	struct nvml_entry *e = NULL;
 	char driver[32], cuda[16];
 	size_t sel[NVML_MAX_GPUS];
+	unsigned ordinal[NVML_MAX_GPUS];
 	unsigned n = 0;
 	size_t nsel;
 	nvml_ret rc;
@@ -576,11 +584,12 @@ static void nvml_probe(void **state, const struct config *cfg, struct device_lis
 		if (n > 0 && reachable == 0)
 			res->ok = false; /* the driver counts GPUs and reaches none: fallen off the bus, driver in trouble */
 	}
-	nsel = select_visible(st, e, n, sel, res);
+	nsel = select_visible(st, e, n, sel, ordinal, res);
 	for (size_t k = 0; k < nsel; k++) {
-		const struct nvml_entry *g = &e[sel[k]];
+		struct nvml_entry *g = &e[sel[k]];
 		struct nvml_gpu *mem = &st->gpus[st->ngpus++];
 
+		g->dev.gpu.cuda_ordinal = (int)ordinal[k];
 		device_list_add(out, &g->dev);
 		res->found++;
 		mem->index = (unsigned)sel[k];

@@ -1,8 +1,9 @@
 /*
  * A fake libnvidia-ml for the NVML probe's tests, built as $(BUILD)/fakes/libnvml.so.
  *
- * Four GPUs are described; FAKE_NVML_COUNT (default 2) says how many exist: 0 "NVIDIA H100 80GB HBM3" (80 GiB),
- * 1 "NVIDIA L4" (24 GiB), 2 "NVIDIA A100-SXM4-40GB", 3 "Tesla T4". Switches, read on every call:
+ * Four GPUs are described; FAKE_NVML_COUNT (default 2) says how many exist: 0 "NVIDIA H100 80GB HBM3" (the memory
+ * a real one reports: 85,520,809,984 bytes in all, 480 MiB of them reserved by the driver; tests/gpu/README.md,
+ * "Runs"), 1 "NVIDIA L4" (24 GiB), 2 "NVIDIA A100-SXM4-40GB", 3 "Tesla T4". Switches, read on every call:
  *   FAKE_NVML_INIT_FAIL=1         nvmlInit fails with "Driver Not Loaded"
  *   FAKE_NVML_COUNT_FAIL=1        nvmlDeviceGetCount fails
  *   FAKE_NVML_FAIL=call[,call]    these calls fail with "Unknown Error" on GPU FAKE_NVML_FAIL_GPU (default 1);
@@ -80,10 +81,13 @@ struct fake_gpu {
 };
 
 #define GIB (1024ull * 1024 * 1024)
+#define MIB (1024ull * 1024)
+#define H100_TOTAL 85520809984ull /* 81559 MiB, as nvidia-smi and NVML said of a real H100 80GB HBM3 */
+#define H100_RESERVED (480 * MIB)
 
 static struct fake_gpu gpus[] = {
 	{"NVIDIA H100 80GB HBM3", "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6", "00000000:65:00.0", 0x65, 0x2330,
-	 80 * GIB, 50, 41, 312000, 700000, 1980, 2619, 9, 0, 0, 0},
+	 H100_TOTAL, 50, 41, 312000, 700000, 1980, 2619, 9, 0, 0, 0},
 	{"NVIDIA L4", "GPU-89a1c3e0-1111-2222-3333-444455556666", "00000000:CA:00.0", 0xca, 0x27b8, 24 * GIB, 10,
 	 55, 27000, 72000, 2040, 6251, 8, 9, 1, 1},
 	{"NVIDIA A100-SXM4-40GB", "GPU-5e3c0c9a-aaaa-bbbb-cccc-ddddeeeeffff", "00000000:07:00.0", 0x07, 0x20b0,
@@ -420,9 +424,9 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t h, nvmlMemory_v2_t *m)
 	if (m->version != (unsigned)(sizeof(nvmlMemory_v2_t) | (2u << 24)))
 		return ERR_INVALID_ARGUMENT;
 	m->total = h->memory;
-	m->reserved = 0;
+	m->reserved = h->memory == H100_TOTAL ? H100_RESERVED : 0;
 	m->used = h->memory / 4;
-	m->free = h->memory - m->used;
+	m->free = h->memory - m->used - m->reserved;
 	return OK;
 }
 

@@ -22,16 +22,24 @@
  *   FAKE_PJRT_PLATFORM=name   platform name (default "fake"); "cuda"/"gpu"/"rocm" describe GPUs the way XLA's
  *                             GPU plugin does (and check its create options), "tpu" describes TPU chips
  *   FAKE_PJRT_DEVICES=N       devices, 1 to 8 (default 1; 0 makes client creation fail as with no devices)
- *   FAKE_PJRT_KIND=text       device kind (default "NVIDIA H100 80GB HBM3", "TPU v5 lite" or "Fake CPU")
- *   FAKE_PJRT_MEMORY=bytes    memory per device, with an optional k/m/g suffix (default 16g); the GPU option
- *                             memory_fraction scales it
- *   FAKE_PJRT_PCI=id[,id]     GPU-like devices also get "pci_bus_id" and "uuid" attributes (the real GPU
- *                             plugin exposes neither; docs/pjrt.md)
+ *   FAKE_PJRT_KIND=text[,..]  device kind (default "NVIDIA H100 80GB HBM3", "TPU v5 lite" or "Fake CPU")
+ *   FAKE_PJRT_MEMORY=bytes[,..]  memory per device, with an optional k/m/g suffix (default 16g); a GPU's allocator
+ *                             may hand out memory_fraction of it (default 0.75, as the real plugin's)
+ *   FAKE_PJRT_CC=x.y[,..]     a GPU's compute capability (default 9.0)
+ *                             (a list gives device i its i-th entry, the last one for later devices)
+ *   FAKE_PJRT_CORES_PER_CHIP=2  a TPU chip is two devices (core_on_chip 0 and 1), as v2 to v4 are seen;
+ *   FAKE_PJRT_HW_IDS=chips    their local hardware ids then count chips, not cores (both layouts are seen)
+ * Like the real CUDA plugin, the process's first GPU client takes its GPUs (visible_devices, else all) for every
+ * later one (XLA's ClientLibrary keeps one LocalClient per platform); see tests/pjrt_conformance.md.
  * Failure switches, read on every call:
  *   FAKE_PJRT_VERSION=M.m     the API version GetPjrtApi reports (default the header's)
  *   FAKE_PJRT_API_SIZE=bytes  the PJRT_Api struct_size GetPjrtApi reports (default the whole table)
  *   FAKE_PJRT_INIT_FAIL=1     PJRT_Plugin_Initialize fails
  *   FAKE_PJRT_CREATE_FAIL=1   PJRT_Client_Create fails as when no device can be opened
+ *   FAKE_PJRT_BUSY_DEVICES=i[,i]  these GPUs are held by another process: a first client that includes one fails
+ *                             as CUDA does (CUDA_ERROR_DEVICES_UNAVAILABLE) and keeps nothing
+ *   FAKE_PJRT_EXEC_OPTIONS_SIZE=n  the plugin's own PJRT_ExecuteOptions size (default 0.94's): a smaller one is
+ *                             refused, as a plugin newer than the caller does
  *   FAKE_PJRT_BUSY=1          PJRT_Client_Create fails as when another process holds the devices: on tpu
  *                             libtpu's lock file message (ABORTED); FAKE_PJRT_BUSY=device gives the
  *                             open(/dev/accel0) form; on cuda an exclusive-process GPU's CUDA error
@@ -109,10 +117,8 @@ struct PJRT_DeviceDescription {
 	char kind[64];
 	char debug[128];
 	char repr[192];
-	char vendor[16];
+	char vendor[32];
 	char cc[8];
-	char pci[32];
-	char uuid[48];
 	int64_t coords[3];
 	PJRT_NamedValue attrs[12];
 	size_t nattrs;
@@ -121,6 +127,7 @@ struct PJRT_DeviceDescription {
 struct PJRT_Device {
 	PJRT_Client *client;
 	int ordinal;
+	int hw;                       /* its local hardware id */
 	struct PJRT_DeviceDescription desc;
 	int64_t limit, in_use, peak, num_allocs, largest;
 };
@@ -191,6 +198,11 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static long g_live[LIVE_COUNT];
 static long g_calls[sizeof(counted) / sizeof(counted[0])];
 static int g_initialized;
+/* The GPUs the process's first CUDA client took: XLA's ClientLibrary keeps that LocalClient for the process, so
+ * every later client gets them whatever its visible_devices say (client_library.cc, GetOrCreateLocalClient). */
+static int g_gpus_taken;
+static int g_gpu_taken[MAX_DEVICES];
+static long g_clients_made;
 static char g_precision[8];
 static char g_opt_name[MAX_OPTIONS][48];
 static char g_opt_value[MAX_OPTIONS][64];
@@ -319,10 +331,25 @@ static int env_is(const char *name, const char *value)
 	return v != NULL && strcmp(v, value) == 0;
 }
 
-/* Bytes from "123", "4k", "16g"; dflt when unset or malformed. */
-static int64_t env_bytes(const char *name, int64_t dflt)
+/* Whether the comma-separated list of integers holds v. */
+static int in_list(const char *list, long v)
 {
-	const char *v = env_str(name);
+	while (list != NULL && *list != '\0') {
+		char *end;
+		long x = strtol(list, &end, 10);
+
+		if (end != list && x == v)
+			return 1;
+		list = strchr(list, ',');
+		if (list != NULL)
+			list++;
+	}
+	return 0;
+}
+
+/* Bytes from "123", "4k", "16g"; dflt when NULL or malformed. */
+static int64_t parse_bytes(const char *v, int64_t dflt)
+{
 	char *end;
 	long long n;
 
@@ -339,6 +366,16 @@ static int64_t env_bytes(const char *name, int64_t dflt)
 	else if (*end == 'g' || *end == 'G')
 		n *= GIB, end++;
 	return *end == '\0' ? n : dflt;
+}
+
+static int item(const char *list, size_t i, char *out, size_t len);
+
+/* The i-th device's bytes from a comma-separated list in the variable (the last entry for later devices). */
+static int64_t env_bytes_at(const char *name, size_t i, int64_t dflt)
+{
+	char one[32];
+
+	return item(env_str(name), i, one, sizeof(one)) ? parse_bytes(one, dflt) : dflt;
 }
 
 static PJRT_Error *make_error(PJRT_Error_Code code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -493,9 +530,11 @@ static PJRT_Error *error_get_code(PJRT_Error_GetCode_Args *args)
 
 /* ---------------------------------------------------------------------------------------------- plugin */
 
-static const int64_t stablehlo_current[3] = {1, 10, 0};
+/* What JAX's CUDA plugin 0.11.2 (PJRT 0.115) reports (tests/gpu/README.md, "Runs"); cuda_version only on cuda. */
+static const int64_t stablehlo_current[3] = {1, 20, 0};
 static const int64_t stablehlo_minimum[3] = {0, 9, 0};
 static const int64_t xla_version = 2;
+static const int64_t cuda_version = 13000;
 
 static PJRT_Error *plugin_initialize(PJRT_Plugin_Initialize_Args *args)
 {
@@ -509,7 +548,7 @@ static PJRT_Error *plugin_initialize(PJRT_Plugin_Initialize_Args *args)
 
 static PJRT_Error *plugin_attributes(PJRT_Plugin_Attributes_Args *args)
 {
-	static PJRT_NamedValue attrs[3];
+	static PJRT_NamedValue attrs[4];
 
 	count("PJRT_Plugin_Attributes");
 	CHECK_ARGS(args, PJRT_Plugin_Attributes_Args);
@@ -522,8 +561,11 @@ static PJRT_Error *plugin_attributes(PJRT_Plugin_Attributes_Args *args)
 	attrs[2] = (PJRT_NamedValue){.struct_size = PJRT_NamedValue_STRUCT_SIZE, .name = "stablehlo_minimum_version",
 				     .name_size = 25, .type = PJRT_NamedValue_kInt64List,
 				     .int64_array_value = stablehlo_minimum, .value_size = 3};
+	attrs[3] = (PJRT_NamedValue){.struct_size = PJRT_NamedValue_STRUCT_SIZE, .name = "cuda_version",
+				     .name_size = 12, .type = PJRT_NamedValue_kInt64, .int64_value = cuda_version,
+				     .value_size = 1};
 	args->attributes = attrs;
-	args->num_attributes = 3;
+	args->num_attributes = flavour_of(platform_env()) == FLAVOUR_GPU ? 4 : 3;
 	return NULL;
 }
 
@@ -880,69 +922,80 @@ static PJRT_NamedValue attr_list(const char *name, const int64_t *v, size_t n)
 				 .type = PJRT_NamedValue_kInt64List, .int64_array_value = v, .value_size = n};
 }
 
-/* The n-th entry of a comma-separated list into out; false when there is none. */
-static int nth_item(const char *list, size_t n, char *out, size_t len)
+/* The i-th entry of a comma-separated list (the last one for any later i) into out; false when list is NULL. */
+static int item(const char *list, size_t i, char *out, size_t len)
 {
-	while (list != NULL && n > 0) {
-		list = strchr(list, ',');
-		if (list != NULL)
-			list++;
-		n--;
-	}
-	if (list == NULL || *list == '\0' || *list == ',')
+	size_t n;
+
+	if (list == NULL)
 		return 0;
-	snprintf(out, len, "%.*s", (int)strcspn(list, ","), list);
+	for (; i > 0 && strchr(list, ',') != NULL; i--)
+		list = strchr(list, ',') + 1;
+	n = strcspn(list, ",");
+	snprintf(out, len, "%.*s", (int)(n < len ? n : len - 1), list);
 	return 1;
 }
 
-/* Fills a device's description the way the real plugin of its flavour does (docs/pjrt.md). */
-static void describe(PJRT_Client *c, PJRT_Device *d, int ordinal, int id)
+/* Rotates the attributes by r places: the real plugins keep them in a hash map, whose order changes from one
+ * client to the next (two clients of one process listed an H100's nine in different orders), so no caller may
+ * depend on it. */
+static void rotate(struct PJRT_DeviceDescription *s, size_t r)
+{
+	PJRT_NamedValue tmp[12];
+
+	if (s->nattrs == 0)
+		return;
+	for (size_t i = 0; i < s->nattrs; i++)
+		tmp[i] = s->attrs[(i + r) % s->nattrs];
+	memcpy(s->attrs, tmp, s->nattrs * sizeof(tmp[0]));
+}
+
+/* Fills a device's description the way the real plugin of its flavour does (tests/pjrt_conformance.md). */
+static void describe(PJRT_Client *c, PJRT_Device *d, int ordinal, int id, int64_t memory)
 {
 	struct PJRT_DeviceDescription *s = &d->desc;
-	const char *kind = env_str("FAKE_PJRT_KIND");
-	const char *pci = env_str("FAKE_PJRT_PCI");
+	char kind_buf[64], cc_buf[8];
+	const char *kind = item(env_str("FAKE_PJRT_KIND"), (size_t)ordinal, kind_buf, sizeof(kind_buf)) ? kind_buf : NULL;
+	const char *cc = item(env_str("FAKE_PJRT_CC"), (size_t)ordinal, cc_buf, sizeof(cc_buf)) ? cc_buf : NULL;
 
 	memset(s, 0, sizeof(*s));
 	s->id = id;
 	if (c->flavour == FLAVOUR_GPU) {
+		/* JAX's CUDA plugin 0.11.2 on an H100: these nine, and no PCI address or UUID */
 		snprintf(s->kind, sizeof(s->kind), "%s", kind != NULL ? kind : "NVIDIA H100 80GB HBM3");
-		snprintf(s->vendor, sizeof(s->vendor), "NVIDIA");
-		snprintf(s->cc, sizeof(s->cc), "9.0");
-		s->coords[0] = ordinal;
-		s->attrs[s->nattrs++] = attr_list("coords", s->coords, 1);
+		snprintf(s->vendor, sizeof(s->vendor), "NVIDIA Corporation");
+		snprintf(s->cc, sizeof(s->cc), "%s", cc != NULL ? cc : "9.0");
+		s->coords[0] = ordinal; /* [0,0,0] seen for ordinal 0; the ordinal first is an inference */
+		s->attrs[s->nattrs++] = attr_list("coords", s->coords, 3);
 		s->attrs[s->nattrs++] = attr_str("device_vendor", s->vendor);
 		s->attrs[s->nattrs++] = attr_int("slice_index", 0);
 		s->attrs[s->nattrs++] = attr_int("partition_index", 0);
 		s->attrs[s->nattrs++] = attr_str("compute_capability", s->cc);
 		s->attrs[s->nattrs++] = attr_int("shared_memory_per_block_optin", 232448);
 		s->attrs[s->nattrs++] = attr_int("core_count", 132);
-		if (nth_item(pci, (size_t)ordinal, s->pci, sizeof(s->pci))) {
-			unsigned long sum = 5381;
-
-			for (const char *p = s->pci; *p != '\0'; p++)
-				sum = sum * 33 + (unsigned char)*p;
-			snprintf(s->uuid, sizeof(s->uuid), "GPU-%08lx-fake-4000-8000-%012lx", sum & 0xffffffffUL,
-				 (unsigned long)ordinal);
-			s->attrs[s->nattrs++] = attr_str("pci_bus_id", s->pci);
-			s->attrs[s->nattrs++] = attr_str("uuid", s->uuid);
-		}
+		s->attrs[s->nattrs++] = attr_int("device_memory_bytes_limit", memory);
+		s->attrs[s->nattrs++] = attr_str("fabric_uuid", "");
+		rotate(s, (size_t)g_clients_made);
 		snprintf(s->debug, sizeof(s->debug), "cuda:%d", id);
-		snprintf(s->repr, sizeof(s->repr),
-			 "StreamExecutorGpuDevice(device_kind=%s, id=%d, process_index=0, partition_index=0)", s->kind,
-			 id);
+		snprintf(s->repr, sizeof(s->repr), "CudaDevice(id=%d)", id);
 	} else if (c->flavour == FLAVOUR_TPU) {
+		/* libtpu: coords and core_on_chip; with two cores a chip (FAKE_PJRT_CORES_PER_CHIP=2, v2 to v4 seen
+		 * core by core) each chip is two devices */
+		long cores = env_long("FAKE_PJRT_CORES_PER_CHIP", 1) == 2 ? 2 : 1;
+		long chip = ordinal / cores;
+
 		snprintf(s->kind, sizeof(s->kind), "%s", kind != NULL ? kind : "TPU v5 lite");
-		/* chips on a 2-wide grid, one core each */
-		s->coords[0] = ordinal % 2;
-		s->coords[1] = ordinal / 2;
+		/* chips on a 2-wide grid */
+		s->coords[0] = chip % 2;
+		s->coords[1] = chip / 2;
 		s->coords[2] = 0;
 		s->attrs[s->nattrs++] = attr_list("coords", s->coords, 3);
-		s->attrs[s->nattrs++] = attr_int("core_on_chip", 0);
+		s->attrs[s->nattrs++] = attr_int("core_on_chip", ordinal % cores);
 		s->attrs[s->nattrs++] = attr_int("slice_index", 0);
-		snprintf(s->debug, sizeof(s->debug), "TPU_%d(host=0,(%lld,%lld,0,0))", id, (long long)s->coords[0],
-			 (long long)s->coords[1]);
-		snprintf(s->repr, sizeof(s->repr), "TpuDevice(id=%d, process_index=0, coords=(%lld,%lld,0), core_on_chip=0)",
-			 id, (long long)s->coords[0], (long long)s->coords[1]);
+		snprintf(s->debug, sizeof(s->debug), "TPU_%d(host=0,(%lld,%lld,0,%ld))", id, (long long)s->coords[0],
+			 (long long)s->coords[1], (long)(ordinal % cores));
+		snprintf(s->repr, sizeof(s->repr), "TpuDevice(id=%d, process_index=0, coords=(%lld,%lld,0), core_on_chip=%ld)",
+			 id, (long long)s->coords[0], (long long)s->coords[1], (long)(ordinal % cores));
 	} else {
 		snprintf(s->kind, sizeof(s->kind), "%s", kind != NULL ? kind : "Fake CPU");
 		s->coords[0] = ordinal;
@@ -985,10 +1038,12 @@ static PJRT_Error *client_create(PJRT_Client_Create_Args *args)
 	const char *platform = platform_env();
 	enum flavour fl = flavour_of(platform);
 	long ndev = env_long("FAKE_PJRT_DEVICES", 1);
-	int64_t memory = env_bytes("FAKE_PJRT_MEMORY", 16 * GIB);
+	int64_t memory;
 	const PJRT_NamedValue *vis, *frac, *alloc;
 	PJRT_Client *c;
 	PJRT_Error *err;
+	int64_t gpu_limit;
+	long cores;
 
 	count("PJRT_Client_Create");
 	CHECK_ARGS(args, PJRT_Client_Create_Args);
@@ -1018,15 +1073,34 @@ static PJRT_Error *client_create(PJRT_Client_Create_Args *args)
 	}
 	if (ndev > MAX_DEVICES)
 		ndev = MAX_DEVICES;
-	frac = find_option(args->create_options, args->num_options, "memory_fraction");
-	if (fl == FLAVOUR_GPU && frac != NULL && frac->float_value > 0.0f && frac->float_value <= 1.0f)
-		memory = (int64_t)((double)memory * (double)frac->float_value);
+	frac = fl == FLAVOUR_GPU ? find_option(args->create_options, args->num_options, "memory_fraction") : NULL;
+	if (frac != NULL && !(frac->float_value > 0.0f && frac->float_value <= 1.0f))
+		frac = NULL;
 	vis = fl == FLAVOUR_GPU ? find_option(args->create_options, args->num_options, "visible_devices") : NULL;
-	for (size_t i = 0; vis != NULL && i < vis->value_size; i++)
-		if (vis->int64_array_value[i] < 0 || vis->int64_array_value[i] >= ndev)
-			return make_error(PJRT_Error_Code_INVALID_ARGUMENT,
-					  "fake plugin: visible_devices names device %lld of %ld",
-					  (long long)vis->int64_array_value[i], ndev);
+	if (fl == FLAVOUR_GPU && !g_gpus_taken) {
+		/* the first client takes its GPUs, unless one is held elsewhere (then nothing is kept) */
+		const char *busy = env_str("FAKE_PJRT_BUSY_DEVICES");
+		int take[MAX_DEVICES] = {0};
+
+		for (long o = 0; o < ndev && o < MAX_DEVICES; o++) {
+			for (size_t i = 0; vis != NULL && i < vis->value_size; i++)
+				take[o] |= vis->int64_array_value[i] == o;
+			take[o] |= vis == NULL;
+			if (take[o] && busy != NULL && in_list(busy, o))
+				return make_error(PJRT_Error_Code_INTERNAL,
+						  "failed call to cuDevicePrimaryCtxRetain: CUDA_ERROR_DEVICES_UNAVAILABLE: "
+						  "CUDA-capable device(s) is/are busy or unavailable");
+		}
+		/* an ordinal CUDA does not have is skipped (XLA logs "Failed to create stream executor for device
+		 * CUDA:9"); none left is an error, and nothing is kept (seen on an H100 with visible_devices=[9]) */
+		for (long o = 0; o < MAX_DEVICES; o++)
+			if (take[o])
+				break;
+			else if (o == MAX_DEVICES - 1)
+				return make_error(PJRT_Error_Code_INTERNAL, "no supported devices found for platform CUDA");
+		memcpy(g_gpu_taken, take, sizeof(take));
+		g_gpus_taken = 1;
+	}
 
 	c = xmalloc(sizeof(*c));
 	memset(c, 0, sizeof(*c));
@@ -1034,21 +1108,26 @@ static PJRT_Error *client_create(PJRT_Client_Create_Args *args)
 	snprintf(c->platform, sizeof(c->platform), "%s", platform);
 	snprintf(c->version, sizeof(c->version), "%s", fl == FLAVOUR_GPU ? "cuda 13000" :
 						       fl == FLAVOUR_TPU ? "libtpu fake" : "fake 1.0");
-	for (long o = 0; o < ndev; o++) {
-		int wanted = vis == NULL;
+	cores = fl == FLAVOUR_TPU && env_long("FAKE_PJRT_CORES_PER_CHIP", 1) == 2 ? 2 : 1;
+	for (long o = 0; o < ndev * cores && o < MAX_DEVICES; o++) {
 		PJRT_Device *d;
 
-		for (size_t i = 0; vis != NULL && i < vis->value_size; i++)
-			wanted |= vis->int64_array_value[i] == o;
-		if (!wanted)
+		if (fl == FLAVOUR_GPU && !g_gpu_taken[o])
 			continue;
 		d = &c->devs[c->ndev];
 		d->client = c;
 		d->ordinal = (int)o;
-		d->limit = memory;
-		describe(c, d, (int)o, (int)o);
+		/* libtpu's local hardware ids count chips or TensorCores (FAKE_PJRT_HW_IDS=chips): both are seen */
+		d->hw = cores == 2 && env_is("FAKE_PJRT_HW_IDS", "chips") ? (int)(o / 2) : (int)o;
+		memory = env_bytes_at("FAKE_PJRT_MEMORY", (size_t)o, 16 * GIB);
+		/* the real GPU allocator's limit: memory_fraction (default 0.75) of the memory, rounded up to 2 MiB */
+		gpu_limit = (int64_t)((double)memory * (frac != NULL ? frac->float_value : 0.75));
+		gpu_limit = (gpu_limit + (2 << 20) - 1) / (2 << 20) * (2 << 20);
+		d->limit = fl == FLAVOUR_GPU ? gpu_limit : memory;
+		describe(c, d, (int)o, (int)o, memory);
 		c->list[c->ndev++] = d;
 	}
+	g_clients_made++;
 	args->client = c;
 	live_add(LIVE_CLIENTS, 1);
 	return NULL;
@@ -1677,8 +1756,26 @@ static PJRT_Error *buffer_to_host(PJRT_Buffer_ToHostBuffer_Args *args)
 	count("PJRT_Buffer_ToHostBuffer");
 	CHECK_ARGS(args, PJRT_Buffer_ToHostBuffer_Args);
 	b = args->src;
-	if (args->host_layout != NULL)
-		return make_error(PJRT_Error_Code_UNIMPLEMENTED, "fake plugin: host_layout must be NULL");
+	if (args->host_layout != NULL) {
+		/* the C API wrapper's rules, then the one layout the fake holds data in: dense, major to minor */
+		const PJRT_Buffer_MemoryLayout *l = args->host_layout;
+
+		if (l->struct_size < PJRT_Buffer_MemoryLayout_STRUCT_SIZE)
+			return check_size("PJRT_Buffer_MemoryLayout", PJRT_Buffer_MemoryLayout_STRUCT_SIZE, l->struct_size);
+		if (l->type == PJRT_Buffer_MemoryLayout_Type_Strides)
+			return make_error(PJRT_Error_Code_INVALID_ARGUMENT, "PJRT_Buffer_ToHostBuffer does not support "
+					  "host_layout with strides for platform %s", b->dev->client->platform);
+		if (l->tiled.num_tiles > 0)
+			return make_error(PJRT_Error_Code_INVALID_ARGUMENT, "PJRT_Buffer_ToHostBuffer does not support "
+					  "host_layout with tiled dimension for platform %s", b->dev->client->platform);
+		if (l->tiled.minor_to_major_size != b->shape.ndims)
+			return make_error(PJRT_Error_Code_INVALID_ARGUMENT, "fake plugin: a layout of %zu dimensions "
+					  "for a buffer of %zu", l->tiled.minor_to_major_size, b->shape.ndims);
+		for (size_t i = 0; i < b->shape.ndims; i++)
+			if (l->tiled.minor_to_major[i] != (int64_t)(b->shape.ndims - 1 - i))
+				return make_error(PJRT_Error_Code_UNIMPLEMENTED, "fake plugin: only the major-to-minor "
+						  "host layout is copied");
+	}
 	if (args->dst == NULL) {
 		args->dst_size = b->bytes;
 		args->event = NULL;
@@ -1730,16 +1827,22 @@ static PJRT_Error *device_local_hardware_id(PJRT_Device_LocalHardwareId_Args *ar
 {
 	count("PJRT_Device_LocalHardwareId");
 	CHECK_ARGS(args, PJRT_Device_LocalHardwareId_Args);
-	args->local_hardware_id = args->device->ordinal;
+	args->local_hardware_id = args->device->hw;
 	return NULL;
 }
 
 static PJRT_Error *device_memory_stats(PJRT_Device_MemoryStats_Args *args)
 {
 	PJRT_Device *d;
+	PJRT_Error *err;
 
 	count("PJRT_Device_MemoryStats");
-	CHECK_ARGS(args, PJRT_Device_MemoryStats_Args);
+	/* the CUDA plugin at 0.115 answers the 185 bytes of 0.112 and before as well as 0.113's 201, and sets
+	 * peak_allocated_bytes only in the latter; smaller is refused as every entry point does */
+	err = check_size("PJRT_Device_MemoryStats_Args", PJRT_STRUCT_SIZE(PJRT_Device_MemoryStats_Args,
+				 peak_pool_bytes_is_set), args->struct_size);
+	if (err != NULL)
+		return err;
 	if (env_on("FAKE_PJRT_NO_MEMSTATS"))
 		return make_error(PJRT_Error_Code_UNIMPLEMENTED, "PJRT_Device_MemoryStats is not implemented");
 	d = args->device;
@@ -1753,13 +1856,18 @@ static PJRT_Error *device_memory_stats(PJRT_Device_MemoryStats_Args *args)
 	args->largest_alloc_size_is_set = true;
 	args->bytes_limit = d->limit;
 	args->bytes_limit_is_set = true;
-	args->bytes_reserved_is_set = false;
+	args->bytes_reserved = 0;
+	args->bytes_reserved_is_set = true;
 	args->peak_bytes_reserved_is_set = false;
 	args->bytes_reservable_limit_is_set = false;
 	args->largest_free_block_bytes = d->limit - d->in_use;
 	args->largest_free_block_bytes_is_set = true;
 	args->pool_bytes_is_set = false;
 	args->peak_pool_bytes_is_set = false;
+	if (args->struct_size >= PJRT_Device_MemoryStats_Args_STRUCT_SIZE) {
+		args->peak_allocated_bytes = d->peak;
+		args->peak_allocated_bytes_is_set = true;
+	}
 	pthread_mutex_unlock(&g_lock);
 	return NULL;
 }
@@ -1974,7 +2082,10 @@ static PJRT_Error *loaded_execute(PJRT_LoadedExecutable_Execute_Args *args)
 	CHECK_ARGS(args, PJRT_LoadedExecutable_Execute_Args);
 	if (args->options == NULL)
 		return make_error(PJRT_Error_Code_INVALID_ARGUMENT, "PJRT_LoadedExecutable_Execute: options is NULL");
-	err = check_size("PJRT_ExecuteOptions", PJRT_STRUCT_SIZE(PJRT_ExecuteOptions, incarnation_ids),
+	/* the plugin's own size: 0.94's by default, or FAKE_PJRT_EXEC_OPTIONS_SIZE, as a newer plugin's would be */
+	err = check_size("PJRT_ExecuteOptions",
+			 (size_t)env_long("FAKE_PJRT_EXEC_OPTIONS_SIZE",
+					  (long)PJRT_STRUCT_SIZE(PJRT_ExecuteOptions, incarnation_ids)),
 			 args->options->struct_size);
 	if (err != NULL)
 		return err;

@@ -4,8 +4,8 @@
 #   tests/gpu/bundle.sh [BIN] [OUT]     (defaults: build/acceld, build/gpu-bundle)
 #
 # OUT gets acceld, lib/ (each library `ldd` lists, except the C library and the loader, which must come from the
-# host), check_nvidia.sh and a tar of all of it beside the folder (OUT.tar.gz). PoCL's ICD file and its own
-# libraries are not copied: the OpenCL check relies on the host's vendor ICD (NVIDIA's).
+# host), the check scripts, clcopy, pjrt_probe and a tar of all of it beside the folder (OUT.tar.gz). PoCL's ICD
+# file and its own libraries are not copied: the OpenCL check relies on the host's vendor ICD (NVIDIA's).
 set -eu
 
 BIN=${1:-build/acceld}
@@ -16,16 +16,19 @@ HERE=$(dirname "$0")
 rm -rf "$OUT"
 mkdir -p "$OUT/lib"
 cp "$BIN" "$OUT/acceld"
-cp "$HERE/check_nvidia.sh" "$HERE/bench_nvidia.sh" "$HERE/check_pjrt.sh" "$OUT/"
-# the copy-bandwidth peer of bench_nvidia.sh, built here since a GPU host may have no compiler
+cp "$HERE/check_nvidia.sh" "$HERE/bench_nvidia.sh" "$HERE/check_pjrt.sh" "$HERE/device_run.sh" "$OUT/"
+# the copy-bandwidth peer of bench_nvidia.sh and the PJRT plugin prober, built here since a GPU host may have no
+# compiler
 cc -O2 -o "$OUT/clcopy" "$HERE/clcopy.c" -lOpenCL
+cc -std=c11 -D_GNU_SOURCE -O2 -o "$OUT/pjrt_probe" "$HERE/pjrt_probe.c" -ldl
 # OpenBLAS is loaded at run time (so `ldd` does not list it): carry it too when present
 blas=$(ldconfig -p | awk '/libopenblas\.so\.0 / { print $NF; exit }')
 [ -z "$blas" ] || cp -L "$blas" "$OUT/lib/"
-ldd "$BIN" | awk '/=> \// { print $3 }' | while read -r lib; do
+# what acceld and OpenBLAS link (OpenBLAS needs libgfortran, which a host without a Fortran runtime lacks)
+ldd "$BIN" ${blas:+"$blas"} | awk '/=> \// { print $3 }' | sort -u | while read -r lib; do
 	case "$(basename "$lib")" in
-	# the C runtime and the loader belong to the host; mixing them with the host's is unsafe
-	libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*|ld-linux*|libresolv.so.*) ;;
+	# the C runtime, the loader and the compiler's runtime belong to the host; mixing them is unsafe
+	libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*|ld-linux*|libresolv.so.*|libgcc_s.so.*) ;;
 	*) cp -L "$lib" "$OUT/lib/" ;;
 	esac
 done

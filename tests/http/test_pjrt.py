@@ -4,13 +4,15 @@ device with its API version and platform, /select's auto order now really picks 
 device held by another process answers 409 DEVICE_BUSY (or falls back), a plugin of the wrong version is refused
 and said, the report names the plugin, and a job over its timeout answers 504 while the device goes on working."""
 import os
+import re
 import time
 import unittest
 
 from harness import FAKES, FIXTURES, Server, ServerTestCase, run_cli
 
 PLUGIN = os.path.join(FAKES, "libpjrt.so")
-FAKE_VARS = ("FAKE_PJRT_PLATFORM", "FAKE_PJRT_DEVICES", "FAKE_PJRT_PCI", "FAKE_PJRT_BUSY", "FAKE_PJRT_VERSION",
+FAKE_VARS = ("FAKE_PJRT_PLATFORM", "FAKE_PJRT_DEVICES", "FAKE_PJRT_KIND", "FAKE_PJRT_CC", "FAKE_PJRT_BUSY",
+             "FAKE_PJRT_BUSY_DEVICES", "FAKE_PJRT_VERSION",
              "FAKE_PJRT_SLOW_MS", "FAKE_PJRT_MEMORY")
 
 
@@ -24,10 +26,12 @@ def tpu_env(**extra):
 
 
 def gpu_env(**extra):
-    # two fake NVML GPUs, 0000:65:00.0 (gpu:0) and 0000:ca:00.0 (gpu:1); the plugin lists them the other way round
+    # two fake NVML GPUs, an H100 at 0000:65:00.0 (gpu:0, CUDA ordinal 0) and an L4 at 0000:ca:00.0 (gpu:1); the
+    # plugin tells them apart as the real one does: by CUDA ordinal, with their kind, compute capability and memory
     env = {"ACCELD_NVML_LIBRARY": os.path.join(FAKES, "libnvml.so"), "FAKE_NVML_COUNT": "2",
            "ACCELD_PJRT_PLUGINS": "cuda=" + PLUGIN, "FAKE_PJRT_PLATFORM": "cuda", "FAKE_PJRT_DEVICES": "2",
-           "FAKE_PJRT_PCI": "0000:ca:00.0,0000:65:00.0"}
+           "FAKE_PJRT_KIND": "NVIDIA H100 80GB HBM3,NVIDIA L4", "FAKE_PJRT_CC": "9.0,8.9",
+           "FAKE_PJRT_MEMORY": "85017493504,23g"}
     env.update(extra)
     return env
 
@@ -147,7 +151,7 @@ class WrongVersion(ServerTestCase):
 class GpuHost(ServerTestCase):
     server_env = clean(gpu_env())
 
-    def test_gpus_matched_by_pci(self):
+    def test_gpus_matched_by_ordinal(self):
         for gpu in ("gpu:0", "gpu:1"):
             r = self.server.request("POST", "/run", json_body=dict(SGEMM, device=gpu, precision="tf32"))
             self.assertEqual(r.status, 200, r)
@@ -183,3 +187,20 @@ class Timeouts(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ConformanceTable(unittest.TestCase):
+    """tests/pjrt_conformance.md and the stand-in's conformance tests name each other, one to one."""
+
+    def test_every_row_has_its_test(self):
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        with open(os.path.join(root, "tests", "pjrt_conformance.md"), encoding="utf-8") as f:
+            rows = [line.split("|")[1].strip() for line in f if line.startswith("| ") and " | " in line]
+        ids = [r for r in rows if r not in ("id", "---")]
+        with open(os.path.join(root, "tests", "unit", "test_pjrt_fake.c"), encoding="utf-8") as f:
+            source = f.read()
+        tests = set(re.findall(r"START_TEST\(conf_(\w+)\)", source))
+        registered = set(re.findall(r"tcase_add_test\(conformance, conf_(\w+)\)", source))
+        self.assertTrue(ids)
+        self.assertEqual(sorted(i.replace("-", "_") for i in ids), sorted(tests))
+        self.assertEqual(tests, registered)

@@ -28,13 +28,15 @@ static long (*fake_live)(const char *);
 static long (*fake_calls)(const char *);
 static const char *(*fake_precision)(void);
 static const char *(*fake_create_option)(const char *);
+static long long (*fake_compile_option)(const char *);
 
 static const char *const fake_vars[] = {
 	"FAKE_PJRT_PLATFORM",	 "FAKE_PJRT_DEVICES",	  "FAKE_PJRT_KIND",	    "FAKE_PJRT_MEMORY",
-	"FAKE_PJRT_PCI",	 "FAKE_PJRT_VERSION",	  "FAKE_PJRT_API_SIZE",	    "FAKE_PJRT_INIT_FAIL",
-	"FAKE_PJRT_CREATE_FAIL", "FAKE_PJRT_BUSY",	  "FAKE_PJRT_BUSY_PID",	    "FAKE_PJRT_COMPILE_FAIL",
+	"FAKE_PJRT_VERSION",	 "FAKE_PJRT_API_SIZE",	  "FAKE_PJRT_INIT_FAIL",   "FAKE_PJRT_CREATE_FAIL",
+	"FAKE_PJRT_BUSY",	 "FAKE_PJRT_BUSY_PID",	  "FAKE_PJRT_BUSY_DEVICES", "FAKE_PJRT_COMPILE_FAIL",
 	"FAKE_PJRT_OOM",	 "FAKE_PJRT_EXEC_FAIL",	  "FAKE_PJRT_SLOW_MS",	    "FAKE_PJRT_NO_MEMSTATS",
-	"FAKE_PJRT_WRONG_RESULT", "FAKE_PJRT_EXACT",
+	"FAKE_PJRT_WRONG_RESULT", "FAKE_PJRT_EXACT",	  "FAKE_PJRT_CC",	    "FAKE_PJRT_EXEC_OPTIONS_SIZE",
+	"FAKE_PJRT_CORES_PER_CHIP", "FAKE_PJRT_HW_IDS",
 };
 
 static void resolve(void *lib, void *slot, size_t size, const char *name)
@@ -75,6 +77,7 @@ static void setup(void)
 	resolve(lib, &fake_calls, sizeof(fake_calls), "fake_pjrt_calls");
 	resolve(lib, &fake_precision, sizeof(fake_precision), "fake_pjrt_last_precision");
 	resolve(lib, &fake_create_option, sizeof(fake_create_option), "fake_pjrt_create_option");
+	resolve(lib, &fake_compile_option, sizeof(fake_compile_option), "fake_pjrt_compile_option");
 	ck_assert_int_eq(config_load(&cfg, 0, NULL, NULL, err, sizeof(err)), 0);
 	cfg.pjrt_idle_ms = 60000;
 	backend_pjrt.prepare(&cfg);
@@ -179,6 +182,15 @@ static void wait_live_zero(void)
 	for (int i = 0; i < 500 && fake_live("all") != 0; i++)
 		usleep(10000);
 	ck_assert_int_eq(fake_live("all"), 0);
+}
+
+/* What the device view says of the fake plugin (pjrt_plugin_status). */
+static void plugin_status(struct device_pjrt *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->found = st->usable = true;
+	DEVICE_SET(st->plugin, lib_path);
+	pjrt_plugin_status(st);
 }
 
 static const struct kernel_shape shapes[KERNEL_COUNT] = {
@@ -337,10 +349,7 @@ START_TEST(wrong_version_is_refused)
 	ck_assert_ptr_null(exec_device(ex, "tpu:0"));
 	ck_assert_int_eq(fake_calls("PJRT_Plugin_Initialize"), 0);
 	ck_assert_int_eq(fake_calls("PJRT_Client_Create"), 0);
-	memset(&st, 0, sizeof(st));
-	st.found = st.usable = true;
-	DEVICE_SET(st.plugin, lib_path);
-	pjrt_plugin_status(&st);
+	plugin_status(&st);
 	ck_assert(!st.usable);
 	ck_assert_msg(strstr(st.why, "0.40") != NULL && strstr(st.why, "minor 45") != NULL, "%s", st.why);
 	exec_free(ex);
@@ -466,6 +475,216 @@ START_TEST(idle_client_closes)
 }
 END_TEST
 
+/* The job's error detail, for a job that must fail with reason. */
+static void fails_with(struct exec *ex, const char *dev, enum reason reason, const char *says)
+{
+	struct exec_refusal why;
+	struct exec_job *job = run(ex, KERNEL_SAXPY, shapes[KERNEL_SAXPY], dev, NULL, &why);
+	char detail[512];
+
+	ck_assert_msg(job != NULL, "refused: %s", why.detail);
+	ck_assert_int_eq(exec_job_state(job), EXEC_FAILED);
+	ck_assert_int_eq(exec_job_error(job, detail, sizeof(detail)), reason);
+	ck_assert_msg(strstr(detail, says) != NULL, "'%s' not in '%s'", says, detail);
+	exec_job_unref(job);
+}
+
+/* The CUDA client is told which GPUs acceld runs jobs on: those of its devices, by CUDA ordinal. */
+START_TEST(the_cuda_client_takes_the_gpus_acceld_serves)
+{
+	struct exec *ex;
+
+	setenv("FAKE_PJRT_PLATFORM", "cuda", 1);
+	setenv("FAKE_PJRT_DEVICES", "3", 1);
+	make_devices(DEVICE_GPU, 2);
+	ex = start(DEVICE_GPU, 2);
+	json_decref(run_ok(ex, KERNEL_DOT, shapes[KERNEL_DOT], "gpu:1"));
+	ck_assert_str_eq(fake_create_option("visible_devices"), "0,1");
+	ck_assert_str_eq(fake_create_option("preallocate"), "false");
+	exec_free(ex);
+	wait_live_zero();
+}
+END_TEST
+
+/*
+ * A GPU held by another process fails its own jobs only. The CUDA plugin keeps the GPUs of a process's first client
+ * (XLA's ClientLibrary), so the first client opens without the held one, and that one stays out until a restart.
+ */
+START_TEST(a_held_gpu_fails_only_its_own_jobs)
+{
+	struct exec *ex;
+
+	setenv("FAKE_PJRT_PLATFORM", "cuda", 1);
+	setenv("FAKE_PJRT_DEVICES", "2", 1);
+	setenv("FAKE_PJRT_BUSY_DEVICES", "1", 1);
+	ex = start(DEVICE_GPU, 2);
+	json_decref(run_ok(ex, KERNEL_SAXPY, shapes[KERNEL_SAXPY], "gpu:0"));
+	ck_assert_str_eq(fake_create_option("visible_devices"), "0");
+	ck_assert_int_eq(fake_calls("PJRT_Client_Create"), 3); /* both, without gpu:0 (held too), without gpu:1 */
+	fails_with(ex, "gpu:1", REASON_DEVICE_BUSY, "held by another process when acceld's PJRT client opened");
+	/* the other process lets go: the plugin still has only gpu:0 in this process, and acceld says so */
+	setenv("FAKE_PJRT_BUSY_DEVICES", "", 1);
+	fails_with(ex, "gpu:1", REASON_DEVICE_BUSY, "until acceld restarts");
+	json_decref(run_ok(ex, KERNEL_DOT, shapes[KERNEL_DOT], "gpu:0"));
+	exec_free(ex);
+	wait_live_zero();
+}
+END_TEST
+
+/* The device at the GPU's CUDA ordinal must agree with what NVML says of the GPU, or it is another device. */
+START_TEST(a_gpu_that_disagrees_with_nvml_is_refused)
+{
+	struct exec *ex;
+
+	setenv("FAKE_PJRT_PLATFORM", "cuda", 1);
+	setenv("FAKE_PJRT_CC", "8.0", 1);
+	make_devices(DEVICE_GPU, 1);
+	ex = start(DEVICE_GPU, 1);
+	/* start() describes the devices afresh: NVML's compute capability goes in before the worker opens */
+	exec_free(ex);
+	for (size_t i = 1; i < 2; i++)
+		DEVICE_SET(devs[i].gpu.compute_capability, "9.0");
+	{
+		struct exec_opts o;
+
+		exec_opts_from_config(&cfg, &o);
+		o.devices = devs;
+		o.ndevices = 2;
+		o.cpu_threads = 2;
+		ck_assert_int_eq(exec_new(&o, &ex), ACCELD_OK);
+	}
+	fails_with(ex, "gpu:0", REASON_UNSUPPORTED, "compute capability 8.0, NVML says 9.0");
+	exec_free(ex);
+	wait_live_zero();
+}
+END_TEST
+
+/* A PJRT device with far less memory than NVML's GPU (a MIG instance named in CUDA_VISIBLE_DEVICES) is not it. */
+START_TEST(a_gpu_of_other_memory_is_refused)
+{
+	struct exec *ex;
+
+	setenv("FAKE_PJRT_PLATFORM", "cuda", 1);
+	setenv("FAKE_PJRT_MEMORY", "10g", 1);
+	device_memory = 80ull << 30;
+	ex = start(DEVICE_GPU, 1);
+	fails_with(ex, "gpu:0", REASON_UNSUPPORTED, "a MIG instance?");
+	exec_free(ex);
+	device_memory = 16ull << 30;
+	wait_live_zero();
+}
+END_TEST
+
+/* MemoryStats at 0.113's size, its figures kept for the device; a refusal is said with the device, not hidden. */
+START_TEST(memory_figures_or_a_note)
+{
+	struct exec *ex;
+	struct device_pjrt st;
+
+	setenv("FAKE_PJRT_PLATFORM", "cuda", 1);
+	ex = start(DEVICE_GPU, 1);
+	json_decref(run_ok(ex, KERNEL_SAXPY, shapes[KERNEL_SAXPY], "gpu:0"));
+	plugin_status(&st);
+	/* the CUDA allocator's limit: 0.75 of 16 GiB */
+	ck_assert_uint_eq(st.memory_limit_bytes, 12ull << 30);
+	ck_assert_str_eq(st.note, "");
+	ck_assert_int_eq(PJRT_Device_MemoryStats_Args_STRUCT_SIZE, 201);
+	exec_free(ex);
+	wait_live_zero();
+}
+END_TEST
+
+START_TEST(memory_stats_refused_is_noted)
+{
+	struct exec *ex;
+	struct device_pjrt st;
+
+	setenv("FAKE_PJRT_PLATFORM", "cuda", 1);
+	setenv("FAKE_PJRT_NO_MEMSTATS", "1", 1);
+	ex = start(DEVICE_GPU, 1);
+	json_decref(run_ok(ex, KERNEL_SAXPY, shapes[KERNEL_SAXPY], "gpu:0"));
+	plugin_status(&st);
+	ck_assert_uint_eq(st.memory_limit_bytes, 0);
+	ck_assert_msg(strstr(st.note, "PJRT_Device_MemoryStats refused (UNIMPLEMENTED)") != NULL, "%s", st.note);
+	exec_free(ex);
+	wait_live_zero();
+}
+END_TEST
+
+/* 0.56 is refused: 0.57 rearranged PJRT_Api. */
+START_TEST(minor_56_is_refused)
+{
+	struct device_pjrt st;
+
+	setenv("FAKE_PJRT_VERSION", "0.56", 1);
+	ck_assert_ptr_null(pjrt_plugin_load(lib_path)->api);
+	plugin_status(&st);
+	ck_assert(!st.usable);
+	ck_assert_msg(strstr(st.why, "0.57 rearranged PJRT_Api") != NULL, "%s", st.why);
+}
+END_TEST
+
+/* A plugin newer than acceld has met is used with a note; if it wants larger structs, its jobs say so. */
+START_TEST(a_newer_plugin_is_used_with_a_note)
+{
+	struct exec *ex;
+	struct device_pjrt st;
+
+	setenv("FAKE_PJRT_PLATFORM", "cuda", 1);
+	setenv("FAKE_PJRT_VERSION", "0.130", 1);
+	ex = start(DEVICE_GPU, 1);
+	json_decref(run_ok(ex, KERNEL_SAXPY, shapes[KERNEL_SAXPY], "gpu:0"));
+	plugin_status(&st);
+	ck_assert(st.usable);
+	ck_assert_msg(strstr(st.note, "0.130 is newer than any acceld has met (0.115)") != NULL, "%s", st.note);
+	/* its PJRT_ExecuteOptions grew past what acceld knows */
+	setenv("FAKE_PJRT_EXEC_OPTIONS_SIZE", "160", 1);
+	fails_with(ex, "gpu:0", REASON_UNSUPPORTED, "the plugin speaks PJRT 0.130");
+	exec_free(ex);
+	wait_live_zero();
+}
+END_TEST
+
+/* Before 0.97, PJRT_ExecuteOptions ends at incarnation_ids: acceld sends that size to such a plugin. */
+START_TEST(execute_options_sized_by_version)
+{
+	ck_assert_uint_eq(pjrt_execute_options_size(94), 112);
+	ck_assert_uint_eq(pjrt_execute_options_size(96), 112);
+	ck_assert_uint_eq(pjrt_execute_options_size(97), PJRT_ExecuteOptions_STRUCT_SIZE);
+	ck_assert_uint_eq(pjrt_execute_options_size(115), 144);
+}
+END_TEST
+
+/* TPU chips of two TensorCores: chip 1 is the second chip's first core whether ids count chips or cores. */
+static void second_chip_is_found(const char *hw_ids)
+{
+	struct exec *ex;
+
+	setenv("FAKE_PJRT_PLATFORM", "tpu", 1);
+	setenv("FAKE_PJRT_DEVICES", "2", 1);
+	setenv("FAKE_PJRT_CORES_PER_CHIP", "2", 1);
+	setenv("FAKE_PJRT_HW_IDS", hw_ids, 1);
+	ex = start(DEVICE_TPU, 2);
+	json_decref(run_ok(ex, KERNEL_SAXPY, shapes[KERNEL_SAXPY], "tpu:1"));
+	ck_assert_int_eq(fake_compile_option("device_id"), 2); /* devices 0, 1 are chip 0's cores */
+	json_decref(run_ok(ex, KERNEL_DOT, shapes[KERNEL_DOT], "tpu:0"));
+	ck_assert_int_eq(fake_compile_option("device_id"), 0);
+	exec_free(ex);
+	wait_live_zero();
+}
+
+START_TEST(tpu_ids_counting_cores)
+{
+	second_chip_is_found("cores");
+}
+END_TEST
+
+START_TEST(tpu_ids_counting_chips)
+{
+	second_chip_is_found("chips");
+}
+END_TEST
+
 /* CUDA's ordinals follow the PCI order acceld's ids do, whatever order the caller's environment asked for. */
 START_TEST(cuda_counts_in_pci_order)
 {
@@ -494,6 +713,17 @@ Suite *make_suite(void)
 	tcase_add_test(tc, failures_are_reasons);
 	tcase_add_test(tc, abandoned_program_retires_its_client);
 	tcase_add_test(tc, idle_client_closes);
+	tcase_add_test(tc, the_cuda_client_takes_the_gpus_acceld_serves);
+	tcase_add_test(tc, a_held_gpu_fails_only_its_own_jobs);
+	tcase_add_test(tc, a_gpu_that_disagrees_with_nvml_is_refused);
+	tcase_add_test(tc, a_gpu_of_other_memory_is_refused);
+	tcase_add_test(tc, memory_figures_or_a_note);
+	tcase_add_test(tc, memory_stats_refused_is_noted);
+	tcase_add_test(tc, minor_56_is_refused);
+	tcase_add_test(tc, a_newer_plugin_is_used_with_a_note);
+	tcase_add_test(tc, execute_options_sized_by_version);
+	tcase_add_test(tc, tpu_ids_counting_cores);
+	tcase_add_test(tc, tpu_ids_counting_chips);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -76,10 +76,11 @@ START_TEST(two_gpus)
 	ck_assert_str_eq(h->uuid, "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6");
 	ck_assert_str_eq(h->pci_bus_id, "0000:65:00.0");
 	ck_assert_str_eq(l->pci_bus_id, "0000:ca:00.0");
-	ck_assert_uint_eq(h->memory_total_bytes, 80 * GIB);
+	/* a real H100's figures (tests/gpu/README.md, "Runs"): 81559 MiB, 480 of them reserved, which are not free */
+	ck_assert_uint_eq(h->memory_total_bytes, 85520809984ull);
 	ck_assert_uint_eq(l->memory_total_bytes, 24 * GIB);
-	ck_assert_uint_eq(h->memory_available_bytes, 60 * GIB);
-	ck_assert_uint_eq(h->telemetry.memory_used_bytes, 20 * GIB);
+	ck_assert_uint_eq(h->memory_available_bytes, 85520809984ull - 85520809984ull / 4 - (480ull << 20));
+	ck_assert_uint_eq(h->telemetry.memory_used_bytes, 85520809984ull / 4);
 	ck_assert_double_eq_tol(h->telemetry.utilization_ratio, 0.5, 1e-9);
 	ck_assert_double_eq_tol(l->telemetry.utilization_ratio, 0.1, 1e-9);
 	ck_assert_double_eq_tol(h->telemetry.temperature_celsius, 41, 1e-9);
@@ -256,7 +257,7 @@ START_TEST(refresh_failing_keeps_last_values)
 	ck_assert(!res.ok);
 	ck_assert_ptr_nonnull(strstr(res.why, "GPU is lost"));
 	ck_assert_double_eq_tol(out.v[0].telemetry.utilization_ratio, 0.5, 1e-9);
-	ck_assert_uint_eq(out.v[0].memory_total_bytes, 80 * GIB);
+	ck_assert_uint_eq(out.v[0].memory_total_bytes, 85520809984ull);
 	done(st, &out);
 }
 END_TEST
@@ -494,6 +495,53 @@ START_TEST(cuda_visible_devices)
 }
 END_TEST
 
+/* "L4=0,H100=1": each GPU's CUDA ordinal, its place in CUDA_VISIBLE_DEVICES (PCI order when unset). */
+static void ordinals(const char *value, char *text, size_t size)
+{
+	void *st;
+	struct device_list out;
+	struct probe_result res;
+
+	if (value != NULL)
+		setenv("CUDA_VISIBLE_DEVICES", value, 1);
+	else
+		unsetenv("CUDA_VISIBLE_DEVICES");
+	run(&st, &out, &res);
+	text[0] = '\0';
+	for (size_t i = 0; i < out.n; i++) {
+		size_t len = strlen(text);
+
+		snprintf(text + len, size - len, "%s%s=%d", i ? "," : "", out.v[i].pci_bus_id, out.v[i].gpu.cuda_ordinal);
+	}
+	done(st, &out);
+}
+
+/* The ordinal the PJRT backend finds a GPU by is where CUDA counts it: in list order, a failed handle counted too */
+START_TEST(cuda_ordinals_follow_the_list)
+{
+	char t[256];
+
+	setenv("FAKE_NVML_COUNT", "3", 1);
+	ordinals(NULL, t, sizeof(t));
+	ck_assert_str_eq(t, "0000:65:00.0=0,0000:ca:00.0=1,0000:07:00.0=2");
+	ordinals("2,0", t, sizeof(t));
+	ck_assert_str_eq(t, "0000:07:00.0=0,0000:65:00.0=1");
+	ordinals("GPU-89a1,GPU-8932", t, sizeof(t));
+	ck_assert_str_eq(t, "0000:ca:00.0=0,0000:65:00.0=1");
+	/* a listed GPU whose handle fails is still CUDA's ordinal 0: the next one is 1 */
+	setenv("FAKE_NVML_FAIL", "handle", 1);
+	setenv("FAKE_NVML_FAIL_GPU", "1", 1);
+	ordinals("1,0", t, sizeof(t));
+	ck_assert_str_eq(t, "0000:65:00.0=1");
+	unsetenv("FAKE_NVML_FAIL");
+	unsetenv("FAKE_NVML_FAIL_GPU");
+	/* a MIG instance is counted where it is listed */
+	setenv("FAKE_NVML_MIG", "1", 1);
+	ordinals("1,MIG-bbbb2222", t, sizeof(t));
+	ck_assert_str_eq(t, "0000:ca:00.0=0,0000:65:00.0=1");
+}
+END_TEST
+
 START_TEST(cuda_visible_mig)
 {
 	char m[256];
@@ -579,6 +627,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, library_without_nvml);
 	tcase_add_test(tc, cuda_visible_devices);
 	tcase_add_test(tc, cuda_visible_mig);
+	tcase_add_test(tc, cuda_ordinals_follow_the_list);
 	tcase_add_test(tc, mig_mode_reported);
 	tcase_add_test(tc, padded_strings_are_trimmed);
 	suite_add_tcase(s, tc);
