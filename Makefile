@@ -42,8 +42,9 @@ GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 BUILD_TIME := $(shell date -u -d @$${SOURCE_DATE_EPOCH:-$$(date +%s)} +%Y-%m-%dT%H:%M:%SZ)
 
 CFLAGS     ?= -O2 -g
-ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -DCL_TARGET_OPENCL_VERSION=300 $(WARN) $(CFLAGS) $(PKG_CFLAGS) \
-              -Isrc -DACCELD_VERSION='"$(VERSION)"' -MMD -MP -pthread
+# what every compile of src/ shares, the build's and the fuzzers' alike
+DEFINES    := -std=c11 -D_GNU_SOURCE -DCL_TARGET_OPENCL_VERSION=300 -DACCELD_VERSION='"$(VERSION)"' -Isrc
+ALL_CFLAGS := $(DEFINES) $(WARN) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -pthread
 LDLIBS     := $(PKG_LIBS) -ldl -lm -pthread
 # the accelerator and machine tables (db/*.csv) are embedded at build time as generated headers
 ALL_CFLAGS += -I$(BUILD)/gen
@@ -52,10 +53,11 @@ ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recov
 LDFLAGS    += -fsanitize=$(SANITIZE)
 endif
 
-SRC        := $(sort $(wildcard src/*.c))
+# src/ is grouped by subsystem (README.md, "Source layout"); every .c below it is built, tests/unit mirrors it
+SRC        := $(sort $(shell find src -name '*.c'))
 LIB_SRC    := $(filter-out src/main.c,$(SRC))
 LIB_OBJ    := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
-UNIT_SRC   := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_SRC   := $(sort $(shell find tests/unit -name 'test_*.c'))
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FAKE_SRC   := $(sort $(wildcard tests/fakes/*.c))
 FAKE_LIB   := $(FAKE_SRC:tests/fakes/%.c=$(BUILD)/fakes/lib%.so)
@@ -84,8 +86,7 @@ FUZZ_DIR     := $(patsubst %/sanitize,%,$(BUILD))/fuzz
 FUZZ_SRC     := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN     := $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_DIR)/%)
 FUZZ_OBJ     := $(LIB_SRC:src/%.c=$(FUZZ_DIR)/obj/%.o)
-FUZZ_FLAGS   := -std=c11 -D_GNU_SOURCE -DCL_TARGET_OPENCL_VERSION=300 -DACCELD_VERSION='"$(VERSION)"' $(WARN) \
-                -g -O1 -Isrc -I$(FUZZ_DIR)/gen $(PKG_CFLAGS) -pthread -fno-sanitize-recover=all
+FUZZ_FLAGS   := $(DEFINES) $(WARN) -g -O1 -I$(FUZZ_DIR)/gen $(PKG_CFLAGS) -pthread -fno-sanitize-recover=all
 FUZZ_DEB_PKGS := clang libclang-rt-dev
 TEST_DEB_PKGS += $(FUZZ_DEB_PKGS)
 
@@ -131,31 +132,31 @@ $(BUILD)/obj/%.o: src/%.c
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/obj/version.o: ALL_CFLAGS += -DACCELD_COMMIT='"$(GIT_COMMIT)"' -DACCELD_BUILD_TIME='"$(BUILD_TIME)"'
-$(BUILD)/obj/version.o: .git/index $(wildcard .git/HEAD)
+$(BUILD)/obj/core/version.o: ALL_CFLAGS += -DACCELD_COMMIT='"$(GIT_COMMIT)"' -DACCELD_BUILD_TIME='"$(BUILD_TIME)"'
+$(BUILD)/obj/core/version.o: .git/index $(wildcard .git/HEAD)
 .git/index:
 
+# Data files built into the binary, so a user needs no file beside it: the spec and machine tables (db/*.csv) and
+# the dashboard (static/index.html) become generated headers, each a NUL-terminated byte array
+# (unsigned: the page holds UTF-8) named after the file (accelerators_csv, machines_csv, static_index_html; its length
+# is sizeof - 1).
+$(BUILD)/gen/%.h:
+	@mkdir -p $(@D)
+	{ echo '/* generated from $(firstword $^); do not edit */'; \
+	  echo 'static const unsigned char $*[] = {'; \
+	  od -An -v -tx1 $(firstword $^) | sed -e 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	  echo '0x00};'; } > $@
+
 $(BUILD)/gen/accelerators_csv.h: db/accelerators.csv
-	@mkdir -p $(@D)
-	{ echo '/* generated from db/accelerators.csv; do not edit */'; \
-	  echo 'static const char accelerators_csv[] = {'; \
-	  od -An -v -tx1 $< | sed -e 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
-	  echo '0x00};'; } > $@
-
-$(BUILD)/obj/specs.o: $(BUILD)/gen/accelerators_csv.h
-
-# the machine price table (db/machines.csv) the same way
 $(BUILD)/gen/machines_csv.h: db/machines.csv
-	@mkdir -p $(@D)
-	{ echo '/* generated from db/machines.csv; do not edit */'; \
-	  echo 'static const char machines_csv[] = {'; \
-	  od -An -v -tx1 $< | sed -e 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
-	  echo '0x00};'; } > $@
+$(BUILD)/gen/static_index_html.h: static/index.html
 
-$(BUILD)/obj/machines.o: $(BUILD)/gen/machines_csv.h
+$(BUILD)/obj/detect/specs.o: $(BUILD)/gen/accelerators_csv.h
+$(BUILD)/obj/cost/machines.o: $(BUILD)/gen/machines_csv.h
+$(BUILD)/obj/api/api_static.o: $(BUILD)/gen/static_index_html.h
 
 # the native kernels need -O3 for GCC to vectorise their loops; OpenBLAS is loaded at run time (exec_cpu.c)
-$(BUILD)/obj/exec_cpu.o: ALL_CFLAGS += -O3
+$(BUILD)/obj/exec/backend/exec_cpu.o: ALL_CFLAGS += -O3
 
 # the numbered schema migrations (db/migrations/NNNN_*.sql) are embedded into store.c the same way
 MIGRATIONS := $(sort $(wildcard db/migrations/*.sql))
@@ -163,16 +164,7 @@ $(BUILD)/gen/migrations.h: $(MIGRATIONS) db/embed.sh
 	@mkdir -p $(@D)
 	sh db/embed.sh $(MIGRATIONS) > $@
 
-$(BUILD)/obj/store.o: $(BUILD)/gen/migrations.h
-
-# the dashboard (static/index.html) is embedded too, so the binary serves it from anywhere
-$(BUILD)/gen/static_index_html.h: static/index.html
-	@mkdir -p $(@D)
-	{ echo '/* generated from static/index.html; do not edit */'; \
-	  echo 'static const unsigned char static_index_html[] = {'; \
-	  od -An -v -tx1 $< | sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '};'; } > $@
-
-$(BUILD)/obj/api_static.o: $(BUILD)/gen/static_index_html.h
+$(BUILD)/obj/store/store.o: $(BUILD)/gen/migrations.h
 
 $(BUILD)/libacceld.a: $(LIB_OBJ)
 	@rm -f $@
@@ -186,7 +178,7 @@ $(BUILD)/tests/%.o: tests/unit/%.c
 	$(call say,CC,$<)$(CC) $(ALL_CFLAGS) -Itests/unit $(shell pkg-config --cflags check) -c $< -o $@
 
 # check_api.o: hand-built requests and a service context for the handler tests (tests/unit/check_api.h)
-$(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(BUILD)/tests/check_main.o $(BUILD)/tests/check_api.o \
+$(UNIT_BIN): $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/tests/check_main.o $(BUILD)/tests/check_api.o \
 		       $(BUILD)/libacceld.a
 	$(call say,LINK,$@)$(CC) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs check) $(LDLIBS)
 
@@ -251,10 +243,10 @@ $(FUZZ_DIR)/obj/%.o: src/%.c
 	@mkdir -p $(@D)
 	$(call say,FUZZCC,$<)clang $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link,address,undefined -MMD -MP -c $< -o $@
 
-$(FUZZ_DIR)/obj/specs.o: $(FUZZ_DIR)/gen/accelerators_csv.h
-$(FUZZ_DIR)/obj/machines.o: $(FUZZ_DIR)/gen/machines_csv.h
-$(FUZZ_DIR)/obj/store.o: $(FUZZ_DIR)/gen/migrations.h
-$(FUZZ_DIR)/obj/api_static.o: $(FUZZ_DIR)/gen/static_index_html.h
+$(FUZZ_DIR)/obj/detect/specs.o: $(FUZZ_DIR)/gen/accelerators_csv.h
+$(FUZZ_DIR)/obj/cost/machines.o: $(FUZZ_DIR)/gen/machines_csv.h
+$(FUZZ_DIR)/obj/store/store.o: $(FUZZ_DIR)/gen/migrations.h
+$(FUZZ_DIR)/obj/api/api_static.o: $(FUZZ_DIR)/gen/static_index_html.h
 
 $(FUZZ_DIR)/gen/%.h:
 	@$(MAKE) --no-print-directory BUILD=$(FUZZ_DIR) $@
@@ -262,6 +254,7 @@ $(FUZZ_DIR)/gen/%.h:
 # regenerated when their sources change, like the build's own copies
 $(FUZZ_DIR)/gen/migrations.h: $(MIGRATIONS) db/embed.sh
 $(FUZZ_DIR)/gen/accelerators_csv.h: db/accelerators.csv
+$(FUZZ_DIR)/gen/machines_csv.h: db/machines.csv
 $(FUZZ_DIR)/gen/static_index_html.h: static/index.html
 
 $(FUZZ_DIR)/libacceld.a: $(FUZZ_OBJ)

@@ -13,8 +13,8 @@
 
 #include <sqlite3.h>
 
-#include "journal.h"
-#include "store.h"
+#include "store/journal.h"
+#include "store/store.h"
 
 #define PREFILL 200000
 

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "device.h"
-#include "store.h"
+#include "core/clock.h"
+#include "detect/device.h"
+#include "store/store.h"
 
 #define CHUNK 8192
 

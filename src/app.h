@@ -10,8 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "err.h"
+#include "core/config.h"
+#include "core/err.h"
 
 struct http_server;
 struct store;

@@ -1,6 +1,6 @@
 /*
  * A stand-in PJRT plugin for the PJRT backend's tests, built as $(BUILD)/fakes/libpjrt.so. It exports
- * GetPjrtApi with the real layouts (src/pjrt_abi.h) and runs acceld's five float32 programs on the CPU.
+ * GetPjrtApi with the real layouts (src/exec/backend/pjrt_abi.h) and runs acceld's five float32 programs on the CPU.
  *
  * Programs: PJRT_Client_Compile takes format "mlir" as text. The module must be named @acceld_<kernel>
  * (saxpy, triad, dot, sgemm, softmax) and hold `func.func public @main(...)`, whose tensor types fix the shapes:
@@ -76,7 +76,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pjrt_abi.h"
+#include "exec/backend/pjrt_abi.h"
 
 #define MAX_DEVICES 8
 #define MAX_DIMS 8

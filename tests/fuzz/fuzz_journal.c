@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "journal.h"
+#include "store/journal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

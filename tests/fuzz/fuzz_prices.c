@@ -9,7 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "cost.h"
+#include "cost/cost.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

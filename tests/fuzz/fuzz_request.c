@@ -30,11 +30,11 @@
 #include <unistd.h>
 
 #include "app.h"
-#include "config.h"
-#include "backend.h"
-#include "http.h"
-#include "log.h"
-#include "metrics.h"
+#include "core/config.h"
+#include "exec/backend.h"
+#include "http/http.h"
+#include "core/log.h"
+#include "metrics/metrics.h"
 
 #define TARGET_MAX 2048
 #define REQ_MAX (TARGET_MAX * 3 + 65536 + 512)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "probe_tpu.h"
+#include "detect/probe_tpu.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -20,7 +20,7 @@ cp "$HERE/check_nvidia.sh" "$HERE/bench_nvidia.sh" "$HERE/check_pjrt.sh" "$HERE/
 # the copy-bandwidth peer of bench_nvidia.sh and the PJRT plugin prober, built here since a GPU host may have no
 # compiler
 cc -O2 -o "$OUT/clcopy" "$HERE/clcopy.c" -lOpenCL
-cc -std=c11 -D_GNU_SOURCE -O2 -o "$OUT/pjrt_probe" "$HERE/pjrt_probe.c" -ldl
+cc -std=c11 -D_GNU_SOURCE -O2 -I"$HERE/../../src" -o "$OUT/pjrt_probe" "$HERE/pjrt_probe.c" -ldl
 # OpenBLAS is loaded at run time (so `ldd` does not list it): carry it too when present
 blas=$(ldconfig -p | awk '/libopenblas\.so\.0 / { print $NF; exit }')
 [ -z "$blas" ] || cp -L "$blas" "$OUT/lib/"

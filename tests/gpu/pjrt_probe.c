@@ -9,14 +9,14 @@
  *
  * FIRST (an ordinal) makes the process's first client ask for visible_devices=[FIRST] and stops there: what the
  * plugin does with a set of its own (the CUDA plugin keeps the first client's GPUs for the process).
- * Built by tests/gpu/bundle.sh from src/pjrt_abi.h; output is plain text, one fact per line.
+ * Built by tests/gpu/bundle.sh from src/exec/backend/pjrt_abi.h; output is plain text, one fact per line.
  */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/pjrt_abi.h"
+#include "exec/backend/pjrt_abi.h"
 
 static const PJRT_Api *api;
 

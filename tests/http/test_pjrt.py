@@ -197,7 +197,7 @@ class ConformanceTable(unittest.TestCase):
         with open(os.path.join(root, "tests", "pjrt_conformance.md"), encoding="utf-8") as f:
             rows = [line.split("|")[1].strip() for line in f if line.startswith("| ") and " | " in line]
         ids = [r for r in rows if r not in ("id", "---")]
-        with open(os.path.join(root, "tests", "unit", "test_pjrt_fake.c"), encoding="utf-8") as f:
+        with open(os.path.join(root, "tests", "unit", "exec", "backend", "test_pjrt_fake.c"), encoding="utf-8") as f:
             source = f.read()
         tests = set(re.findall(r"START_TEST\(conf_(\w+)\)", source))
         registered = set(re.findall(r"tcase_add_test\(conformance, conf_(\w+)\)", source))

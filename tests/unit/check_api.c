@@ -5,12 +5,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cost.h"
-#include "detect.h"
-#include "device.h"
-#include "exec.h"
-#include "probe.h"
-#include "store.h"
+#include "cost/cost.h"
+#include "detect/detect.h"
+#include "detect/device.h"
+#include "exec/exec.h"
+#include "detect/probe.h"
+#include "store/store.h"
 
 void check_req_init(struct check_req *r, enum http_method method, const char *target, const char *json)
 {

@@ -8,8 +8,8 @@
 #define ACCELD_CHECK_API_H
 
 #include "app.h"
-#include "http.h"
-#include "routes.h"
+#include "http/http.h"
+#include "http/routes.h"
 
 /* A request and the storage its borrowed strings point into. */
 struct check_req {

@@ -1,0 +1,488 @@
+/* report: `acceld report` - the devices as a table, as JSON, verbosely, or as Node Feature Discovery labels. */
+#include "cli/report.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "core/clock.h"
+#include "detect/cloud.h"
+#include "core/config.h"
+#include "detect/detect.h"
+#include "cost/hostprice.h"
+#include "core/log.h"
+#include "core/mem.h"
+#include "exec/backend/pjrt_plugin.h"
+#include "select/select.h"
+
+#define GIB 1073741824.0
+
+struct report_opts {
+	bool json;
+	bool verbose;
+	const char *nfd;
+};
+
+static void report_usage(FILE *out)
+{
+	fprintf(out, "usage: acceld report [--json] [--verbose] [--nfd PATH] [SETTINGS]\n"
+		     "\n"
+		     "  --json       print the same document as GET /devices\n"
+		     "  --verbose    add every probe's findings and errors\n"
+		     "  --nfd PATH   write a Node Feature Discovery features file (labels " REPORT_NFD_NS "*)\n"
+		     "\n");
+	config_usage(out);
+}
+
+/* Takes report's own options out of argv; the rest (settings, --help) go to the configuration. Returns 0, or -1. */
+static int split_args(int argc, char **argv, struct report_opts *o, char **rest, int *nrest)
+{
+	*nrest = 0;
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0) {
+			o->json = true;
+		} else if (strcmp(argv[i], "--verbose") == 0 || strcmp(argv[i], "-v") == 0) {
+			o->verbose = true;
+		} else if (strcmp(argv[i], "--nfd") == 0) {
+			if (i + 1 >= argc || argv[i + 1][0] == '\0') {
+				fprintf(stderr, "acceld report: --nfd needs a file path\n");
+				return -1;
+			}
+			o->nfd = argv[++i];
+		} else if (strncmp(argv[i], "--nfd=", 6) == 0 && argv[i][6] != '\0') {
+			o->nfd = argv[i] + 6;
+		} else {
+			rest[(*nrest)++] = argv[i];
+		}
+	}
+	return 0;
+}
+
+static const struct device *first_of(const struct detect_snapshot *s, enum device_type t)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->devices[i].type == t)
+			return &s->devices[i];
+	return NULL;
+}
+
+/*
+ * The device GET /select names for prefer (and the configured allow_tpu, no other constraint), or NULL when the host
+ * has no device of a named kind (selection would fall back to another kind).
+ */
+static const struct device *choice(const struct detect_snapshot *s, const struct config *cfg, int prefer)
+{
+	struct select_request req;
+	struct select_result res;
+	const struct device *d = NULL;
+
+	select_request_init(&req, cfg);
+	req.prefer = prefer;
+	if (select_choose(s->devices, s->n, &req, NULL, 0, &res) == ACCELD_OK && !res.fell_back)
+		d = res.device;
+	select_result_release(&res);
+	return d;
+}
+
+/* The device the configured preference points at. */
+static const struct device *preferred(const struct detect_snapshot *s, const struct config *cfg)
+{
+	return choice(s, cfg, cfg->prefer);
+}
+
+/* The automatic order's choice: TPU (when allowed) > GPU > CPU. */
+static const struct device *recommended(const struct detect_snapshot *s, const struct config *cfg)
+{
+	return choice(s, cfg, PREFER_AUTO);
+}
+
+static void backends_text(unsigned bits, char *out, size_t outsz)
+{
+	json_t *a = device_backends_json(bits);
+	size_t len = 0;
+	size_t i;
+	json_t *v;
+
+	out[0] = '\0';
+	json_array_foreach(a, i, v)
+	{
+		if (len < outsz)
+			len += (size_t)snprintf(out + len, outsz - len, "%s%s", i ? "," : "", json_string_value(v));
+	}
+	json_decref(a);
+}
+
+static void num_or_dash(char *out, size_t outsz, double v, int decimals)
+{
+	if (isnan(v))
+		snprintf(out, outsz, "-");
+	else
+		snprintf(out, outsz, "%.*f", decimals, v);
+}
+
+static void bytes_or_dash(char *out, size_t outsz, uint64_t v)
+{
+	if (v == 0)
+		snprintf(out, outsz, "-");
+	else
+		snprintf(out, outsz, "%.1f GiB", (double)v / GIB);
+}
+
+static const char *or_dash(const char *s)
+{
+	return s[0] != '\0' ? s : "-";
+}
+
+static void print_cpu_detail(const struct device *d, FILE *out)
+{
+	static const char *const names[4] = {"L1d", "L2", "L3", "L4"};
+	char quota[32];
+
+	if (isnan(d->cpu.quota_cpus))
+		snprintf(quota, sizeof(quota), "none");
+	else
+		snprintf(quota, sizeof(quota), "%.2f CPUs", d->cpu.quota_cpus);
+	fprintf(out, "  %s: %u package(s), %u core(s), %u PU(s), %u NUMA node(s); cpuset %s; quota %s; "
+		     "effective CPUs %.2f; ISA %s\n",
+		d->id, d->cpu.packages, d->cpu.cores, d->cpu.pus, d->cpu.numa_nodes, or_dash(d->cpu.cpuset), quota,
+		isnan(d->cpu.effective_cpus) ? 0.0 : d->cpu.effective_cpus, or_dash(d->cpu.isa));
+	fprintf(out, "  %s: caches", d->id);
+	for (int i = 0; i < 4; i++)
+		if (d->cpu.cache_bytes[i] != 0)
+			fprintf(out, " %s %llu KiB", names[i], (unsigned long long)(d->cpu.cache_bytes[i] / 1024));
+	fputc('\n', out);
+}
+
+/* The PJRT plugin of a TPU or NVIDIA GPU; verbosely loaded, so its API version (or its refusal) is known too. */
+static void print_pjrt(const struct device *d, bool verbose, FILE *out)
+{
+	struct device_pjrt p = d->pjrt;
+
+	if (!p.found) {
+		fprintf(out, "  %s: pjrt: %s\n", d->id, p.why);
+		return;
+	}
+	if (verbose) {
+		pjrt_plugin_load(p.plugin);
+		pjrt_plugin_status(&p);
+	}
+	fprintf(out, "  %s: pjrt: %s (from %s)%s%s%s%s%s%s\n", d->id, p.plugin, p.source,
+		p.api_version[0] ? ", PJRT API " : "", p.api_version, p.platform[0] ? ", platform " : "", p.platform,
+		!p.usable ? ": refused: " : "", !p.usable ? p.why : "");
+}
+
+/* The host: which cloud VM, its price (built-in table; overrides are the service's) and the split. */
+static void print_host(const struct detect_snapshot *s, FILE *out)
+{
+	const struct cloud_host *h = s->host;
+	const char *billing;
+	double applied;
+
+	if (h == NULL) {
+		fputc('\n', out);
+		return;
+	}
+	applied = hostprice_applied(h->spot, s->host_price.usd_per_hour, s->host_price.usd_per_hour_spot, &billing);
+	if (h->state == CLOUD_KNOWN)
+		fprintf(out, "Host:               %s %s in %s%s%s, %s\n", cloud_kind_name(h->cloud), h->instance_type,
+			h->zone[0] ? h->zone : h->region, h->note[0] ? "; " : "", h->note,
+			h->spot == 1 ? "Spot" : h->spot == 0 ? "on demand" : "Spot or on demand unknown");
+	else
+		fprintf(out, "Host:               %s (%s)%s%s\n", cloud_state_name(h->state), h->detected_by,
+			h->note[0] ? "; " : "", h->note);
+	if (isfinite(applied))
+		fprintf(out, "Host price:         %.4f USD/h %s (%s); split: %s\n\n", applied,
+			strcmp(billing, "spot") == 0 ? "Spot" : "on demand", s->host_price.source, s->host_split.rule);
+	else
+		fprintf(out, "Host price:         unknown: %s\n\n", s->host_price.source);
+}
+
+static void print_table(const struct detect_snapshot *s, const struct config *cfg, bool verbose, FILE *out)
+{
+	char when[CLOCK_RFC3339_LEN];
+	const struct device *rec = recommended(s, cfg);
+	const struct device *cur = preferred(s, cfg);
+	json_t *cj;
+
+	clock_rfc3339(s->taken_at_ms, when);
+	fprintf(out, "acceld report - %s, snapshot %llu, probed in %.1f ms\n\n", when,
+		(unsigned long long)s->generation, s->refresh_ms);
+	fprintf(out, "Current device:     %s (preference %s%s)\n", cur ? cur->id : "none",
+		config_prefer_name(cfg->prefer), cur ? "" : ": no such device on this host");
+	fprintf(out, "Recommended device: %s (automatic order TPU > GPU > CPU%s; GET /select weighs policy too)\n",
+		rec ? rec->id : "none", cfg->allow_tpu ? "" : ", TPUs not allowed");
+	print_host(s, out);
+
+	fprintf(out, "%-7s %-4s %-7s %-34s %-9s %-21s %-10s %-10s %-5s %s\n", "ID", "TYPE", "VENDOR", "MODEL", "ACCEL",
+		"MEMORY TOTAL/AVAIL", "FP32 TF", "BF16 TF", "RUN", "BACKENDS");
+	for (size_t i = 0; i < s->n; i++) {
+		const struct device *d = &s->devices[i];
+		char total[24];
+		char avail[24];
+		char mem[48];
+		char fp32[16];
+		char bf16[16];
+		char backends[160];
+
+		bytes_or_dash(total, sizeof(total), d->memory_total_bytes);
+		bytes_or_dash(avail, sizeof(avail), d->memory_available_bytes);
+		snprintf(mem, sizeof(mem), "%s/%s", total, avail);
+		num_or_dash(fp32, sizeof(fp32), d->peak.fp32_tflops, 2);
+		num_or_dash(bf16, sizeof(bf16), d->peak.bf16_tflops, 1);
+		backends_text(d->backends, backends, sizeof(backends));
+		fprintf(out, "%-7s %-4s %-7.7s %-34.34s %-9.9s %-21s %-10s %-10s %-5s %s\n", d->id,
+			device_type_name(d->type), or_dash(d->vendor), or_dash(d->model), or_dash(d->accelerator_type),
+			mem, fp32, bf16, d->executable ? "yes" : "no", backends);
+	}
+	fputc('\n', out);
+	for (size_t i = 0; i < s->n; i++) {
+		const struct device *d = &s->devices[i];
+
+		if (d->type == DEVICE_CPU)
+			print_cpu_detail(d, out);
+		if (d->pci_bus_id[0] != '\0')
+			fprintf(out, "  %s: PCI %s\n", d->id, d->pci_bus_id);
+		if (d->type == DEVICE_TPU)
+			fprintf(out, "  %s: TPU %s, slice %s, topology %s, chip %u of %u\n", d->id,
+				or_dash(d->tpu.generation), or_dash(d->tpu.accelerator_type), or_dash(d->tpu.topology),
+				d->tpu.chip_index, d->tpu.chips);
+		if (d->opencl.present)
+			fprintf(out, "  %s: OpenCL %s on %s (%s)\n", d->id, or_dash(d->opencl.name),
+				or_dash(d->opencl.platform), or_dash(d->opencl.version));
+		if (d->pjrt.candidate)
+			print_pjrt(d, verbose, out);
+		if (d->peak.source[0] != '\0')
+			fprintf(out, "  %s: peak from %s\n", d->id, d->peak.source);
+		if (!isnan(d->price.usd_per_hour))
+			fprintf(out, "  %s: price %.3f USD/h per %s (%s)\n", d->id, d->price.usd_per_hour,
+				or_dash(d->price.unit), d->price.source);
+	}
+	fprintf(out, "\nBackends found:\n");
+	for (size_t i = 0; i < s->nprobes; i++) {
+		const struct probe_result *r = &s->probes[i].result;
+
+		fprintf(out, "  %-10s %-8s %-13s %u device view(s)%s%s\n", s->probes[i].name, r->ok ? "ok" : "FAILED",
+			r->available ? "available" : "not present", r->found, verbose && r->why[0] ? "; " : "",
+			verbose ? r->why : "");
+		if (verbose)
+			fprintf(out, "  %-10s took %.2f ms\n", "", r->duration_ms);
+	}
+	if (verbose) {
+		fprintf(out, "\nDevices in full:\n");
+		for (size_t i = 0; i < s->n; i++) {
+			json_t *dj = device_to_json(&s->devices[i]);
+
+			json_dumpf(dj, out, JSON_INDENT(2));
+			fputc('\n', out);
+			json_decref(dj);
+		}
+	}
+	fprintf(out, "\nConfiguration:\n");
+	cj = config_to_json(cfg);
+	json_dumpf(cj, out, JSON_INDENT(2));
+	fputc('\n', out);
+	json_decref(cj);
+}
+
+/* --- Node Feature Discovery --- */
+
+/* A label value: at most 63 of [A-Za-z0-9._-], starting and ending with a letter or digit; "" when none is left. */
+static void label_value(const char *in, char *out, size_t outsz)
+{
+	size_t n = 0;
+	size_t limit = outsz - 1 < 63 ? outsz - 1 : 63;
+
+	for (const char *p = in; *p && n < limit; p++) {
+		char c = *p;
+
+		if (!isalnum((unsigned char)c) && c != '.' && c != '_' && c != '-')
+			c = '-';
+		if (n == 0 && !isalnum((unsigned char)c))
+			continue;
+		if (c == '-' && n > 0 && out[n - 1] == '-')
+			continue;
+		out[n++] = c;
+	}
+	while (n > 0 && !isalnum((unsigned char)out[n - 1]))
+		n--;
+	out[n] = '\0';
+}
+
+static void label(FILE *out, const char *name, const char *value)
+{
+	char v[64];
+
+	label_value(value, v, sizeof(v));
+	if (v[0] != '\0')
+		fprintf(out, "%s%s=%s\n", REPORT_NFD_NS, name, v);
+}
+
+static void label_u(FILE *out, const char *name, unsigned long long value)
+{
+	char v[32];
+
+	snprintf(v, sizeof(v), "%llu", value);
+	label(out, name, v);
+}
+
+void report_nfd_labels(const struct detect_snapshot *snap, const struct config *cfg, FILE *out)
+{
+	const struct device *cpu = first_of(snap, DEVICE_CPU);
+	const struct device *gpu = first_of(snap, DEVICE_GPU);
+	const struct device *tpu = first_of(snap, DEVICE_TPU);
+	const struct device *rec = recommended(snap, cfg);
+	unsigned ngpu = 0;
+	unsigned ntpu = 0;
+	bool opencl = false;
+
+	for (size_t i = 0; i < snap->n; i++) {
+		ngpu += snap->devices[i].type == DEVICE_GPU;
+		ntpu += snap->devices[i].type == DEVICE_TPU;
+		opencl = opencl || snap->devices[i].opencl.present;
+	}
+	if (cpu != NULL) {
+		char eff[32];
+
+		if (cpu->cpu.pus != 0)
+			label_u(out, "cpu-pus", cpu->cpu.pus);
+		if (!isnan(cpu->cpu.effective_cpus)) {
+			snprintf(eff, sizeof(eff), "%g", cpu->cpu.effective_cpus);
+			label(out, "cpu-effective-cpus", eff);
+		}
+		label(out, "cpu-isa", cpu->cpu.isa);
+	}
+	if (opencl)
+		label(out, "opencl", "true");
+	if (gpu != NULL) {
+		label_u(out, "gpu-count", ngpu);
+		label(out, "gpu-vendor", gpu->vendor);
+		label(out, "gpu-product", gpu->accelerator_type[0] ? gpu->accelerator_type : gpu->model);
+		if (gpu->memory_total_bytes != 0)
+			label_u(out, "gpu-memory-gib",
+				(unsigned long long)((double)gpu->memory_total_bytes / GIB + 0.5));
+		label(out, "gpu-executable", gpu->executable ? "true" : "false");
+	}
+	if (tpu != NULL) {
+		label_u(out, "tpu-count", ntpu);
+		label(out, "tpu-product", tpu->accelerator_type);
+		label(out, "tpu-generation", tpu->tpu.generation);
+		label(out, "tpu-accelerator-type", tpu->tpu.accelerator_type);
+		label(out, "tpu-topology", tpu->tpu.topology);
+		if (tpu->tpu.chips != 0)
+			label_u(out, "tpu-chips", tpu->tpu.chips);
+		if (tpu->tpu.worker_id >= 0)
+			label_u(out, "tpu-worker-id", (unsigned long long)tpu->tpu.worker_id);
+	}
+	if (rec != NULL)
+		label(out, "preferred-device-type", device_type_name(rec->type));
+	if (snap->host != NULL && snap->host->state == CLOUD_KNOWN) {
+		label(out, "cloud", cloud_kind_name(snap->host->cloud));
+		label(out, "cloud-instance-type", snap->host->instance_type);
+		if (snap->host->spot >= 0)
+			label(out, "cloud-spot", snap->host->spot ? "true" : "false");
+	}
+}
+
+int report_write_nfd(const struct detect_snapshot *snap, const struct config *cfg, const char *path, char *err,
+		     size_t errsz)
+{
+	char *tmp = NULL;
+	size_t plen = strlen(path);
+	FILE *f = NULL;
+	int fd;
+	int rc = -1;
+
+	tmp = xmalloc(plen + 16);
+	snprintf(tmp, plen + 16, "%s.tmp-XXXXXX", path);
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		snprintf(err, errsz, "cannot create a temporary file beside %.200s: %s", path, strerror(errno));
+		free(tmp);
+		return -1;
+	}
+	f = fdopen(fd, "w");
+	if (f == NULL) {
+		close(fd);
+		snprintf(err, errsz, "cannot open %.200s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	fprintf(f, "# Node Feature Discovery local features, written by acceld report --nfd\n");
+	report_nfd_labels(snap, cfg, f);
+	if (fflush(f) != 0 || fchmod(fileno(f), 0644) != 0 || fsync(fileno(f)) != 0) {
+		snprintf(err, errsz, "cannot write %.200s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	if (fclose(f) != 0) {
+		f = NULL;
+		snprintf(err, errsz, "cannot write %.200s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	f = NULL;
+	/* readers (nfd-worker) see the old file or the new one, never half of one */
+	if (rename(tmp, path) != 0) {
+		snprintf(err, errsz, "cannot rename onto %.200s: %s", path, strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	if (f != NULL)
+		fclose(f);
+	if (rc != 0)
+		unlink(tmp);
+	free(tmp);
+	return rc;
+}
+
+int report_main(int argc, char **argv)
+{
+	struct report_opts o = {0};
+	struct config cfg;
+	struct detect *det = NULL;
+	const struct detect_snapshot *snap = NULL;
+	struct cloud_host host;
+	char **rest = xcalloc((size_t)argc + 1, sizeof(*rest));
+	char err[1024];
+	int nrest;
+	int rc = CLI_EXIT_OK;
+	bool loaded;
+
+	if (split_args(argc, argv, &o, rest, &nrest) != 0) {
+		report_usage(stderr);
+		free(rest);
+		return CLI_EXIT_USAGE;
+	}
+	loaded = cli_load_config(&cfg, "report", nrest, rest, report_usage, &rc);
+	free(rest);
+	if (!loaded)
+		return rc;
+	/* the report is for people and scripts: only warnings and errors go to stderr */
+	log_set_level(o.verbose ? LOGL_INFO : LOGL_WARN);
+	det = detect_new(&cfg, NULL, 0);
+	/* a command asks the metadata service in line: it is not serving requests */
+	cloud_learn(&cfg, &host);
+	detect_set_host(det, &host);
+	snap = detect_acquire(det);
+	if (o.json) {
+		fwrite(snap->json, 1, snap->json_len, stdout);
+		fputc('\n', stdout);
+	} else {
+		print_table(snap, &cfg, o.verbose, stdout);
+	}
+	if (o.nfd != NULL) {
+		if (report_write_nfd(snap, &cfg, o.nfd, err, sizeof(err)) != 0) {
+			fprintf(stderr, "acceld report: %s\n", err);
+			rc = CLI_EXIT_FAIL;
+		} else if (!o.json) {
+			printf("\nNode Feature Discovery labels written to %s\n", o.nfd);
+		}
+	}
+	detect_release(snap);
+	detect_free(det);
+	config_release(&cfg);
+	return rc;
+}

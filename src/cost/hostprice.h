@@ -1,0 +1,86 @@
+/*
+ * hostprice: what the whole host costs an hour, and how that price is split over the devices acceld lists.
+ *
+ * The host price of a cloud VM comes from the machine table (machines.h) by cloud, instance type and region, or
+ * from an override naming the instance type (cost.c). The split:
+ *
+ *   1. Each accelerator weighs its on-demand price in the accelerator table (db/accelerators.csv). When a listed
+ *      accelerator has no table price there is no stated weight: no device gets a share (the host price still
+ *      shows), and each keeps its own table price, if any.
+ *   2. The shape's accelerator part P is what its accelerators cost at those prices: the count and kind the
+ *      machine table names (8 x H100 for a3-highgpu-8g), or, where it names none, the listed accelerators.
+ *   3. When P exceeds the host price H, every accelerator share is scaled by f = H / P; otherwise f = 1.
+ *   4. Each listed accelerator gets f x its weight; the CPU (cpu:0) gets the rest, H - f x P, never below 0.
+ *      Accelerators of the shape that acceld does not list (hidden by CUDA_VISIBLE_DEVICES, or not granted to
+ *      the container) keep their part, f x (P - listed weights), off every device: it is reported as
+ *      "unlisted". When acceld lists every accelerator of the shape, the shares add up to H exactly.
+ *   5. Spot: the same fractions (share / H) apply to the Spot host price, so Spot shares add up likewise.
+ *
+ * All prices are USD per hour; unknown is NAN, never 0.
+ */
+#ifndef ACCELD_HOSTPRICE_H
+#define ACCELD_HOSTPRICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "detect/cloud.h"
+#include "detect/device.h"
+
+/* The host's price and where it came from. */
+struct hostprice {
+	double usd_per_hour;          /* the whole host on demand; NAN unknown */
+	double usd_per_hour_spot;     /* NAN unknown */
+	unsigned accelerators;        /* accelerators of the shape (machine table); 0 none or unknown */
+	char accelerator_key[32];     /* their accelerator table row, "" unknown */
+	char source[240];             /* "built-in table: <source> as of <date>", "api override (instance_type x)" */
+};
+
+/* How a host price was split. */
+struct hostprice_split {
+	bool split;                   /* shares were given (rule 1 did not stop it) */
+	double scale;                 /* f */
+	double cpu_usd_per_hour;      /* the CPU's share; NAN when not split */
+	double accelerators_usd_per_hour; /* the listed accelerators' shares together */
+	double unlisted_usd_per_hour; /* the part of the shape's accelerators acceld does not list */
+	double devices_usd_per_hour;  /* every listed device's share together */
+	char rule[200];               /* the rule in words, or why there is no split */
+};
+
+/*
+ * The built-in price of the host from the machine table. Without a known host (not a cloud, metadata failed) or
+ * without a row for its type and region, the prices stay NAN and source says why.
+ */
+void hostprice_from_table(const struct cloud_host *host, struct hostprice *out);
+
+/*
+ * Splits h over devs[0..n) (see above) into shares[0..n): the share of each device, with unit "host share" and
+ * a source naming the host. A device without a share (no split, or no host price) gets NAN prices and an empty
+ * source. info (may be NULL) receives the totals and the rule.
+ */
+void hostprice_split(const struct cloud_host *host, const struct hostprice *h, const struct device *devs, size_t n,
+		     struct device_price *shares, struct hostprice_split *info);
+
+/*
+ * The price a host of this kind is billed at: the Spot figure on a Spot host where one is known, else the
+ * on-demand one. *billing receives "spot" or "on_demand".
+ */
+double hostprice_applied(int spot, double usd_per_hour, double usd_per_hour_spot, const char **billing);
+
+/*
+ * The host object of the API (a new object): cloud_host_json's members, "billing", and "price" (usd_per_hour,
+ * usd_per_hour_spot, applied_usd_per_hour, source, accelerators) and "split" (the rule and totals; null members
+ * where unknown).
+ */
+json_t *hostprice_json(const struct cloud_host *host, const struct hostprice *h, const struct hostprice_split *s);
+
+/*
+ * Applies the built-in split to devs in place: every device with a share gets it as its price (the others keep
+ * their table price). Fills info (may be NULL) and h (may be NULL) with what was used.
+ */
+void hostprice_apply_builtin(const struct cloud_host *host, struct device *devs, size_t n, struct hostprice *h,
+			     struct hostprice_split *info);
+
+#endif

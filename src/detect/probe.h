@@ -1,0 +1,57 @@
+/*
+ * probe: the interface every detection source implements (hwloc/cgroup, OpenCL, NVML, sysfs, TPU).
+ *
+ * A probe is an ops struct so tests can register fakes. probe() appends what it finds to a device list; refresh()
+ * updates telemetry of devices it found earlier (it may be NULL). A probe that fails reports why in its
+ * probe_result and never stops the others. Probes do not assign ids: detect merges views of one device (by PCI
+ * bus id, or the PoCL CPU into the CPU) and names them.
+ */
+#ifndef ACCELD_PROBE_H
+#define ACCELD_PROBE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/config.h"
+#include "detect/device.h"
+
+/* A growable list of devices (owned). */
+struct device_list {
+	struct device *v;
+	size_t n;
+	size_t cap;
+};
+
+void device_list_init(struct device_list *l);
+/* Appends a copy of d; returns the stored copy. */
+struct device *device_list_add(struct device_list *l, const struct device *d);
+void device_list_release(struct device_list *l);
+
+struct probe_result {
+	bool ok;               /* the probe ran; false means it failed (why says how) */
+	bool available;        /* the source exists on this host (e.g. NVML loaded) */
+	unsigned found;        /* devices it added */
+	char why[256];         /* an error or a note, "" when there is nothing to say */
+	double duration_ms;
+};
+
+/* Appends a note to res->why ("; "-separated), cutting at the field's size. */
+void probe_note(struct probe_result *res, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+struct probe_ops {
+	const char *name;      /* "cpu", "opencl", "nvml", "sysfs-gpu", "tpu" */
+	/* Finds devices and appends them to out. state is the probe's own, created on first use (may stay NULL). */
+	void (*probe)(void **state, const struct config *cfg, struct device_list *out, struct probe_result *res);
+	/* Updates telemetry of devices this probe added earlier; may be NULL. */
+	void (*refresh)(void **state, const struct config *cfg, struct device_list *devs, struct probe_result *res);
+	/* Frees state; may be NULL. */
+	void (*release)(void *state);
+};
+
+extern const struct probe_ops probe_cpu_ops;
+extern const struct probe_ops probe_opencl_ops;
+extern const struct probe_ops probe_nvml_ops;
+extern const struct probe_ops probe_sysfs_gpu_ops;
+extern const struct probe_ops probe_tpu_ops;
+
+#endif

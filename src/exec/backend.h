@@ -1,0 +1,122 @@
+/*
+ * backend: what a backend of the executor is, and the list of the built-in ones.
+ *
+ * A backend runs one kernel at a time on one device: the native CPU code (exec_cpu.c), OpenCL (exec_opencl.c). It
+ * is an ops struct that says which devices it serves and how much it is preferred (rank); the executor (exec.c)
+ * gives each device a worker thread and, for each job, the default backend of the device or the one the job
+ * names, and knows nothing of any backend by name. A new backend is one file with its ops and one line in
+ * backend_builtin (backend.c). Backends include this header, never exec.h.
+ */
+#ifndef ACCELD_BACKEND_H
+#define ACCELD_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "detect/device.h"
+#include "core/err.h"
+#include "exec/kernel.h"
+#include "core/reason.h"
+
+struct config;
+
+/* One kernel run as a backend sees it (see kernel.h for the kernels). Inputs are read-only; out is written out of
+ * place and is NULL for dot, whose value goes to dot. in[2] of sgemm NULL means zeros. */
+struct backend_work {
+	enum kernel_id kernel;
+	size_t m, n, k;
+	float alpha, beta, s;
+	const float *in[KERNEL_MAX_INPUTS];
+	float *out;
+	double dot;
+	/* in: the precision asked for sgemm; out: the one that ran (a backend that has only float32 sets highest) */
+	enum kernel_precision precision;
+	/* CLOCK_MONOTONIC ns when the job's answer was due (0: none): a backend that can abandon a running program
+	 * returns ACCELD_ETIMEOUT past it rather than hold its worker */
+	uint64_t deadline_ns;
+};
+
+/* What a backend measured of one run. */
+struct backend_timing {
+	double transfer_ms; /* host <-> device copies; 0 for native */
+	double kernel_ms;
+	double compile_ms;  /* building the program for this run; 0 when it came from a cache, NAN: no programs */
+	int cached;         /* 1: the program came from the backend's cache, 0: built for this run, -1: no programs */
+};
+
+struct backend_ops {
+	const char *name;        /* "native", "opencl": the name jobs and answers use */
+	const char *serves_what; /* the devices it serves, for messages: "CPUs" */
+	int rank;                /* among the backends that serve a device, the lowest rank is its default */
+	/* Whether the backend can run jobs on dev (as detection describes it). */
+	bool (*serves)(const struct device *dev);
+	/*
+	 * May be NULL. Process-wide preparation from the configuration, before any worker starts and before other
+	 * threads exist (environment variables, libraries loaded once).
+	 */
+	void (*prepare)(const struct config *cfg);
+	/*
+	 * May be NULL. Whether dev can take a run of this kernel and shape at all (its largest allocation, its
+	 * memory): ACCELD_OK, or an error with its reason and a detail. Called under the executor's lock: quick, no
+	 * I/O.
+	 */
+	enum acceld_err (*admit)(const struct device *dev, enum kernel_id k, const struct kernel_shape *s,
+				 enum reason *reason, char *detail, size_t detailsz);
+	/*
+	 * May be NULL. Told of each device the backend serves, in device order, before any worker starts (so before
+	 * any open): a backend whose runtime serves several devices at once learns all of them first.
+	 */
+	void (*attach)(const struct device *dev);
+	/*
+	 * Prepares the backend for dev (threads, context, programs); runs on the device's worker thread when it
+	 * starts. *state is the backend's own. Returns ACCELD_OK, or an error with a message in err.
+	 */
+	enum acceld_err (*open)(const struct device *dev, unsigned threads, void **state, char *err, size_t errsz);
+	/* Runs one kernel; ACCELD_EDEVICE (or ACCELD_ENOMEM) when the device failed, with a message in err. */
+	enum acceld_err (*run)(void *state, struct backend_work *w, struct backend_timing *t, char *err,
+			       size_t errsz);
+	void (*close)(void *state);
+	/*
+	 * true: run may also be called from the thread that submits a tiny job (see EXEC_INLINE_MAX_BYTES in exec.h)
+	 * while the device has nothing queued or running, concurrently with later calls from the worker, and such a
+	 * call never waits for another one. The native backend qualifies (tiny jobs run serially on the calling
+	 * thread); a backend with one queue (OpenCL) does not. Such a backend is also where tiny jobs go rather than
+	 * paying another backend's launch.
+	 */
+	bool inline_tiny;
+	/*
+	 * May be NULL (1.0). The fraction of dev's spec peak (FP32 for sgemm, memory bandwidth for the streaming
+	 * kernels) that this backend reaches on a healthy device of its kind, measured, with where it was measured in
+	 * *source: what a health check expects of the device through this backend.
+	 */
+	double (*reference)(const struct device *dev, enum kernel_id k, const char **source);
+};
+
+/* The fraction of dev's spec peak that ops reaches for kernel k on a healthy device (1.0 when it says none). */
+double backend_reference(const struct backend_ops *ops, const struct device *dev, enum kernel_id k,
+			 const char **source);
+
+extern const struct backend_ops backend_native; /* exec_cpu.c */
+extern const struct backend_ops backend_opencl; /* exec_opencl.c */
+extern const struct backend_ops backend_pjrt;   /* exec_pjrt.c */
+
+/* The built-in backends, NULL-terminated: the only list of them. */
+extern const struct backend_ops *const backend_builtin[];
+
+/* The backend of list (NULL-terminated) called name; NULL when none is. */
+const struct backend_ops *backend_find(const struct backend_ops *const *list, const char *name);
+
+/* The default backend of dev among list: the lowest rank of those that serve it; NULL when none does. */
+const struct backend_ops *backend_default(const struct backend_ops *const *list, const struct device *dev);
+
+/* "native serves CPUs; opencl serves devices with an OpenCL view": what each backend of list runs on. */
+void backend_describe(const struct backend_ops *const *list, char *out, size_t outsz);
+
+/* "native, opencl": the names of list, for messages. */
+void backend_names(const struct backend_ops *const *list, char *out, size_t outsz);
+
+/* Calls every built-in backend's prepare with cfg; once per process, before other threads start. */
+void backend_prepare_all(const struct config *cfg);
+
+#endif

@@ -1,0 +1,68 @@
+/*
+ * jobdoc: a job as the API shows it (POST /run, GET /run, GET /run/{id}), whether the executor still holds it or
+ * it is read back from the history. Both fill a struct jobdoc and render it here, so the two agree on every member,
+ * on the state names, and on what is null or left out: a figure that is not known (NAN, 0 time, NULL text) is left
+ * out, never written as 0.
+ */
+#ifndef ACCELD_JOBDOC_H
+#define ACCELD_JOBDOC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "exec/jobdata.h"
+#include "exec/kernel.h"
+
+struct jobdoc {
+	const char *id;
+	const char *state;              /* exec_state_name */
+	enum kernel_id kernel;
+	struct kernel_shape shape;
+	const char *device;
+	const char *backend;            /* NULL or "" unknown */
+	const char *source;             /* NULL: the executor's own job; "history": read back from the store */
+	/* the request, where known (jobs in memory) */
+	bool has_request;
+	float alpha, beta, s;
+	uint64_t seed;
+	bool inline_inputs;
+	bool full;
+	uint64_t timeout_ms;
+	enum kernel_precision precision_asked;
+	int precision;                  /* enum kernel_precision that ran (sgemm); -1 unknown */
+	int cached;                     /* the backend's program came from its cache (1) or was built (0); -1 n/a */
+	/* placement, where known */
+	const char *placement;          /* NULL unknown */
+	bool fell_back;
+	const char *fallback_from;      /* NULL or "" none */
+	const char *fallback_reason;
+	/* times: wall clock ms (0 never) and durations ms (NAN unknown) */
+	int64_t created_ms, started_ms, finished_ms;
+	double queued_ms, prepare_ms, compile_ms, transfer_ms, kernel_ms, total_ms;
+	/* the work of the run, for throughput; the device's peak figures (NAN unknown) */
+	double flops, bytes;
+	double peak_gflops, peak_gbps;
+	/* results of a successful run (NULL: none kept) */
+	const struct jobdata_summary *summary;
+	double dot;                     /* the value of dot */
+	const float *output;            /* the whole output when kept */
+	size_t output_len;
+	const struct jobdata_verification *verification;
+	double cost_usd;                /* NAN unknown */
+	const char *error_reason;       /* NULL when there is no error */
+	const char *error_detail;
+};
+
+/* Starts a document with every figure unknown. */
+void jobdoc_init(struct jobdoc *d);
+
+/* The sizes object of a kernel: {n}, {m, n} or {m, n, k} as the kernel takes them (a new object). */
+json_t *jobdoc_sizes_json(enum kernel_id k, const struct kernel_shape *s);
+
+/* The document as a new JSON object. */
+json_t *jobdoc_json(const struct jobdoc *d);
+
+#endif
