@@ -9,20 +9,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <hwloc.h>
+
 #include "app.h"
 #include "core/clock.h"
+#include "core/version.h"
+#include "exec/backend/exec_cpu.h"
 #include "detect/cloud.h"
 #include "cost/cost.h"
+#include "cost/hostprice.h"
 #include "detect/detect.h"
 #include "check/devcheck.h"
 #include "check/devcheck_store.h"
+#include "exec/backend.h"
 #include "exec/exec.h"
 #include "http/http.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "metrics/metrics.h"
 #include "core/pool.h"
-#include "http/routes.h"
+#include "api/routes.h"
 #include "store/sampler.h"
 #include "select/select.h"
 #include "store/store.h"
@@ -61,6 +67,9 @@ static void start_detect(struct app *app)
 	const struct detect_snapshot *snap;
 
 	app->detect = detect_new(&app->cfg, NULL, 0);
+	/* until the executor runs, a device runs jobs when a backend serves it; the backends describe themselves */
+	detect_set_executable(app->detect, backend_serves_any, NULL);
+	detect_set_describe(app->detect, backend_describe_device, NULL);
 	if (detect_start(app->detect) != ACCELD_OK)
 		log_msg(LOGL_ERROR, "detect", "cannot start the refresher thread; devices are probed once");
 	snap = detect_acquire(app->detect);
@@ -453,7 +462,7 @@ static void on_cloud(void *ctx, const struct cloud_host *host)
 	struct app *app = ctx;
 
 	if (app->detect != NULL)
-		detect_set_host(app->detect, host);
+		detect_set_host(app->detect, host, hostprice_for_registry, NULL);
 	if (app->cost != NULL)
 		cost_set_host(app->cost, host);
 	log_fields(host->state == CLOUD_FAILED ? LOGL_WARN : LOGL_INFO, "cloud", "host",
@@ -508,4 +517,24 @@ void app_services_stop(struct app *app)
 	app->exec = NULL;
 	app->detect = NULL;
 	app->store = NULL;
+}
+
+json_t *app_version_json(void)
+{
+	unsigned hw = hwloc_get_api_version();
+	char hwloc[32];
+	char blas[128];
+	const char *cfg = exec_cpu_blas_config(); /* OpenBLAS is loaded at run time, not linked */
+
+	snprintf(hwloc, sizeof(hwloc), "%u.%u.%u", hw >> 16, (hw >> 8) & 0xff, hw & 0xff);
+	/* "OpenBLAS 0.3.21 DYNAMIC_ARCH ..." -> "0.3.21" */
+	snprintf(blas, sizeof(blas), "%s", cfg ? cfg : "unknown");
+	if (strncmp(blas, "OpenBLAS ", 9) == 0) {
+		memmove(blas, blas + 9, strlen(blas + 9) + 1);
+		blas[strcspn(blas, " ")] = '\0';
+	}
+	return json_pack("{s:s, s:s, s:s, s:{s:s, s:s, s:s, s:s, s:s}}", "version", version_string(), "commit",
+			 version_commit(), "build_time", version_build_time(), "libraries", "libmicrohttpd",
+			 http_library_version(), "jansson", jansson_version_str(), "sqlite", store_sqlite_version(),
+			 "hwloc", hwloc, "openblas", blas);
 }

@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "core/config.h"
 #include "core/err.h"
 
@@ -84,5 +86,9 @@ void app_checks_interrupt(struct app *app);
 
 /* Stops and frees what app_services_start started, in reverse order; the members are NULL afterwards. */
 void app_services_stop(struct app *app);
+
+/* {version, commit, build_time, libraries: {name: version}}: the build and the run-time versions of the libraries
+ * acceld uses (libmicrohttpd, jansson, SQLite, hwloc, OpenBLAS), as a new object. */
+json_t *app_version_json(void);
 
 #endif

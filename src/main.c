@@ -20,7 +20,7 @@
 #include "metrics/metrics.h"
 #include "core/reason.h"
 #include "cli/report.h"
-#include "http/routes.h"
+#include "api/routes.h"
 #include "store/sampler.h"
 #include "core/signals.h"
 #include "store/store.h"
@@ -174,7 +174,7 @@ static int cmd_version(int argc, char **argv)
 		fprintf(stderr, "acceld version: takes no options\n");
 		return CLI_EXIT_USAGE;
 	}
-	v = version_json();
+	v = app_version_json();
 	json_dumpf(v, stdout, JSON_INDENT(2));
 	fputc('\n', stdout);
 	json_decref(v);

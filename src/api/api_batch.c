@@ -75,7 +75,7 @@ void api_batch_config(struct app *app, struct http_req *req, struct http_resp *r
 	if (d != NULL) {
 		rc = batch_compute(d, &breq, &res);
 		if (rc == ACCELD_OK) {
-			http_resp_json(resp, 200, batch_result_to_json(&res, &breq));
+			http_resp_json(resp, 200, batch_result_to_json(&res, &breq, snap));
 		} else {
 			json_t *doc = http_resp_error(resp, rc, "%s", res.detail);
 

@@ -101,7 +101,7 @@ static pthread_once_t version_once = PTHREAD_ONCE_INIT;
 
 static void version_serialise(void)
 {
-	json_t *v = version_json();
+	json_t *v = app_version_json();
 	char *text = json_dumps(v, JSON_COMPACT);
 	size_t len = strlen(text);
 

@@ -68,7 +68,7 @@ static void answer(struct app *app, const struct select_request *sreq, struct ht
 
 		http_resp_bytes(resp, 200, "text/plain; charset=utf-8", text, len);
 	} else {
-		http_resp_json(resp, 200, select_result_to_json(&res, sreq));
+		http_resp_json(resp, 200, select_result_to_json(&res, sreq, snap));
 	}
 	select_result_release(&res);
 	detect_release(snap);

@@ -688,9 +688,9 @@ static void tel_add(struct tel *t, const struct device *d)
 	t->now_power = x->power_watts;
 	t->now_clock = x->clock_mhz;
 	if (t->source == NULL)
-		t->source = (d->backends & BACKEND_NVML)	     ? "nvml"
+		t->source = (d->sources & SOURCE_NVML)	     ? "nvml"
 			    : d->type == DEVICE_CPU && isfinite(x->clock_mhz) ? "cpufreq"
-			    : (d->backends & BACKEND_SYSFS)	     ? "sysfs"
+			    : (d->sources & SOURCE_SYSFS)	     ? "sysfs"
 								     : NULL;
 	if (isfinite(x->temperature_celsius)) {
 		if (isnan(t->temp_first))

@@ -31,4 +31,11 @@ enum cli_exit {
 bool cli_load_config(struct config *cfg, const char *command, int argc, char **argv, void (*usage)(FILE *out),
 		     int *exit_code);
 
+/*
+ * The device registry a command works from, without the service: the backends prepared (backend_prepare_all,
+ * once, before any thread), then detect_new's, told as the service's is that a device runs jobs when a built-in
+ * backend serves it, and what the backends say of each device (backend.h).
+ */
+struct detect *cli_detect_new(const struct config *cfg);
+
 #endif

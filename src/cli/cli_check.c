@@ -180,9 +180,8 @@ int cli_check_main(int argc, char **argv)
 		goto done;
 	if (!cli_load_config(&cfg, "check", nrest, rest, check_help, &rc))
 		goto done;
-	backend_prepare_all(&cfg);
 	rc = CLI_EXIT_USAGE;
-	det = detect_new(&cfg, NULL, 0);
+	det = cli_detect_new(&cfg);
 	snap = detect_acquire(det);
 	exec_opts_from_config(&cfg, &eopts);
 	eopts.devices = snap->devices;

@@ -210,9 +210,8 @@ int cli_run_main(int argc, char **argv)
 		return usage_error("%s", err);
 	}
 	a.req.fallback = a.device[0] == '\0';
-	backend_prepare_all(&cfg);
 	rc = CLI_EXIT_FAIL;
-	det = detect_new(&cfg, NULL, 0);
+	det = cli_detect_new(&cfg);
 	snap = detect_acquire(det);
 	exec_opts_from_config(&cfg, &opts);
 	opts.devices = snap->devices;

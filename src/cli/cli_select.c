@@ -171,7 +171,7 @@ static int cli_start(struct cli *c, const char *command, int argc, char **argv, 
 	}
 	/* the answer goes to stdout; only warnings and errors go to stderr */
 	log_set_level(LOGL_WARN);
-	c->det = detect_new(&c->cfg, NULL, 0);
+	c->det = cli_detect_new(&c->cfg);
 	c->snap = detect_acquire(c->det);
 	return -1;
 }
@@ -231,7 +231,7 @@ int cli_select_main(int argc, char **argv)
 		free(text);
 		rc = CLI_EXIT_OK;
 	} else {
-		print_json(select_result_to_json(&res, &req));
+		print_json(select_result_to_json(&res, &req, c.snap));
 		rc = CLI_EXIT_OK;
 	}
 	select_result_release(&res);
@@ -285,7 +285,7 @@ int cli_batch_main(int argc, char **argv)
 		rc = CLI_EXIT_FAIL;
 		goto out;
 	}
-	print_json(batch_result_to_json(&res, &req));
+	print_json(batch_result_to_json(&res, &req, c.snap));
 	rc = CLI_EXIT_OK;
 out:
 	cli_finish(&c);

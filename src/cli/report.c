@@ -17,6 +17,7 @@
 #include "cost/hostprice.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "exec/backend.h"
 #include "exec/backend/pjrt_plugin.h"
 #include "select/select.h"
 
@@ -101,20 +102,24 @@ static const struct device *recommended(const struct detect_snapshot *s, const s
 	return choice(s, cfg, PREFER_AUTO);
 }
 
-static void backends_text(unsigned bits, char *out, size_t outsz)
+/* "native" or "pjrt,opencl": the backends that run jobs on d, the default first (backend.h). */
+static void backends_text(const struct device *d, char *out, size_t outsz)
 {
-	json_t *a = device_backends_json(bits);
+	json_t *doc = json_object();
 	size_t len = 0;
 	size_t i;
 	json_t *v;
 
+	backend_describe_device(NULL, d, doc);
 	out[0] = '\0';
-	json_array_foreach(a, i, v)
+	json_array_foreach(json_object_get(doc, "backends"), i, v)
 	{
 		if (len < outsz)
 			len += (size_t)snprintf(out + len, outsz - len, "%s%s", i ? "," : "", json_string_value(v));
 	}
-	json_decref(a);
+	if (len == 0)
+		snprintf(out, outsz, "-");
+	json_decref(doc);
 }
 
 static void num_or_dash(char *out, size_t outsz, double v, int decimals)
@@ -161,13 +166,15 @@ static void print_cpu_detail(const struct device *d, FILE *out)
 /* The PJRT plugin of a TPU or NVIDIA GPU; verbosely loaded, so its API version (or its refusal) is known too. */
 static void print_pjrt(const struct device *d, bool verbose, FILE *out)
 {
-	struct device_pjrt p = d->pjrt;
+	struct pjrt_view p;
 
+	if (!pjrt_plugin_view(d, &p))
+		return;
 	if (!p.found) {
 		fprintf(out, "  %s: pjrt: %s\n", d->id, p.why);
 		return;
 	}
-	if (verbose) {
+	if (verbose && p.usable) {
 		pjrt_plugin_load(p.plugin);
 		pjrt_plugin_status(&p);
 	}
@@ -234,7 +241,7 @@ static void print_table(const struct detect_snapshot *s, const struct config *cf
 		snprintf(mem, sizeof(mem), "%s/%s", total, avail);
 		num_or_dash(fp32, sizeof(fp32), d->peak.fp32_tflops, 2);
 		num_or_dash(bf16, sizeof(bf16), d->peak.bf16_tflops, 1);
-		backends_text(d->backends, backends, sizeof(backends));
+		backends_text(d, backends, sizeof(backends));
 		fprintf(out, "%-7s %-4s %-7.7s %-34.34s %-9.9s %-21s %-10s %-10s %-5s %s\n", d->id,
 			device_type_name(d->type), or_dash(d->vendor), or_dash(d->model), or_dash(d->accelerator_type),
 			mem, fp32, bf16, d->executable ? "yes" : "no", backends);
@@ -254,8 +261,7 @@ static void print_table(const struct detect_snapshot *s, const struct config *cf
 		if (d->opencl.present)
 			fprintf(out, "  %s: OpenCL %s on %s (%s)\n", d->id, or_dash(d->opencl.name),
 				or_dash(d->opencl.platform), or_dash(d->opencl.version));
-		if (d->pjrt.candidate)
-			print_pjrt(d, verbose, out);
+		print_pjrt(d, verbose, out);
 		if (d->peak.source[0] != '\0')
 			fprintf(out, "  %s: peak from %s\n", d->id, d->peak.source);
 		if (!isnan(d->price.usd_per_hour))
@@ -462,10 +468,10 @@ int report_main(int argc, char **argv)
 		return rc;
 	/* the report is for people and scripts: only warnings and errors go to stderr */
 	log_set_level(o.verbose ? LOGL_INFO : LOGL_WARN);
-	det = detect_new(&cfg, NULL, 0);
+	det = cli_detect_new(&cfg);
 	/* a command asks the metadata service in line: it is not serving requests */
 	cloud_learn(&cfg, &host);
-	detect_set_host(det, &host);
+	detect_set_host(det, &host, hostprice_for_registry, NULL);
 	snap = detect_acquire(det);
 	if (o.json) {
 		fwrite(snap->json, 1, snap->json_len, stdout);

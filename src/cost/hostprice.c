@@ -186,3 +186,11 @@ void hostprice_apply_builtin(const struct cloud_host *host, struct device *devs,
 	if (hout != NULL)
 		*hout = h;
 }
+
+json_t *hostprice_for_registry(void *ctx, const struct cloud_host *host, struct device *devs, size_t n,
+			       struct hostprice *price, struct hostprice_split *split)
+{
+	(void)ctx;
+	hostprice_apply_builtin(host, devs, n, price, split);
+	return hostprice_json(host, price, split);
+}

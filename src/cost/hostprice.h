@@ -29,25 +29,8 @@
 #include "detect/cloud.h"
 #include "detect/device.h"
 
-/* The host's price and where it came from. */
-struct hostprice {
-	double usd_per_hour;          /* the whole host on demand; NAN unknown */
-	double usd_per_hour_spot;     /* NAN unknown */
-	unsigned accelerators;        /* accelerators of the shape (machine table); 0 none or unknown */
-	char accelerator_key[32];     /* their accelerator table row, "" unknown */
-	char source[240];             /* "built-in table: <source> as of <date>", "api override (instance_type x)" */
-};
-
-/* How a host price was split. */
-struct hostprice_split {
-	bool split;                   /* shares were given (rule 1 did not stop it) */
-	double scale;                 /* f */
-	double cpu_usd_per_hour;      /* the CPU's share; NAN when not split */
-	double accelerators_usd_per_hour; /* the listed accelerators' shares together */
-	double unlisted_usd_per_hour; /* the part of the shape's accelerators acceld does not list */
-	double devices_usd_per_hour;  /* every listed device's share together */
-	char rule[200];               /* the rule in words, or why there is no split */
-};
+/* struct hostprice and struct hostprice_split, the records these functions fill, are cloud.h's (detection
+ * carries them in its snapshots without knowing how they are worked out). */
 
 /*
  * The built-in price of the host from the machine table. Without a known host (not a cloud, metadata failed) or
@@ -82,5 +65,9 @@ json_t *hostprice_json(const struct cloud_host *host, const struct hostprice *h,
  */
 void hostprice_apply_builtin(const struct cloud_host *host, struct device *devs, size_t n, struct hostprice *h,
 			     struct hostprice_split *info);
+
+/* The registry's host pricing (a detect_price_fn, detect.h): hostprice_apply_builtin, then the "host" document. */
+json_t *hostprice_for_registry(void *ctx, const struct cloud_host *host, struct device *devs, size_t n,
+			       struct hostprice *price, struct hostprice_split *split);
 
 #endif

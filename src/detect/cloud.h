@@ -114,4 +114,24 @@ void cloud_get(struct cloud *c, struct cloud_host *out);
 /* Waits for the thread (at most the budget) and frees; NULL is allowed. */
 void cloud_free(struct cloud *c);
 
+/* The host's price and where it came from. */
+struct hostprice {
+	double usd_per_hour;          /* the whole host on demand; NAN unknown */
+	double usd_per_hour_spot;     /* NAN unknown */
+	unsigned accelerators;        /* accelerators of the shape (machine table); 0 none or unknown */
+	char accelerator_key[32];     /* their accelerator table row, "" unknown */
+	char source[240];             /* "built-in table: <source> as of <date>", "api override (instance_type x)" */
+};
+
+/* How a host price was split. */
+struct hostprice_split {
+	bool split;                   /* shares were given (rule 1 did not stop it) */
+	double scale;                 /* f */
+	double cpu_usd_per_hour;      /* the CPU's share; NAN when not split */
+	double accelerators_usd_per_hour; /* the listed accelerators' shares together */
+	double unlisted_usd_per_hour; /* the part of the shape's accelerators acceld does not list */
+	double devices_usd_per_hour;  /* every listed device's share together */
+	char rule[200];               /* the rule in words, or why there is no split */
+};
+
 #endif

@@ -8,6 +8,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -15,11 +16,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "exec/backend.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/mem.h"
-#include "exec/backend/pjrt_plugin.h"
 #include "detect/specs.h"
 
 #define ETAG_LEN 40
@@ -49,6 +48,10 @@ struct detect {
 	bool host_known;                   /* detect_set_host has been called */
 	void *executable_ctx;
 	detect_decorate_fn decorate;       /* adds to each device of a snapshot (under refresh_mu); NULL none */
+	detect_price_fn price;             /* prices the host (under refresh_mu); NULL: unpriced */
+	detect_describe_fn describe;       /* adds to each device's document (under refresh_mu); NULL none */
+	void *describe_ctx;
+	void *price_ctx;
 	void *decorate_ctx;
 	uint64_t generation;
 	pthread_mutex_t refresh_mu;        /* one refresh at a time */
@@ -63,9 +66,6 @@ struct detect {
 	pthread_t thread;
 };
 
-static const struct probe_ops *const builtin_probes[] = {
-	&probe_cpu_ops, &probe_opencl_ops, &probe_nvml_ops, &probe_sysfs_gpu_ops, &probe_tpu_ops,
-};
 
 static double ms_since(uint64_t t0)
 {
@@ -75,19 +75,6 @@ static double ms_since(uint64_t t0)
 
 /* --- merging --- */
 
-/* How much a view is trusted for the fields both views know: vendor libraries over sysfs over OpenCL. */
-static int authority(const struct device *d)
-{
-	if (d->backends & BACKEND_NVML)
-		return 4;
-	if (d->backends & (BACKEND_SYSFS | BACKEND_HWLOC))
-		return 3;
-	if (d->backends & (BACKEND_PCI | BACKEND_DEVNODE))
-		return 2;
-	if (d->backends & BACKEND_OPENCL)
-		return 1;
-	return 0;
-}
 
 #define FILL_STR(f)                                                                                               \
 	do {                                                                                                      \
@@ -111,7 +98,7 @@ static void absorb(struct device *dst, const struct device *in)
 	struct device tmp;
 	const struct device *src = in;
 
-	if (authority(in) > authority(dst)) {
+	if (in->trust > dst->trust) {
 		tmp = *dst;
 		*dst = *in;
 		src = &tmp;
@@ -128,7 +115,7 @@ static void absorb(struct device *dst, const struct device *in)
 	FILL_ZERO(memory_available_bytes);
 	FILL_ZERO(compute_units);
 	FILL_ZERO(clock_mhz);
-	dst->backends |= src->backends;
+	dst->sources |= src->sources;
 	if (dst->peak.source[0] == '\0') {
 		FILL_NUM(peak.fp32_tflops);
 		FILL_NUM(peak.bf16_tflops);
@@ -204,7 +191,7 @@ static bool same_device(const struct device *a, const struct device *b)
 
 static bool opencl_only(const struct device *d)
 {
-	return (d->backends & BACKEND_OPENCL) && authority(d) == 1;
+	return (d->sources & SOURCE_OPENCL) && d->trust <= probe_opencl_ops.trust;
 }
 
 /*
@@ -228,7 +215,7 @@ static void merge_unaddressed(struct device_list *l)
 				continue;
 			if (opencl_only(e) && e->pci_bus_id[0] == '\0')
 				views++;
-			else if (!(e->backends & BACKEND_OPENCL)) {
+			else if (!(e->sources & SOURCE_OPENCL)) {
 				cands++;
 				cand = j;
 			}
@@ -280,21 +267,20 @@ static void short_vendor(struct device *d)
 }
 
 /* Turns the probes' raw views into the named device list out (which must be empty). */
-static void merge_views(const struct config *cfg, struct device_list *raw, struct device_list *out)
+static void merge_views(struct device_list *raw, struct device_list *out)
 {
 	struct device cpu;
 	bool have_cpu = false;
 	struct device_list tmp;
 	struct order *ord;
 	unsigned counters[3] = {0, 0, 0};
-	unsigned pjrt_seen[PJRT_KIND_COUNT] = {0};
 
 	device_list_init(&tmp);
 	/* the host's CPUs are one device: the hwloc view first, every other CPU view (PoCL) folded into it */
 	for (int pass = 0; pass < 2; pass++) {
 		for (size_t i = 0; i < raw->n; i++) {
 			struct device *d = &raw->v[i];
-			bool primary = (d->backends & BACKEND_HWLOC) != 0;
+			bool primary = (d->sources & SOURCE_HWLOC) != 0;
 
 			if (d->type != DEVICE_CPU || (pass == 0) != primary)
 				continue;
@@ -308,7 +294,6 @@ static void merge_views(const struct config *cfg, struct device_list *raw, struc
 	}
 	if (!have_cpu)
 		device_init(&cpu, DEVICE_CPU);
-	cpu.backends |= BACKEND_NATIVE;
 	short_vendor(&cpu);
 	device_list_add(&tmp, &cpu);
 
@@ -341,7 +326,6 @@ static void merge_views(const struct config *cfg, struct device_list *raw, struc
 
 		snprintf(d->id, sizeof(d->id), "%s:%u", device_type_name(d->type), (*c)++);
 		specs_apply(specs_for_device(d), d);
-		pjrt_plugin_describe(cfg, d, pjrt_seen);
 	}
 	free(ord);
 	device_list_release(&tmp);
@@ -389,16 +373,15 @@ static struct snap *snap_build(struct detect *det, const struct probe_result *re
 	json_t *doc = json_object();
 	json_t *devs = json_array();
 	json_t *probes = json_array();
+	json_t *host_doc = NULL;
 	char when[CLOCK_RFC3339_LEN];
 
 	atomic_init(&s->refs, 1);
 	s->devs = xcalloc(n ? n : 1, sizeof(*s->devs));
 	memcpy(s->devs, det->devices.v, n * sizeof(*s->devs));
-	/* the executor says which devices run jobs: the running one, or before it starts what its backends serve */
+	/* the executor says which devices run jobs (app.c asks it); without it, none does */
 	for (size_t i = 0; i < n; i++) {
-		pjrt_plugin_status(&s->devs[i].pjrt);
-		s->devs[i].executable = det->executable ? det->executable(det->executable_ctx, &s->devs[i])
-							: backend_default(backend_builtin, &s->devs[i]) != NULL;
+		s->devs[i].executable = det->executable && det->executable(det->executable_ctx, &s->devs[i]);
 		if (det->decorate != NULL)
 			det->decorate(det->decorate_ctx, &s->devs[i]);
 	}
@@ -409,7 +392,11 @@ static struct snap *snap_build(struct detect *det, const struct probe_result *re
 	if (det->host_known) {
 		s->host = det->host;
 		s->pub.host = &s->host;
-		hostprice_apply_builtin(&s->host, s->devs, n, &s->pub.host_price, &s->pub.host_split);
+		s->pub.host_price = (struct hostprice){.usd_per_hour = NAN, .usd_per_hour_spot = NAN};
+		s->pub.host_split = (struct hostprice_split){.cpu_usd_per_hour = NAN};
+		host_doc = det->price ? det->price(det->price_ctx, &s->host, s->devs, n, &s->pub.host_price,
+						   &s->pub.host_split)
+				      : NULL;
 	}
 	s->probes = xcalloc(det->nprobes + 1, sizeof(*s->probes));
 	s->pub.generation = ++det->generation;
@@ -420,6 +407,8 @@ static struct snap *snap_build(struct detect *det, const struct probe_result *re
 	for (size_t i = 0; i < n; i++) {
 		json_t *dj = device_to_json(&s->devs[i]);
 
+		if (det->describe != NULL)
+			det->describe(det->describe_ctx, &s->devs[i], dj);
 		s->dev_json[i] = json_dumps(dj, JSON_COMPACT);
 		if (s->dev_json[i] == NULL)
 			s->dev_json[i] = xstrdup("{}");
@@ -447,7 +436,8 @@ static struct snap *snap_build(struct detect *det, const struct probe_result *re
 		json_array_append_new(probes, json_pack("{s:s, s:b, s:b, s:I, s:s, s:f}", "name", "cloud", "ok", 1,
 							"available", r.available, "found", (json_int_t)0, "why",
 							r.why, "duration_ms", 0.0));
-		json_object_set_new(doc, "host", hostprice_json(&s->host, &s->pub.host_price, &s->pub.host_split));
+		if (host_doc != NULL)
+			json_object_set_new(doc, "host", host_doc);
 	}
 	clock_rfc3339(s->pub.taken_at_ms, when);
 	json_object_set_new(doc, "generation", json_integer((json_int_t)s->pub.generation));
@@ -523,12 +513,14 @@ static void run_full(struct detect *det)
 		det->probes[i]->probe(&det->states[i], det->cfg, &raw, &r);
 		r.duration_ms = ms_since(t0);
 		r.found = (unsigned)(raw.n - before);
+		for (size_t k = before; k < raw.n; k++)
+			raw.v[k].trust = det->probes[i]->trust;
 		det->full_results[i] = r;
 		if (!r.ok)
 			log_fields(LOGL_WARN, "detect", "probe failed",
 				   (struct log_field[]){LOG_S("probe", det->probes[i]->name), LOG_S("why", r.why)}, 2);
 	}
-	merge_views(det->cfg, &raw, &merged);
+	merge_views(&raw, &merged);
 	device_list_release(&raw);
 	/* a refresh that loses or gains devices says which (a GPU fallen off the bus, a driver unbound) */
 	if (det->generation > 0) {
@@ -622,11 +614,22 @@ void detect_set_executable(struct detect *det, detect_executable_fn fn, void *ct
 	detect_refresh(det, false);
 }
 
-void detect_set_host(struct detect *det, const struct cloud_host *host)
+void detect_set_host(struct detect *det, const struct cloud_host *host, detect_price_fn price, void *ctx)
 {
 	pthread_mutex_lock(&det->refresh_mu);
 	det->host = *host;
 	det->host_known = true;
+	det->price = price;
+	det->price_ctx = ctx;
+	pthread_mutex_unlock(&det->refresh_mu);
+	detect_refresh(det, false);
+}
+
+void detect_set_describe(struct detect *det, detect_describe_fn fn, void *ctx)
+{
+	pthread_mutex_lock(&det->refresh_mu);
+	det->describe = fn;
+	det->describe_ctx = ctx;
 	pthread_mutex_unlock(&det->refresh_mu);
 	detect_refresh(det, false);
 }
@@ -646,8 +649,9 @@ struct detect *detect_new(const struct config *cfg, const struct probe_ops *cons
 	pthread_condattr_t ca;
 
 	if (probes == NULL) {
-		probes = builtin_probes;
-		nprobes = sizeof(builtin_probes) / sizeof(builtin_probes[0]);
+		probes = probe_builtin;
+		for (nprobes = 0; probe_builtin[nprobes] != NULL; nprobes++)
+			;
 	}
 	det->cfg = cfg;
 	det->nprobes = nprobes;
@@ -797,4 +801,13 @@ const char *detect_device_etag(const struct detect_snapshot *snap, const char *i
 	long i = find_index(snap, id);
 
 	return i < 0 ? NULL : snap_of(snap)->dev_etag[i];
+}
+
+json_t *detect_device_doc(const struct detect_snapshot *snap, const struct device *dev)
+{
+	size_t len;
+	const char *text = snap != NULL ? detect_device_json(snap, dev->id, &len) : NULL;
+	json_t *doc = text != NULL ? json_loadb(text, len, 0, NULL) : NULL;
+
+	return doc != NULL ? doc : device_to_json(dev);
 }

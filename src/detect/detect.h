@@ -13,7 +13,6 @@
 #include "detect/cloud.h"
 #include "core/config.h"
 #include "detect/device.h"
-#include "cost/hostprice.h"
 #include "core/err.h"
 #include "detect/probe.h"
 
@@ -52,19 +51,27 @@ struct detect *detect_new(const struct config *cfg, const struct probe_ops *cons
 
 /*
  * Who says whether a device runs jobs (device.executable): fn(ctx, dev) for every device of every snapshot from
- * now on, the executor once it runs (app.c asks it); until then, whether a built-in backend serves the device
- * (backend.h). Publishes a snapshot with the new answers before it returns. fn must not call into detect.
+ * now on: the executor once it runs (app.c asks it), or before, whether a backend serves the device (backend.h's
+ * backend_serves_any); without one, no device runs jobs. Publishes a snapshot with the new answers before it
+ * returns. fn must not call into detect.
  */
 typedef bool (*detect_executable_fn)(void *ctx, const struct device *dev);
 void detect_set_executable(struct detect *det, detect_executable_fn fn, void *ctx);
 
 /*
- * Tells the registry what the host is (cloud.h; copied): every snapshot from now on carries it ("host" in GET
- * /devices, a "cloud" entry among the probes, whose note says why a metadata service failed) and gives each device
- * its share of the host's built-in price (hostprice.h) where there is one. Publishes such a snapshot before it
- * returns.
+ * Prices the host for a snapshot: fills price and split, gives each device of devs its share (device.price), and
+ * returns the "host" document of GET /devices (new reference). How is cost's (hostprice.h); detection only calls it.
  */
-void detect_set_host(struct detect *det, const struct cloud_host *host);
+typedef json_t *(*detect_price_fn)(void *ctx, const struct cloud_host *host, struct device *devs, size_t n,
+				   struct hostprice *price, struct hostprice_split *split);
+
+/*
+ * Tells the registry what the host is (cloud.h; copied) and how to price it (price may be NULL: unpriced): every
+ * snapshot from now on carries it ("host" in GET /devices, a "cloud" entry among the probes, whose note says why a
+ * metadata service failed) and gives each device its share of the host's price where there is one. Publishes such
+ * a snapshot before it returns.
+ */
+void detect_set_host(struct detect *det, const struct cloud_host *host, detect_price_fn price, void *ctx);
 
 /*
  * Something that adds to each device of every snapshot from now on: fn(ctx, dev) on the snapshot's own copy, after
@@ -73,6 +80,14 @@ void detect_set_host(struct detect *det, const struct cloud_host *host);
  */
 typedef void (*detect_decorate_fn)(void *ctx, struct device *dev);
 void detect_set_decorate(struct detect *det, detect_decorate_fn fn, void *ctx);
+
+/*
+ * Something that adds to each device's document (GET /devices) in every snapshot from now on: fn(ctx, dev, doc),
+ * after decorate; the executor's backends say there which of them run jobs on it and what each knows of it
+ * (backend.h). NULL removes it. Publishes a snapshot with it before it returns. fn must not call into detect.
+ */
+typedef void (*detect_describe_fn)(void *ctx, const struct device *dev, json_t *doc);
+void detect_set_describe(struct detect *det, detect_describe_fn fn, void *ctx);
 
 /* Stops the refresher thread if running and frees the registry; snapshots still held stay valid until released. */
 void detect_free(struct detect *det);
@@ -93,6 +108,10 @@ const struct device *detect_find(const struct detect_snapshot *snap, const char 
 
 /* The pre-serialised /devices/{id} body of a device in the snapshot, or NULL. */
 const char *detect_device_json(const struct detect_snapshot *snap, const char *id, size_t *len);
+
+/* The device's document as GET /devices/{id} shows it (a new object): the snapshot's, with what the executor's
+ * backends add; device_to_json's when snap is NULL or does not hold it. */
+json_t *detect_device_doc(const struct detect_snapshot *snap, const struct device *dev);
 
 /* The quoted ETag of one device's body in the snapshot (it changes only when that body changes), or NULL. */
 const char *detect_device_etag(const struct detect_snapshot *snap, const char *id);

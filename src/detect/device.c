@@ -84,11 +84,10 @@ int device_type_parse(const char *text, enum device_type *out)
 static const struct {
 	unsigned bit;
 	const char *name;
-} backend_names[] = {
-	{BACKEND_NATIVE, "native"},   {BACKEND_OPENCL, "opencl"},	  {BACKEND_NVML, "nvml"},
-	{BACKEND_SYSFS, "sysfs"},     {BACKEND_HWLOC, "hwloc"},	  {BACKEND_PCI, "pci"},
-	{BACKEND_DEVNODE, "devnode"}, {BACKEND_ENV, "env"},	  {BACKEND_METADATA, "metadata"},
-	{BACKEND_CGROUP, "cgroup"},   {BACKEND_PJRT, "pjrt"},
+} source_names[] = {
+	{SOURCE_OPENCL, "opencl"}, {SOURCE_NVML, "nvml"}, {SOURCE_SYSFS, "sysfs"},	 {SOURCE_HWLOC, "hwloc"},
+	{SOURCE_PCI, "pci"},	   {SOURCE_DEVNODE, "devnode"}, {SOURCE_ENV, "env"},	 {SOURCE_METADATA, "metadata"},
+	{SOURCE_CGROUP, "cgroup"},
 };
 
 static const struct {
@@ -128,13 +127,13 @@ void device_throttle_text(unsigned bits, char *out, size_t outsz)
 			len += (size_t)snprintf(out + len, outsz - len, "%s%s", len ? ", " : "", throttle_names[i].name);
 }
 
-json_t *device_backends_json(unsigned backends)
+json_t *device_sources_json(unsigned sources)
 {
 	json_t *a = json_array();
 
-	for (size_t i = 0; i < sizeof(backend_names) / sizeof(backend_names[0]); i++)
-		if (backends & backend_names[i].bit)
-			json_array_append_new(a, json_string(backend_names[i].name));
+	for (size_t i = 0; i < sizeof(source_names) / sizeof(source_names[0]); i++)
+		if (sources & source_names[i].bit)
+			json_array_append_new(a, json_string(source_names[i].name));
 	return a;
 }
 
@@ -291,25 +290,6 @@ static json_t *tpu_json(const struct device_tpu *t)
 	return o;
 }
 
-static json_t *pjrt_json(const struct device_pjrt *p)
-{
-	json_t *o = json_object();
-
-	json_object_set_new(o, "found", json_boolean(p->found));
-	json_object_set_new(o, "usable", json_boolean(p->usable));
-	put_str(o, "plugin", p->plugin);
-	put_str(o, "source", p->source);
-	put_str(o, "api_version", p->api_version);
-	put_str(o, "platform", p->platform);
-	put_str(o, "platform_version", p->platform_version);
-	put_u64(o, "memory_limit_bytes", p->memory_limit_bytes);
-	if (p->memory_limit_bytes != 0)
-		json_object_set_new(o, "memory_in_use_bytes", json_integer((json_int_t)p->memory_in_use_bytes));
-	put_str(o, "why", p->why);
-	put_str(o, "note", p->note);
-	return o;
-}
-
 static json_t *opencl_json(const struct device_opencl *c)
 {
 	json_t *o = json_object();
@@ -392,7 +372,7 @@ json_t *device_to_json(const struct device *d)
 	put_u64(o, "clock_mhz", d->clock_mhz);
 	put_obj(o, "peak", peak_json(&d->peak));
 	put_obj(o, "telemetry", telemetry_json(&d->telemetry));
-	json_object_set_new(o, "backends", device_backends_json(d->backends));
+	json_object_set_new(o, "seen_by", device_sources_json(d->sources));
 	if (d->type == DEVICE_CPU)
 		put_obj(o, "cpu", cpu_json(&d->cpu));
 	if (d->type == DEVICE_GPU)
@@ -401,8 +381,6 @@ json_t *device_to_json(const struct device *d)
 		put_obj(o, "tpu", tpu_json(&d->tpu));
 	if (d->opencl.present)
 		json_object_set_new(o, "opencl", opencl_json(&d->opencl));
-	if (d->pjrt.candidate)
-		json_object_set_new(o, "pjrt", pjrt_json(&d->pjrt));
 	put_obj(o, "price", price_json(&d->price));
 	json_object_set_new(o, "executable", json_boolean(d->executable));
 	put_obj(o, "check", check_json(&d->check));

@@ -22,19 +22,18 @@
 
 enum device_type { DEVICE_CPU, DEVICE_GPU, DEVICE_TPU };
 
-/* Where a device was seen; a merged device carries several. */
-enum device_backend {
-	BACKEND_NATIVE = 1u << 0, /* acceld's own CPU executor */
-	BACKEND_OPENCL = 1u << 1,
-	BACKEND_NVML = 1u << 2,
-	BACKEND_SYSFS = 1u << 3,
-	BACKEND_HWLOC = 1u << 4,
-	BACKEND_PCI = 1u << 5,
-	BACKEND_DEVNODE = 1u << 6,
-	BACKEND_ENV = 1u << 7,
-	BACKEND_METADATA = 1u << 8,
-	BACKEND_CGROUP = 1u << 9,
-	BACKEND_PJRT = 1u << 10,  /* a PJRT plugin serves it (libtpu, JAX's CUDA plugin) */
+/* Where detection saw a device (GET /devices: seen_by); a merged device carries several. What runs jobs on it is
+ * the executor's backends' business (backend.h), not a source. */
+enum device_source {
+	SOURCE_OPENCL = 1u << 0,
+	SOURCE_NVML = 1u << 1,
+	SOURCE_SYSFS = 1u << 2,
+	SOURCE_HWLOC = 1u << 3,
+	SOURCE_PCI = 1u << 4,
+	SOURCE_DEVNODE = 1u << 5,
+	SOURCE_ENV = 1u << 6,
+	SOURCE_METADATA = 1u << 7,
+	SOURCE_CGROUP = 1u << 8,
 };
 
 struct device_peak {
@@ -146,24 +145,6 @@ struct device_opencl {
 	unsigned device_index;
 };
 
-/* The PJRT plugin of a device's kind (pjrt_plugin.c): found, loaded, and what it said; why not when it cannot. */
-struct device_pjrt {
-	bool candidate;             /* a TPU or an NVIDIA GPU: a PJRT plugin could serve it */
-	bool found;                 /* a plugin file was found for its kind */
-	bool usable;                /* found, and not refused when loaded (version, symbols) */
-	unsigned ordinal;           /* where its runtime counts it: a TPU's chip index, an NVIDIA GPU's CUDA ordinal
-				       (gpu.cuda_ordinal, else PCI order among the visible NVIDIA GPUs) */
-	char plugin[256];           /* the plugin's path */
-	char source[48];            /* where the path came from: "ACCELD_PJRT_PLUGINS", "site-packages", ... */
-	char api_version[16];       /* "0.54" once loaded */
-	char platform[32];          /* "tpu", "cuda" once a client ran */
-	char platform_version[96];
-	uint64_t memory_limit_bytes; /* PJRT_Device_MemoryStats as last read by a job (0 unknown) */
-	uint64_t memory_in_use_bytes;
-	char why[384];              /* why no plugin serves it, or what went wrong */
-	char note[256];             /* a call whose answer acceld needs that the plugin refused, "" none */
-};
-
 /* The last health check of a device (devcheck.h), as GET /devices shows it. */
 struct device_check {
 	char state[16];             /* the last check's "done" or "interrupted"; "" when none finished */
@@ -190,7 +171,8 @@ struct device {
 	uint64_t memory_available_bytes;
 	unsigned compute_units;
 	unsigned clock_mhz;
-	unsigned backends;          /* enum device_backend bits */
+	unsigned sources;           /* enum device_source bits */
+	unsigned trust;             /* how far its view is trusted when views merge: its probe's (probe.h) */
 	bool executable;            /* /run has a backend for it */
 	struct device_peak peak;
 	struct device_telemetry telemetry;
@@ -199,7 +181,6 @@ struct device {
 	struct device_gpu gpu;      /* type == DEVICE_GPU */
 	struct device_tpu tpu;      /* type == DEVICE_TPU */
 	struct device_opencl opencl;
-	struct device_pjrt pjrt;
 	struct device_check check;  /* the last health check (devcheck.h); state "" when there has been none */
 };
 
@@ -217,8 +198,8 @@ unsigned device_type_rank(enum device_type type);
 /* Parses "cpu"|"gpu"|"tpu"; returns 0, or -1. */
 int device_type_parse(const char *text, enum device_type *out);
 
-/* The names of the backend bits, in a fixed order, as a new JSON array. */
-json_t *device_backends_json(unsigned backends);
+/* The names of the source bits, in a fixed order, as a new JSON array. */
+json_t *device_sources_json(unsigned sources);
 
 /* The device as the API shows it (/devices/{id}): a new object, unknown fields left out. */
 json_t *device_to_json(const struct device *d);

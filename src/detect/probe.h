@@ -40,6 +40,12 @@ void probe_note(struct probe_result *res, const char *fmt, ...) __attribute__((f
 
 struct probe_ops {
 	const char *name;      /* "cpu", "opencl", "nvml", "sysfs-gpu", "tpu" */
+	/*
+	 * How far its view of a device is trusted for the fields two views both give, when detection merges them
+	 * (the higher wins): vendor libraries (NVML 4) over the kernel's sysfs and hwloc (3) over PCI ids and device
+	 * nodes (2) over OpenCL (1).
+	 */
+	unsigned trust;
 	/* Finds devices and appends them to out. state is the probe's own, created on first use (may stay NULL). */
 	void (*probe)(void **state, const struct config *cfg, struct device_list *out, struct probe_result *res);
 	/* Updates telemetry of devices this probe added earlier; may be NULL. */
@@ -53,5 +59,9 @@ extern const struct probe_ops probe_opencl_ops;
 extern const struct probe_ops probe_nvml_ops;
 extern const struct probe_ops probe_sysfs_gpu_ops;
 extern const struct probe_ops probe_tpu_ops;
+
+/* The built-in probes, NULL-terminated, in the order they run: the only list of them. A new probe is one file with
+ * its ops and one line here. */
+extern const struct probe_ops *const probe_builtin[];
 
 #endif

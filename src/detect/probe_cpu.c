@@ -471,7 +471,7 @@ static void cpu_probe(void **state, const struct config *cfg, struct device_list
 	}
 	cgroup_find(&st->cg, cfg->sysfs_root, cfg->proc_root);
 	device_init(&d, DEVICE_CPU);
-	d.backends = BACKEND_HWLOC;
+	d.sources = SOURCE_HWLOC;
 	res->available = true;
 	if (!fill_topology(&st->cg, &d, res->why, sizeof(res->why), &cg_seen)) {
 		res->ok = false;
@@ -486,7 +486,7 @@ static void cpu_probe(void **state, const struct config *cfg, struct device_list
 	if (fill_memory(cfg, &st->cg, &d))
 		cg_seen = true;
 	if (cg_seen)
-		d.backends |= BACKEND_CGROUP;
+		d.sources |= SOURCE_CGROUP;
 	estimate_peak(&d, clock_source, split512);
 	if (cpu_times(cfg, &busy, &total)) {
 		st->prev_busy = busy;
@@ -549,6 +549,7 @@ static void cpu_release(void *state)
 
 const struct probe_ops probe_cpu_ops = {
 	.name = "cpu",
+	.trust = 3,
 	.probe = cpu_probe,
 	.refresh = cpu_refresh,
 	.release = cpu_release,

@@ -572,7 +572,7 @@ static void nvml_probe(void **state, const struct config *cfg, struct device_lis
 		DEVICE_SET(d->gpu.driver, "nvidia");
 		DEVICE_SET(d->gpu.driver_version, driver);
 		DEVICE_SET(d->gpu.cuda_version, cuda);
-		d->backends = BACKEND_NVML;
+		d->sources = SOURCE_NVML;
 		read_static(st, cfg, e[i].handle, i, d, res);
 		read_telemetry(st, e[i].handle, i, d, res);
 	}
@@ -629,7 +629,7 @@ static void nvml_refresh(void **state, const struct config *cfg, struct device_l
 		nvml_device h;
 		nvml_ret rc;
 
-		if (!(d->backends & BACKEND_NVML))
+		if (!(d->sources & SOURCE_NVML))
 			continue;
 		g = find_gpu(st, d);
 		if (g == NULL)
@@ -649,6 +649,7 @@ static void nvml_refresh(void **state, const struct config *cfg, struct device_l
 
 const struct probe_ops probe_nvml_ops = {
 	.name = "nvml",
+	.trust = 4,
 	.probe = nvml_probe,
 	.refresh = nvml_refresh,
 	.release = state_release,

@@ -336,7 +336,7 @@ static bool describe(cl_device_id dev, const char *platform, unsigned pi, unsign
 		device_init(d, DEVICE_CPU);
 	else
 		return false;
-	d->backends = BACKEND_OPENCL;
+	d->sources = SOURCE_OPENCL;
 	d->opencl.present = true;
 	d->opencl.platform_index = pi;
 	d->opencl.device_index = di;
@@ -439,6 +439,7 @@ static void opencl_probe(void **state, const struct config *cfg, struct device_l
 
 const struct probe_ops probe_opencl_ops = {
 	.name = "opencl",
+	.trust = 1,
 	.probe = opencl_probe,
 	.refresh = NULL,
 	.release = NULL,

@@ -165,7 +165,7 @@ static bool read_card(const char *root, const char *card, struct candidate *c)
 		return false;
 	DEVICE_SET(d->gpu.driver, driver);
 	d->gpu.pci_device_id = (unsigned)(devid & 0xffffu);
-	d->backends = BACKEND_SYSFS;
+	d->sources = SOURCE_SYSFS;
 	if (hwfile_read_line(text, sizeof(text), "%s/product_name", c->dir) == 0 && text[0] != '\0')
 		DEVICE_SET_TRIMMED(d->model, text);
 	for (size_t i = 0; d->model[0] == '\0' && i < sizeof(known_ids) / sizeof(known_ids[0]); i++)
@@ -298,7 +298,7 @@ static void sysfs_gpu_refresh(void **state, const struct config *cfg, struct dev
 	for (size_t i = 0; i < devs->n; i++) {
 		struct device *d = &devs->v[i];
 
-		if (d->type != DEVICE_GPU || !(d->backends & BACKEND_SYSFS))
+		if (d->type != DEVICE_GPU || !(d->sources & SOURCE_SYSFS))
 			continue;
 		for (size_t k = 0; k < st->n; k++) {
 			if (strcmp(st->gpus[k].pci_bus_id, d->pci_bus_id) == 0) {
@@ -312,6 +312,7 @@ static void sysfs_gpu_refresh(void **state, const struct config *cfg, struct dev
 
 const struct probe_ops probe_sysfs_gpu_ops = {
 	.name = "sysfs-gpu",
+	.trust = 3,
 	.probe = sysfs_gpu_probe,
 	.refresh = sysfs_gpu_refresh,
 	.release = free,

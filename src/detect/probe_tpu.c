@@ -498,7 +498,7 @@ static unsigned slice_info(struct tpu_state *st, const struct config *cfg, struc
 	const char *topo = env_trimmed("TPU_TOPOLOGY", topo_buf, sizeof(topo_buf));
 	const char *worker = env_trimmed("TPU_WORKER_ID", worker_buf, sizeof(worker_buf));
 	const char *name = env_trimmed("TPU_NAME", name_buf, sizeof(name_buf));
-	unsigned backends = 0;
+	unsigned sources = 0;
 	unsigned n;
 	char gen[16];
 
@@ -530,7 +530,7 @@ static unsigned slice_info(struct tpu_state *st, const struct config *cfg, struc
 			probe_note(res, "TPU_NAME '%.32s' is not a resource name", name);
 	}
 	if (info->accelerator_type[0] || info->topology[0] || info->worker_id >= 0 || info->name[0])
-		backends |= BACKEND_ENV;
+		sources |= SOURCE_ENV;
 	if (info->accelerator_type[0] == '\0' && google_host(cfg)) {
 		if (!st->metadata_done) {
 			char why[128] = "";
@@ -546,10 +546,10 @@ static unsigned slice_info(struct tpu_state *st, const struct config *cfg, struc
 				DEVICE_SET(info->topology, st->meta.topology);
 			if (info->worker_id < 0)
 				info->worker_id = st->meta.worker_id;
-			backends |= BACKEND_METADATA;
+			sources |= SOURCE_METADATA;
 		}
 	}
-	return backends;
+	return sources;
 }
 
 /* Applies TPU_VISIBLE_CHIPS (chip indices on this host); returns how many chips stay, compacted in order. */
@@ -580,7 +580,7 @@ static void tpu_probe(void **state, const struct config *cfg, struct device_list
 	struct chip *chips = xcalloc(TPU_MAX_CHIPS, sizeof(*chips));
 	unsigned index[TPU_MAX_CHIPS];
 	struct tpu_env info;
-	unsigned backends = 0;
+	unsigned sources = 0;
 	char type_gen[16] = "";
 	unsigned slice_chips = 0;
 	size_t n = 0, visible;
@@ -604,7 +604,7 @@ static void tpu_probe(void **state, const struct config *cfg, struct device_list
 	res->available = true;
 	qsort(chips, n, sizeof(*chips), by_addr);
 	visible = apply_visible(chips, n, index, res);
-	backends = slice_info(st, cfg, &info, res);
+	sources = slice_info(st, cfg, &info, res);
 	if (info.accelerator_type[0])
 		probe_tpu_type_parse(info.accelerator_type, type_gen, sizeof(type_gen), &slice_chips);
 	for (size_t i = 0; i < visible; i++) {
@@ -620,7 +620,7 @@ static void tpu_probe(void **state, const struct config *cfg, struct device_list
 			snprintf(d.model, sizeof(d.model), "TPU %s", gen);
 		DEVICE_SET(d.pci_bus_id, c->addr);
 		d.numa_node = c->numa;
-		d.backends = BACKEND_PCI | backends | (c->node[0] ? BACKEND_DEVNODE : 0u);
+		d.sources = SOURCE_PCI | sources | (c->node[0] ? SOURCE_DEVNODE : 0u);
 		DEVICE_SET(d.tpu.generation, gen);
 		DEVICE_SET(d.tpu.accelerator_type, info.accelerator_type);
 		DEVICE_SET(d.tpu.topology, info.topology);
@@ -645,6 +645,7 @@ out:
 
 const struct probe_ops probe_tpu_ops = {
 	.name = "tpu",
+	.trust = 2,
 	.probe = tpu_probe,
 	.refresh = NULL,
 	.release = free,

@@ -67,3 +67,36 @@ double backend_reference(const struct backend_ops *ops, const struct device *dev
 	}
 	return f;
 }
+
+void backend_describe_device(void *ctx, const struct device *dev, json_t *doc)
+{
+	const struct backend_ops *const *list = ctx ? (const struct backend_ops *const *)ctx : backend_builtin;
+	const struct backend_ops *serving[16];
+	json_t *names = json_array();
+	size_t n = 0;
+
+	for (size_t i = 0; list[i] != NULL; i++) {
+		json_t *view = list[i]->describe ? list[i]->describe(dev) : NULL;
+
+		if (view != NULL)
+			json_object_set_new(doc, list[i]->name, view);
+		if (n < sizeof(serving) / sizeof(serving[0]) && list[i]->serves(dev))
+			serving[n++] = list[i];
+	}
+	/* in rank order: the default first */
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && serving[j]->rank < serving[j - 1]->rank; j--) {
+			const struct backend_ops *t = serving[j];
+
+			serving[j] = serving[j - 1];
+			serving[j - 1] = t;
+		}
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(names, json_string(serving[i]->name));
+	json_object_set_new(doc, "backends", names);
+}
+
+bool backend_serves_any(void *ctx, const struct device *dev)
+{
+	return backend_default(ctx ? (const struct backend_ops *const *)ctx : backend_builtin, dev) != NULL;
+}

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "detect/device.h"
 #include "core/err.h"
 #include "exec/kernel.h"
@@ -69,6 +71,12 @@ struct backend_ops {
 	 */
 	void (*attach)(const struct device *dev);
 	/*
+	 * May be NULL. What the backend knows of dev, for the device's document (GET /devices) under the backend's
+	 * name: a new object, or NULL when it has nothing to say of dev. A backend's own facts live here, not in
+	 * struct device: a new backend is one file and one line in backend_builtin.
+	 */
+	json_t *(*describe)(const struct device *dev);
+	/*
 	 * Prepares the backend for dev (threads, context, programs); runs on the device's worker thread when it
 	 * starts. *state is the backend's own. Returns ACCELD_OK, or an error with a message in err.
 	 */
@@ -115,6 +123,16 @@ void backend_describe(const struct backend_ops *const *list, char *out, size_t o
 
 /* "native, opencl": the names of list, for messages. */
 void backend_names(const struct backend_ops *const *list, char *out, size_t outsz);
+
+/*
+ * Adds to a device's document what the backends of list say of it: "backends", the names of those that serve it (a
+ * job's `backend` takes one), the default first, and each one's describe under its name. detect_describe_fn-shaped
+ * for the registry (ctx: the list; NULL: backend_builtin).
+ */
+void backend_describe_device(void *list, const struct device *dev, json_t *doc);
+
+/* Whether a backend of list serves dev (detect_executable_fn-shaped; ctx: the list, NULL: backend_builtin). */
+bool backend_serves_any(void *list, const struct device *dev);
 
 /* Calls every built-in backend's prepare with cfg; once per process, before other threads start. */
 void backend_prepare_all(const struct config *cfg);

@@ -436,12 +436,13 @@ json_t *batch_steps_json(const struct batch_result *res)
 	return a;
 }
 
-json_t *batch_result_to_json(const struct batch_result *res, const struct batch_request *req)
+json_t *batch_result_to_json(const struct batch_result *res, const struct batch_request *req,
+			     const struct detect_snapshot *snap)
 {
 	json_t *o = json_object();
 	json_t *model = json_object();
 
-	json_object_set_new(o, "device", device_to_json(res->device));
+	json_object_set_new(o, "device", detect_device_doc(snap, res->device));
 	json_object_set_new(o, "mode", json_string(batch_mode_name(req->mode)));
 	json_object_set_new(o, "base", json_integer((json_int_t)req->base));
 	json_object_set_new(o, "factor", json_integer((json_int_t)res->factor));

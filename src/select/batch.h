@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "core/config.h"
+#include "detect/detect.h"
 #include "detect/device.h"
 #include "core/err.h"
 
@@ -118,8 +119,10 @@ uint64_t batch_round_pow2(uint64_t x);
 /* floor(bytes x (1 - ppm / 10^6)), exact for every 64-bit value. */
 uint64_t batch_usable_bytes(uint64_t bytes, unsigned reserve_ppm);
 
-/* The answer as /batch-config gives it (device, steps, batch_size, max_batch_size, memory, tpu). */
-json_t *batch_result_to_json(const struct batch_result *res, const struct batch_request *req);
+/* The answer as /batch-config gives it (device, as snap's document shows it, NULL: device_to_json's; steps,
+ * batch_size, max_batch_size, memory, tpu). */
+json_t *batch_result_to_json(const struct batch_result *res, const struct batch_request *req,
+			     const struct detect_snapshot *snap);
 
 /* The steps so far as a new JSON array of {step, input, output, text}. */
 json_t *batch_steps_json(const struct batch_result *res);

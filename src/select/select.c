@@ -794,12 +794,13 @@ json_t *select_candidates_json(const struct select_result *res)
 	return a;
 }
 
-json_t *select_result_to_json(const struct select_result *res, const struct select_request *req)
+json_t *select_result_to_json(const struct select_result *res, const struct select_request *req,
+			      const struct detect_snapshot *snap)
 {
 	json_t *o = json_object();
 	json_t *constraints = json_object();
 
-	json_object_set_new(o, "device", res->device ? device_to_json(res->device) : json_null());
+	json_object_set_new(o, "device", res->device ? detect_device_doc(snap, res->device) : json_null());
 	json_object_set_new(o, "policy", json_string(select_policy_name(req->policy)));
 	json_object_set_new(o, "prefer", json_string(prefer_names[req->prefer & 3]));
 	json_object_set_new(o, "allow_tpu", json_boolean(req->allow_tpu));

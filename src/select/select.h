@@ -21,6 +21,7 @@
 #include <jansson.h>
 
 #include "core/config.h"
+#include "detect/detect.h"
 #include "detect/device.h"
 #include "select/envfmt.h"
 #include "core/err.h"
@@ -131,8 +132,10 @@ void select_result_release(struct select_result *res);
 void select_env(const struct device *devs, size_t n, const struct device *dev, enum select_tpu_scope scope,
 		struct envfmt *env);
 
-/* The answer as /select gives it: device, policy, reason, fell_back, fallback_from, candidates, env. */
-json_t *select_result_to_json(const struct select_result *res, const struct select_request *req);
+/* The answer as /select gives it: device (as snap's document shows it; NULL: device_to_json's), policy, reason,
+ * fell_back, fallback_from, candidates, env. */
+json_t *select_result_to_json(const struct select_result *res, const struct select_request *req,
+			      const struct detect_snapshot *snap);
 
 /* Every candidate as a new JSON array (id, type, eligible, score, rank, excluded_by, why). */
 json_t *select_candidates_json(const struct select_result *res);

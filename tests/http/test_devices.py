@@ -66,7 +66,7 @@ class Devices(ServerTestCase):
         self.assertLessEqual(cpu["cpu"]["cores"], cpu["cpu"]["pus"])
         self.assertGreaterEqual(cpu["cpu"]["packages"], 1)
         self.assertLessEqual(cpu["cpu"]["effective_cpus"], cpu["cpu"]["pus"])
-        self.assertIn("hwloc", cpu["backends"])
+        self.assertIn("hwloc", cpu["seen_by"])
         self.assertIn("native", cpu["backends"])
         self.assertTrue(cpu["executable"])
         with open("/proc/meminfo") as f:
@@ -81,7 +81,7 @@ class Devices(ServerTestCase):
         cpus = [d for d in doc["devices"] if d["type"] == "cpu"]
         self.assertEqual(len(cpus), 1)
         cpu = cpus[0]
-        self.assertIn("opencl", cpu["backends"])
+        self.assertIn("opencl", cpu["seen_by"])
         self.assertIn("Portable Computing Language", cpu["opencl"]["platform"])
         self.assertGreaterEqual(cpu["opencl"]["compute_units"], 1)
         pocl = [d for d in doc["devices"][1:] if "Portable" in d.get("opencl", {}).get("platform", "")]
@@ -197,8 +197,8 @@ class CgroupFixtures(unittest.TestCase):
         self.assertEqual(cpu["cpu"]["quota_cpus"], 0.5)
         self.assertEqual(cpu["cpu"]["effective_cpus"], 0.5)
         self.assertEqual(cpu["memory"]["total_bytes"], 2 << 30)
-        self.assertIn("cgroup", cpu["backends"])
-        self.assertIn("opencl", cpu["backends"])
+        self.assertIn("cgroup", cpu["seen_by"])
+        self.assertIn("opencl", cpu["seen_by"])
 
     def test_v1(self):
         cpu = self.cpu("cgroup-v1-limited")
@@ -258,7 +258,7 @@ class PaddedStrings(unittest.TestCase):
         self.assertEqual(tpus[0]["tpu"]["topology"], "2x4")
         self.assertEqual(tpus[0]["tpu"]["name"], "my-tpu")
         self.assertEqual(tpus[0]["tpu"]["worker_id"], 0)
-        self.assertIn("env", tpus[0]["backends"])
+        self.assertIn("env", tpus[0]["seen_by"])
 
 
 class Report(unittest.TestCase):

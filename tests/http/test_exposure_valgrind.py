@@ -79,7 +79,7 @@ class MemoryCycle(unittest.TestCase):
                             fresh.close()
                     self.assertEqual(r.status, status, f"GET {path}: {r}")
             cpu = srv.request("GET", "/devices/cpu:0", conn=conn).json()
-            self.assertIn("opencl", cpu["backends"], "the cycle is meant to load the OpenCL platform (PoCL)")
+            self.assertIn("opencl", cpu["seen_by"], "the cycle is meant to load the OpenCL platform (PoCL)")
             backends = ["native"] + (["opencl"] if opencl else [])
             for backend in backends:
                 job = {"kernel": "saxpy", "n": 1000, "alpha": 2, "generate": {"seed": 7}, "wait": True,

@@ -95,7 +95,8 @@ class OpenCLFaults(FaultCase):
         self.assertIn("no OpenCL platform", ocl["why"])
         self.assertEqual([d["id"] for d in doc["devices"]], ["cpu:0"])
         cpu = doc["devices"][0]
-        self.assertNotIn("opencl", cpu["backends"])
+        self.assertNotIn("opencl", cpu["seen_by"])
+        self.assertEqual(cpu["backends"], ["native"])
         self.assertNotIn("opencl", cpu)
         self.assertIn("native", cpu["backends"])
         self.assertTrue(cpu["executable"])
@@ -154,7 +155,7 @@ class OpenCLFaults(FaultCase):
         self.assertTrue(ocl["ok"] and ocl["available"], ocl)
         self.assertGreaterEqual(ocl["found"], 1)
         cpu = doc["devices"][0]
-        self.assertIn("opencl", cpu["backends"])
+        self.assertIn("opencl", cpu["seen_by"])
         self.assertIn("Portable Computing Language", cpu["opencl"]["platform"])
         job = self.run_job(s, dict(SAXPY, device="cpu:0", backend="opencl"))
         self.assertEqual(job["backend"], "opencl")

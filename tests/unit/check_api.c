@@ -8,6 +8,7 @@
 #include "cost/cost.h"
 #include "detect/detect.h"
 #include "detect/device.h"
+#include "exec/backend.h"
 #include "exec/exec.h"
 #include "detect/probe.h"
 #include "store/store.h"
@@ -58,7 +59,7 @@ static void fake_cpu(void **state, const struct config *cfg, struct device_list 
 	(void)state;
 	(void)cfg;
 	device_init(&d, DEVICE_CPU);
-	d.backends = BACKEND_HWLOC;
+	d.sources = SOURCE_HWLOC;
 	DEVICE_SET(d.vendor, "GenuineIntel");
 	DEVICE_SET(d.model, "Unit Xeon");
 	d.cpu.pus = 4;
@@ -77,8 +78,11 @@ void check_app_start(struct app *app, unsigned services)
 
 	memset(app, 0, sizeof(*app));
 	ck_assert_int_eq(config_load(&app->cfg, 0, NULL, no_env, err, sizeof(err)), 0);
-	if (services & ROUTE_DETECT)
+	if (services & ROUTE_DETECT) {
 		app->detect = detect_new(&app->cfg, probes, 1);
+		detect_set_executable(app->detect, backend_serves_any, NULL);
+		detect_set_describe(app->detect, backend_describe_device, NULL);
+	}
 	if (services & ROUTE_STORE)
 		ck_assert_int_eq(store_open(":memory:", &app->store, err, sizeof(err)), ACCELD_OK);
 	if (services & ROUTE_COST)

@@ -9,7 +9,7 @@
 
 #include "app.h"
 #include "http/http.h"
-#include "http/routes.h"
+#include "api/routes.h"
 
 /* A request and the storage its borrowed strings point into. */
 struct check_req {

@@ -1025,7 +1025,9 @@ static void host_put(struct host *h)
 
 static bool pj_serves(const struct device *dev)
 {
-	return dev->pjrt.found && dev->pjrt.usable;
+	struct pjrt_view v;
+
+	return pjrt_plugin_view(dev, &v) && v.found && v.usable;
 }
 
 /* Notes a GPU's CUDA ordinal under its plugin, in order and once: the CUDA client is opened with all of them. */
@@ -1033,30 +1035,40 @@ static void pj_attach(const struct device *dev)
 {
 	enum pjrt_kind kind;
 	struct attached *a = NULL;
+	struct pjrt_view v;
 	unsigned i;
 
-	if (!pjrt_kind_of(dev, &kind) || kind != PJRT_KIND_CUDA)
+	if (!pjrt_kind_of(dev, &kind) || kind != PJRT_KIND_CUDA || !pjrt_plugin_view(dev, &v) || !v.usable)
 		return;
 	pthread_mutex_lock(&hosts_mu);
 	for (size_t k = 0; k < nattached && a == NULL; k++)
-		if (strcmp(attached[k].path, dev->pjrt.plugin) == 0)
+		if (strcmp(attached[k].path, v.plugin) == 0)
 			a = &attached[k];
 	if (a == NULL && nattached < ATTACHED_MAX) {
 		a = &attached[nattached++];
-		snprintf(a->path, sizeof(a->path), "%s", dev->pjrt.plugin);
+		snprintf(a->path, sizeof(a->path), "%s", v.plugin);
 	}
-	for (i = 0; a != NULL && i < a->n && a->ordinals[i] != dev->pjrt.ordinal; i++)
+	for (i = 0; a != NULL && i < a->n && a->ordinals[i] != v.ordinal; i++)
 		;
 	if (a != NULL && i == a->n && a->n < ORDINALS_MAX) {
-		for (i = a->n++; i > 0 && a->ordinals[i - 1] > dev->pjrt.ordinal; i--)
+		for (i = a->n++; i > 0 && a->ordinals[i - 1] > v.ordinal; i--)
 			a->ordinals[i] = a->ordinals[i - 1];
-		a->ordinals[i] = dev->pjrt.ordinal;
+		a->ordinals[i] = v.ordinal;
 	}
 	pthread_mutex_unlock(&hosts_mu);
 }
 
+/* The device's "pjrt" in GET /devices: its plugin, what loading it said, or why none serves it. */
+static json_t *pj_describe(const struct device *dev)
+{
+	struct pjrt_view v;
+
+	return pjrt_plugin_view(dev, &v) ? pjrt_view_json(&v) : NULL;
+}
+
 static void pj_prepare(const struct config *cfg)
 {
+	pjrt_plugin_configure(cfg);
 	atomic_store(&idle_ns, cfg->pjrt_idle_ms * 1000000ull);
 	/*
 	 * CUDA then counts GPUs in PCI order, as acceld's ids do: the ordinal is how a GPU is found (match). Set even
@@ -1083,7 +1095,8 @@ static enum acceld_err pj_admit(const struct device *dev, enum kernel_id k, cons
 
 static enum acceld_err pj_open(const struct device *dev, unsigned threads, void **state, char *err, size_t errsz)
 {
-	const struct pjrt_plugin *plugin = pjrt_plugin_load(dev->pjrt.plugin);
+	struct pjrt_view v;
+	const struct pjrt_plugin *plugin = pjrt_plugin_view(dev, &v) && v.usable ? pjrt_plugin_load(v.plugin) : NULL;
 	enum pjrt_kind kind = PJRT_KIND_TPU;
 	struct pj *p;
 
@@ -1096,7 +1109,7 @@ static enum acceld_err pj_open(const struct device *dev, unsigned threads, void 
 	p->host = host_get(plugin, kind);
 	snprintf(p->id, sizeof(p->id), "%s", dev->id);
 	p->type = dev->type;
-	p->ordinal = dev->pjrt.ordinal;
+	p->ordinal = v.ordinal;
 	snprintf(p->compute_capability, sizeof(p->compute_capability), "%s", dev->gpu.compute_capability);
 	p->memory_total = dev->type == DEVICE_GPU ? dev->memory_total_bytes : 0;
 	*state = p;
@@ -1132,6 +1145,7 @@ const struct backend_ops backend_pjrt = {
 	.prepare = pj_prepare,
 	.admit = pj_admit,
 	.attach = pj_attach,
+	.describe = pj_describe,
 	.open = pj_open,
 	.run = pj_run,
 	.close = pj_close,

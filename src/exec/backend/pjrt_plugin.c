@@ -211,35 +211,70 @@ bool pjrt_plugin_find(const struct config *cfg, config_getenv_fn env, enum pjrt_
 	return false;
 }
 
-void pjrt_plugin_describe(const struct config *cfg, struct device *dev, unsigned seen[PJRT_KIND_COUNT])
+static const struct config *search_cfg; /* pjrt_plugin_configure's */
+
+void pjrt_plugin_configure(const struct config *cfg)
+{
+	search_cfg = cfg;
+}
+
+bool pjrt_plugin_view(const struct device *dev, struct pjrt_view *v)
 {
 	enum pjrt_kind kind;
 	struct pjrt_found f;
 
 	if (!pjrt_kind_of(dev, &kind))
-		return;
-	memset(&dev->pjrt, 0, sizeof(dev->pjrt));
-	dev->pjrt.candidate = true;
-	/*
-	 * libtpu counts chips; CUDA counts the GPUs CUDA_VISIBLE_DEVICES shows in its order, in PCI order (which
-	 * acceld makes it use, exec_pjrt.c) when unset, as NVML's probe worked out; without NVML, PCI order.
-	 */
-	if (kind == PJRT_KIND_TPU)
-		dev->pjrt.ordinal = dev->tpu.chip_index;
-	else
-		dev->pjrt.ordinal = dev->gpu.cuda_ordinal >= 0 ? (unsigned)dev->gpu.cuda_ordinal : seen[kind];
-	seen[kind]++;
-	if (pjrt_plugin_find(cfg, NULL, kind, &f)) {
-		dev->pjrt.found = true;
-		dev->pjrt.usable = true;
-		DEVICE_SET(dev->pjrt.plugin, f.path);
-		DEVICE_SET(dev->pjrt.source, f.source);
-		dev->backends |= BACKEND_PJRT;
-	} else {
-		snprintf(dev->pjrt.why, sizeof(dev->pjrt.why), "no %s PJRT plugin found: %.300s", pjrt_kind_name(kind),
-			 f.tried);
+		return false;
+	memset(v, 0, sizeof(*v));
+	if (search_cfg == NULL || !pjrt_plugin_find(search_cfg, NULL, kind, &f)) {
+		snprintf(v->why, sizeof(v->why), "no %s PJRT plugin found: %.300s", pjrt_kind_name(kind),
+			 search_cfg ? f.tried : "the search is not configured");
+		return true;
 	}
-	pjrt_plugin_status(&dev->pjrt);
+	v->found = true;
+	DEVICE_SET(v->plugin, f.path);
+	DEVICE_SET(v->source, f.source);
+	if (kind == PJRT_KIND_TPU) {
+		v->ordinal = dev->tpu.chip_index;
+		v->usable = true;
+	} else if (dev->gpu.cuda_ordinal >= 0) {
+		v->ordinal = (unsigned)dev->gpu.cuda_ordinal;
+		v->usable = true;
+	} else {
+		/* without NVML's view the CUDA ordinal is a guess, and a wrong one runs a job on another GPU */
+		snprintf(v->why, sizeof(v->why), "its CUDA ordinal is unknown (NVML does not see it), so the CUDA "
+			 "plugin's devices cannot be told apart");
+	}
+	if (v->usable)
+		pjrt_plugin_status(v);
+	return true;
+}
+
+json_t *pjrt_view_json(const struct pjrt_view *v)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "found", json_boolean(v->found));
+	json_object_set_new(o, "usable", json_boolean(v->usable));
+	if (v->plugin[0] != '\0')
+		json_object_set_new(o, "plugin", json_string(v->plugin));
+	if (v->source[0] != '\0')
+		json_object_set_new(o, "source", json_string(v->source));
+	if (v->api_version[0] != '\0')
+		json_object_set_new(o, "api_version", json_string(v->api_version));
+	if (v->platform[0] != '\0')
+		json_object_set_new(o, "platform", json_string(v->platform));
+	if (v->platform_version[0] != '\0')
+		json_object_set_new(o, "platform_version", json_string(v->platform_version));
+	if (v->memory_limit_bytes != 0) {
+		json_object_set_new(o, "memory_limit_bytes", json_integer((json_int_t)v->memory_limit_bytes));
+		json_object_set_new(o, "memory_in_use_bytes", json_integer((json_int_t)v->memory_in_use_bytes));
+	}
+	if (v->why[0] != '\0')
+		json_object_set_new(o, "why", json_string(v->why));
+	if (v->note[0] != '\0')
+		json_object_set_new(o, "note", json_string(v->note));
+	return o;
 }
 
 /* --- what loading found, per plugin path (process-wide; the backend writes, detection reads) --- */
@@ -353,7 +388,7 @@ const char *pjrt_error_code_name(int code)
 	return code >= 0 ? names_at(names, sizeof(names) / sizeof(names[0]), (unsigned)code) : "?";
 }
 
-void pjrt_plugin_status(struct device_pjrt *p)
+void pjrt_plugin_status(struct pjrt_view *p)
 {
 	if (!p->found)
 		return;

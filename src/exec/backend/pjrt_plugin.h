@@ -47,18 +47,44 @@ struct pjrt_found {
  */
 bool pjrt_plugin_find(const struct config *cfg, config_getenv_fn env, enum pjrt_kind kind, struct pjrt_found *out);
 
-/*
- * Fills dev->pjrt for a TPU or NVIDIA GPU (others are left alone): the plugin found for its kind, marking the device
- * BACKEND_PJRT, or why there is none; then what loading it said, if it was loaded (pjrt_plugin_status). Call it
- * for the devices in registry order: seen[kind] counts the devices of each kind so far (their CUDA ordinals).
- */
-void pjrt_plugin_describe(const struct config *cfg, struct device *dev, unsigned seen[PJRT_KIND_COUNT]);
+/* What acceld knows of the PJRT plugin of a device's kind: found, loaded, what it said, or why none serves it. GET
+ * /devices shows it as the device's "pjrt" (the backend's describe). */
+struct pjrt_view {
+	bool found;                 /* a plugin file was found for its kind */
+	bool usable;                /* found, not refused when loaded (version, symbols), and the device can be told
+				       apart (its CUDA ordinal is known) */
+	unsigned ordinal;           /* where its runtime counts it: a TPU's chip index, an NVIDIA GPU's CUDA ordinal
+				       (gpu.cuda_ordinal: its place in CUDA_VISIBLE_DEVICES, PCI order when unset) */
+	char plugin[256];           /* the plugin's path */
+	char source[48];            /* where the path came from: "ACCELD_PJRT_PLUGINS", "site-packages", ... */
+	char api_version[16];       /* "0.54" once loaded */
+	char platform[32];          /* "tpu", "cuda" once a client ran */
+	char platform_version[96];
+	uint64_t memory_limit_bytes; /* PJRT_Device_MemoryStats as last read by a job (0 unknown) */
+	uint64_t memory_in_use_bytes;
+	char why[384];              /* why no plugin serves it, or what went wrong */
+	char note[256];             /* a caveat while it is used: a refused call, a newer API; "" none */
+};
+
+/* The configuration the plugin search reads (ACCELD_PJRT_PLUGINS, ACCELD_PJRT_SEARCH); kept, not copied: cfg must
+ * outlive every later call. The backend's prepare sets it, before any thread starts. */
+void pjrt_plugin_configure(const struct config *cfg);
 
 /*
- * Brings dev->pjrt up to date with what loading its plugin found (API version, platform after a client ran, a
- * refusal): usable stays true until a load refuses the plugin. Cheap: detection calls it for every snapshot.
+ * What is known of the plugin of dev's kind (a search, a stat per candidate file: cheap, so a plugin installed later
+ * is found), then what loading it said, if it was loaded (pjrt_plugin_status). False for a device no PJRT plugin
+ * kind serves (a CPU, a GPU not NVIDIA's).
  */
-void pjrt_plugin_status(struct device_pjrt *p);
+bool pjrt_plugin_view(const struct device *dev, struct pjrt_view *v);
+
+/*
+ * Brings v up to date with what loading its plugin found (API version, platform after a client ran, a refusal):
+ * usable stays true until a load refuses the plugin.
+ */
+void pjrt_plugin_status(struct pjrt_view *v);
+
+/* The view as GET /devices shows it: a new object. */
+json_t *pjrt_view_json(const struct pjrt_view *v);
 
 /* A plugin as loaded: api NULL when it was refused (why says so), else ready for PJRT_Client_Create. */
 struct pjrt_plugin {

@@ -671,7 +671,7 @@ START_TEST(telemetry_findings_decide)
 
 	/* a throttled GPU's telemetry on the CPU test device: hot, clocks held down, ECC errors */
 	pthread_mutex_lock(&rec_mu);
-	devs[0].backends |= BACKEND_NVML;
+	devs[0].sources |= SOURCE_NVML;
 	devs[0].telemetry.temperature_celsius = 92;
 	devs[0].gpu.slowdown_temperature_celsius = 87;
 	devs[0].telemetry.throttle_known = true;

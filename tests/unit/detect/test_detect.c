@@ -25,7 +25,7 @@ static void fake_cpu(void **state, const struct config *c, struct device_list *o
 	(void)state;
 	(void)c;
 	device_init(&d, DEVICE_CPU);
-	d.backends = BACKEND_HWLOC;
+	d.sources = SOURCE_HWLOC;
 	DEVICE_SET(d.vendor, "GenuineIntel");
 	DEVICE_SET(d.model, "Fixture Xeon");
 	d.cpu.pus = 4;
@@ -43,14 +43,14 @@ static void fake_opencl(void **state, const struct config *c, struct device_list
 	(void)c;
 	/* PoCL's CPU device */
 	device_init(&d, DEVICE_CPU);
-	d.backends = BACKEND_OPENCL;
+	d.sources = SOURCE_OPENCL;
 	d.opencl.present = true;
 	DEVICE_SET(d.opencl.name, "pthread-fixture");
 	d.memory_total_bytes = 1234;
 	add(out, &d);
 	/* two NVIDIA GPUs with bus ids, in the order the driver lists them */
 	device_init(&d, DEVICE_GPU);
-	d.backends = BACKEND_OPENCL;
+	d.sources = SOURCE_OPENCL;
 	d.opencl.present = true;
 	DEVICE_SET(d.vendor, "NVIDIA");
 	DEVICE_SET(d.model, "OpenCL name");
@@ -62,7 +62,7 @@ static void fake_opencl(void **state, const struct config *c, struct device_list
 	add(out, &d);
 	/* an AMD GPU whose driver gives no bus id */
 	device_init(&d, DEVICE_GPU);
-	d.backends = BACKEND_OPENCL;
+	d.sources = SOURCE_OPENCL;
 	d.opencl.present = true;
 	DEVICE_SET(d.vendor, "AMD");
 	DEVICE_SET(d.model, "gfx942");
@@ -79,7 +79,7 @@ static void fake_nvml(void **state, const struct config *c, struct device_list *
 	(void)state;
 	(void)c;
 	device_init(&d, DEVICE_GPU);
-	d.backends = BACKEND_NVML;
+	d.sources = SOURCE_NVML;
 	DEVICE_SET(d.vendor, "NVIDIA");
 	DEVICE_SET(d.model, "NVIDIA H100 80GB HBM3");
 	DEVICE_SET(d.uuid, "GPU-aaaa");
@@ -100,7 +100,7 @@ static void fake_nvml_refresh(void **state, const struct config *c, struct devic
 	(void)c;
 	nvml_refreshes++;
 	for (size_t i = 0; i < devs->n; i++) {
-		if (devs->v[i].backends & BACKEND_NVML) {
+		if (devs->v[i].sources & SOURCE_NVML) {
 			devs->v[i].telemetry.utilization_ratio = 0.25 * nvml_refreshes;
 			devs->v[i].telemetry.sampled_at_ms = 1000 * nvml_refreshes;
 		}
@@ -115,7 +115,7 @@ static void fake_sysfs(void **state, const struct config *c, struct device_list 
 	(void)state;
 	(void)c;
 	device_init(&d, DEVICE_GPU);
-	d.backends = BACKEND_SYSFS;
+	d.sources = SOURCE_SYSFS;
 	DEVICE_SET(d.vendor, "AMD");
 	DEVICE_SET(d.model, "AMD Instinct MI300X");
 	DEVICE_SET(d.pci_bus_id, "0000:C1:00.0");
@@ -147,7 +147,7 @@ static void fake_tpu(void **state, const struct config *c, struct device_list *o
 	(*calls)++;
 	for (unsigned i = 0; i < 2; i++) {
 		device_init(&d, DEVICE_TPU);
-		d.backends = BACKEND_PCI | BACKEND_DEVNODE;
+		d.sources = SOURCE_PCI | SOURCE_DEVNODE;
 		DEVICE_SET(d.vendor, "Google");
 		DEVICE_SET(d.tpu.generation, "v6e");
 		DEVICE_SET(d.pci_bus_id, i == 0 ? "0000:00:05.0" : "0000:00:04.0");
@@ -159,12 +159,14 @@ static void fake_tpu(void **state, const struct config *c, struct device_list *o
 	res->available = true;
 }
 
-static const struct probe_ops cpu_ops = {.name = "cpu", .probe = fake_cpu};
-static const struct probe_ops ocl_ops = {.name = "opencl", .probe = fake_opencl};
-static const struct probe_ops nvml_ops = {.name = "nvml", .probe = fake_nvml, .refresh = fake_nvml_refresh};
+/* trusted as the real probes are (probe.h): the merge takes each field from the most trusted view that has it */
+static const struct probe_ops cpu_ops = {.name = "cpu", .trust = 3, .probe = fake_cpu};
+static const struct probe_ops ocl_ops = {.name = "opencl", .trust = 1, .probe = fake_opencl};
+static const struct probe_ops nvml_ops = {.name = "nvml", .trust = 4, .probe = fake_nvml,
+					  .refresh = fake_nvml_refresh};
 static const struct probe_ops fail_ops = {.name = "broken", .probe = fake_fail};
-static const struct probe_ops sysfs_ops = {.name = "sysfs-gpu", .probe = fake_sysfs};
-static const struct probe_ops tpu_ops = {.name = "tpu", .probe = fake_tpu, .release = free};
+static const struct probe_ops sysfs_ops = {.name = "sysfs-gpu", .trust = 3, .probe = fake_sysfs};
+static const struct probe_ops tpu_ops = {.name = "tpu", .trust = 2, .probe = fake_tpu, .release = free};
 
 static const struct probe_ops *const all[] = {&cpu_ops, &ocl_ops, &nvml_ops, &fail_ops, &sysfs_ops, &tpu_ops};
 #define NALL (sizeof(all) / sizeof(all[0]))
@@ -177,6 +179,13 @@ static void setup(void)
 	nvml_refreshes = 0;
 }
 
+/* Who runs jobs is the executor's to say (detect_set_executable): here, CPUs and devices with an OpenCL view. */
+static bool cpus_and_opencl_run_jobs(void *ctx, const struct device *dev)
+{
+	(void)ctx;
+	return dev->type == DEVICE_CPU || dev->opencl.present;
+}
+
 START_TEST(merges_orders_and_names)
 {
 	struct detect *det = NULL;
@@ -186,8 +195,13 @@ START_TEST(merges_orders_and_names)
 	det = detect_new(&cfg, all, NALL);
 	ck_assert_ptr_nonnull(det);
 	s = detect_acquire(det);
+	/* until told who runs jobs, no device does */
+	ck_assert(!s->devices[0].executable);
+	detect_release(s);
+	detect_set_executable(det, cpus_and_opencl_run_jobs, NULL);
+	s = detect_acquire(det);
 	ck_assert_uint_eq(s->n, 6);
-	ck_assert_uint_eq(s->generation, 1);
+	ck_assert_uint_eq(s->generation, 2);
 
 	d = &s->devices[0];
 	ck_assert_str_eq(d->id, "cpu:0");
@@ -197,7 +211,7 @@ START_TEST(merges_orders_and_names)
 	ck_assert_uint_eq(d->memory_total_bytes, 8ull << 30); /* the hwloc view wins over PoCL's */
 	ck_assert(d->opencl.present);
 	ck_assert_str_eq(d->opencl.name, "pthread-fixture");
-	ck_assert_uint_eq(d->backends, BACKEND_NATIVE | BACKEND_OPENCL | BACKEND_HWLOC);
+	ck_assert_uint_eq(d->sources, SOURCE_OPENCL | SOURCE_HWLOC);
 	ck_assert(d->executable);
 
 	d = &s->devices[1];
@@ -207,7 +221,7 @@ START_TEST(merges_orders_and_names)
 	ck_assert_str_eq(d->uuid, "GPU-bbbb");
 	ck_assert_uint_eq(d->compute_units, 132);    /* filled from the OpenCL view */
 	ck_assert_uint_eq(d->opencl.device_index, 1);
-	ck_assert_uint_eq(d->backends, BACKEND_OPENCL | BACKEND_NVML);
+	ck_assert_uint_eq(d->sources, SOURCE_OPENCL | SOURCE_NVML);
 	ck_assert_str_eq(d->accelerator_type, "H100");
 	ck_assert_str_eq(d->spec_key, "nvidia-h100-pcie");
 	ck_assert_double_eq_tol(d->peak.fp32_tflops, 51, 1e-9);
@@ -225,7 +239,7 @@ START_TEST(merges_orders_and_names)
 	ck_assert_str_eq(d->pci_bus_id, "0000:c1:00.0");
 	ck_assert_str_eq(d->model, "AMD Instinct MI300X");
 	ck_assert_str_eq(d->accelerator_type, "MI300X");
-	ck_assert_uint_eq(d->backends, BACKEND_OPENCL | BACKEND_SYSFS);
+	ck_assert_uint_eq(d->sources, SOURCE_OPENCL | SOURCE_SYSFS);
 	ck_assert_uint_eq(d->opencl.platform_index, 1);
 	ck_assert(d->executable);
 
@@ -286,6 +300,7 @@ START_TEST(only_failures_still_give_cpu0)
 	const struct detect_snapshot *s;
 
 	det = detect_new(&cfg, broken, 1);
+	detect_set_executable(det, cpus_and_opencl_run_jobs, NULL);
 	s = detect_acquire(det);
 	ck_assert_uint_eq(s->n, 1);
 	ck_assert_str_eq(s->devices[0].id, "cpu:0");

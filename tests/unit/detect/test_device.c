@@ -44,7 +44,7 @@ START_TEST(known_fields_are_shown)
 	DEVICE_SET(d.peak.source, "table");
 	d.telemetry.utilization_ratio = 0.5;
 	d.telemetry.sampled_at_ms = 1000;
-	d.backends = BACKEND_NVML | BACKEND_OPENCL;
+	d.sources = SOURCE_NVML | SOURCE_OPENCL;
 	d.gpu.mig_mode = 0;
 	d.gpu.pci_device_id = 0x2330;
 	d.opencl.present = true;
@@ -63,7 +63,8 @@ START_TEST(known_fields_are_shown)
 	o = json_object_get(j, "telemetry");
 	ck_assert_str_eq(json_string_value(json_object_get(o, "sampled_at")), "1970-01-01T00:00:01.000Z");
 	ck_assert_ptr_null(json_object_get(o, "power_watts"));
-	o = json_object_get(j, "backends");
+	ck_assert_ptr_null(json_object_get(j, "backends")); /* what runs jobs is the backends' to say (backend.h) */
+	o = json_object_get(j, "seen_by");
 	ck_assert_uint_eq(json_array_size(o), 2);
 	ck_assert_str_eq(json_string_value(json_array_get(o, 0)), "opencl");
 	ck_assert_str_eq(json_string_value(json_array_get(o, 1)), "nvml");

@@ -53,8 +53,8 @@ START_TEST(cgroup_v2_limits)
 	ck_assert(res.available);
 	ck_assert_ptr_nonnull(strstr(res.why, "v2"));
 	ck_assert_int_eq(d.type, DEVICE_CPU);
-	ck_assert(d.backends & BACKEND_HWLOC);
-	ck_assert(d.backends & BACKEND_CGROUP);
+	ck_assert(d.sources & SOURCE_HWLOC);
+	ck_assert(d.sources & SOURCE_CGROUP);
 	/* the leaf's cpuset is CPU 0 */
 	ck_assert_str_eq(d.cpu.cpuset, "0");
 	ck_assert_uint_eq(d.cpu.pus, 1);
@@ -101,7 +101,7 @@ START_TEST(cgroup_v1_limits)
 	use_fixture("cgroup-v1-limited");
 	probe_once(&d, &res, &state);
 	ck_assert_ptr_nonnull(strstr(res.why, "v1"));
-	ck_assert(d.backends & BACKEND_CGROUP);
+	ck_assert(d.sources & SOURCE_CGROUP);
 	ck_assert_str_eq(d.cpu.cpuset, "0");
 	ck_assert_uint_eq(d.cpu.pus, 1);
 	/* cfs 150000/100000 = 1.5 CPUs, more than the one CPU of the cpuset */
@@ -140,7 +140,7 @@ START_TEST(cgroup_hybrid_limits)
 	use_fixture("cgroup-hybrid");
 	probe_once(&d, &res, &state);
 	ck_assert_ptr_nonnull(strstr(res.why, "hybrid"));
-	ck_assert(d.backends & BACKEND_CGROUP);
+	ck_assert(d.sources & SOURCE_CGROUP);
 	ck_assert(sched_getaffinity(0, sizeof(set), &set) == 0);
 	ck_assert_uint_eq(d.cpu.pus, (unsigned)CPU_COUNT(&set));
 	ck_assert_double_eq_tol(d.cpu.quota_cpus, 2.5, 1e-9);
@@ -267,7 +267,7 @@ START_TEST(no_cgroup_files)
 	cfg.sysfs_root = "tests/fixtures/does-not-exist/sys";
 	cfg.proc_root = "tests/fixtures/does-not-exist/proc";
 	probe_once(&d, &res, &state);
-	ck_assert(!(d.backends & BACKEND_CGROUP));
+	ck_assert(!(d.sources & SOURCE_CGROUP));
 	ck_assert(sched_getaffinity(0, sizeof(set), &set) == 0);
 	ck_assert_uint_eq(d.cpu.pus, (unsigned)CPU_COUNT(&set));
 	ck_assert(isnan(d.cpu.quota_cpus));

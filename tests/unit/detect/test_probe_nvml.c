@@ -72,7 +72,7 @@ START_TEST(two_gpus)
 	ck_assert_ptr_nonnull(l);
 	ck_assert_int_eq(h->type, DEVICE_GPU);
 	ck_assert_str_eq(h->vendor, "NVIDIA");
-	ck_assert_uint_eq(h->backends, BACKEND_NVML);
+	ck_assert_uint_eq(h->sources, SOURCE_NVML);
 	ck_assert_str_eq(h->uuid, "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6");
 	ck_assert_str_eq(h->pci_bus_id, "0000:65:00.0");
 	ck_assert_str_eq(l->pci_bus_id, "0000:ca:00.0");

@@ -74,7 +74,7 @@ START_TEST(pocl_cpu_device)
 			cpu = &l.v[i];
 	ck_assert_ptr_nonnull(cpu);
 	ck_assert(cpu->opencl.present);
-	ck_assert_uint_eq(cpu->backends, BACKEND_OPENCL);
+	ck_assert_uint_eq(cpu->sources, SOURCE_OPENCL);
 	ck_assert_str_ne(cpu->opencl.name, "");
 	ck_assert_ptr_nonnull(strstr(cpu->opencl.platform, "Portable Computing Language"));
 	ck_assert_ptr_nonnull(strstr(cpu->opencl.version, "OpenCL"));

@@ -78,7 +78,7 @@ START_TEST(amd_mi300x)
 	ck_assert_str_eq(out.v[1].model, "AMD Instinct MI300X");
 	ck_assert_str_eq(d->gpu.driver, "amdgpu");
 	ck_assert_uint_eq(d->gpu.pci_device_id, 0x74a1);
-	ck_assert_uint_eq(d->backends, BACKEND_SYSFS);
+	ck_assert_uint_eq(d->sources, SOURCE_SYSFS);
 	ck_assert_uint_eq(d->memory_total_bytes, 192 * GIB);
 	ck_assert_uint_eq(d->telemetry.memory_used_bytes, 1 * GIB);
 	ck_assert_uint_eq(d->memory_available_bytes, 191 * GIB);

@@ -86,9 +86,9 @@ static void expect_chips(const char *fixture, unsigned chips, const char *gen, c
 		ck_assert_uint_eq(d->tpu.chips, chips);
 		ck_assert_uint_eq(d->tpu.chip_index, i);
 		ck_assert_uint_eq(d->tpu.cores_per_chip, cores);
-		ck_assert(d->backends & BACKEND_PCI);
-		ck_assert(d->backends & BACKEND_DEVNODE);
-		ck_assert(!(d->backends & (BACKEND_ENV | BACKEND_METADATA)));
+		ck_assert(d->sources & SOURCE_PCI);
+		ck_assert(d->sources & SOURCE_DEVNODE);
+		ck_assert(!(d->sources & (SOURCE_ENV | SOURCE_METADATA)));
 		ck_assert_str_eq(d->tpu.accelerator_type, "");
 		ck_assert_int_eq(d->tpu.worker_id, -1);
 		ck_assert_str_eq(d->id, "");
@@ -236,8 +236,8 @@ START_TEST(environment)
 	ck_assert_str_eq(d->tpu.topology, "2x4");
 	ck_assert_str_eq(d->tpu.name, "my-tpu");
 	ck_assert_int_eq(d->tpu.worker_id, 0);
-	ck_assert(d->backends & BACKEND_ENV);
-	ck_assert(!(d->backends & BACKEND_METADATA));
+	ck_assert(d->sources & SOURCE_ENV);
+	ck_assert(!(d->sources & SOURCE_METADATA));
 	done(st, &out);
 
 	/* blanks around the values are padding, not part of them */
@@ -264,7 +264,7 @@ START_TEST(environment)
 	ck_assert_str_eq(out.v[0].tpu.accelerator_type, "");
 	ck_assert_str_eq(out.v[0].tpu.topology, "");
 	ck_assert_int_eq(out.v[0].tpu.worker_id, -1);
-	ck_assert(!(out.v[0].backends & BACKEND_ENV));
+	ck_assert(!(out.v[0].sources & SOURCE_ENV));
 	ck_assert_ptr_nonnull(strstr(res.why, "TPU_ACCELERATOR_TYPE 'banana'"));
 	ck_assert_ptr_nonnull(strstr(res.why, "TPU_TOPOLOGY"));
 	ck_assert_ptr_nonnull(strstr(res.why, "TPU_WORKER_ID"));
@@ -545,8 +545,8 @@ START_TEST(metadata_server)
 	ck_assert_str_eq(out.v[0].tpu.accelerator_type, "v6e-4");
 	ck_assert_str_eq(out.v[0].tpu.topology, "2x2");
 	ck_assert_int_eq(out.v[0].tpu.worker_id, 0);
-	ck_assert(out.v[3].backends & BACKEND_METADATA);
-	ck_assert(!(out.v[3].backends & BACKEND_ENV));
+	ck_assert(out.v[3].sources & SOURCE_METADATA);
+	ck_assert(!(out.v[3].sources & SOURCE_ENV));
 	/* the answer is kept: a second probe asks nothing */
 	device_list_release(&out);
 	memset(&res, 0, sizeof(res));
@@ -576,7 +576,7 @@ START_TEST(metadata_partial_and_malformed)
 	/* the padded answer, trimmed */
 	ck_assert_str_eq(out.v[0].tpu.accelerator_type, "v6e-4");
 	ck_assert_str_eq(out.v[0].tpu.topology, "");
-	ck_assert(out.v[0].backends & BACKEND_METADATA);
+	ck_assert(out.v[0].sources & SOURCE_METADATA);
 	done(st, &out);
 	meta_stop(&s, true);
 
@@ -586,7 +586,7 @@ START_TEST(metadata_partial_and_malformed)
 	ck_assert_uint_eq(out.n, 4);
 	ck_assert_ptr_nonnull(strstr(res.why, "GCE metadata: tpu-env is malformed"));
 	ck_assert_str_eq(out.v[0].tpu.accelerator_type, "");
-	ck_assert(!(out.v[0].backends & BACKEND_METADATA));
+	ck_assert(!(out.v[0].sources & SOURCE_METADATA));
 	done(st, &out);
 	meta_stop(&bad, true);
 }

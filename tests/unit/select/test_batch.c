@@ -387,7 +387,7 @@ START_TEST(result_json)
 	r.params = 1000;
 	r.sample_bytes = 1000;
 	ck_assert_int_eq(batch_compute(tpu_v6e(), &r, &res), ACCELD_OK);
-	doc = batch_result_to_json(&res, &r);
+	doc = batch_result_to_json(&res, &r, NULL);
 	ck_assert_int_eq(json_integer_value(json_object_get(doc, "batch_size")), 128);
 	ck_assert(json_is_integer(json_object_get(doc, "max_batch_size")));
 	steps = json_object_get(doc, "steps");

@@ -553,7 +553,7 @@ START_TEST(result_json)
 
 	host_gpus();
 	ck_assert_int_eq(select_choose(devs, ndevs, &r, NULL, 0, &res), ACCELD_OK);
-	doc = select_result_to_json(&res, &r);
+	doc = select_result_to_json(&res, &r, NULL);
 	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(doc, "device"), "id")), "gpu:0");
 	ck_assert_str_eq(json_string_value(json_object_get(doc, "policy")), "fastest");
 	ck_assert(json_is_false(json_object_get(doc, "fell_back")));

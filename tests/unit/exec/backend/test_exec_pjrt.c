@@ -21,6 +21,7 @@
 #include "exec/backend/pjrt_plugin.h"
 
 static char lib_path[512];
+static char plugins[1100];
 static struct config cfg;
 static struct device devs[3]; /* cpu:0, and tpu:0 or gpu:0, gpu:1 */
 static uint64_t device_memory = 16ull << 30; /* what detection says each accelerator has */
@@ -80,6 +81,10 @@ static void setup(void)
 	resolve(lib, &fake_compile_option, sizeof(fake_compile_option), "fake_pjrt_compile_option");
 	ck_assert_int_eq(config_load(&cfg, 0, NULL, NULL, err, sizeof(err)), 0);
 	cfg.pjrt_idle_ms = 60000;
+	/* both kinds' plugin is the fake (ACCELD_PJRT_PLUGINS) */
+	snprintf(plugins, sizeof(plugins), "tpu=%s,cuda=%s", lib_path, lib_path);
+	free(cfg.pjrt_plugins);
+	cfg.pjrt_plugins = strdup(plugins);
 	backend_pjrt.prepare(&cfg);
 }
 
@@ -103,11 +108,8 @@ static size_t make_devices(enum device_type type, unsigned n)
 		DEVICE_SET(d->vendor, type == DEVICE_TPU ? "Google" : "NVIDIA");
 		DEVICE_SET(d->pci_bus_id, pci[i]);
 		d->tpu.chip_index = i;
+		d->gpu.cuda_ordinal = (int)i;
 		d->memory_total_bytes = device_memory;
-		d->pjrt.candidate = d->pjrt.found = d->pjrt.usable = true;
-		d->pjrt.ordinal = i;
-		DEVICE_SET(d->pjrt.plugin, lib_path);
-		d->backends |= BACKEND_PJRT;
 	}
 	return 1 + n;
 }
@@ -185,7 +187,7 @@ static void wait_live_zero(void)
 }
 
 /* What the device view says of the fake plugin (pjrt_plugin_status). */
-static void plugin_status(struct device_pjrt *st)
+static void plugin_status(struct pjrt_view *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->found = st->usable = true;
@@ -338,7 +340,7 @@ END_TEST
 START_TEST(wrong_version_is_refused)
 {
 	struct exec *ex;
-	struct device_pjrt st;
+	struct pjrt_view st;
 
 	setenv("FAKE_PJRT_PLATFORM", "tpu", 1);
 	setenv("FAKE_PJRT_VERSION", "0.40", 1);
@@ -579,7 +581,7 @@ END_TEST
 START_TEST(memory_figures_or_a_note)
 {
 	struct exec *ex;
-	struct device_pjrt st;
+	struct pjrt_view st;
 
 	setenv("FAKE_PJRT_PLATFORM", "cuda", 1);
 	ex = start(DEVICE_GPU, 1);
@@ -597,7 +599,7 @@ END_TEST
 START_TEST(memory_stats_refused_is_noted)
 {
 	struct exec *ex;
-	struct device_pjrt st;
+	struct pjrt_view st;
 
 	setenv("FAKE_PJRT_PLATFORM", "cuda", 1);
 	setenv("FAKE_PJRT_NO_MEMSTATS", "1", 1);
@@ -614,7 +616,7 @@ END_TEST
 /* 0.56 is refused: 0.57 rearranged PJRT_Api. */
 START_TEST(minor_56_is_refused)
 {
-	struct device_pjrt st;
+	struct pjrt_view st;
 
 	setenv("FAKE_PJRT_VERSION", "0.56", 1);
 	ck_assert_ptr_null(pjrt_plugin_load(lib_path)->api);
@@ -628,7 +630,7 @@ END_TEST
 START_TEST(a_newer_plugin_is_used_with_a_note)
 {
 	struct exec *ex;
-	struct device_pjrt st;
+	struct pjrt_view st;
 
 	setenv("FAKE_PJRT_PLATFORM", "cuda", 1);
 	setenv("FAKE_PJRT_VERSION", "0.130", 1);

@@ -3,7 +3,7 @@
 
 #include "app.h"
 #include "check_main.h"
-#include "http/routes.h"
+#include "api/routes.h"
 
 static int calls;
 

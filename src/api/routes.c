@@ -1,5 +1,5 @@
 /* routes: the route table and the dispatcher's shared checks. */
-#include "http/routes.h"
+#include "api/routes.h"
 
 #include <stdio.h>
 #include <string.h>
