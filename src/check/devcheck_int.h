@@ -1,0 +1,216 @@
+/*
+ * devcheck_int: what the parts of the health checks share, private to src/check/ (and the unit tests that mirror it;
+ * the rest of acceld uses devcheck.h). The module is four files:
+ *   devcheck.c        the module: names, life cycle, the run's thread, figures for the rest of acceld, periodic checks;
+ *   devcheck_doc.c    a check's document (JSON);
+ *   devcheck_tests.c  the tests a check runs: its jobs, telemetry sampling, sizes, the ramp, triad and sustained;
+ *   devcheck_judge.c  the verdicts: pure functions of a run's tests and the settings (no threads, locks or I/O).
+ *
+ * One mutex (struct devcheck's mu) guards the module: the recent checks, the per-device summaries and every field of
+ * a run that a reader may see. A run's thread computes on its own copies and publishes them under the mutex.
+ */
+#ifndef ACCELD_DEVCHECK_INT_H
+#define ACCELD_DEVCHECK_INT_H
+
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "check/devcheck.h"
+#include "detect/device.h"
+
+#define RECENT_MAX 64          /* checks kept in memory */
+#define DEVICES_MAX 64         /* devices with a summary */
+#define RAMP_MAX 8             /* sgemm sizes tried */
+#define SAMPLES_MAX 16         /* runs at the final size */
+#define BUCKETS 120            /* points of the sustained series */
+
+/* --- the state of a run --- */
+
+struct ramp_step {
+	uint64_t n;
+	double figure;
+	double kernel_ms;
+};
+
+/* One test of a check as its document shows it. */
+struct test {
+	const char *name;           /* "sgemm", "triad", "sustained", "telemetry" */
+	const char *kind;           /* "matrix", "memory", "sustained", "telemetry" */
+	const char *unit;           /* "GFLOP/s", "GB/s"; NULL for telemetry */
+	bool started;
+	bool finished;
+	unsigned runs;              /* runs completed */
+	unsigned wrong;             /* runs whose result the reference did not confirm */
+	uint64_t n;                 /* final size (sgemm: m = n = k) */
+	double samples[SAMPLES_MAX];
+	unsigned nsamples;
+	double best, median;        /* NAN until measured */
+	double expected;            /* NAN unknown */
+	char expected_source[512];
+	double worst_error;         /* the largest error / tolerance of a run */
+	struct ramp_step ramp[RAMP_MAX];
+	unsigned nramp;
+	char steady[200];           /* why the final size was kept */
+	double device_ms;           /* the test's own run time */
+	double setup_ms;            /* one-off time kept out of device_ms: the warm-up run and program compiles */
+	double budget_ms;
+	bool failed;                /* a run could not complete */
+	char failure[400];
+	char last_job[32];
+	bool has_verdict;
+	enum devcheck_verdict verdict;
+	char rule[480];
+	/* sustained only */
+	double first, last;         /* mean of the first and the last quarter of the runs */
+	double duration_ms;
+};
+
+/* Telemetry gathered over a check. */
+struct tel {
+	unsigned samples;
+	const char *source;         /* "nvml", "cpufreq", "sysfs", NULL none */
+	double temp_first, temp_max;
+	double power_max, power_sum;
+	unsigned power_n;
+	double clock_min, clock_sum, clock_max_rated;
+	unsigned clock_n;
+	bool throttle_known;
+	unsigned throttle_seen;
+	double ecc_first, ecc_last;
+	int retired_pending;
+	double slowdown_c;
+	uint64_t last_ns;
+	double now_temp, now_power, now_clock; /* the latest sample's */
+};
+
+struct bucket {
+	double sum;
+	unsigned runs;
+	double temp, power, clock;
+};
+
+struct devcheck_run {
+	atomic_int refs;
+	struct devcheck *c;
+	char id[DEVCHECK_ID_MAX];
+	char device[DEVICE_ID_MAX];
+	char type[8];
+	char model[128];
+	char backend[16];
+	struct devcheck_request req;
+	enum devcheck_state state;
+	int64_t created_ms, started_ms, finished_ms;
+	uint64_t started_ns;
+	uint64_t sustained_ms;      /* the long level's phase */
+	uint64_t seed;
+	struct test sgemm, triad, sustained, telemetry;
+	struct tel tel;
+	struct bucket buckets[BUCKETS];
+	bool has_verdict;
+	enum devcheck_verdict verdict;
+	char rule[560];
+	bool has_error;
+	enum reason error_reason;
+	char error[400];
+	bool stop;                  /* devcheck_stop: end after the job in progress */
+	bool final_recorded;        /* its final document went to the history (devcheck_stop may do it first) */
+	bool ended;                 /* its thread is done with it */
+	devcheck_done_fn done;
+	void *done_arg;
+	unsigned jobs;
+};
+
+/* A figure that can stand for one (an expected peak, a measurement): finite and above zero. */
+static inline bool devcheck_usable(double v)
+{
+	return isfinite(v) && v > 0;
+}
+
+/* A test that has not started: its names (static strings; unit NULL for telemetry), no runs, every figure NAN. */
+void devcheck_test_init(struct test *t, const char *name, const char *kind, const char *unit);
+
+/* Telemetry with no sample yet: every figure NAN, retired pages unknown (-1). */
+void devcheck_tel_init(struct tel *t);
+
+/* --- the module (devcheck.c) --- */
+
+/* A device's summary and the peak the spec table or the CPU probe gave it (the basis of expected figures). */
+struct devstate {
+	struct devcheck_summary s;
+	bool known;                 /* s holds a finished check */
+	bool has_basis;
+	struct device_peak basis;
+	char running_id[DEVCHECK_ID_MAX];
+};
+
+struct devcheck {
+	struct devcheck_opts opts;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;          /* a run ended, a thread ended, or stop */
+	bool stopping;
+	struct devcheck_run *recent[RECENT_MAX]; /* ring, newest at head - 1 */
+	unsigned nrecent, head;
+	struct devstate devs[DEVICES_MAX];
+	size_t ndevs;
+	unsigned threads;           /* run threads alive */
+	pthread_t scheduler;
+	bool scheduler_started;
+	uint64_t salt;
+	uint64_t seq;
+};
+
+/* --- the tests (devcheck_tests.c), run on the run's thread with the mutex released --- */
+
+/* Whether devcheck_stop asked the run to end after the job in progress. Takes the mutex. */
+bool devcheck_run_stopping(struct devcheck_run *run);
+
+/*
+ * Reads the device's telemetry anew into run->tel (at most every 500 ms unless force) and copies the device into
+ * *dev (may be NULL); false when the device is gone.
+ */
+bool devcheck_run_sample(struct devcheck_run *run, bool force, struct device *dev);
+
+/*
+ * The tests, each publishing run->sgemm, run->triad or run->sustained as it goes and marking it finished at its end.
+ * sgemm ramps from the start size to a plateau, the size cap or the budget (device time in ms), then repeats at
+ * the final size; triad repeats at a length fitting the device; sustained repeats sgemm at its final size for
+ * duration_ms. A stop (devcheck_run_stopping) ends each after the job in progress.
+ */
+void devcheck_test_sgemm(struct devcheck_run *run, const struct device *dev, uint64_t budget_ms);
+void devcheck_test_triad(struct devcheck_run *run, const struct device *dev, uint64_t budget_ms);
+void devcheck_test_sustained(struct devcheck_run *run, uint64_t duration_ms);
+
+/* --- verdicts (devcheck_judge.c): pure, the caller holds the mutex where readers may see the run --- */
+
+/*
+ * A throughput test (sgemm, triad) against its expected figure: a wrong result or no completed run fails; no
+ * expected figure passes a verified one; else measured / expected below s->fail_percent fails, below
+ * s->warn_percent warns, and a run that failed after good ones fails the test (a figure with no expected one to
+ * compare with is not judged further). Sets t->verdict and t->rule.
+ */
+void devcheck_judge_figure(const struct devcheck_settings *s, struct test *t);
+
+/*
+ * The sustained test: a wrong result, no completed run or a failed run fails; under 8 runs pass (too few for a
+ * trend); the last quarter's throughput below s->throttle_percent of the first quarter's warns.
+ */
+void devcheck_judge_sustained(const struct devcheck_settings *s, struct test *t);
+
+/*
+ * The telemetry test from what was sampled (x): uncorrectable ECC errors or retired pages waiting for a reset fail;
+ * harmful clock event reasons, a temperature at or past the slowdown threshold, or a mean clock below
+ * s->clock_percent of the rated maximum warn. The worst finding decides and the rule says every one. Marks t
+ * started and finished.
+ */
+void devcheck_judge_telemetry(const struct devcheck_settings *s, const struct tel *x, struct test *t);
+
+/*
+ * Judges every test of the run's level and gives the run its worst test's verdict (the first of equals, in the
+ * document's order), with that test's name and rule (run->has_verdict, run->verdict, run->rule).
+ */
+void devcheck_judge(const struct devcheck_settings *s, struct devcheck_run *run);
+
+#endif

@@ -1,0 +1,687 @@
+/*
+ * devcheck_tests: the tests a check runs, each a series of verified jobs through the executor, one at a time: the
+ * sgemm ramp and its repeats, triad, the long level's sustained load, and the telemetry sampled between runs.
+ * A test computes on its own copy and publishes it under the module's mutex; executor calls and the device
+ * callback are made with the mutex released.
+ */
+#include "check/devcheck_int.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/clock.h"
+#include "exec/exec.h"
+#include "exec/kernel.h"
+#include "core/mem.h"
+#include "core/reason.h"
+
+#define SUSTAINED_RUNS_MAX 100000
+#define SGEMM_START_CPU 256
+#define SGEMM_START_ACCEL 512
+#define SGEMM_MAX 8192
+#define PLATEAU_GAIN 1.05      /* a doubling that gains less than 5 % is a plateau (both kernels of 20 ms or more) */
+#define PLATEAU_MIN_KERNEL_MS 20.0
+#define TRIAD_MIN_N (1ull << 22)   /* 16 MiB per array */
+#define TRIAD_FLOOR_N 4096         /* the smallest a job limit can force */
+#define TELEMETRY_EVERY_NS 500000000ull
+#define STREAM_SCALAR 3.0f     /* STREAM's triad scalar */
+
+static double mono_ms(uint64_t since_ns)
+{
+	uint64_t now = clock_mono_ns();
+
+	return now > since_ns ? (double)(now - since_ns) / 1e6 : 0.0;
+}
+
+/* --- one job --- */
+
+struct run_result {
+	bool ok;                    /* the job succeeded */
+	bool refused;               /* the executor would not take it */
+	enum reason reason;
+	char detail[320];
+	bool verified;
+	double worst;               /* error / tolerance */
+	double kernel_ms;
+	double compile_ms;          /* building the job's program (0 when it was cached or none is built) */
+	double run_ms;              /* the job's own time: its total less its wait in the queue and its compile */
+	double figure;              /* GFLOP/s for sgemm, GB/s for the rest */
+	char job[32];
+	char backend[16];
+};
+
+static double num_at(json_t *o, const char *a, const char *b)
+{
+	json_t *v = json_object_get(o, a);
+
+	if (b != NULL)
+		v = json_object_get(v, b);
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* Submits one verified run of the kernel at size n on the run's device, waits for it and reads its figures. */
+static void run_job(struct devcheck_run *run, enum kernel_id k, uint64_t n, uint64_t timeout_ms, struct run_result *r)
+{
+	struct devcheck *c = run->c;
+	struct exec_request req;
+	struct exec_refusal why;
+	struct exec_job *job = NULL;
+	json_t *doc;
+	json_t *err;
+	const char *s;
+	double queued;
+	double total;
+	double compile;
+
+	memset(r, 0, sizeof(*r));
+	r->figure = NAN;
+	r->kernel_ms = NAN;
+	r->worst = NAN;
+	exec_request_init(&req);
+	req.kernel = k;
+	if (k == KERNEL_SGEMM)
+		req.shape = (struct kernel_shape){.m = n, .n = n, .k = n};
+	else
+		req.shape.n = n;
+	req.s = STREAM_SCALAR;
+	exec_request_add_device(&req, run->device);
+	req.pinned = true;
+	req.fallback = false;
+	snprintf(req.backend, sizeof(req.backend), "%s", run->req.backend);
+	snprintf(req.placement, sizeof(req.placement), "health check %s (%s)", run->id, kernel_name(k));
+	req.seed = run->seed + run->jobs;
+	req.verify = true;
+	req.timeout_ms = timeout_ms;
+	pthread_mutex_lock(&c->mu);
+	run->jobs++;
+	pthread_mutex_unlock(&c->mu);
+	if (exec_submit(c->opts.exec, &req, NULL, NULL, &job, &why) != ACCELD_OK) {
+		r->refused = true;
+		r->reason = why.reason;
+		snprintf(r->detail, sizeof(r->detail), "%.300s", why.detail);
+		json_decref(why.extra);
+		exec_request_release(&req);
+		return;
+	}
+	exec_request_release(&req);
+	exec_job_wait(job);
+	doc = exec_job_json(job);
+	snprintf(r->job, sizeof(r->job), "%s", exec_job_id(job));
+	s = json_string_value(json_object_get(doc, "backend"));
+	snprintf(r->backend, sizeof(r->backend), "%s", s ? s : "");
+	r->ok = exec_job_state(job) == EXEC_SUCCEEDED;
+	r->verified = json_is_true(json_object_get(doc, "verified"));
+	r->worst = num_at(doc, "verification", "worst_ratio");
+	r->kernel_ms = num_at(doc, "timing", "kernel_ms");
+	queued = num_at(doc, "timing", "queued_ms");
+	total = num_at(doc, "timing", "total_ms");
+	compile = num_at(doc, "timing", "compile_ms");
+	r->compile_ms = isfinite(compile) && compile > 0.0 ? compile : 0.0;
+	r->run_ms = isfinite(total) ? total - (isfinite(queued) ? queued : 0.0) - r->compile_ms : 0.0;
+	if (r->run_ms < 0.0)
+		r->run_ms = 0.0;
+	r->figure = num_at(doc, "throughput", k == KERNEL_SGEMM ? "gflops" : "gbytes_per_s");
+	err = json_object_get(doc, "error");
+	if (!r->ok) {
+		s = json_string_value(json_object_get(err, "reason"));
+		if (s == NULL || !reason_parse(s, &r->reason))
+			r->reason = REASON_DEVICE_FAILURE;
+		s = json_string_value(json_object_get(err, "detail"));
+		snprintf(r->detail, sizeof(r->detail), "job %s %s: %s", r->job,
+			 json_string_value(json_object_get(doc, "state")), s ? s : "no detail");
+	}
+	json_decref(doc);
+	exec_job_unref(job);
+}
+
+/*
+ * run_job, waiting for room when the device's queue is full (other jobs are no fault of the device): up to 50 tries
+ * 100 ms apart, then the refusal stands.
+ */
+static void run_job_queued(struct devcheck_run *run, enum kernel_id k, uint64_t n, uint64_t timeout_ms,
+			   struct run_result *r)
+{
+	struct timespec pause = {.tv_sec = 0, .tv_nsec = 100000000L};
+
+	for (int i = 0; i < 50; i++) {
+		run_job(run, k, n, timeout_ms, r);
+		if (!r->refused || (r->reason != REASON_QUEUE_FULL && r->reason != REASON_BUSY) ||
+		    devcheck_run_stopping(run))
+			return;
+		nanosleep(&pause, NULL);
+	}
+}
+
+/* --- telemetry --- */
+
+void devcheck_tel_init(struct tel *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->temp_first = NAN;
+	t->temp_max = NAN;
+	t->power_max = NAN;
+	t->clock_min = NAN;
+	t->clock_max_rated = NAN;
+	t->ecc_first = NAN;
+	t->ecc_last = NAN;
+	t->retired_pending = -1;
+	t->slowdown_c = NAN;
+	t->now_temp = NAN;
+	t->now_power = NAN;
+	t->now_clock = NAN;
+}
+
+/* Adds what the device says now to t. */
+static void tel_add(struct tel *t, const struct device *d)
+{
+	const struct device_telemetry *x = &d->telemetry;
+
+	t->samples++;
+	t->now_temp = x->temperature_celsius;
+	t->now_power = x->power_watts;
+	t->now_clock = x->clock_mhz;
+	if (t->source == NULL)
+		t->source = (d->sources & SOURCE_NVML)	     ? "nvml"
+			    : d->type == DEVICE_CPU && isfinite(x->clock_mhz) ? "cpufreq"
+			    : (d->sources & SOURCE_SYSFS)	     ? "sysfs"
+								     : NULL;
+	if (isfinite(x->temperature_celsius)) {
+		if (isnan(t->temp_first))
+			t->temp_first = x->temperature_celsius;
+		if (isnan(t->temp_max) || x->temperature_celsius > t->temp_max)
+			t->temp_max = x->temperature_celsius;
+	}
+	if (isfinite(x->power_watts)) {
+		if (isnan(t->power_max) || x->power_watts > t->power_max)
+			t->power_max = x->power_watts;
+		t->power_sum += x->power_watts;
+		t->power_n++;
+	}
+	if (isfinite(x->clock_mhz) && x->clock_mhz > 0) {
+		if (isnan(t->clock_min) || x->clock_mhz < t->clock_min)
+			t->clock_min = x->clock_mhz;
+		t->clock_sum += x->clock_mhz;
+		t->clock_n++;
+	}
+	if (d->clock_mhz > 0)
+		t->clock_max_rated = d->clock_mhz;
+	if (x->throttle_known) {
+		t->throttle_known = true;
+		t->throttle_seen |= x->throttle_reasons;
+	}
+	if (isfinite(x->ecc_uncorrected)) {
+		if (isnan(t->ecc_first))
+			t->ecc_first = x->ecc_uncorrected;
+		t->ecc_last = x->ecc_uncorrected;
+	}
+	if (x->retired_pages_pending > t->retired_pending)
+		t->retired_pending = x->retired_pages_pending;
+	if (d->gpu.slowdown_temperature_celsius > 0)
+		t->slowdown_c = d->gpu.slowdown_temperature_celsius;
+}
+
+bool devcheck_run_sample(struct devcheck_run *run, bool force, struct device *dev)
+{
+	struct devcheck *c = run->c;
+	struct device d;
+	uint64_t now = clock_mono_ns();
+
+	if (!force && run->tel.last_ns != 0 && now - run->tel.last_ns < TELEMETRY_EVERY_NS)
+		return true;
+	if (!c->opts.device(c->opts.device_ctx, run->device, true, &d))
+		return false;
+	pthread_mutex_lock(&c->mu);
+	tel_add(&run->tel, &d);
+	run->tel.last_ns = now;
+	pthread_mutex_unlock(&c->mu);
+	if (dev != NULL)
+		*dev = d;
+	return true;
+}
+
+/* --- sizes --- */
+
+/* Whether an sgemm of size n fits the job limit and the device's memory. */
+/* The backend the check's jobs run on: the one it names, else the device's default. */
+static const struct backend_ops *run_backend(const struct devcheck_run *run)
+{
+	return exec_device_backend_ops(run->c->opts.exec, run->device, run->req.backend);
+}
+
+/* Whether the backend that runs the check takes a run of k at shape s (its largest allocation, say): its own rule. */
+static bool admits(const struct backend_ops *ops, const struct device *d, enum kernel_id k, struct kernel_shape s)
+{
+	enum reason reason;
+	char detail[160];
+
+	return ops == NULL || ops->admit == NULL || ops->admit(d, k, &s, &reason, detail, sizeof(detail)) == ACCELD_OK;
+}
+
+static bool sgemm_fits(const struct devcheck *c, const struct backend_ops *ops, const struct device *d, uint64_t n)
+{
+	uint64_t bytes = 3 * n * n * sizeof(float);
+
+	if (4 * n * n > c->opts.settings.max_elements)
+		return false;
+	if (d->memory_total_bytes > 0 && bytes > d->memory_total_bytes / 4)
+		return false;
+	if (d->type == DEVICE_CPU && d->memory_available_bytes > 0 && bytes > d->memory_available_bytes / 4)
+		return false;
+	return admits(ops, d, KERNEL_SGEMM, (struct kernel_shape){.m = n, .n = n, .k = n});
+}
+
+/*
+ * The sizes the ramp goes through: from *start (lowered to what fits when a small job limit allows less) up to the
+ * largest power-of-two multiple of it that fits, at most the settings' cap. Returns that largest size.
+ */
+static uint64_t sgemm_cap(const struct devcheck *c, const struct backend_ops *ops, const struct device *d,
+			  uint64_t *start)
+{
+	uint64_t max = c->opts.settings.sgemm_max_n ? c->opts.settings.sgemm_max_n : SGEMM_MAX;
+	uint64_t n;
+
+	while (*start > 16 && (*start > max || !sgemm_fits(c, ops, d, *start)))
+		*start /= 2;
+	n = *start;
+	while (n * 2 <= max && sgemm_fits(c, ops, d, n * 2))
+		n *= 2;
+	return n;
+}
+
+/* The triad length: arrays four times the CPU's last-level caches, or a 16th of an accelerator's memory. */
+static uint64_t triad_length(const struct devcheck *c, const struct backend_ops *ops, const struct device *d,
+			     char *why, size_t whysz)
+{
+	uint64_t n;
+	bool capped = false;
+
+	if (d->type == DEVICE_CPU) {
+		uint64_t llc = 0;
+		unsigned packages = d->cpu.packages ? d->cpu.packages : 1;
+
+		for (int i = 3; i >= 1 && llc == 0; i--)
+			llc = d->cpu.cache_bytes[i];
+		if (llc == 0) {
+			llc = 32ull << 20;
+			snprintf(why, whysz, "each array 4 x an assumed 32 MiB last-level cache (none reported)");
+		} else {
+			snprintf(why, whysz, "each array 4 x the last-level cache (%llu KiB x %u)",
+				 (unsigned long long)(llc >> 10), packages);
+		}
+		n = 4 * llc * packages / sizeof(float);
+	} else if (d->memory_total_bytes > 0) {
+		n = d->memory_total_bytes / 16 / sizeof(float);
+		snprintf(why, whysz, "each array a 16th of the device's memory");
+	} else {
+		n = 1ull << 26;
+		snprintf(why, whysz, "each array 256 MiB (the device's memory is unknown)");
+	}
+	if (n < TRIAD_MIN_N)
+		n = TRIAD_MIN_N;
+	/* smaller only when the job limit or the device's memory leaves no room (then the size is said) */
+	while (n > TRIAD_FLOOR_N &&
+	       (3 * n > c->opts.settings.max_elements ||
+		!admits(ops, d, KERNEL_TRIAD, (struct kernel_shape){.n = n}) ||
+		(d->memory_available_bytes > 0 && 3 * n * sizeof(float) > d->memory_available_bytes / 4))) {
+		n /= 2;
+		capped = true;
+	}
+	if (capped) {
+		size_t len = strlen(why);
+
+		snprintf(why + len, whysz - len, ", halved to what the job limit and the memory allow");
+	}
+	return n;
+}
+
+/* --- the tests --- */
+
+static void publish_test(struct devcheck_run *run, struct test *dst, const struct test *src)
+{
+	pthread_mutex_lock(&run->c->mu);
+	*dst = *src;
+	pthread_mutex_unlock(&run->c->mu);
+}
+
+/* The backend that ran the jobs, as the executor named it. */
+static void set_backend(struct devcheck_run *run, const char *backend)
+{
+	if (backend[0] == '\0')
+		return;
+	pthread_mutex_lock(&run->c->mu);
+	snprintf(run->backend, sizeof(run->backend), "%s", backend);
+	pthread_mutex_unlock(&run->c->mu);
+}
+
+bool devcheck_run_stopping(struct devcheck_run *run)
+{
+	bool s;
+
+	pthread_mutex_lock(&run->c->mu);
+	s = run->stop;
+	pthread_mutex_unlock(&run->c->mu);
+	return s;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a;
+	double y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Best and median of the samples. */
+static void summarise(struct test *t)
+{
+	double v[SAMPLES_MAX];
+
+	if (t->nsamples == 0)
+		return;
+	memcpy(v, t->samples, t->nsamples * sizeof(v[0]));
+	qsort(v, t->nsamples, sizeof(v[0]), cmp_double);
+	t->best = v[t->nsamples - 1];
+	t->median = t->nsamples % 2 ? v[t->nsamples / 2] : (v[t->nsamples / 2 - 1] + v[t->nsamples / 2]) / 2.0;
+}
+
+/* Notes one completed run in t; false when it cannot count (failed or wrong), which ends the test. */
+static bool note_run(struct test *t, const struct run_result *r)
+{
+	if (r->job[0] != '\0')
+		snprintf(t->last_job, sizeof(t->last_job), "%s", r->job);
+	if (!r->ok) {
+		t->failed = true;
+		snprintf(t->failure, sizeof(t->failure), "%s: %s", reason_name(r->reason), r->detail);
+		return false;
+	}
+	t->runs++;
+	t->device_ms += r->run_ms;
+	t->setup_ms += r->compile_ms;
+	if (isfinite(r->worst) && (isnan(t->worst_error) || r->worst > t->worst_error || t->runs == 1))
+		t->worst_error = r->worst;
+	if (!r->verified) {
+		t->wrong++;
+		return false;
+	}
+	return true;
+}
+
+/* What a run of sgemm at twice this run's size is expected to take. */
+static double next_run_ms(const struct run_result *r)
+{
+	double kernel = isfinite(r->kernel_ms) ? r->kernel_ms : r->run_ms;
+	double around = r->run_ms > kernel ? r->run_ms - kernel : 0.0;
+
+	return 8.0 * kernel + 2.0 * around;
+}
+
+/* The timeout of one run: generous against what the budget allows, within the executor's ceiling. */
+static uint64_t run_timeout(uint64_t budget_ms)
+{
+	uint64_t t = budget_ms * 4 + 10000;
+
+	return t;
+}
+
+void devcheck_test_sgemm(struct devcheck_run *run, const struct device *dev, uint64_t budget_ms)
+{
+	struct devcheck *c = run->c;
+	struct test t = run->sgemm;
+	uint64_t start = dev->type == DEVICE_CPU ? SGEMM_START_CPU : SGEMM_START_ACCEL;
+	uint64_t cap = sgemm_cap(c, run_backend(run), dev, &start);
+	uint64_t n = start;
+	uint64_t wall0 = clock_mono_ns();
+	double prev = 0;
+	double prev_ms = 0;  /* the kernel time of the previous size: a plateau compares two long enough runs */
+	double prev_run_ms = 0;
+	double last_run_ms = 0;
+	struct run_result r;
+
+	t.started = true;
+	t.budget_ms = (double)budget_ms;
+	publish_test(run, &run->sgemm, &t);
+	/*
+	 * One-off costs land on a device's first job: opening the backend (a CUDA context, an OpenCL program build),
+	 * compiling and autotuning; on an H100 through PJRT they took 5.6 s of a 512^3 run whose kernel took 0.6 ms.
+	 * A warm-up run at the start size takes them, and neither the budget nor the ramp counts it. A failure is
+	 * left to the ramp's first run, which meets it again and reports it.
+	 */
+	run_job_queued(run, KERNEL_SGEMM, n, run_timeout(budget_ms), &r);
+	if (r.ok)
+		t.setup_ms += r.run_ms + r.compile_ms;
+	if (devcheck_run_stopping(run))
+		goto out;
+	for (;;) {
+		run_job_queued(run, KERNEL_SGEMM, n, run_timeout(budget_ms), &r);
+		set_backend(run, r.backend);
+		if (r.refused) {
+			/* a size the executor will not take ends the ramp at the last size that ran */
+			if (t.nramp > 0) {
+				n /= 2;
+				snprintf(t.steady, sizeof(t.steady), "%llu refused by the executor (%s): %.120s",
+					 (unsigned long long)(n * 2), reason_name(r.reason), r.detail);
+				break;
+			}
+			t.failed = true;
+			snprintf(t.failure, sizeof(t.failure), "%s: %s", reason_name(r.reason), r.detail);
+			goto out;
+		}
+		if (!note_run(&t, &r))
+			goto out;
+		if (t.nramp < RAMP_MAX)
+			t.ramp[t.nramp++] = (struct ramp_step){.n = n, .figure = r.figure, .kernel_ms = r.kernel_ms};
+		t.n = n;
+		last_run_ms = r.run_ms;
+		t.nsamples = 1;
+		t.samples[0] = r.figure;
+		publish_test(run, &run->sgemm, &t);
+		devcheck_run_sample(run, false, NULL);
+		if (devcheck_run_stopping(run))
+			goto out;
+		/* the first run at a size is often cold (threads, caches, page faults): a plateau must hold warm */
+		if (isfinite(r.kernel_ms) && r.kernel_ms >= PLATEAU_MIN_KERNEL_MS && prev_ms >= PLATEAU_MIN_KERNEL_MS &&
+		    r.figure < prev * PLATEAU_GAIN && t.nsamples < SAMPLES_MAX) {
+			struct run_result again;
+
+			run_job_queued(run, KERNEL_SGEMM, n, run_timeout(budget_ms), &again);
+			if (again.refused || !note_run(&t, &again)) {
+				if (again.refused) {
+					t.failed = true;
+					snprintf(t.failure, sizeof(t.failure), "%s: %s", reason_name(again.reason),
+						 again.detail);
+				}
+				goto out;
+			}
+			t.samples[t.nsamples++] = again.figure;
+			last_run_ms = again.run_ms;
+			if (again.figure > r.figure) {
+				r = again;
+				t.ramp[t.nramp - 1].figure = r.figure;
+				t.ramp[t.nramp - 1].kernel_ms = r.kernel_ms;
+			}
+		}
+		if (isfinite(r.kernel_ms) && r.kernel_ms >= PLATEAU_MIN_KERNEL_MS && prev_ms >= PLATEAU_MIN_KERNEL_MS &&
+		    r.figure < prev * PLATEAU_GAIN) {
+			snprintf(t.steady, sizeof(t.steady), "plateau: %+.1f %% from %llu to %llu%s",
+				 (r.figure / prev - 1.0) * 100.0, (unsigned long long)(n / 2), (unsigned long long)n,
+				 r.figure < prev ? "; the smaller size, faster, is kept" : "");
+			/* slower at the larger size: the smaller one is the device's steady state, and cheaper to repeat */
+			if (r.figure < prev) {
+				n /= 2;
+				t.n = n;
+				t.nsamples = 1;
+				t.samples[0] = prev;
+				last_run_ms = prev_run_ms;
+			}
+			break;
+		}
+		if (n * 2 > cap) {
+			snprintf(t.steady, sizeof(t.steady), "largest size the device's memory and the job limit allow");
+			break;
+		}
+		/*
+		 * The next size does 8 times the kernel work; what surrounds the kernel (inputs, copies, checking the
+		 * result) grows less, and checking even shrinks past the size where it samples: two runs of the next
+		 * size must fit what is left of the budget.
+		 */
+		if (t.device_ms + 2.0 * next_run_ms(&r) > (double)budget_ms) {
+			snprintf(t.steady, sizeof(t.steady), "largest size two runs of the next of which fit the %llu ms "
+				 "budget", (unsigned long long)budget_ms);
+			break;
+		}
+		prev = r.figure;
+		prev_ms = isfinite(r.kernel_ms) ? r.kernel_ms : 0.0;
+		prev_run_ms = r.run_ms;
+		n *= 2;
+	}
+	/* repeat at the final size while the budget lasts (the ramp's last run counts as the first) */
+	n = t.n;
+	while (t.nsamples < c->opts.settings.max_reps && t.nsamples < SAMPLES_MAX &&
+	       t.device_ms + last_run_ms <= (double)budget_ms && mono_ms(wall0) < 4.0 * (double)budget_ms + 10000.0 &&
+	       !devcheck_run_stopping(run)) {
+		run_job_queued(run, KERNEL_SGEMM, n, run_timeout(budget_ms), &r);
+		if (r.refused) {
+			t.failed = true;
+			snprintf(t.failure, sizeof(t.failure), "%s: %s", reason_name(r.reason), r.detail);
+			break;
+		}
+		if (!note_run(&t, &r))
+			break;
+		t.samples[t.nsamples++] = r.figure;
+		last_run_ms = r.run_ms;
+		summarise(&t);
+		publish_test(run, &run->sgemm, &t);
+		devcheck_run_sample(run, false, NULL);
+	}
+out:
+	summarise(&t);
+	t.finished = true;
+	publish_test(run, &run->sgemm, &t);
+}
+
+void devcheck_test_triad(struct devcheck_run *run, const struct device *dev, uint64_t budget_ms)
+{
+	struct devcheck *c = run->c;
+	struct test t = run->triad;
+	uint64_t n = triad_length(c, run_backend(run), dev, t.steady, sizeof(t.steady));
+	uint64_t wall0 = clock_mono_ns();
+	double last_run_ms = 0;
+	struct run_result r;
+
+	t.started = true;
+	t.budget_ms = (double)budget_ms;
+	t.n = n;
+	publish_test(run, &run->triad, &t);
+	while (t.nsamples < c->opts.settings.max_reps && t.nsamples < SAMPLES_MAX && !devcheck_run_stopping(run) &&
+	       (t.nsamples == 0 || (t.device_ms + last_run_ms <= (double)budget_ms &&
+				    mono_ms(wall0) < 4.0 * (double)budget_ms + 10000.0))) {
+		run_job_queued(run, KERNEL_TRIAD, n, run_timeout(budget_ms), &r);
+		set_backend(run, r.backend);
+		if (r.refused && t.nsamples == 0 && n > TRIAD_FLOOR_N &&
+		    (r.reason == REASON_JOB_TOO_LARGE || r.reason == REASON_EXCEEDS_DEVICE_ALLOCATION ||
+		     r.reason == REASON_WOULD_TIME_OUT)) {
+			n /= 2;
+			t.n = n;
+			snprintf(t.steady, sizeof(t.steady), "halved to %llu elements: %.120s", (unsigned long long)n,
+				 r.detail);
+			continue;
+		}
+		if (r.refused) {
+			t.failed = true;
+			snprintf(t.failure, sizeof(t.failure), "%s: %s", reason_name(r.reason), r.detail);
+			break;
+		}
+		if (!note_run(&t, &r))
+			break;
+		t.samples[t.nsamples++] = r.figure;
+		last_run_ms = r.run_ms;
+		summarise(&t);
+		publish_test(run, &run->triad, &t);
+		devcheck_run_sample(run, false, NULL);
+	}
+	summarise(&t);
+	t.finished = true;
+	publish_test(run, &run->triad, &t);
+}
+
+void devcheck_test_sustained(struct devcheck_run *run, uint64_t duration_ms)
+{
+	struct devcheck *c = run->c;
+	struct test t = run->sustained;
+	uint64_t t0 = clock_mono_ns();
+	uint64_t n = run->sgemm.n;
+	double *figs = NULL;
+	size_t nfigs = 0;
+	size_t cap = 0;
+	struct run_result r;
+
+	t.started = true;
+	t.n = n;
+	t.budget_ms = (double)duration_ms;
+	publish_test(run, &run->sustained, &t);
+	if (n == 0 || run->sgemm.wrong > 0 || run->sgemm.runs == 0) {
+		t.failed = true;
+		snprintf(t.failure, sizeof(t.failure), "no sgemm size to sustain: the sgemm test did not complete");
+		goto out;
+	}
+	while (mono_ms(t0) < (double)duration_ms && !devcheck_run_stopping(run) && nfigs < SUSTAINED_RUNS_MAX) {
+		double at;
+		unsigned b;
+
+		run_job_queued(run, KERNEL_SGEMM, n, run_timeout(duration_ms), &r);
+		if (r.refused) {
+			t.failed = true;
+			snprintf(t.failure, sizeof(t.failure), "%s: %s", reason_name(r.reason), r.detail);
+			break;
+		}
+		if (!note_run(&t, &r))
+			break;
+		if (nfigs == cap) {
+			cap = cap ? cap * 2 : 256;
+			figs = xrealloc(figs, cap * sizeof(*figs));
+		}
+		figs[nfigs++] = r.figure;
+		at = mono_ms(t0);
+		b = (unsigned)(at / (double)duration_ms * BUCKETS);
+		if (b >= BUCKETS)
+			b = BUCKETS - 1;
+		devcheck_run_sample(run, false, NULL);
+		pthread_mutex_lock(&c->mu);
+		run->buckets[b].sum += r.figure;
+		run->buckets[b].runs++;
+		run->buckets[b].temp = run->tel.now_temp;
+		run->buckets[b].power = run->tel.now_power;
+		run->buckets[b].clock = run->tel.now_clock;
+		pthread_mutex_unlock(&c->mu);
+		if (t.nsamples < SAMPLES_MAX)
+			t.samples[t.nsamples++] = r.figure;
+		t.duration_ms = at;
+		publish_test(run, &run->sustained, &t);
+	}
+	t.duration_ms = mono_ms(t0);
+	if (nfigs > 0) {
+		size_t q = nfigs / 4 ? nfigs / 4 : 1;
+		double a = 0;
+		double z = 0;
+		double best = 0;
+
+		for (size_t i = 0; i < q; i++) {
+			a += figs[i];
+			z += figs[nfigs - 1 - i];
+		}
+		for (size_t i = 0; i < nfigs; i++)
+			best = figs[i] > best ? figs[i] : best;
+		t.first = a / (double)q;
+		t.last = z / (double)q;
+		t.best = best;
+		t.median = NAN;
+	}
+out:
+	free(figs);
+	t.finished = true;
+	publish_test(run, &run->sustained, &t);
+}
