@@ -1,0 +1,310 @@
+/*
+ * Unit tests for cli_run.c: `acceld run` called in-process on this host's CPU (the native backend; no OpenCL, GPU or
+ * TPU), its output captured. Every argument error (no kernel, an unknown one, a missing or bad value, a bad device
+ * id or setting, too many arguments) is exit 2 with the usage on stderr and nothing on stdout; --help after the
+ * kernel is exit 0. A job runs and prints one line of text or the POST /run document: square sizes by default,
+ * parameters and seeds (the same seed, the same output), --full, --verify, a requested precision, a preference
+ * that falls back. Refusals (too large, an unknown device, a backend the device lacks, a timeout it cannot meet) are
+ * exit 1 with the reason on stderr, or the problem as JSON with --json.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_cli.h"
+#include "check_main.h"
+#include "cli/cli.h"
+#include "cli/cli_run.h"
+#include "exec/jobdata.h"
+
+static char tmp[64];
+static struct check_cli_run r;
+static json_t *doc;
+
+#define RUN(...)                                                                                                   \
+	do {                                                                                                       \
+		check_cli_release(&r);                                                                             \
+		check_cli_call(&r, cli_run_main, __VA_ARGS__, (const char *)NULL);                                 \
+	} while (0)
+
+static void setup(void)
+{
+	check_tmpdir(tmp, sizeof(tmp), "cli-run");
+	check_cli_env(tmp, NULL);
+	memset(&r, 0, sizeof(r));
+	doc = NULL;
+}
+
+static void teardown(void)
+{
+	json_decref(doc);
+	check_cli_release(&r);
+	check_rmtree(tmp);
+}
+
+static json_t *parsed(void)
+{
+	json_error_t e;
+
+	json_decref(doc);
+	doc = json_loads(r.out, 0, &e);
+	ck_assert_msg(doc != NULL, "%s: %.300s", e.text, r.out);
+	return doc;
+}
+
+static const char *str(const json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
+static json_int_t integer(const json_t *o, const char *key)
+{
+	return json_integer_value(json_object_get(o, key));
+}
+
+/* Exit 2, nothing on stdout, "acceld run: <text>" first on stderr and the usage after it. */
+static void usage_error(const char *text)
+{
+	ck_assert_msg(r.rc == CLI_EXIT_USAGE, "exit %d: %s", r.rc, r.err);
+	ck_assert_str_eq(r.out, "");
+	ck_assert_msg(strncmp(r.err, "acceld run: ", 12) == 0 && strstr(r.err, text) != NULL, "'%s' not in: %s", text,
+		      r.err);
+}
+
+/* The usage line follows errors of the run's own arguments. */
+static void usage_follows(void)
+{
+	ck_assert_msg(strstr(r.err, "\nusage: acceld run saxpy|triad|dot|sgemm|softmax") != NULL, "%s", r.err);
+}
+
+/* A job that succeeded, printed as JSON. */
+static json_t *succeeded(void)
+{
+	ck_assert_msg(r.rc == CLI_EXIT_OK, "exit %d: %s %s", r.rc, r.out, r.err);
+	parsed();
+	ck_assert_str_eq(str(doc, "state"), "succeeded");
+	ck_assert_str_eq(str(doc, "device"), "cpu:0");
+	ck_assert_str_eq(str(doc, "backend"), "native");
+	return doc;
+}
+
+START_TEST(argument_errors)
+{
+	check_cli_release(&r);
+	check_cli_callv(&r, cli_run_main, 0, NULL);
+	usage_error("name a kernel");
+	usage_follows();
+	RUN("--n", "4", "saxpy");
+	usage_error("name a kernel");
+	RUN("fft", "--n", "4");
+	usage_error("unknown kernel 'fft'");
+	usage_follows();
+	RUN("saxpy");
+	usage_error("--n is required");
+	RUN("saxpy", "--n");
+	usage_error("--n needs a value");
+	RUN("saxpy", "--n", "0");
+	usage_error("invalid value for --n");
+	RUN("saxpy", "--n", "1e3");
+	usage_error("invalid value for --n");
+	RUN("sgemm", "--n", "4", "--k", "-1");
+	usage_error("invalid value for --k");
+	RUN("saxpy", "--n", "4", "--alpha", "nan");
+	usage_error("invalid value for --alpha");
+	RUN("saxpy", "--n", "4", "--alpha", "1e39"); /* beyond float32 */
+	usage_error("invalid value for --alpha");
+	RUN("triad", "--n", "4", "--s", "1x");
+	usage_error("invalid value for --s");
+	RUN("sgemm", "--n", "4", "--precision", "fp8");
+	usage_error("invalid value for --precision");
+	RUN("saxpy", "--n", "4", "--backend", "cuda");
+	usage_error("invalid value for --backend");
+	RUN("saxpy", "--n", "4", "--timeout-ms", "0");
+	usage_error("invalid value for --timeout-ms");
+	RUN("saxpy", "--n", "4", "--seed", "-1");
+	usage_error("invalid value for --seed");
+	RUN("saxpy", "--n", "4", "--device", "cpu0");
+	usage_error("cpu0");
+	/* the settings are checked like every command's */
+	RUN("saxpy", "--n", "4", "--colour", "red");
+	usage_error("unknown option '--colour'");
+	RUN("saxpy", "--n", "4", "--exec-max-elements", "lots");
+	usage_error("--exec-max-elements");
+}
+END_TEST
+
+START_TEST(too_many_arguments)
+{
+	const char *argv[132];
+
+	/* 128 settings are taken; a 129th is refused */
+	argv[0] = "saxpy";
+	argv[1] = "--n";
+	argv[2] = "4";
+	for (int i = 3; i < 132; i++)
+		argv[i] = "--access-log";
+	check_cli_callv(&r, cli_run_main, 131, argv);
+	ck_assert_msg(r.rc == CLI_EXIT_OK, "exit %d: %s", r.rc, r.err);
+	check_cli_release(&r);
+	check_cli_callv(&r, cli_run_main, 132, argv);
+	usage_error("too many arguments");
+}
+END_TEST
+
+START_TEST(help)
+{
+	RUN("saxpy", "--help");
+	ck_assert_int_eq(r.rc, CLI_EXIT_OK);
+	ck_assert_str_eq(r.err, "");
+	ck_assert_msg(strncmp(r.out, "usage: acceld run saxpy|triad|dot|sgemm|softmax", 47) == 0, "%.100s", r.out);
+	ck_assert_ptr_nonnull(strstr(r.out, "settings (flag, environment, default):"));
+	ck_assert_ptr_nonnull(strstr(r.out, "ACCELD_EXEC_MAX_ELEMENTS"));
+	RUN("sgemm", "--n", "4", "-h");
+	ck_assert_int_eq(r.rc, CLI_EXIT_OK);
+	ck_assert_ptr_nonnull(strstr(r.out, "usage: acceld run"));
+}
+END_TEST
+
+START_TEST(a_job_as_text)
+{
+	RUN("saxpy", "--n", "64", "--verify");
+	ck_assert_msg(r.rc == CLI_EXIT_OK, "exit %d: %s", r.rc, r.err);
+	/* "<id> saxpy on cpu:0 (native): succeeded, kernel X ms, Y GFLOP/s, Z GB/s, verified yes" */
+	ck_assert_msg(strstr(r.out, " saxpy on cpu:0 (native): succeeded, kernel ") != NULL, "%s", r.out);
+	ck_assert_ptr_nonnull(strstr(r.out, " GFLOP/s, "));
+	ck_assert_ptr_nonnull(strstr(r.out, " GB/s, verified yes\n"));
+	ck_assert_msg(strchr(r.out, '\n') == r.out + strlen(r.out) - 1, "not one line: %s", r.out);
+
+	/* a preference for a GPU this host lacks falls back, and says so */
+	RUN("dot", "--n", "100", "--prefer", "gpu");
+	ck_assert_msg(r.rc == CLI_EXIT_OK, "exit %d: %s", r.rc, r.err);
+	ck_assert_msg(strstr(r.out, " dot on cpu:0 (native): succeeded") != NULL, "%s", r.out);
+	ck_assert_msg(strstr(r.out, ", fell back: no GPU detected") != NULL, "%s", r.out);
+	ck_assert_ptr_null(strstr(r.out, "verified"));
+}
+END_TEST
+
+START_TEST(a_job_as_json)
+{
+	json_t *sizes;
+	json_t *params;
+
+	RUN("saxpy", "--n", "64", "--alpha", "2", "--seed", "9", "--verify", "--json");
+	succeeded();
+	ck_assert_str_eq(str(doc, "kernel"), "saxpy");
+	ck_assert_int_eq(integer(json_object_get(doc, "sizes"), "n"), 64);
+	params = json_object_get(doc, "params");
+	ck_assert_double_eq(json_number_value(json_object_get(params, "alpha")), 2.0);
+	ck_assert_int_eq(integer(params, "seed"), 9);
+	ck_assert(json_is_true(json_object_get(doc, "verified")));
+	ck_assert_int_eq(integer(json_object_get(doc, "verification"), "checked"), 64);
+	ck_assert_ptr_null(json_object_get(json_object_get(doc, "result"), "output")); /* a summary only */
+
+	/* sgemm and softmax are square unless told */
+	RUN("sgemm", "--n", "8", "--json");
+	sizes = json_object_get(succeeded(), "sizes");
+	ck_assert_int_eq(integer(sizes, "m"), 8);
+	ck_assert_int_eq(integer(sizes, "k"), 8);
+	RUN("sgemm", "--n", "8", "--m", "3", "--k", "5", "--json");
+	sizes = json_object_get(succeeded(), "sizes");
+	ck_assert_int_eq(integer(sizes, "m"), 3);
+	ck_assert_int_eq(integer(sizes, "n"), 8);
+	ck_assert_int_eq(integer(sizes, "k"), 5);
+	RUN("softmax", "--n", "16", "--verify", "--json");
+	ck_assert_int_eq(integer(json_object_get(succeeded(), "sizes"), "m"), 16);
+	ck_assert(json_is_true(json_object_get(doc, "verified")));
+
+	/* TF32 asked; the native backend computes in float32 and says so */
+	RUN("sgemm", "--n", "16", "--precision", "tf32", "--json");
+	succeeded();
+	ck_assert_str_eq(str(doc, "precision_asked"), "tf32");
+	ck_assert_str_eq(str(doc, "precision"), "highest");
+}
+END_TEST
+
+/* The seed names the inputs (jobdata.h): the same seed gives the same output, another seed another one. */
+START_TEST(seeds_and_full_output)
+{
+	struct pool *pool = pool_new(1);
+	float b[10];
+	float c[10];
+	json_t *first;
+	json_t *out;
+
+	RUN("triad", "--n", "10", "--s", "0.5", "--seed", "7", "--full", "--json");
+	succeeded();
+	ck_assert_str_eq(str(doc, "return"), "full");
+	first = json_deep_copy(json_object_get(json_object_get(doc, "result"), "output"));
+	ck_assert_uint_eq(json_array_size(first), 10);
+	/* triad's b + s*c over the inputs generated from seed 7 */
+	jobdata_generate(pool, b, 10, 7, 0);
+	jobdata_generate(pool, c, 10, 7, 1);
+	for (size_t i = 0; i < 10; i++)
+		ck_assert_double_eq_tol(json_number_value(json_array_get(first, i)), b[i] + 0.5f * c[i], 1e-6);
+	RUN("triad", "--n", "10", "--s", "0.5", "--seed", "7", "--full", "--json");
+	ck_assert(json_equal(json_object_get(json_object_get(succeeded(), "result"), "output"), first));
+	RUN("triad", "--n", "10", "--s", "0.5", "--seed", "8", "--full", "--json");
+	out = json_object_get(json_object_get(succeeded(), "result"), "output");
+	ck_assert_uint_eq(json_array_size(out), 10);
+	ck_assert(!json_equal(out, first));
+	json_decref(first);
+	pool_free(pool);
+}
+END_TEST
+
+START_TEST(refusals)
+{
+	json_t *p;
+
+	RUN("triad", "--n", "1000000000");
+	ck_assert_int_eq(r.rc, CLI_EXIT_FAIL);
+	ck_assert_str_eq(r.out, "");
+	ck_assert_msg(strstr(r.err, "acceld run: the job needs 3000000000 float32 elements in all; the limit is "
+				    "268435456 (ACCELD_EXEC_MAX_ELEMENTS) (JOB_TOO_LARGE)\n") != NULL,
+		      "%s", r.err);
+	/* the limit is a setting */
+	RUN("triad", "--n", "1000", "--exec-max-elements", "2999");
+	ck_assert_int_eq(r.rc, CLI_EXIT_FAIL);
+	ck_assert_ptr_nonnull(strstr(r.err, "(JOB_TOO_LARGE)"));
+
+	/* --json: the problem POST /run would answer, with its members */
+	RUN("triad", "--n", "1000000000", "--json");
+	ck_assert_int_eq(r.rc, CLI_EXIT_FAIL);
+	p = parsed();
+	ck_assert_str_eq(str(p, "reason"), "JOB_TOO_LARGE");
+	ck_assert_int_eq(integer(p, "status"), 413);
+	ck_assert_int_eq(integer(p, "elements"), 3000000000);
+	ck_assert_int_eq(integer(p, "limit"), 268435456);
+
+	RUN("saxpy", "--n", "4", "--device", "gpu:3");
+	ck_assert_int_eq(r.rc, CLI_EXIT_FAIL);
+	ck_assert_msg(strstr(r.err, "no device 'gpu:3'") != NULL && strstr(r.err, "(UNKNOWN_DEVICE)\n") != NULL, "%s",
+		      r.err);
+	RUN("saxpy", "--n", "4", "--device", "cpu:0", "--backend", "opencl", "--json");
+	ck_assert_int_eq(r.rc, CLI_EXIT_FAIL);
+	ck_assert_str_eq(str(parsed(), "reason"), "UNSUPPORTED");
+	ck_assert_int_eq(integer(doc, "status"), 422);
+
+	/* 1.7e10 FLOP cannot finish in 1 ms on a CPU: refused before it runs */
+	RUN("sgemm", "--n", "2048", "--timeout-ms", "1");
+	ck_assert_int_eq(r.rc, CLI_EXIT_FAIL);
+	ck_assert_msg(strstr(r.err, "(WOULD_TIME_OUT)") != NULL, "%s", r.err);
+}
+END_TEST
+
+Suite *make_suite(void)
+{
+	Suite *s = suite_create("cli_run");
+	TCase *tc = tcase_create("cli_run");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, argument_errors);
+	tcase_add_test(tc, too_many_arguments);
+	tcase_add_test(tc, help);
+	tcase_add_test(tc, a_job_as_text);
+	tcase_add_test(tc, a_job_as_json);
+	tcase_add_test(tc, seeds_and_full_output);
+	tcase_add_test(tc, refusals);
+	tcase_set_timeout(tc, 120);
+	suite_add_tcase(s, tc);
+	return s;
+}
