@@ -19,7 +19,7 @@
 #include "detect/detect.h"
 #include "exec/exec.h"
 #include "http/http.h"
-#include "http/routes.h"
+#include "api/routes.h"
 #include "metrics/metrics.h"
 #include "select/select.h"
 #include "store/store.h"

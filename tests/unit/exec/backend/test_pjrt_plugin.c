@@ -318,66 +318,68 @@ END_TEST
 
 START_TEST(describe_devices)
 {
-	unsigned seen[PJRT_KIND_COUNT] = {0};
 	struct device cpu;
-	struct device before;
 	struct device tpu;
 	struct device gpu;
-	char list[PATH_MAX + 8];
+	struct pjrt_view v;
+	char list[2 * PATH_MAX + 16];
 	char version[16];
+	json_t *doc;
 
 	snprintf(list, sizeof(list), "tpu=%s", fake);
 	cfg.pjrt_plugins = list;
+	pjrt_plugin_configure(&cfg);
 	snprintf(version, sizeof(version), "%d.%d", PJRT_API_MAJOR, PJRT_API_MINOR);
 
-	/* others are left alone */
+	/* a device no plugin kind serves has no view */
 	device_init(&cpu, DEVICE_CPU);
-	before = cpu;
-	pjrt_plugin_describe(&cfg, &cpu, seen);
-	ck_assert_int_eq(memcmp(&cpu, &before, sizeof(cpu)), 0);
+	ck_assert(!pjrt_plugin_view(&cpu, &v));
 
-	/* a TPU counts by chip; the plugin found marks it BACKEND_PJRT */
+	/* a TPU counts by chip */
 	device_init(&tpu, DEVICE_TPU);
 	tpu.tpu.chip_index = 3;
-	pjrt_plugin_describe(&cfg, &tpu, seen);
-	ck_assert(tpu.pjrt.candidate && tpu.pjrt.found && tpu.pjrt.usable);
-	ck_assert_uint_eq(tpu.pjrt.ordinal, 3);
-	ck_assert_str_eq(tpu.pjrt.plugin, fake);
-	ck_assert_str_eq(tpu.pjrt.source, "ACCELD_PJRT_PLUGINS");
-	ck_assert(tpu.backends & BACKEND_PJRT);
-	ck_assert_str_eq(tpu.pjrt.api_version, ""); /* not loaded yet */
-	ck_assert_uint_eq(seen[PJRT_KIND_TPU], 1);
+	ck_assert(pjrt_plugin_view(&tpu, &v));
+	ck_assert(v.found && v.usable);
+	ck_assert_uint_eq(v.ordinal, 3);
+	ck_assert_str_eq(v.plugin, fake);
+	ck_assert_str_eq(v.source, "ACCELD_PJRT_PLUGINS");
+	ck_assert_str_eq(v.api_version, ""); /* not loaded yet */
 
-	/* NVIDIA GPUs: their CUDA ordinal, else their place among those seen; no plugin says why */
+	/* NVIDIA GPUs: no plugin says why; one is told apart by the CUDA ordinal NVML worked out, or not served */
 	device_init(&gpu, DEVICE_GPU);
 	DEVICE_SET(gpu.vendor, "NVIDIA");
-	gpu.gpu.cuda_ordinal = -1;
-	pjrt_plugin_describe(&cfg, &gpu, seen);
-	ck_assert(gpu.pjrt.candidate && !gpu.pjrt.found && !gpu.pjrt.usable);
-	ck_assert_uint_eq(gpu.pjrt.ordinal, 0);
-	ck_assert(!(gpu.backends & BACKEND_PJRT));
-	ck_assert_msg(strncmp(gpu.pjrt.why, "no cuda PJRT plugin found: ", 27) == 0 &&
-			      strstr(gpu.pjrt.why, "no JAX CUDA plugin") != NULL,
-		      "%s", gpu.pjrt.why);
-	pjrt_plugin_describe(&cfg, &gpu, seen);
-	ck_assert_uint_eq(gpu.pjrt.ordinal, 1);
+	ck_assert(pjrt_plugin_view(&gpu, &v));
+	ck_assert(!v.found && !v.usable);
+	ck_assert_msg(strncmp(v.why, "no cuda PJRT plugin found: ", 27) == 0 &&
+			      strstr(v.why, "no JAX CUDA plugin") != NULL,
+		      "%s", v.why);
+	snprintf(list, sizeof(list), "tpu=%s,cuda=%s", fake, fake);
+	ck_assert(pjrt_plugin_view(&gpu, &v));
+	ck_assert(v.found && !v.usable);
+	ck_assert_ptr_nonnull(strstr(v.why, "CUDA ordinal is unknown"));
 	gpu.gpu.cuda_ordinal = 5;
-	pjrt_plugin_describe(&cfg, &gpu, seen);
-	ck_assert_uint_eq(gpu.pjrt.ordinal, 5);
-	ck_assert_uint_eq(seen[PJRT_KIND_CUDA], 3);
+	ck_assert(pjrt_plugin_view(&gpu, &v));
+	ck_assert(v.usable);
+	ck_assert_uint_eq(v.ordinal, 5);
 
-	/* once loaded, what loading found comes with the description */
+	/* once loaded, what loading found comes with the view, and GET /devices shows it */
 	ck_assert_ptr_nonnull(pjrt_plugin_load(fake)->api);
-	pjrt_plugin_describe(&cfg, &tpu, seen);
-	ck_assert_str_eq(tpu.pjrt.api_version, version);
-	ck_assert(tpu.pjrt.usable);
+	ck_assert(pjrt_plugin_view(&tpu, &v));
+	ck_assert_str_eq(v.api_version, version);
+	ck_assert(v.usable);
+	doc = pjrt_view_json(&v);
+	ck_assert(json_is_true(json_object_get(doc, "usable")));
+	ck_assert_str_eq(json_string_value(json_object_get(doc, "api_version")), version);
+	ck_assert_ptr_null(json_object_get(doc, "why"));
+	json_decref(doc);
+	pjrt_plugin_configure(NULL);
 }
 END_TEST
 
 /* A device's view of path at ordinal, as detection keeps it. */
-static struct device_pjrt view(const char *path, unsigned ordinal)
+static struct pjrt_view view(const char *path, unsigned ordinal)
 {
-	struct device_pjrt p;
+	struct pjrt_view p;
 
 	memset(&p, 0, sizeof(p));
 	p.found = p.usable = true;
@@ -389,7 +391,7 @@ static struct device_pjrt view(const char *path, unsigned ordinal)
 
 START_TEST(records_status_reads)
 {
-	struct device_pjrt p;
+	struct pjrt_view p;
 
 	/* nothing known of a path yet: the view stays as it is */
 	p = view("/opt/a.so", 0);
@@ -492,7 +494,7 @@ END_TEST
 START_TEST(load_the_fake_plugin)
 {
 	const struct pjrt_plugin *p = pjrt_plugin_load(fake);
-	struct device_pjrt v;
+	struct pjrt_view v;
 	void *lib;
 	long (*calls)(const char *);
 	void *sym;
@@ -534,7 +536,7 @@ static const char *alias(const char *name)
 static void refused(const char *path, const char *const *texts)
 {
 	const struct pjrt_plugin *p = pjrt_plugin_load(path);
-	struct device_pjrt v;
+	struct pjrt_view v;
 
 	ck_assert_ptr_nonnull(p);
 	ck_assert_msg(p->api == NULL, "%s loaded", path);
