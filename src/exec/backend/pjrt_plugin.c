@@ -298,6 +298,7 @@ struct record {
 
 static pthread_mutex_t records_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct record records[RECORDS_MAX];
+static size_t oldest; /* once full: the record made longest ago */
 static size_t nrecords;
 
 /* The record of path, made when new (the oldest is reused beyond RECORDS_MAX); records_mu held. */
@@ -311,7 +312,7 @@ static struct record *record_of(const char *path)
 	if (nrecords < RECORDS_MAX)
 		r = &records[nrecords++];
 	else
-		r = &records[0];
+		r = &records[oldest++ % RECORDS_MAX]; /* made first, reused first */
 	memset(r, 0, sizeof(*r));
 	snprintf(r->path, sizeof(r->path), "%s", path);
 	return r;
