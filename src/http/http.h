@@ -1,9 +1,10 @@
 /*
  * http: the HTTP server (libmicrohttpd), its limits, request ids, problem+json answers and the access log.
  *
- * http.c is the only file that includes microhttpd.h. A request is handed to one dispatch function as a
+ * http_server.c is the only file that includes microhttpd.h. A request is handed to one dispatch function as a
  * struct http_req (everything already read: path, query, the headers acceld uses, the whole body), which fills a
- * struct http_resp. Handlers never see libmicrohttpd, so unit tests call them with a request they build.
+ * struct http_resp. Handlers never see libmicrohttpd, so unit tests call them with a request they build; the
+ * helpers below that build requests and answers (http_resp.c) need no server.
  */
 #ifndef ACCELD_HTTP_H
 #define ACCELD_HTTP_H

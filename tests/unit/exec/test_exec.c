@@ -1,9 +1,9 @@
 /*
- * Unit tests of the executor (exec.c): placement and fallback, limits (413), estimates refused up front (422),
- * queue full (429), cancellation, timeouts of queued and running jobs (504), history records, listing, and many
- * jobs submitted at once. Devices are built by hand; backends are the real native one and fakes (one that blocks
- * until the test opens a gate, one that always fails like a broken GPU). Nothing here depends on timing: tests
- * wait for states, never for durations.
+ * Unit tests of the executor (exec.c and the parts exec_int.h names): placement and fallback, limits (413),
+ * estimates refused up front (422), queue full (429), cancellation, timeouts of queued and running jobs (504),
+ * history records, listing, and many jobs submitted at once. Devices are built by hand; backends are the real
+ * native one and fakes (one that blocks until the test opens a gate, one that always fails like a broken GPU).
+ * Nothing here depends on timing: tests wait for states, never for durations.
  */
 #include <errno.h>
 #include <math.h>

@@ -1,8 +1,14 @@
-/* Unit tests for the request/response helpers of http.c (no sockets: the helpers are pure). */
+/*
+ * Unit tests for the request/response helpers of http_resp.c, which need no server: problems, parameters, JSON
+ * bodies, request ids, method names, and deferred answers, with the server's part in them (suspending the
+ * connection, the connection going away) played through http_int.h.
+ */
+#include <pthread.h>
 #include <string.h>
 
 #include "check_main.h"
 #include "http/http.h"
+#include "http/http_int.h"
 
 static struct http_req make_req(const char *ctype, const char *body)
 {
@@ -222,6 +228,155 @@ START_TEST(request_ids)
 }
 END_TEST
 
+START_TEST(methods_by_name)
+{
+	for (int m = HTTP_GET; m <= HTTP_OTHER; m++)
+		ck_assert_int_eq(http_method_of(http_method_name((enum http_method)m)), m);
+	ck_assert_str_eq(http_method_name(HTTP_DELETE), "DELETE");
+	ck_assert_int_eq(http_method_of("BREW"), HTTP_OTHER);
+	ck_assert_int_eq(http_method_of("get"), HTTP_OTHER); /* method names are case-sensitive (RFC 9110) */
+	ck_assert_str_eq(http_status_title(404), "Not Found");
+	ck_assert_str_eq(http_status_title(299), "Error");
+}
+END_TEST
+
+static void count_release(void *arg)
+{
+	(*(int *)arg)++;
+}
+
+START_TEST(shared_body_released_once)
+{
+	static const char body[] = "shared";
+	struct http_resp resp;
+	int released = 0;
+
+	http_resp_init(&resp, "r");
+	http_resp_shared(&resp, 200, "text/plain", body, sizeof(body) - 1, count_release, &released);
+	http_resp_json(&resp, 200, json_object()); /* another body lets the shared one go */
+	ck_assert_int_eq(released, 1);
+	http_resp_release(&resp);
+	http_resp_release(&resp);
+	ck_assert_int_eq(released, 1);
+}
+END_TEST
+
+START_TEST(move_leaves_the_source_empty)
+{
+	struct http_resp from;
+	struct http_resp to;
+
+	http_resp_init(&from, "a");
+	http_resp_json(&from, 201, json_object());
+	http_resp_header(&from, "ETag", "\"1\"");
+	http_resp_init(&to, "b");
+	http_resp_text(&to, 200, "old"); /* released by the move */
+	http_resp_move(&to, &from);
+	ck_assert_int_eq(to.status, 201);
+	ck_assert_ptr_nonnull(to.json);
+	ck_assert_ptr_null(to.body);
+	ck_assert_uint_eq(to.nheaders, 1);
+	ck_assert_str_eq(to.request_id, "a");
+	ck_assert_ptr_null(from.json);
+	ck_assert_ptr_null(from.body);
+	http_resp_release(&from);
+	http_resp_release(&to);
+}
+END_TEST
+
+START_TEST(deferred_answer_taken)
+{
+	struct http_resp resp;
+	struct http_resp done;
+	struct http_deferred *d;
+
+	http_resp_init(&resp, "rid-7");
+	http_resp_text(&resp, 200, "dropped");
+	d = http_resp_defer(&resp);
+	ck_assert_ptr_eq(resp.deferred, d);
+	ck_assert_ptr_null(resp.body); /* whatever body it had is dropped */
+	ck_assert_str_eq(http_deferred_request_id(d), "rid-7");
+	http_resp_init(&done, "x");
+	ck_assert(!http_deferred_take(d, &done)); /* not finished yet */
+
+	http_resp_init(&resp, http_deferred_request_id(d));
+	http_resp_problem(&resp, REASON_QUEUE_FULL, "later");
+	http_deferred_finish(d, &resp);
+	ck_assert_ptr_null(resp.json); /* taken over */
+	ck_assert(http_deferred_take(d, &done)); /* and the last reference goes */
+	ck_assert_int_eq(done.status, 429);
+	ck_assert_str_eq(json_string_value(json_object_get(done.json, "request_id")), "rid-7");
+	ck_assert_uint_eq(done.nheaders, 1); /* Retry-After came along */
+	http_resp_release(&done);
+}
+END_TEST
+
+static int resumed;
+static struct MHD_Connection *resumed_conn;
+
+static void fake_resume(struct MHD_Connection *conn)
+{
+	resumed++;
+	resumed_conn = conn;
+}
+
+START_TEST(deferred_answer_resumes_the_connection)
+{
+	static char marker; /* stands for libmicrohttpd's connection, which this file never looks into */
+	struct MHD_Connection *conn = (struct MHD_Connection *)(void *)&marker;
+	struct http_resp resp;
+	struct http_resp done;
+	struct http_deferred *d;
+
+	resumed = 0;
+	http_resp_init(&resp, "rid-8");
+	d = http_resp_defer(&resp);
+	/* what the server does when the handler returns without an answer */
+	pthread_mutex_lock(&d->mu);
+	d->conn = conn;
+	d->resume = fake_resume;
+	d->suspended = true;
+	pthread_mutex_unlock(&d->mu);
+
+	http_resp_init(&resp, "rid-8");
+	http_resp_text(&resp, 200, "ok");
+	http_deferred_finish(d, &resp);
+	ck_assert_int_eq(resumed, 1);
+	ck_assert_ptr_eq(resumed_conn, conn);
+	ck_assert(!d->suspended);
+	http_resp_init(&done, "x");
+	ck_assert(http_deferred_take(d, &done));
+	ck_assert_int_eq(done.status, 200);
+	ck_assert_uint_eq(done.body_len, 2);
+	ck_assert(memcmp(done.body, "ok", 2) == 0);
+	ck_assert_int_eq(resumed, 1);
+	http_resp_release(&done);
+}
+END_TEST
+
+START_TEST(deferred_answer_after_the_client_left)
+{
+	struct http_resp resp;
+	struct http_deferred *d;
+
+	resumed = 0;
+	http_resp_init(&resp, "rid-9");
+	d = http_resp_defer(&resp);
+	d->resume = fake_resume;
+	/* the request completed (the client went away): the connection's reference goes first */
+	pthread_mutex_lock(&d->mu);
+	d->gone = true;
+	pthread_mutex_unlock(&d->mu);
+	http_deferred_unref(d);
+
+	http_resp_init(&resp, "rid-9");
+	http_resp_text(&resp, 200, "late");
+	http_deferred_finish(d, &resp); /* the answer is dropped with the last reference */
+	ck_assert_ptr_null(resp.body);
+	ck_assert_int_eq(resumed, 0);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("http");
@@ -236,6 +391,14 @@ Suite *make_suite(void)
 	tcase_add_test(tc, json_depth_scanner);
 	tcase_add_test(tc, query_checks);
 	tcase_add_test(tc, request_ids);
+	tcase_add_test(tc, methods_by_name);
+	tcase_add_test(tc, shared_body_released_once);
+	tcase_add_test(tc, move_leaves_the_source_empty);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("deferred");
+	tcase_add_test(tc, deferred_answer_taken);
+	tcase_add_test(tc, deferred_answer_resumes_the_connection);
+	tcase_add_test(tc, deferred_answer_after_the_client_left);
 	suite_add_tcase(s, tc);
 	return s;
 }
