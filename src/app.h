@@ -36,7 +36,7 @@ struct app {
 	int64_t started_at_ms;      /* wall clock at start */
 	uint64_t startup_ns;        /* time from start to ready */
 	struct detect *detect;      /* device registry (detect.c) */
-	struct exec *exec;          /* job executor (exec.c) */
+	struct exec *exec;          /* job executor (exec/exec.h) */
 	struct sampler *sampler;    /* telemetry sampler (sampler.c) */
 	struct metrics *metrics;    /* Prometheus counters (metrics.c) */
 	struct cost *cost;          /* prices and accrued cost (cost.c) */

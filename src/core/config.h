@@ -67,7 +67,7 @@ struct config {
 	uint64_t retention_raw_ms;    /* how long raw samples, minute and hour rollups are kept */
 	uint64_t retention_minute_ms;
 	uint64_t retention_hour_ms;
-	/* executor (exec.c) */
+	/* executor (exec/) */
 	unsigned exec_max_elements;     /* float32 elements of all buffers of one job together */
 	unsigned exec_queue_depth;      /* queued jobs per device */
 	uint64_t exec_default_timeout_ms;

@@ -1,10 +1,10 @@
 /*
  * backend: what a backend of the executor is, and the list of the built-in ones.
  *
- * A backend runs one kernel at a time on one device: the native CPU code (exec_cpu.c), OpenCL (exec_opencl.c). It
- * is an ops struct that says which devices it serves and how much it is preferred (rank); the executor (exec.c)
- * gives each device a worker thread and, for each job, the default backend of the device or the one the job
- * names, and knows nothing of any backend by name. A new backend is one file with its ops and one line in
+ * A backend runs one kernel at a time on one device: the native CPU code (exec_cpu.c), PJRT (exec_pjrt.c), OpenCL
+ * (exec_opencl.c), all in exec/backend/. It is an ops struct that says which devices it serves and how much it is
+ * preferred (rank); the executor (exec/) gives each device a worker thread and, for each job, the default backend
+ * of the device or the one the job names, and knows nothing of any backend by name. A new backend is one file with its ops and one line in
  * backend_builtin (backend.c). Backends include this header, never exec.h.
  */
 #ifndef ACCELD_BACKEND_H

@@ -38,7 +38,7 @@ class Build(unittest.TestCase):
         self.assertIn("rm -rf build", r.stdout)
 
     def test_warnings_are_errors_and_c11(self):
-        r = make("-n", "-B", f"{BUILD}/obj/err.o")
+        r = make("-n", "-B", f"{BUILD}/obj/core/err.o")
         self.assertIn("-std=c11", r.stdout)
         self.assertIn("-Werror", r.stdout)
 
