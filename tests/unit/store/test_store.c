@@ -1,8 +1,8 @@
 /*
- * Unit tests for store.c: migrations (fresh, upgrade from an older user_version, refusing a newer one), samples,
- * rollups and retention, the bounded queue's loss policy, faults (unwritable path, corrupt file, full database),
- * jobs, prices, the journal of confirmed job records (replayed after a crash, owned by one store), and the size of
- * a month of 1 s samples for 8 devices.
+ * Unit tests for the store (src/store/store*.c): migrations (fresh, upgrade from an older user_version, refusing a
+ * newer one), samples, rollups and retention, the bounded queue's loss policy, faults (unwritable path, corrupt
+ * file, full database), jobs, prices, the journal of confirmed job records (replayed after a crash, owned by one
+ * store), and the size of a month of 1 s samples for 8 devices.
  */
 #include <math.h>
 #include <stdio.h>
