@@ -95,6 +95,7 @@ enum acceld_err store_open_opts(const struct store_opts *opts, struct store **ou
 	st->wbuf = xcalloc(BATCH_SAMPLES, sizeof(*st->wbuf));
 	st->jbuf = xcalloc(BATCH_JOBS, sizeof(*st->jbuf));
 	st->dbuf = xcalloc(DEVICES_MAX, sizeof(*st->dbuf));
+	st->cbuf = xcalloc(STORE_BACKLOG_CHECKS, sizeof(*st->cbuf));
 	pthread_mutex_init(&st->mu, NULL);
 	pthread_mutex_init(&st->tp_mu, NULL);
 	pthread_condattr_init(&ca);
@@ -162,6 +163,9 @@ void store_close(struct store *st)
 	free(st->wbuf);
 	free(st->jbuf);
 	free(st->dbuf);
+	free(st->cbuf);
+	for (size_t i = 0; i < st->nchecks; i++)
+		free(st->checks[i].doc);
 	free(st->path);
 	free(st);
 }
@@ -180,7 +184,7 @@ bool store_healthy(struct store *st, char *err, size_t errsz)
 		snprintf(err, errsz, "%s", st->open_error);
 	else if (st->failing)
 		snprintf(err, errsz, "writes failing: %s; %llu rows waiting", st->stats.last_error,
-			 (unsigned long long)((st->tail - st->head) + (st->jtail - st->jhead)));
+			 (unsigned long long)store_backlog_locked(st));
 	else if (!ok)
 		snprintf(err, errsz, "database not open");
 	pthread_mutex_unlock(&st->mu);
@@ -194,7 +198,7 @@ void store_stats(struct store *st, struct store_stats *out)
 		return;
 	pthread_mutex_lock(&st->mu);
 	*out = st->stats;
-	out->backlog = (st->tail - st->head) + (st->jtail - st->jhead);
+	out->backlog = store_backlog_locked(st);
 	out->open = atomic_load(&st->ready);
 	pthread_mutex_unlock(&st->mu);
 }

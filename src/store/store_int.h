@@ -69,6 +69,13 @@ enum stmt_id {
 	S_THROUGHPUT,
 	S_PRICES,
 	S_JOB_GET,
+	S_CHECK_PUT,
+	S_CHECKS_EXPIRE,
+	S_CHECK_GET,                                      /* the reads of checks: ?1 device, ?2 limit, ?3 id */
+	S_CHECKS_FIRST,
+	S_CHECKS_AFTER,
+	S_CHECKS_LATEST,
+	S_CHECKS_UNFINISHED,
 	S_BEGIN,
 	S_COMMIT,
 	S_USAGE,                                          /* + tier */
@@ -110,6 +117,12 @@ struct keyrec {
 	int64_t key;
 };
 
+/* A health check waiting for its commit, with its own copy of the document (row.doc is NULL). */
+struct checkrec {
+	struct store_check row;
+	char *doc;
+};
+
 /* A write's completion. */
 struct waiter {
 	store_done_fn fn;
@@ -146,6 +159,10 @@ struct store {
 	uint64_t group_start_ns;    /* when the first of them was queued */
 	struct waiter pwait[PRICE_WAITERS]; /* completions of the pending price replacement */
 	size_t npwait;
+	struct checkrec checks[STORE_BACKLOG_CHECKS]; /* checks waiting for their commit, one per id */
+	size_t nchecks;
+	struct waiter cwait[STORE_BACKLOG_CHECKS]; /* their completions */
+	size_t ncwait;
 	struct devrec devs[DEVICES_MAX];
 	size_t ndevs;
 	struct store_price *prices_pending; /* the latest replacement not yet committed, or NULL */
@@ -177,6 +194,7 @@ struct store {
 	struct store_sample *wbuf;
 	struct store_job *jbuf;
 	struct devrec *dbuf;
+	struct checkrec *cbuf;      /* the checks of the batch being written (under w.lock) */
 	struct waiters wbatch;      /* the completions of the batch being written (under w.lock) */
 	bool dirty;                 /* committed since the last checkpoint (under w.lock) */
 	uint64_t last_ckpt_ns;      /* writer thread only, as ckpt */
@@ -255,6 +273,12 @@ static inline int step_done(sqlite3_stmt *s)
 
 	sqlite3_reset(s);
 	return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
+}
+
+/* Samples and records waiting in the queues; st->mu held. */
+static inline uint64_t store_backlog_locked(const struct store *st)
+{
+	return (st->tail - st->head) + (st->jtail - st->jhead) + st->nchecks;
 }
 
 /* --- store_db.c: connections and the writer's connection --- */

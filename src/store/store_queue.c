@@ -259,6 +259,57 @@ void store_prices_replace(struct store *st, const struct store_price *v, size_t 
 	store_prices_replace_notify(st, v, n, NULL, NULL);
 }
 
+void store_check_put_notify(struct store *st, const struct store_check *c, store_done_fn done, void *ctx)
+{
+	char *doc;
+	struct checkrec *r = NULL;
+	bool now;
+
+	if (st == NULL) {
+		if (done)
+			done(ctx, false);
+		return;
+	}
+	doc = xstrdup(c->doc ? c->doc : "{}");
+	pthread_mutex_lock(&st->mu);
+	for (size_t i = 0; i < st->nchecks && r == NULL; i++)
+		if (strcmp(st->checks[i].row.id, c->id) == 0)
+			r = &st->checks[i];
+	if (r == NULL && st->nchecks == STORE_BACKLOG_CHECKS) {
+		/* the checks waiting may have been confirmed: the new one is refused, not one of them */
+		st->stats.dropped_records++;
+		if (done != NULL)
+			st->stats.unconfirmed++;
+		pthread_mutex_unlock(&st->mu);
+		free(doc);
+		if (done != NULL)
+			done(ctx, false);
+		return;
+	}
+	if (r == NULL)
+		r = &st->checks[st->nchecks++];
+	else
+		free(r->doc);
+	r->row = *c;
+	r->row.doc = NULL;
+	r->doc = doc;
+	now = done != NULL && durable_now_locked(st) && st->ncwait < STORE_BACKLOG_CHECKS;
+	if (now) {
+		st->cwait[st->ncwait++] = (struct waiter){done, ctx};
+		group_add_locked(st);
+		st->group_ready = !st->interrupt_pending; /* checks are rare: no reason to wait for others */
+	} else {
+		if (done != NULL)
+			st->stats.unconfirmed++;
+		pthread_cond_signal(&st->wake);
+	}
+	pthread_mutex_unlock(&st->mu);
+	if (done != NULL && !now)
+		done(ctx, false);
+	else if (now)
+		commit_now(st);
+}
+
 bool store_flush(struct store *st, unsigned timeout_ms)
 {
 	struct timespec ts;

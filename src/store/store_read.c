@@ -517,3 +517,98 @@ enum acceld_err store_job_get(struct store *st, const char *id, struct store_job
 		return ACCELD_ENOTFOUND;
 	return e;
 }
+
+void store_check_docs_release(struct store_check_docs *docs)
+{
+	for (size_t i = 0; i < docs->n; i++)
+		free(docs->v[i]);
+	free(docs->v);
+	docs->v = NULL;
+	docs->n = 0;
+}
+
+/*
+ * Appends the document of every row of check statement id to out, with device (?1), limit (?2, when >= 0) and id
+ * (?3) bound where given. On failure out is emptied.
+ */
+static enum acceld_err check_docs(struct store *st, enum stmt_id id, const char *device, int64_t limit,
+				  const char *check_id, struct store_check_docs *out)
+{
+	struct conn *c;
+	sqlite3_stmt *s;
+	enum acceld_err e = reader_acquire(st, &c);
+	int rc;
+
+	if (e != ACCELD_OK) {
+		store_check_docs_release(out);
+		return e;
+	}
+	s = store_conn_stmt(c, id, &rc);
+	if (s != NULL) {
+		if (device != NULL)
+			sqlite3_bind_text(s, 1, device, -1, SQLITE_TRANSIENT);
+		if (limit >= 0)
+			sqlite3_bind_int64(s, 2, limit);
+		if (check_id != NULL)
+			sqlite3_bind_text(s, 3, check_id, -1, SQLITE_TRANSIENT);
+		while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+			const unsigned char *text = sqlite3_column_text(s, 0);
+
+			if (text == NULL)
+				continue;
+			out->v = xrealloc(out->v, (out->n + 1) * sizeof(*out->v));
+			out->v[out->n++] = xstrdup((const char *)text);
+		}
+		sqlite3_reset(s);
+	}
+	e = reader_release(st, c, rc);
+	if (e != ACCELD_OK)
+		store_check_docs_release(out);
+	return e;
+}
+
+enum acceld_err store_check_get(struct store *st, const char *device, const char *id, char **doc)
+{
+	struct store_check_docs docs = {0};
+	enum acceld_err e = check_docs(st, S_CHECK_GET, device, -1, id, &docs);
+
+	*doc = NULL;
+	if (e == ACCELD_OK && docs.n == 0)
+		e = ACCELD_ENOTFOUND;
+	if (e == ACCELD_OK) {
+		*doc = docs.v[0];
+		docs.v[0] = NULL;
+	}
+	store_check_docs_release(&docs);
+	return e;
+}
+
+enum acceld_err store_checks_list(struct store *st, const char *device, const char *after, unsigned limit,
+				  struct store_check_docs *out)
+{
+	bool paged = after != NULL && after[0] != '\0';
+	enum acceld_err e = ACCELD_OK;
+
+	memset(out, 0, sizeof(*out));
+	/* the page starts after a check of this device, which must exist */
+	if (paged)
+		e = check_docs(st, S_CHECK_GET, device, -1, after, out);
+	if (e == ACCELD_OK && paged && out->n == 0)
+		e = ACCELD_ENOTFOUND;
+	store_check_docs_release(out);
+	if (e != ACCELD_OK)
+		return e;
+	return check_docs(st, paged ? S_CHECKS_AFTER : S_CHECKS_FIRST, device, limit, paged ? after : NULL, out);
+}
+
+enum acceld_err store_checks_latest(struct store *st, struct store_check_docs *out)
+{
+	memset(out, 0, sizeof(*out));
+	return check_docs(st, S_CHECKS_LATEST, NULL, -1, NULL, out);
+}
+
+enum acceld_err store_checks_unfinished(struct store *st, struct store_check_docs *out)
+{
+	memset(out, 0, sizeof(*out));
+	return check_docs(st, S_CHECKS_UNFINISHED, NULL, -1, NULL, out);
+}

@@ -99,6 +99,18 @@ const char *const store_stmt_sql[S_COUNT] = {
 	[S_JOB_GET] = "SELECT id, device, kernel, backend, state, submitted_at, started_at, finished_at, n, m, k, "
 		      "flops, bytes, kernel_ms, total_ms, cost_usd, error, reason, queued_ms, transfer_ms FROM jobs "
 		      "WHERE id = ?1",
+	[S_CHECK_PUT] = "INSERT OR REPLACE INTO checks (id, device, level, state, verdict, created_at, finished_at, "
+			"gflops, gbytes_per_s, doc) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+	[S_CHECKS_EXPIRE] = "DELETE FROM checks WHERE finished_at < ?1",
+	[S_CHECK_GET] = "SELECT doc FROM checks WHERE device = ?1 AND id = ?3",
+	[S_CHECKS_FIRST] = "SELECT doc FROM checks WHERE device = ?1 ORDER BY created_at DESC, id DESC LIMIT ?2",
+	/* the page after the check with id ?3 (store_checks_list has made sure it is one of the device's) */
+	[S_CHECKS_AFTER] = "SELECT doc FROM checks WHERE device = ?1 AND (created_at, id) < (SELECT created_at, id "
+			   "FROM checks WHERE id = ?3) ORDER BY created_at DESC, id DESC LIMIT ?2",
+	[S_CHECKS_LATEST] = "SELECT doc FROM checks c WHERE state IN ('done', 'interrupted') AND id = (SELECT id FROM "
+			    "checks WHERE device = c.device AND state IN ('done', 'interrupted') ORDER BY finished_at "
+			    "DESC, id DESC LIMIT 1)",
+	[S_CHECKS_UNFINISHED] = "SELECT doc FROM checks WHERE state IN ('queued', 'running')",
 	[S_BEGIN] = "BEGIN IMMEDIATE",
 	[S_COMMIT] = "COMMIT",
 	[S_USAGE + STORE_RAW] = BUCKET "total(dt), total(CASE WHEN util IS NOT NULL THEN dt END), total(util * dt) "

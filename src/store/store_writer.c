@@ -125,6 +125,35 @@ static int write_prices(struct store *st, const struct store_price *v, size_t n)
 	return SQLITE_OK;
 }
 
+/* Writes a check, then deletes the checks that finished longer than its retention before it. */
+static int write_check(struct store *st, const struct checkrec *r)
+{
+	const struct store_check *c = &r->row;
+	int rc;
+	sqlite3_stmt *s = store_conn_stmt(&st->w, S_CHECK_PUT, &rc);
+
+	if (s == NULL)
+		return rc;
+	sqlite3_bind_text(s, 1, c->id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(s, 2, c->device, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(s, 3, c->level, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(s, 4, c->state, -1, SQLITE_TRANSIENT);
+	bind_text(s, 5, c->verdict);
+	sqlite3_bind_int64(s, 6, c->created_ms);
+	bind_pos(s, 7, c->finished_ms);
+	bind_num(s, 8, c->gflops);
+	bind_num(s, 9, c->gbytes_per_s);
+	sqlite3_bind_text(s, 10, r->doc, -1, SQLITE_TRANSIENT);
+	rc = step_done(s);
+	if (rc != SQLITE_OK || c->finished_ms <= 0 || c->retention_ms <= 0)
+		return rc;
+	s = store_conn_stmt(&st->w, S_CHECKS_EXPIRE, &rc);
+	if (s == NULL)
+		return rc;
+	sqlite3_bind_int64(s, 1, c->finished_ms - c->retention_ms);
+	return step_done(s);
+}
+
 static int write_sample(struct store *st, const struct store_sample *x, int64_t key)
 {
 	int rc;
@@ -181,6 +210,9 @@ static void waiters_take_all_locked(struct store *st, struct waiters *out)
 	for (size_t i = 0; i < st->npwait; i++)
 		waiters_push(out, st->pwait[i].fn, st->pwait[i].ctx);
 	st->npwait = 0;
+	for (size_t i = 0; i < st->ncwait; i++)
+		waiters_push(out, st->cwait[i].fn, st->cwait[i].ctx);
+	st->ncwait = 0;
 	st->nwait = 0;
 	st->urgent = false;
 	st->group_ready = false;
@@ -188,7 +220,7 @@ static void waiters_take_all_locked(struct store *st, struct waiters *out)
 
 /* What one batch took from the queues, to be popped once committed. */
 struct batch {
-	size_t nsamples, njobs, ndevs;
+	size_t nsamples, njobs, ndevs, nchecks;
 	uint64_t shead, jhead;
 	struct store_price *prices;
 	size_t nprices;
@@ -252,6 +284,16 @@ static void batch_take(struct store *st, struct batch *b, bool records_only)
 			st->nwait--;
 	}
 	st->npwait = 0;
+	/* the checks move to the batch, their documents with them */
+	b->nchecks = st->nchecks;
+	memcpy(st->cbuf, st->checks, st->nchecks * sizeof(*st->cbuf));
+	st->nchecks = 0;
+	for (size_t i = 0; i < st->ncwait; i++) {
+		waiters_push(&st->wbatch, st->cwait[i].fn, st->cwait[i].ctx);
+		if (st->nwait > 0)
+			st->nwait--;
+	}
+	st->ncwait = 0;
 	st->urgent = st->nwait > 0;
 	st->group_ready = false;
 	if (!records_only) {
@@ -260,6 +302,26 @@ static void batch_take(struct store *st, struct batch *b, bool records_only)
 	}
 	st->batch_open = true;
 	pthread_mutex_unlock(&st->mu);
+}
+
+/*
+ * A check whose batch failed goes back to the queue, unless a newer row of it came meanwhile (that one stays) or
+ * the queue filled up (it is dropped, counted). mu held.
+ */
+static void checks_put_back_locked(struct store *st, struct checkrec *r)
+{
+	for (size_t i = 0; i < st->nchecks; i++) {
+		if (strcmp(st->checks[i].row.id, r->row.id) == 0) {
+			free(r->doc);
+			return;
+		}
+	}
+	if (st->nchecks == STORE_BACKLOG_CHECKS) {
+		st->stats.dropped_records++;
+		free(r->doc);
+		return;
+	}
+	st->checks[st->nchecks++] = *r;
 }
 
 /* After a commit: pops what was written. After a failure: puts back what cannot be re-read from the queues. */
@@ -279,11 +341,14 @@ static void batch_finish(struct store *st, struct batch *b, bool ok)
 				if (strcmp(st->devs[j].id, st->dbuf[i].id) == 0)
 					st->devs[j].written = st->dbuf[i].version;
 		st->stats.written_samples += b->written;
-		st->stats.written_records += b->njobs + b->ndevs + (b->has_prices ? b->nprices : 0) + b->interrupt;
+		st->stats.written_records +=
+			b->njobs + b->ndevs + (b->has_prices ? b->nprices : 0) + b->nchecks + b->interrupt;
 		st->stats.commits++;
 		if (st->journal != NULL)
 			journal_committed(st->journal, st->jhead);
 		free(b->prices);
+		for (size_t i = 0; i < b->nchecks; i++)
+			free(st->cbuf[i].doc);
 	} else {
 		if (b->has_prices && !st->prices_set) {
 			st->prices_set = true;
@@ -293,6 +358,8 @@ static void batch_finish(struct store *st, struct batch *b, bool ok)
 			free(b->prices);
 		}
 		st->interrupt_pending = st->interrupt_pending || b->interrupt;
+		for (size_t i = 0; i < b->nchecks; i++)
+			checks_put_back_locked(st, &st->cbuf[i]);
 	}
 	pthread_mutex_unlock(&st->mu);
 	b->prices = NULL;
@@ -308,7 +375,7 @@ int store_write_batch(struct store *st, bool records_only, bool *more, char *err
 	b.min_ts = INT64_MAX;
 	b.max_ts = INT64_MIN;
 	*more = false;
-	if (b.nsamples == 0 && b.njobs == 0 && b.ndevs == 0 && !b.has_prices && !b.interrupt) {
+	if (b.nsamples == 0 && b.njobs == 0 && b.ndevs == 0 && !b.has_prices && b.nchecks == 0 && !b.interrupt) {
 		batch_finish(st, &b, true);
 		return SQLITE_OK;
 	}
@@ -333,6 +400,8 @@ int store_write_batch(struct store *st, bool records_only, bool *more, char *err
 	}
 	if (rc == SQLITE_OK && b.has_prices)
 		rc = write_prices(st, b.prices, b.nprices);
+	for (size_t i = 0; rc == SQLITE_OK && i < b.nchecks; i++)
+		rc = write_check(st, &st->cbuf[i]);
 	for (size_t i = 0; rc == SQLITE_OK && i < b.njobs; i++)
 		if (st->jbuf[i].id[0] != '\0')
 			rc = store_write_job(st, &st->jbuf[i]);
@@ -466,7 +535,7 @@ void store_write_failed(struct store *st, int rc, const char *why)
 	uint64_t backlog;
 
 	pthread_mutex_lock(&st->mu);
-	backlog = (st->tail - st->head) + (st->jtail - st->jhead);
+	backlog = store_backlog_locked(st);
 	if (!st->failing || strcmp(st->stats.last_error, why) != 0)
 		log_fields(LOGL_ERROR, "store", "database write failed; retrying",
 			   (struct log_field[]){LOG_S("error", why), LOG_I("backlog", backlog)}, 2);
@@ -526,7 +595,7 @@ bool store_queues_empty(const struct store *st)
 	for (size_t i = 0; i < st->ndevs && devs_clean; i++)
 		devs_clean = st->devs[i].version == st->devs[i].written;
 	/* what a batch took out is not written until it commits: store_flush must not return in between */
-	return st->head == st->tail && st->jhead == st->jtail && devs_clean && !st->prices_set &&
+	return st->head == st->tail && st->jhead == st->jtail && devs_clean && !st->prices_set && st->nchecks == 0 &&
 	       !st->interrupt_pending && !st->batch_open;
 }
 
@@ -572,7 +641,7 @@ static bool writer_due_locked(struct store *st)
 	/* while the database fails or is not open, the writer retries at its own pace */
 	if (st->failing || st->open_error[0] != '\0' || !atomic_load(&st->ready))
 		return false;
-	return high || st->urgent || st->interrupt_pending || st->prices_set;
+	return high || st->urgent || st->interrupt_pending || st->prices_set || st->nchecks > 0;
 }
 
 void *store_writer_main(void *arg)
