@@ -219,7 +219,10 @@ static int load_watermarks(struct store *st)
 	if (rc != SQLITE_OK)
 		return rc;
 	/* -1: nothing rolled up yet; the first samples written set the start */
-	st->wm[STORE_MINUTE] = wm_min >= 0 ? wm_min + STORE_MINUTE_MS : first >= 0 ? floor_to(first, STORE_MINUTE_MS) : -1;
+	if (wm_min >= 0)
+		st->wm[STORE_MINUTE] = wm_min + STORE_MINUTE_MS;
+	else
+		st->wm[STORE_MINUTE] = first >= 0 ? floor_to(first, STORE_MINUTE_MS) : -1;
 	if (wm_hour >= 0)
 		st->wm[STORE_HOUR] = wm_hour + STORE_HOUR_MS;
 	else if (first >= 0 || wm_min >= 0)
@@ -269,9 +272,10 @@ static int journal_recover(struct store *st, char *err, size_t errsz)
 	pthread_mutex_unlock(&st->mu);
 	if (j == NULL && (j = journal_claim(st->path)) == NULL) {
 		log_fields(LOGL_WARN, "store",
-			   errno == EWOULDBLOCK ? "another acceld process owns the journal of this database: job answers "
-						  "wait for their commit"
-						: "cannot claim the journal: job answers wait for their commit",
+			   errno == EWOULDBLOCK
+				   ? "another acceld process owns the journal of this database: job answers wait for "
+				     "their commit"
+				   : "cannot claim the journal: job answers wait for their commit",
 			   (struct log_field[]){LOG_S("error", strerror(errno))}, 1);
 		return SQLITE_OK;
 	}
@@ -319,6 +323,11 @@ fail:
 	return rc;
 }
 
+/* The writer's connection: WAL at the sync level asked for, and checkpoints left to the writer thread. */
+#define WRITER_PRAGMAS(sync)                                                                                    \
+	"PRAGMA journal_mode = WAL; PRAGMA synchronous = " sync "; PRAGMA journal_size_limit = 16777216; "     \
+	"PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 0"
+
 int store_writer_open(struct store *st)
 {
 	char err[256] = "";
@@ -336,13 +345,8 @@ int store_writer_open(struct store *st)
 		goto fail;
 	}
 	sqlite3_busy_timeout(db, (int)st->opts.busy_timeout_ms);
-	if (store_exec_sql(db,
-		     st->opts.sync_full
-			     ? "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA journal_size_limit = 16777216; "
-			       "PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 0"
-			     : "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA journal_size_limit = "
-			       "16777216; PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 0",
-		     err, sizeof(err)) != SQLITE_OK) {
+	if (store_exec_sql(db, st->opts.sync_full ? WRITER_PRAGMAS("FULL") : WRITER_PRAGMAS("NORMAL"), err,
+			   sizeof(err)) != SQLITE_OK) {
 		char why[200];
 
 		snprintf(why, sizeof(why), "%s", err);

@@ -106,7 +106,7 @@ static void commit_now(struct store *st)
 	}
 	for (;;) {
 		if (!mine) {
-			/* a commit is running (or the writer reopens): it takes the group (the urgent flag keeps it awake) */
+			/* a commit is running (or the writer reopens): it takes the group (urgent keeps it awake) */
 			pthread_mutex_lock(&st->mu);
 			if (st->urgent)
 				pthread_cond_signal(&st->wake);
@@ -172,7 +172,8 @@ void store_job_record_notify(struct store *st, const struct store_job *job, stor
 			st->stats.confirmed++;
 		}
 		if (!journaled && !st->journal_failing)
-			log_fields(LOGL_ERROR, "store", "cannot append to the journal: job answers wait for their commit",
+			log_fields(LOGL_ERROR, "store",
+				   "cannot append to the journal: job answers wait for their commit",
 				   (struct log_field[]){LOG_S("error", strerror(errno))}, 1);
 		else if (journaled && st->journal_failing)
 			log_msg(LOGL_INFO, "store", "the journal takes appends again");

@@ -50,9 +50,9 @@ const char *const store_stmt_sql[S_COUNT] = {
 	[S_DEVICE_KEY] = "SELECT key FROM devices WHERE id = ?1",
 	[S_SAMPLE] = "INSERT OR REPLACE INTO samples (device, ts, dt, source, util, mem, temp, power) "
 		     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-	[S_JOB] = "INSERT INTO jobs (id, device, kernel, backend, state, submitted_at, started_at, finished_at, n, m, k, "
-		  "flops, bytes, kernel_ms, total_ms, cost_usd, error, reason, queued_ms, transfer_ms) VALUES (?1, ?2, "
-		  "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20) "
+	[S_JOB] = "INSERT INTO jobs (id, device, kernel, backend, state, submitted_at, started_at, finished_at, n, m, "
+		  "k, flops, bytes, kernel_ms, total_ms, cost_usd, error, reason, queued_ms, transfer_ms) VALUES (?1, "
+		  "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20) "
 		  "ON CONFLICT (id) DO UPDATE SET device = excluded.device, "
 		  "kernel = excluded.kernel, backend = coalesce(excluded.backend, backend), "
 		  /* a final state is never taken back by a late "running" */
@@ -70,7 +70,8 @@ const char *const store_stmt_sql[S_COUNT] = {
 	/* when it stopped is unknown: the row keeps no run time, so usage and cost do not count the downtime */
 	[S_JOBS_INTERRUPT] = "UPDATE jobs SET state = 'interrupted', finished_at = coalesce(finished_at, ?1), "
 			     "total_ms = coalesce(total_ms, 0), kernel_ms = coalesce(kernel_ms, 0), "
-			     "error = coalesce(error, 'acceld stopped before the job finished; its run time is unknown'), "
+			     "error = coalesce(error, 'acceld stopped before the job finished; its run time is "
+			     "unknown'), "
 			     "reason = coalesce(reason, 'INTERRUPTED') "
 			     "WHERE state IN ('queued', 'running')",
 	[S_PRICES_CLEAR] = "DELETE FROM prices",

@@ -394,7 +394,8 @@ int store_write_batch(struct store *st, bool records_only, bool *more, char *err
 			sqlite3_bind_int64(s, 1, clock_real_ms());
 			rc = step_done(s);
 			if (rc == SQLITE_OK && sqlite3_changes(st->w.db) > 0)
-				log_fields(LOGL_WARN, "store", "jobs left unfinished by the last run marked interrupted",
+				log_fields(LOGL_WARN, "store",
+					   "jobs left unfinished by the last run marked interrupted",
 					   (struct log_field[]){LOG_I("jobs", sqlite3_changes(st->w.db))}, 1);
 		}
 	}
