@@ -215,7 +215,8 @@ struct store_check {
  * store_prices_replace_notify's: group commit, true once the transaction holding it committed, false when the
  * database is known to fail (the check stays queued and is committed once it recovers) or when STORE_BACKLOG_CHECKS
  * other checks wait already (refused, counted in dropped_records). A check written again while it waits replaces
- * the waiting row, whose completion is then answered with the newer one's commit.
+ * the waiting row, whose completion is then answered with the newer one's commit. The commit that holds a check is
+ * synced whatever the sync level (store_opts.sync_full): a confirmed check survives a power loss too.
  */
 void store_check_put_notify(struct store *st, const struct store_check *c, store_done_fn done, void *ctx);
 
