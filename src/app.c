@@ -396,7 +396,7 @@ static void start_checks(struct app *app)
 		log_msg(LOGL_ERROR, "check", "no executor: health checks answer 503");
 		return;
 	}
-	app->devcheck_store = devcheck_store_new(app->cfg.db_path, (int64_t)app->cfg.retention_hour_ms);
+	app->devcheck_store = devcheck_store_new(app->store, (int64_t)app->cfg.retention_hour_ms);
 	/* checks a crash cut short are interrupted, like jobs */
 	if (app->devcheck_store != NULL &&
 	    devcheck_store_mark_interrupted(app->devcheck_store, clock_real_ms(), &interrupted) == ACCELD_OK &&

@@ -1,14 +1,16 @@
 /*
- * devcheck_store: the history of health checks (devcheck.h) in the service's SQLite database, table checks (migration
- * db/migrations/0005_checks.sql, applied by store.c like every migration).
+ * devcheck_store: the history of health checks (devcheck.h) in the service's database, table checks (migration
+ * db/migrations/0005_checks.sql), read and written through the store (store.h) like every other table: the store's
+ * writer commits the checks and its read connections read them, so one module opens the file, applies the
+ * migrations and waits out a busy database.
  *
- * Checks are few (seconds to minutes each), so this module keeps one connection of its own to the database file
- * (WAL mode: it never blocks the store's writer for long, nor readers) and writes synchronously from the check's
- * own thread, never from a request handler's. The connection is opened on first use and again after a failure, so
- * a database that is not usable yet (or not migrated yet) is simply retried at the next call; the check itself
- * stays in memory meanwhile. A private in-memory database (":memory:") has no file to share: no history then.
+ * Checks are few (seconds to minutes each). A check's document is written from the check's own thread, never from
+ * a request handler's: devcheck_store_put waits until the store has committed it (group commit, as a price change
+ * is). While the database cannot be written the store keeps the newest document of each check and commits it once
+ * the database recovers; the check itself stays in memory meanwhile. The history lives as long as the store's
+ * database: a private in-memory one (":memory:") keeps it until acceld stops.
  *
- * Thread-safe: one mutex serialises the connection.
+ * Thread-safe.
  */
 #ifndef ACCELD_DEVCHECK_STORE_H
 #define ACCELD_DEVCHECK_STORE_H
@@ -20,21 +22,23 @@
 #include "core/err.h"
 
 struct devcheck_store;
+struct store;
 
 /*
- * A history on the database file at path; NULL when path has none to share (NULL, ":memory:"). retention_ms: rows
- * that finished longer ago are deleted as new ones are written (0 keeps everything). Never fails otherwise: the
- * file is opened on first use.
+ * A history in the store st (borrowed: it must outlive the history); NULL when st is NULL. retention_ms: checks
+ * that finished longer before a check that finishes are deleted as it is written (0 keeps everything).
  */
-struct devcheck_store *devcheck_store_new(const char *path, int64_t retention_ms);
+struct devcheck_store *devcheck_store_new(struct store *st, int64_t retention_ms);
 
-/* Closes the connection; NULL is allowed. */
+/* Frees the history (not the store); NULL is allowed. */
 void devcheck_store_free(struct devcheck_store *cs);
 
 /*
- * Writes a check's document (borrowed; as devcheck_run_json makes it), replacing the row with the same id. Returns
- * ACCELD_OK, ACCELD_EINVAL for a document without id, device, level, state or created_at, or ACCELD_EUNAVAILABLE
- * (message in err) when the database cannot be written now.
+ * Writes a check's document (borrowed; as devcheck_run_json makes it), replacing the row with the same id, and
+ * waits for its commit, 5 s at most. Returns ACCELD_OK once committed, ACCELD_EINVAL for a document without id,
+ * device, level, state or created_at (or with one longer than the table keeps), or ACCELD_EUNAVAILABLE (message in
+ * err) when the database cannot take it now: the store keeps it, and commits it once the database recovers, unless
+ * too many checks wait already.
  */
 enum acceld_err devcheck_store_put(struct devcheck_store *cs, const json_t *doc, char *err, size_t errsz);
 

@@ -41,7 +41,8 @@ enum acceld_err history_window_parse(const char *start, const char *end, int64_t
 	}
 	if (out->start_ms < now_ms - retention_ms) {
 		clock_rfc3339(now_ms - retention_ms, t);
-		snprintf(why, whysz, "start_time is beyond the retention of %lld days: the oldest answerable time is %s",
+		snprintf(why, whysz,
+			 "start_time is beyond the retention of %lld days: the oldest answerable time is %s",
 			 (long long)(retention_ms / 86400000LL), t);
 		return fail(param, reason, "start_time", REASON_BEYOND_RETENTION);
 	}

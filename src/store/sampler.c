@@ -131,7 +131,8 @@ static void sample_cpu(struct sampler *s, const struct device *d, struct store_s
 		if (isfinite(d->cpu.effective_cpus) && d->cpu.effective_cpus < cpus)
 			cpus = d->cpu.effective_cpus;
 		if (s->cg_prev_ok && usec >= s->cg_prev_usec && now_ms > s->prev_ms && cpus > 0) {
-			double ratio = (double)(usec - s->cg_prev_usec) / ((double)(now_ms - s->prev_ms) * 1000.0 * cpus);
+			double ratio =
+				(double)(usec - s->cg_prev_usec) / ((double)(now_ms - s->prev_ms) * 1000.0 * cpus);
 
 			x->utilization_ratio = ratio > 1 ? 1 : ratio;
 		}

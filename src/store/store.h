@@ -1,13 +1,14 @@
 /*
  * store: the SQLite database (WAL mode) that keeps the device registry, utilisation samples and their rollups,
- * jobs and price overrides.
+ * jobs, price overrides and health checks. It is the only code that opens the database file.
  *
- * Writes are queued: store_add_samples, store_devices_seen, store_job_record and store_prices_replace copy what
- * they are given into bounded in-memory queues, and one writer thread commits them in batched transactions (about
- * once a second), then computes minute and hour rollups and applies retention. Writes the API confirms (a job's
- * final record, new prices) go through the _notify variants, whose completion says when they are durable. A job
- * record is durable once appended to the journal (journal.h: one write(2)), and is committed with the writer's
- * batch 100 ms after the first record waiting; the next open replays what a crash left in the journal. Prices, and job records while there is no journal
+ * Writes are queued: store_add_samples, store_devices_seen, store_job_record, store_prices_replace and
+ * store_check_put_notify copy what they are given into bounded in-memory queues, and one writer thread commits them
+ * in batched transactions (about once a second), then computes minute and hour rollups and applies retention.
+ * Writes the API confirms (a job's final record, new prices, a health check) go through the _notify variants,
+ * whose completion says when they are durable. A job record is durable once appended to the journal (journal.h:
+ * one write(2)), and is committed with the writer's batch 100 ms after the first record waiting; the next open
+ * replays what a crash left in the journal. Prices, health checks, and job records while there is no journal
  * (ACCELD_DB_SYNC=full, a memory database, a journal that cannot be written), are committed in groups (group
  * commit: at once when no commit runs, else in the transaction after the running one). Reads of jobs
  * (store_job_get, store_jobs_usage) first wait for the records queued before them, so they see every job answered.
@@ -17,7 +18,7 @@
  * running: store_healthy says which check fails, the writer retries (and reopens the file) every retry interval,
  * and samples wait in the queue. Loss policy: when the sample queue is full the OLDEST sample is dropped and
  * counted (store_stats().dropped_samples); job records have their own queue, which refuses the NEWEST record when
- * full (those queued may have been confirmed already), counted in dropped_records.
+ * full (those queued may have been confirmed already), counted in dropped_records, and so do health checks.
  *
  * Reads (the query functions below) run on the caller's thread on a small pool of read-only connections; in WAL
  * mode they never wait for the writer. Every SQL text is a constant with bound parameters.
@@ -51,6 +52,7 @@ struct store;
 
 #define STORE_BACKLOG_SAMPLES 65536 /* default capacity of the sample queue */
 #define STORE_BACKLOG_RECORDS 4096  /* capacity of the job/price record queue */
+#define STORE_BACKLOG_CHECKS 64     /* health checks waiting for their commit (one per check id) */
 
 struct store_opts {
 	const char *path;             /* file, or ":memory:" for a private in-memory database */
@@ -158,8 +160,8 @@ void store_job_record(struct store *st, const struct store_job *job);
  * A write's completion: called exactly once, with true once the write is durable (a job record appended to the
  * journal, or the transaction holding the write committed), or with false when it cannot be made durable now (no
  * journal and the database known to fail, the record queue full, the store closing). A write answered false stays
- * queued (unless a full queue refused it) and is committed when the database recovers. Called from whichever thread commits, with no store lock held; it must
- * not call into the store.
+ * queued (unless a full queue refused it) and is committed when the database recovers. Called from whichever
+ * thread commits, with no store lock held; it must not call into the store.
  */
 typedef void (*store_done_fn)(void *ctx, bool recorded);
 
@@ -193,6 +195,31 @@ void store_prices_replace(struct store *st, const struct store_price *v, size_t 
 void store_prices_replace_notify(struct store *st, const struct store_price *v, size_t n, store_done_fn done,
 				 void *ctx);
 
+/* A health check as the checks table keeps it (devcheck_store.h makes it from a check's document). */
+struct store_check {
+	char id[64];
+	char device[DEVICE_ID_MAX];
+	char level[16];             /* quick | long */
+	char state[16];             /* queued | running | done | interrupted */
+	char verdict[16];           /* pass | warn | fail once done; "" none */
+	int64_t created_ms;
+	int64_t finished_ms;        /* 0 while it runs */
+	double gflops;              /* best verified sgemm GFLOP/s; NAN unknown */
+	double gbytes_per_s;        /* best verified triad GB/s; NAN unknown */
+	int64_t retention_ms;       /* > 0 with finished_ms: checks finished this long before it are deleted with it */
+	const char *doc;            /* the check as JSON text, as the API shows it (borrowed) */
+};
+
+/*
+ * Queues writing check c (copied, doc included), replacing the row with its id; done (may be NULL) is called as
+ * store_prices_replace_notify's: group commit, true once the transaction holding it committed, false when the
+ * database is known to fail (the check stays queued and is committed once it recovers) or when STORE_BACKLOG_CHECKS
+ * other checks wait already (refused, counted in dropped_records). A check written again while it waits replaces
+ * the waiting row, whose completion is then answered with the newer one's commit. The commit that holds a check is
+ * synced whatever the sync level (store_opts.sync_full): a confirmed check survives a power loss too.
+ */
+void store_check_put_notify(struct store *st, const struct store_check *c, store_done_fn done, void *ctx);
+
 /*
  * Waits until everything queued so far has been committed and its completions called, at most timeout_ms. Returns
  * true when the queues are empty. Tests and shutdown use it; request handlers never do.
@@ -201,7 +228,7 @@ bool store_flush(struct store *st, unsigned timeout_ms);
 
 struct store_stats {
 	uint64_t written_samples;   /* samples committed */
-	uint64_t written_records;   /* jobs, devices and prices committed */
+	uint64_t written_records;   /* jobs, devices, prices and checks committed */
 	uint64_t dropped_samples;   /* pushed out of a full queue */
 	uint64_t dropped_records;
 	uint64_t backlog;           /* samples and records waiting */
@@ -319,5 +346,30 @@ enum acceld_err store_prices_load(struct store *st, struct store_price **out, si
 
 /* A stored job by id; ACCELD_ENOTFOUND when there is none. */
 enum acceld_err store_job_get(struct store *st, const char *id, struct store_job *out);
+
+/* Health checks' documents as the reads below return them: n JSON texts, each malloc'ed, in v (malloc'ed). */
+struct store_check_docs {
+	char **v;
+	size_t n;
+};
+
+/* Frees every text and the array; docs is empty afterwards. */
+void store_check_docs_release(struct store_check_docs *docs);
+
+/* The document of device's check id in *doc (malloc'ed; free() it); ACCELD_ENOTFOUND when there is none. */
+enum acceld_err store_check_get(struct store *st, const char *device, const char *id, char **doc);
+
+/*
+ * device's checks, newest first (by created_at, then id), at most limit, after the check with id after (NULL or
+ * "": from the newest), into *out (empty on failure). ACCELD_ENOTFOUND when after names no check of device.
+ */
+enum acceld_err store_checks_list(struct store *st, const char *device, const char *after, unsigned limit,
+				  struct store_check_docs *out);
+
+/* The last finished (done or interrupted) check of every device, into *out (empty on failure). */
+enum acceld_err store_checks_latest(struct store *st, struct store_check_docs *out);
+
+/* Every check left queued or running (by a crash: nothing runs before start-up marks them), into *out. */
+enum acceld_err store_checks_unfinished(struct store *st, struct store_check_docs *out);
 
 #endif

@@ -1,11 +1,13 @@
 /*
- * Unit tests of the health checks' history (devcheck_store.c) on a database file that store.c created and migrated:
- * documents written and replaced, listed newest first with pages, read back by device and id, the last finished
- * check of each device, checks a crash cut short marked interrupted, and a database that cannot be used.
+ * Unit tests of the health checks' history (devcheck_store.c) through a store on a database file: documents written
+ * and replaced, listed newest first with pages, read back by device and id, after a restart too, the last finished
+ * check of each device, checks a crash cut short marked interrupted, an in-memory database, and a database that
+ * cannot be used (the check waits in the store and is written once it recovers).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check_main.h"
@@ -14,10 +16,10 @@
 
 static char dir[256];
 static char path[300];
+static struct store *st;
 
 static void setup(void)
 {
-	struct store *st = NULL;
 	char err[256];
 
 	snprintf(dir, sizeof(dir), "/tmp/acceld-devcheck-store-XXXXXX");
@@ -26,13 +28,14 @@ static void setup(void)
 	/* the store creates the file and applies the migrations, 0005 (checks) among them */
 	ck_assert_int_eq(store_open(path, &st, err, sizeof(err)), ACCELD_OK);
 	ck_assert_msg(store_healthy(st, err, sizeof(err)), "%s", err);
-	store_close(st);
 }
 
 static void teardown(void)
 {
 	char cmd[400];
 
+	store_close(st);
+	st = NULL;
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	ck_assert_int_eq(system(cmd), 0);
 }
@@ -65,9 +68,10 @@ static const char *id_at(json_t *docs, size_t i)
 
 START_TEST(written_listed_and_read_back)
 {
-	struct devcheck_store *cs = devcheck_store_new(path, 0);
+	struct devcheck_store *cs = devcheck_store_new(st, 0);
 	json_t *docs = NULL;
 	json_t *one = NULL;
+	char err[256];
 	bool more;
 
 	ck_assert_ptr_nonnull(cs);
@@ -110,12 +114,22 @@ START_TEST(written_listed_and_read_back)
 		ck_assert(strcmp(id_at(docs, i), "chk-c") == 0 || strcmp(id_at(docs, i), "chk-g") == 0);
 	json_decref(docs);
 	devcheck_store_free(cs);
+
+	/* a put is committed when it returns: the file has it, and so has the next start */
+	store_close(st);
+	ck_assert_int_eq(store_open(path, &st, err, sizeof(err)), ACCELD_OK);
+	cs = devcheck_store_new(st, 0);
+	ck_assert_int_eq(devcheck_store_get(cs, "cpu:0", "chk-c", &one), ACCELD_OK);
+	ck_assert_str_eq(json_string_value(json_object_get(one, "state")), "done");
+	ck_assert_double_eq(json_real_value(json_object_get(json_object_get(one, "measured"), "gflops")), 100.0);
+	json_decref(one);
+	devcheck_store_free(cs);
 }
 END_TEST
 
 START_TEST(crash_leftovers_become_interrupted)
 {
-	struct devcheck_store *cs = devcheck_store_new(path, 0);
+	struct devcheck_store *cs = devcheck_store_new(st, 0);
 	json_t *one = NULL;
 	json_t *err;
 	unsigned n = 0;
@@ -143,7 +157,7 @@ END_TEST
 START_TEST(retention_and_bad_input)
 {
 	/* rows finished more than an hour before the newest are deleted as it is written */
-	struct devcheck_store *cs = devcheck_store_new(path, 3600000);
+	struct devcheck_store *cs = devcheck_store_new(st, 3600000);
 	json_t *docs = NULL;
 	json_t *bad = json_pack("{s:s}", "id", "x");
 	char err[256];
@@ -157,18 +171,76 @@ START_TEST(retention_and_bad_input)
 	json_decref(docs);
 	ck_assert_int_eq(devcheck_store_put(cs, bad, err, sizeof(err)), ACCELD_EINVAL);
 	json_decref(bad);
-	devcheck_store_free(cs);
-
-	/* no file to share, and a file that is no database */
-	ck_assert_ptr_null(devcheck_store_new(":memory:", 0));
-	ck_assert_ptr_null(devcheck_store_new(NULL, 0));
-	cs = devcheck_store_new("/nonexistent/dir/acceld.db", 0);
-	ck_assert_ptr_nonnull(cs);
-	bad = doc("chk-3", "cpu:0", "done", "2026-11-20T10:00:00.000Z", "2026-11-20T10:00:04.000Z");
-	ck_assert_int_eq(devcheck_store_put(cs, bad, err, sizeof(err)), ACCELD_EUNAVAILABLE);
-	ck_assert_int_eq(devcheck_store_latest(cs, &docs), ACCELD_EUNAVAILABLE);
+	/* an id longer than the table keeps is no check's */
+	bad = doc("chk-0123456789012345678901234567890123456789012345678901234567890123", "cpu:0", "done",
+		  "2026-11-20T10:00:00.000Z", NULL);
+	ck_assert_int_eq(devcheck_store_put(cs, bad, err, sizeof(err)), ACCELD_EINVAL);
 	json_decref(bad);
 	devcheck_store_free(cs);
+	/* no store, no history */
+	ck_assert_ptr_null(devcheck_store_new(NULL, 0));
+}
+END_TEST
+
+START_TEST(an_in_memory_database_keeps_checks_too)
+{
+	struct store *mem = NULL;
+	struct devcheck_store *cs;
+	json_t *docs = NULL;
+	char err[256];
+
+	ck_assert_int_eq(store_open(":memory:", &mem, err, sizeof(err)), ACCELD_OK);
+	cs = devcheck_store_new(mem, 0);
+	ck_assert_ptr_nonnull(cs);
+	put(cs, doc("chk-m", "cpu:0", "done", "2026-11-20T10:00:00.000Z", "2026-11-20T10:00:04.000Z"));
+	ck_assert_int_eq(devcheck_store_latest(cs, &docs), ACCELD_OK);
+	ck_assert_uint_eq(json_array_size(docs), 1);
+	ck_assert_str_eq(id_at(docs, 0), "chk-m");
+	json_decref(docs);
+	devcheck_store_free(cs);
+	store_close(mem);
+}
+END_TEST
+
+START_TEST(a_database_that_cannot_be_used_keeps_the_check_waiting)
+{
+	struct store *bad_st = NULL;
+	struct store_opts o = {.retry_interval_ms = 50};
+	struct devcheck_store *cs;
+	json_t *docs = NULL;
+	json_t *one = NULL;
+	json_t *d;
+	char blocked[300], bad_path[320], err[256];
+	bool more;
+	FILE *f;
+
+	/* the database's folder is a regular file for now: nothing can be created there */
+	snprintf(blocked, sizeof(blocked), "%s/blocked", dir);
+	snprintf(bad_path, sizeof(bad_path), "%s/acceld.db", blocked);
+	f = fopen(blocked, "w");
+	ck_assert_ptr_nonnull(f);
+	fclose(f);
+	o.path = bad_path;
+	ck_assert_int_eq(store_open_opts(&o, &bad_st, err, sizeof(err)), ACCELD_OK);
+	cs = devcheck_store_new(bad_st, 0);
+	ck_assert_ptr_nonnull(cs);
+	d = doc("chk-w", "cpu:0", "done", "2026-11-20T10:00:00.000Z", "2026-11-20T10:00:04.000Z");
+	ck_assert_int_eq(devcheck_store_put(cs, d, err, sizeof(err)), ACCELD_EUNAVAILABLE);
+	ck_assert_msg(strstr(err, "cannot open database") != NULL, "%s", err);
+	json_decref(d);
+	ck_assert_int_eq(devcheck_store_latest(cs, &docs), ACCELD_EUNAVAILABLE);
+	ck_assert_ptr_null(docs);
+	ck_assert_int_eq(devcheck_store_list(cs, "cpu:0", 5, NULL, &docs, &more), ACCELD_EUNAVAILABLE);
+	ck_assert_int_eq(devcheck_store_mark_interrupted(cs, 1795176000000, NULL), ACCELD_EUNAVAILABLE);
+	/* the folder appears: the store writes the check it kept */
+	ck_assert_int_eq(unlink(blocked), 0);
+	ck_assert_int_eq(mkdir(blocked, 0700), 0);
+	ck_assert(store_flush(bad_st, 10000));
+	ck_assert_int_eq(devcheck_store_get(cs, "cpu:0", "chk-w", &one), ACCELD_OK);
+	ck_assert_str_eq(json_string_value(json_object_get(one, "state")), "done");
+	json_decref(one);
+	devcheck_store_free(cs);
+	store_close(bad_st);
 }
 END_TEST
 
@@ -181,6 +253,8 @@ Suite *make_suite(void)
 	tcase_add_test(tc, written_listed_and_read_back);
 	tcase_add_test(tc, crash_leftovers_become_interrupted);
 	tcase_add_test(tc, retention_and_bad_input);
+	tcase_add_test(tc, an_in_memory_database_keeps_checks_too);
+	tcase_add_test(tc, a_database_that_cannot_be_used_keeps_the_check_waiting);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,8 +1,9 @@
 /*
- * Unit tests for store.c: migrations (fresh, upgrade from an older user_version, refusing a newer one), samples,
- * rollups and retention, the bounded queue's loss policy, faults (unwritable path, corrupt file, full database),
- * jobs, prices, the journal of confirmed job records (replayed after a crash, owned by one store), and the size of
- * a month of 1 s samples for 8 devices.
+ * Unit tests for the store (src/store/store*.c): migrations (fresh, upgrade from an older user_version, refusing a
+ * newer one), samples, rollups and retention, the bounded queue's loss policy, faults (unwritable path, corrupt
+ * file, full database), jobs, prices, health checks (written, replaced, paged, expired, waiting while the database
+ * fails), the journal of confirmed job records (replayed after a crash, owned by one store), and the size of a
+ * month of 1 s samples for 8 devices.
  */
 #include <math.h>
 #include <stdio.h>
@@ -771,6 +772,176 @@ START_TEST(a_full_record_queue_refuses_the_new_record_not_a_confirmed_one)
 }
 END_TEST
 
+/* A check row with document {"id": id, "state": state}; finished 0 while it runs. */
+static struct store_check check_row(const char *id, const char *device, const char *state, int64_t created,
+				    int64_t finished, char *doc, size_t docsz)
+{
+	struct store_check c = {.created_ms = created, .finished_ms = finished, .gflops = 100, .gbytes_per_s = NAN};
+
+	snprintf(c.id, sizeof(c.id), "%s", id);
+	snprintf(c.device, sizeof(c.device), "%s", device);
+	snprintf(c.level, sizeof(c.level), "quick");
+	snprintf(c.state, sizeof(c.state), "%s", state);
+	if (finished > 0)
+		snprintf(c.verdict, sizeof(c.verdict), "pass");
+	snprintf(doc, docsz, "{\"id\": \"%s\", \"state\": \"%s\"}", id, state);
+	c.doc = doc;
+	return c;
+}
+
+/* Whether docs holds, in this order, documents with these ids (n of them). */
+static bool docs_are(const struct store_check_docs *docs, const char *const *ids, size_t n)
+{
+	char want[64];
+
+	if (docs->n != n)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		snprintf(want, sizeof(want), "\"id\": \"%s\"", ids[i]);
+		if (strstr(docs->v[i], want) == NULL)
+			return false;
+	}
+	return true;
+}
+
+START_TEST(checks_are_written_replaced_listed_and_expired)
+{
+	static const char *const paths[] = {"checks.db", ":memory:"};
+
+	/* on a file (readers) and in memory (the writer's one connection) alike */
+	for (size_t k = 0; k < 2; k++) {
+		struct store *st = NULL;
+		struct store_check_docs docs = {0};
+		struct done_count dc = {0};
+		struct store_check c;
+		struct store_stats stats;
+		char path[300], err[256], doc[128];
+		char *one = NULL;
+
+		if (k == 0)
+			tmp_path(path, sizeof(path), paths[k]);
+		else
+			snprintf(path, sizeof(path), "%s", paths[k]);
+		ck_assert_int_eq(store_open(path, &st, err, sizeof(err)), ACCELD_OK);
+		c = check_row("chk-a", "cpu:0", "done", T0, T0 + 4000, doc, sizeof(doc));
+		store_check_put_notify(st, &c, NULL, NULL);
+		c = check_row("chk-g", "gpu:0", "done", T0 + 500, T0 + 4500, doc, sizeof(doc));
+		store_check_put_notify(st, &c, NULL, NULL);
+		c = check_row("chk-b", "cpu:0", "running", T0 + 1000, 0, doc, sizeof(doc));
+		store_check_put_notify(st, &c, NULL, NULL);
+		ck_assert(store_flush(st, 5000));
+		ck_assert_int_eq(store_checks_unfinished(st, &docs), ACCELD_OK);
+		ck_assert(docs_are(&docs, (const char *const[]){"chk-b"}, 1));
+		store_check_docs_release(&docs);
+		ck_assert_ptr_null(docs.v);
+
+		/* written again when it ends: the row is replaced, and committed before the completion says so */
+		c = check_row("chk-b", "cpu:0", "done", T0 + 1000, T0 + 5000, doc, sizeof(doc));
+		store_check_put_notify(st, &c, count_done, &dc);
+		ck_assert_int_eq(dc.calls, 1);
+		ck_assert(dc.recorded);
+		ck_assert_int_eq(store_check_get(st, "cpu:0", "chk-b", &one), ACCELD_OK);
+		ck_assert_ptr_nonnull(strstr(one, "\"done\""));
+		free(one);
+		ck_assert_int_eq(store_check_get(st, "gpu:0", "chk-b", &one), ACCELD_ENOTFOUND);
+		ck_assert_ptr_null(one);
+		ck_assert_int_eq(store_checks_unfinished(st, &docs), ACCELD_OK);
+		ck_assert_uint_eq(docs.n, 0);
+		store_check_docs_release(&docs);
+
+		/* newest first, in pages after a check of the device */
+		ck_assert_int_eq(store_checks_list(st, "cpu:0", NULL, 1, &docs), ACCELD_OK);
+		ck_assert(docs_are(&docs, (const char *const[]){"chk-b"}, 1));
+		store_check_docs_release(&docs);
+		ck_assert_int_eq(store_checks_list(st, "cpu:0", "chk-b", 5, &docs), ACCELD_OK);
+		ck_assert(docs_are(&docs, (const char *const[]){"chk-a"}, 1));
+		store_check_docs_release(&docs);
+		ck_assert_int_eq(store_checks_list(st, "cpu:0", "chk-g", 5, &docs), ACCELD_ENOTFOUND);
+		ck_assert_uint_eq(docs.n, 0);
+		ck_assert_int_eq(store_checks_latest(st, &docs), ACCELD_OK);
+		ck_assert_uint_eq(docs.n, 2);
+		ck_assert(strstr(docs.v[0], "chk-b") != NULL || strstr(docs.v[1], "chk-b") != NULL);
+		store_check_docs_release(&docs);
+
+		/* a check finished an hour after the others, with an hour's retention, takes the older ones away */
+		c = check_row("chk-c", "cpu:0", "done", T0 + STORE_HOUR_MS, T0 + STORE_HOUR_MS + 4600, doc,
+			      sizeof(doc));
+		c.retention_ms = STORE_HOUR_MS;
+		store_check_put_notify(st, &c, count_done, &dc);
+		ck_assert(dc.calls == 2 && dc.recorded);
+		ck_assert_int_eq(store_checks_list(st, "cpu:0", NULL, 10, &docs), ACCELD_OK);
+		ck_assert(docs_are(&docs, (const char *const[]){"chk-c", "chk-b"}, 2));
+		store_check_docs_release(&docs);
+		store_stats(st, &stats);
+		ck_assert_uint_eq(stats.written_records, 5);
+		store_close(st);
+	}
+}
+END_TEST
+
+START_TEST(checks_wait_while_the_database_fails)
+{
+	struct store *st = NULL;
+	struct store_opts o = {.retry_interval_ms = 50};
+	struct store_check_docs docs = {0};
+	struct store_check c;
+	struct store_stats stats;
+	struct done_count dc = {0};
+	char path[300], err[256], doc[128];
+	char *one = NULL;
+	FILE *f;
+
+	tmp_path(path, sizeof(path), "checks-bad.db");
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	for (int i = 0; i < 512; i++)
+		fputs("this is not a database file ", f);
+	fclose(f);
+	o.path = path;
+	ck_assert_int_eq(store_open_opts(&o, &st, err, sizeof(err)), ACCELD_OK);
+	ck_assert(!store_healthy(st, err, sizeof(err)));
+	ck_assert_int_eq(store_checks_latest(st, &docs), ACCELD_EUNAVAILABLE);
+	ck_assert_int_eq(store_check_get(st, "cpu:0", "chk-1", &one), ACCELD_EUNAVAILABLE);
+	/* answered at once, false; the newest row of each check waits */
+	c = check_row("chk-1", "cpu:0", "running", T0, 0, doc, sizeof(doc));
+	store_check_put_notify(st, &c, count_done, &dc);
+	ck_assert(dc.calls == 1 && !dc.recorded);
+	c = check_row("chk-1", "cpu:0", "done", T0, T0 + 4000, doc, sizeof(doc));
+	store_check_put_notify(st, &c, NULL, NULL);
+	for (int i = 2; i <= STORE_BACKLOG_CHECKS; i++) {
+		char id[16];
+
+		snprintf(id, sizeof(id), "chk-%d", i);
+		c = check_row(id, "cpu:0", "done", T0 + i, T0 + 4000 + i, doc, sizeof(doc));
+		store_check_put_notify(st, &c, NULL, NULL);
+	}
+	store_stats(st, &stats);
+	ck_assert_uint_eq(stats.backlog, STORE_BACKLOG_CHECKS);
+	/* the queue is full: a new check is refused, told so, and counted; a waiting one may still be replaced */
+	c = check_row("chk-refused", "cpu:0", "running", T0, 0, doc, sizeof(doc));
+	store_check_put_notify(st, &c, count_done, &dc);
+	ck_assert(dc.calls == 2 && !dc.recorded);
+	c = check_row("chk-2", "cpu:0", "interrupted", T0 + 2, T0 + 4002, doc, sizeof(doc));
+	store_check_put_notify(st, &c, NULL, NULL);
+	store_stats(st, &stats);
+	ck_assert_uint_eq(stats.dropped_records, 1);
+	ck_assert_uint_eq(stats.backlog, STORE_BACKLOG_CHECKS);
+	/* the file is moved aside: the waiting checks are committed */
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert(store_flush(st, 10000));
+	ck_assert_int_eq(store_check_get(st, "cpu:0", "chk-1", &one), ACCELD_OK);
+	ck_assert_ptr_nonnull(strstr(one, "\"done\""));
+	free(one);
+	ck_assert_int_eq(store_check_get(st, "cpu:0", "chk-2", &one), ACCELD_OK);
+	ck_assert_ptr_nonnull(strstr(one, "\"interrupted\""));
+	free(one);
+	ck_assert_int_eq(store_check_get(st, "cpu:0", "chk-refused", &one), ACCELD_ENOTFOUND);
+	ck_assert_int_eq(dc.calls, 2);
+	store_close(st);
+	ck_assert_int_eq(file_query(path, "SELECT count(*) FROM checks"), STORE_BACKLOG_CHECKS);
+}
+END_TEST
+
 START_TEST(prices_and_devices_persist)
 {
 	struct store *st = NULL;
@@ -923,6 +1094,8 @@ Suite *make_suite(void)
 	tcase_add_test(tc, full_database_fails_writes_and_keeps_the_backlog);
 	tcase_add_test(tc, jobs_are_recorded_interrupted_and_measured);
 	tcase_add_test(tc, prices_and_devices_persist);
+	tcase_add_test(tc, checks_are_written_replaced_listed_and_expired);
+	tcase_add_test(tc, checks_wait_while_the_database_fails);
 	tcase_add_test(tc, notified_writes_are_answered_once_durable);
 	tcase_add_test(tc, journaled_records_survive_a_crash);
 	tcase_add_test(tc, a_second_store_on_the_file_leaves_the_journal_alone);
