@@ -42,7 +42,7 @@ struct app {
 	struct cost *cost;          /* prices and accrued cost (cost.c) */
 	struct cloud *cloud;        /* which cloud VM the host is, learned once after start (cloud.c) */
 	struct devcheck *devcheck;  /* device health checks (devcheck.c); NULL without an executor */
-	struct devcheck_store *devcheck_store; /* their history (devcheck_store.c); NULL with an in-memory database */
+	struct devcheck_store *devcheck_store; /* their history (devcheck_store.c); NULL without a store */
 };
 
 struct http_server_opts;
