@@ -50,7 +50,7 @@ void batch_request_init(struct batch_request *req, const struct config *cfg)
 	memset(req, 0, sizeof(*req));
 	req->base = 1;
 	req->mode = BATCH_INFER;
-	req->reserve_ppm = 100000;
+	req->reserve_ppm = BATCH_DEFAULT_RESERVE_PPM;
 	req->factor[DEVICE_CPU] = cfg ? cfg->cpu_batch_factor : 1;
 	req->factor[DEVICE_GPU] = cfg ? cfg->gpu_batch_factor : 4;
 	req->factor[DEVICE_TPU] = cfg ? cfg->tpu_batch_factor : 128;

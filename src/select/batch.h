@@ -33,6 +33,7 @@ enum batch_dtype { BATCH_DTYPE_NONE, BATCH_FP32, BATCH_FP16, BATCH_BF16, BATCH_I
 #define BATCH_MAX_BASE 1048576u             /* 2^20 */
 #define BATCH_MAX_BYTES ((uint64_t)INT64_MAX) /* model_bytes, params, sample_bytes */
 #define BATCH_MAX_RESERVE_PPM 900000u        /* reserve at most 0.9 */
+#define BATCH_DEFAULT_RESERVE_PPM 100000u    /* memory kept back unless asked: 0.1 (plans keep the same) */
 
 struct batch_request {
 	char device[DEVICE_ID_MAX]; /* "" = the device /select would pick (the caller resolves it) */
@@ -42,7 +43,7 @@ struct batch_request {
 	enum batch_dtype dtype;    /* with params; NONE = bf16 */
 	uint64_t sample_bytes;     /* 0 = not given */
 	enum batch_mode mode;
-	unsigned reserve_ppm;      /* memory kept back, in millionths; default 100000 (0.1) */
+	unsigned reserve_ppm;      /* memory kept back, in millionths; default BATCH_DEFAULT_RESERVE_PPM (0.1) */
 	unsigned factor[3];        /* indexed by enum device_type: cpu, gpu, tpu */
 };
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "check_main.h"
-#include "plan.h"
+#include "select/plan.h"
 
 #define GIB (1024ull * 1024ull * 1024ull)
 

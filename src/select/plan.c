@@ -1,12 +1,14 @@
 /* plan: the memory a model needs per device under each mesh, the mesh chosen, hints, and a JAX job's environment. */
-#include "plan.h"
+#include "select/plan.h"
+#include "select/plan_int.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define PPM 1000000u
+#include "select/batch.h"
+
 #define SAT UINT64_MAX /* a figure beyond 64 bits: never fits */
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 #define ULL(x) ((unsigned long long)(x))
@@ -191,16 +193,7 @@ static uint64_t bits_to_bytes(uint64_t n, unsigned bits)
 	return cdiv(mul(n, bits), 8);
 }
 
-/* floor(bytes x (1 - ppm / 10^6)), exact for every 64-bit value (as /batch-config computes it). */
-static uint64_t usable_bytes(uint64_t bytes, unsigned ppm)
-{
-	uint64_t keep = PPM - (ppm > PPM ? PPM : ppm);
-
-	return (bytes / PPM) * keep + ((bytes % PPM) * keep) / PPM;
-}
-
-/* Text into a fixed field, cut at its end when longer (the figures that matter lead each sentence). */
-__attribute__((format(printf, 3, 4))) static void put(char *out, size_t outsz, const char *fmt, ...)
+void plan_put(char *out, size_t outsz, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -226,9 +219,9 @@ static const char *per_param_text(unsigned bits)
 static void fmt_gib(char *out, size_t outsz, uint64_t bytes)
 {
 	if (bytes == SAT)
-		put(out, outsz, "over 2^64 bytes");
+		plan_put(out, outsz, "over 2^64 bytes");
 	else
-		put(out, outsz, "%.1f GiB", (double)bytes / (1024.0 * 1024.0 * 1024.0));
+		plan_put(out, outsz, "%.1f GiB", (double)bytes / (1024.0 * 1024.0 * 1024.0));
 }
 
 void plan_request_init(struct plan_request *req)
@@ -312,7 +305,7 @@ uint64_t plan_params_from_shape(const struct plan_model *m, uint64_t *expert, ui
 #define FAIL(p, ...)                                                                                                 \
 	do {                                                                                                         \
 		*param = (p);                                                                                        \
-		put(err, errsz, __VA_ARGS__);                                                                        \
+		plan_put(err, errsz, __VA_ARGS__);                                                                        \
 		return ACCELD_EINVAL;                                                                                \
 	} while (0)
 
@@ -441,7 +434,7 @@ static void devices_derive(struct ctx *c)
 		c->fast_inner = c->slice ? c->slice : c->per_host;
 	else
 		c->fast_inner = c->domain;
-	c->usable = usable_bytes(d->memory_bytes, c->r.reserve_ppm);
+	c->usable = batch_usable_bytes(d->memory_bytes, c->r.reserve_ppm);
 }
 
 static void resolve(const struct plan_request *req, struct ctx *c)
@@ -623,11 +616,11 @@ static bool batch_for(const struct ctx *c, const struct plan_mesh *m, uint64_t *
 static void torus_text(const unsigned torus[3], char *out, size_t outsz)
 {
 	if (torus[2])
-		put(out, outsz, "%ux%ux%u", torus[0], torus[1], torus[2]);
+		plan_put(out, outsz, "%ux%ux%u", torus[0], torus[1], torus[2]);
 	else if (torus[1])
-		put(out, outsz, "%ux%u", torus[0], torus[1]);
+		plan_put(out, outsz, "%ux%u", torus[0], torus[1]);
 	else
-		put(out, outsz, "%u", torus[0]);
+		plan_put(out, outsz, "%u", torus[0]);
 }
 
 /* The link and divisibility rules; false with the reason in why. */
@@ -638,16 +631,16 @@ static bool mesh_valid(const struct ctx *c, const struct plan_mesh *m, char *why
 	unsigned t = m->tensor;
 
 	if (c->r.mode == PLAN_INFER && m->fsdp > 1) {
-		put(why, whysz, "fsdp %u in inference: serving shards weights by tensor parallelism rather than "
+		plan_put(why, whysz, "fsdp %u in inference: serving shards weights by tensor parallelism rather than "
 		    "gathering them for every token", m->fsdp);
 		return false;
 	}
 	if (m->expert > 1 && md->experts % m->expert) {
-		put(why, whysz, "experts %u not divisible by expert %u", md->experts, m->expert);
+		plan_put(why, whysz, "experts %u not divisible by expert %u", md->experts, m->expert);
 		return false;
 	}
 	if (m->expert > 1 && c->p_expert == 0) {
-		put(why, whysz, "expert %u needs the model shape (layers, hidden, heads, vocab) to split the expert "
+		plan_put(why, whysz, "expert %u needs the model shape (layers, hidden, heads, vocab) to split the expert "
 		    "weights", m->expert);
 		return false;
 	}
@@ -660,44 +653,44 @@ static bool mesh_valid(const struct ctx *c, const struct plan_mesh *m, char *why
 			 * tensor axis would cross the data-centre network */
 			if (c->slice && c->slice % t) {
 				torus_text(d->torus, tt, sizeof(tt));
-				put(why, whysz, "tensor %u spans more than one slice: it must divide the %u chips of "
+				plan_put(why, whysz, "tensor %u spans more than one slice: it must divide the %u chips of "
 				    "the ICI torus %s", t, c->slice, tt);
 				return false;
 			}
 			if (!c->slice && c->per_host % t) {
-				put(why, whysz, "tensor %u spans beyond the %u chips of a host and the ICI torus is "
+				plan_put(why, whysz, "tensor %u spans beyond the %u chips of a host and the ICI torus is "
 				    "unknown", t, c->per_host);
 				return false;
 			}
 		} else if (t > c->per_host || c->per_host % t) {
-			put(why, whysz, "tensor parallelism across hosts: tensor %u spans beyond the %u %s of a host",
+			plan_put(why, whysz, "tensor parallelism across hosts: tensor %u spans beyond the %u %s of a host",
 			    t, c->per_host, d->kind == PLAN_GPU ? "GPUs" : "devices");
 			return false;
 		} else if (c->domain == 1) {
-			put(why, whysz, "tensor %u without fast links (a fast-link domain of 1)", t);
+			plan_put(why, whysz, "tensor %u without fast links (a fast-link domain of 1)", t);
 			return false;
 		} else if (t > c->domain) {
-			put(why, whysz, "tensor %u splits a fast-link domain of %u", t, c->domain);
+			plan_put(why, whysz, "tensor %u splits a fast-link domain of %u", t, c->domain);
 			return false;
 		} else if (c->domain % t) {
-			put(why, whysz, "tensor %u does not divide the fast-link domain of %u", t, c->domain);
+			plan_put(why, whysz, "tensor %u does not divide the fast-link domain of %u", t, c->domain);
 			return false;
 		}
 		if (c->shape && md->heads % t) {
-			put(why, whysz, "heads %u not divisible by tensor %u", md->heads, t);
+			plan_put(why, whysz, "heads %u not divisible by tensor %u", md->heads, t);
 			return false;
 		}
 		if (c->shape && c->kvh % t && t % c->kvh) {
-			put(why, whysz, "kv heads %u and tensor %u: neither divides the other", c->kvh, t);
+			plan_put(why, whysz, "kv heads %u and tensor %u: neither divides the other", c->kvh, t);
 			return false;
 		}
 		if (c->shape && c->ffn % t) {
-			put(why, whysz, "ffn %u not divisible by tensor %u", c->ffn, t);
+			plan_put(why, whysz, "ffn %u not divisible by tensor %u", c->ffn, t);
 			return false;
 		}
 	}
 	if (c->r.global_batch && c->r.global_batch % ((uint64_t)m->data * m->fsdp * m->expert)) {
-		put(why, whysz, "global batch %llu not divisible by %u batch shards (data %u x fsdp %u x expert %u)",
+		plan_put(why, whysz, "global batch %llu not divisible by %u batch shards (data %u x fsdp %u x expert %u)",
 		    ULL(c->r.global_batch), m->data * m->fsdp * m->expert, m->data, m->fsdp, m->expert);
 		return false;
 	}
@@ -805,7 +798,7 @@ static void judge(const struct ctx *c, struct plan_candidate *cd, bool text)
 
 		fmt_gib(need, sizeof(need), cd->total_bytes);
 		fmt_gib(have, sizeof(have), c->usable);
-		put(cd->why, sizeof(cd->why), "does not fit: needs %s of %s usable%s%s", need, have,
+		plan_put(cd->why, sizeof(cd->why), "does not fit: needs %s of %s usable%s%s", need, have,
 		    c->r.mode == PLAN_TRAIN ? " with " : "", c->r.mode == PLAN_TRAIN ? remat_phrase(cd->remat) : "");
 	}
 }
@@ -866,46 +859,46 @@ static void rank_reasons(const struct ctx *c, struct cands *cs, const struct pla
 			continue;
 		if (memcmp(&cd->mesh, &best->mesh, sizeof(cd->mesh)) == 0) {
 			if (pure_data(&cd->mesh))
-				put(cd->why, sizeof(cd->why), "chosen: a full replica fits each device (pure data "
+				plan_put(cd->why, sizeof(cd->why), "chosen: a full replica fits each device (pure data "
 				    "parallelism)");
 			else if (cd->mesh.tensor == 1)
-				put(cd->why, sizeof(cd->why), "chosen: sharded (%s) without tensor parallelism, %s",
+				plan_put(cd->why, sizeof(cd->why), "chosen: sharded (%s) without tensor parallelism, %s",
 				    cd->mesh.expert > 1 ? "expert parallelism" : "FSDP", remat_phrase(cd->remat));
 			else
-				put(cd->why, sizeof(cd->why), "chosen: tensor %u is the least tensor parallelism that "
+				plan_put(cd->why, sizeof(cd->why), "chosen: tensor %u is the least tensor parallelism that "
 				    "fits, %s", cd->mesh.tensor, remat_phrase(cd->remat));
 			continue;
 		}
 		prefer(cd, best, &why);
 		switch (why) {
 		case 0:
-			put(rule, sizeof(rule), "more tensor parallelism (tensor %u vs %u)", cd->mesh.tensor,
+			plan_put(rule, sizeof(rule), "more tensor parallelism (tensor %u vs %u)", cd->mesh.tensor,
 			    best->mesh.tensor);
 			break;
 		case 1:
-			put(rule, sizeof(rule), "pure data parallelism fits");
+			plan_put(rule, sizeof(rule), "pure data parallelism fits");
 			break;
 		case 2:
-			put(rule, sizeof(rule), "it needs %s, the chosen mesh %s", remat_phrase(cd->remat),
+			plan_put(rule, sizeof(rule), "it needs %s, the chosen mesh %s", remat_phrase(cd->remat),
 			    remat_phrase(best->remat));
 			break;
 		case 3:
-			put(rule, sizeof(rule), "its sharded axes leave the fast-link domain of %u", c->fast_inner);
+			plan_put(rule, sizeof(rule), "its sharded axes leave the fast-link domain of %u", c->fast_inner);
 			break;
 		case 4:
-			put(rule, sizeof(rule), "narrower sharding (fsdp x expert %u vs %u)",
+			plan_put(rule, sizeof(rule), "narrower sharding (fsdp x expert %u vs %u)",
 			    cd->mesh.fsdp * cd->mesh.expert, best->mesh.fsdp * best->mesh.expert);
 			break;
 		case 5:
-			put(rule, sizeof(rule), "expert parallelism shards the experts without gathering them");
+			plan_put(rule, sizeof(rule), "expert parallelism shards the experts without gathering them");
 			break;
 		default:
-			put(rule, sizeof(rule), "fewer replicas");
+			plan_put(rule, sizeof(rule), "fewer replicas");
 			break;
 		}
 		fmt_gib(need, sizeof(need), cd->total_bytes);
 		fmt_gib(have, sizeof(have), c->usable);
-		put(cd->why, sizeof(cd->why), "fits (%s of %s) but ranks below the chosen mesh: %s", need, have,
+		plan_put(cd->why, sizeof(cd->why), "fits (%s of %s) but ranks below the chosen mesh: %s", need, have,
 		    rule);
 	}
 }
@@ -915,10 +908,10 @@ static void params_text(const struct ctx *c, const struct plan_mesh *m, char *ou
 	unsigned ft = m->fsdp * m->tensor;
 
 	if (c->p_expert)
-		put(out, outsz, "(%llu dense / %u + %llu expert / %u) params", ULL(c->p_dense), ft,
+		plan_put(out, outsz, "(%llu dense / %u + %llu expert / %u) params", ULL(c->p_dense), ft,
 		    ULL(c->p_expert), ft * m->expert);
 	else
-		put(out, outsz, "%llu params / %u (fsdp %u x tensor %u)", ULL(c->params), ft, m->fsdp, m->tensor);
+		plan_put(out, outsz, "%llu params / %u (fsdp %u x tensor %u)", ULL(c->params), ft, m->fsdp, m->tensor);
 }
 
 static void layer_text(const struct ctx *c, bool scores, char *out, size_t outsz)
@@ -927,11 +920,11 @@ static void layer_text(const struct ctx *c, bool scores, char *out, size_t outsz
 	bool paper = !c->r.model.gated_ffn && c->ffn == 4 * c->r.model.hidden && c->topk == 1;
 
 	if (paper)
-		put(out, outsz, "34h%s", scores ? " + 5as" : "");
+		plan_put(out, outsz, "34h%s", scores ? " + 5as" : "");
 	else if (c->topk > 1)
-		put(out, outsz, "15h + %u(3h + %s)%s", c->topk, ffn, scores ? " + 5as" : "");
+		plan_put(out, outsz, "15h + %u(3h + %s)%s", c->topk, ffn, scores ? " + 5as" : "");
 	else
-		put(out, outsz, "15h + 3h + %s%s", ffn, scores ? " + 5as" : "");
+		plan_put(out, outsz, "15h + 3h + %s%s", ffn, scores ? " + 5as" : "");
 }
 
 /* The formulas of one mesh's memory. */
@@ -944,31 +937,31 @@ static void describe(const struct ctx *c, const struct sizes *z, struct plan_mem
 
 	params_text(c, m, ps, sizeof(ps));
 	out->weights.bytes = z->weights;
-	put(out->weights.formula, sizeof(out->weights.formula), "%s x %s B (%s)", ps, pp, dt);
+	plan_put(out->weights.formula, sizeof(out->weights.formula), "%s x %s B (%s)", ps, pp, dt);
 	out->gradients.bytes = z->grads;
 	out->optimizer.bytes = z->opt;
 	if (c->r.mode == PLAN_TRAIN) {
 		const char *state = c->r.mixed_precision ? "fp32" : dt;
 		const char *master = z->master ? "fp32 master 4 + " : "";
 
-		put(out->gradients.formula, sizeof(out->gradients.formula), "%s x %s B (%s gradients, sharded with "
+		plan_put(out->gradients.formula, sizeof(out->gradients.formula), "%s x %s B (%s gradients, sharded with "
 		    "the weights as ZeRO-3)", ps, pp, dt);
 		switch (c->r.optimizer) {
 		case PLAN_ADAM:
-			put(out->optimizer.formula, sizeof(out->optimizer.formula), "%s x %u B (%sAdam m %u + v %u, "
+			plan_put(out->optimizer.formula, sizeof(out->optimizer.formula), "%s x %u B (%sAdam m %u + v %u, "
 			    "%s; ZeRO section 3.1: 2 + 2 + 12 = 16 B/param mixed, 4 + 4 + 8 full)", ps,
 			    z->master + 2 * z->state, master, z->state, z->state, state);
 			break;
 		case PLAN_SGD_MOMENTUM:
-			put(out->optimizer.formula, sizeof(out->optimizer.formula), "%s x %u B (%smomentum %u, %s)",
+			plan_put(out->optimizer.formula, sizeof(out->optimizer.formula), "%s x %u B (%smomentum %u, %s)",
 			    ps, z->master + z->state, master, z->state, state);
 			break;
 		case PLAN_SGD:
-			put(out->optimizer.formula, sizeof(out->optimizer.formula), "%s x %u B (%splain SGD keeps "
+			plan_put(out->optimizer.formula, sizeof(out->optimizer.formula), "%s x %u B (%splain SGD keeps "
 			    "no state)", ps, z->master, master);
 			break;
 		case PLAN_ADAFACTOR:
-			put(out->optimizer.formula, sizeof(out->optimizer.formula), "%s x %u B (%s) + %u B x %llu "
+			plan_put(out->optimizer.formula, sizeof(out->optimizer.formula), "%s x %u B (%s) + %u B x %llu "
 			    "rows + cols of the matrices / %u (factored second moments, approximate%s)", ps, z->master,
 			    z->master ? "fp32 master" : "no master copy", z->state,
 			    ULL(add(c->fact_dense, c->fact_expert)), m->fsdp * m->tensor,
@@ -976,8 +969,8 @@ static void describe(const struct ctx *c, const struct sizes *z, struct plan_mem
 			break;
 		}
 	} else {
-		put(out->gradients.formula, sizeof(out->gradients.formula), "0: inference keeps no gradients");
-		put(out->optimizer.formula, sizeof(out->optimizer.formula), "0: inference keeps no optimizer state");
+		plan_put(out->gradients.formula, sizeof(out->gradients.formula), "0: inference keeps no gradients");
+		plan_put(out->optimizer.formula, sizeof(out->optimizer.formula), "0: inference keeps no optimizer state");
 	}
 	out->activations_known = c->shape;
 	out->activation_layer_bytes = z->layer[PLAN_REMAT_NONE];
@@ -988,49 +981,49 @@ static void describe(const struct ctx *c, const struct sizes *z, struct plan_mem
 	if (!c->shape) {
 		static const char unknown[] = "unknown: give layers, hidden and heads (not counted)";
 
-		put(out->activations.formula, sizeof(out->activations.formula), "%s", unknown);
-		put(out->activations_selective.formula, sizeof(out->activations_selective.formula), "%s", unknown);
-		put(out->activations_full.formula, sizeof(out->activations_full.formula), "%s", unknown);
-		put(out->kv_cache.formula, sizeof(out->kv_cache.formula), "%s",
+		plan_put(out->activations.formula, sizeof(out->activations.formula), "%s", unknown);
+		plan_put(out->activations_selective.formula, sizeof(out->activations_selective.formula), "%s", unknown);
+		plan_put(out->activations_full.formula, sizeof(out->activations_full.formula), "%s", unknown);
+		plan_put(out->kv_cache.formula, sizeof(out->kv_cache.formula), "%s",
 		    c->r.mode == PLAN_TRAIN ? "0: training keeps no KV cache" : unknown);
 		return;
 	}
 	if (c->r.mode == PLAN_INFER) {
 		layer_text(c, scores, lt, sizeof(lt));
-		put(out->activations.formula, sizeof(out->activations.formula), "one layer's working set: s %u x b "
+		plan_put(out->activations.formula, sizeof(out->activations.formula), "one layer's working set: s %u x b "
 		    "%llu x (%s) / tensor %u (a forward pass keeps nothing for a backward one; Korthikanti et al. "
 		    "2022 eq. 1)", c->r.seq_len, ULL(out->per_device_batch), lt, m->tensor);
-		put(out->activations_selective.formula, sizeof(out->activations_selective.formula), "%s",
+		plan_put(out->activations_selective.formula, sizeof(out->activations_selective.formula), "%s",
 		    "inference: the same as without rematerialisation");
-		put(out->activations_full.formula, sizeof(out->activations_full.formula), "%s",
+		plan_put(out->activations_full.formula, sizeof(out->activations_full.formula), "%s",
 		    "inference: the same as without rematerialisation");
 		if (z->kv_dev * m->tensor > c->kvh)
-			put(out->kv_cache.formula, sizeof(out->kv_cache.formula), "2 x %u layers x 1 KV head (%u "
+			plan_put(out->kv_cache.formula, sizeof(out->kv_cache.formula), "2 x %u layers x 1 KV head (%u "
 			    "replicated over tensor %u) x %u head_dim x s %u x b %llu x %s B (%s)",
 			    c->r.model.layers, c->kvh, m->tensor, c->hd, c->r.seq_len, ULL(out->per_device_batch),
 			    per_param_text(c->kvbits), plan_dtype_name(c->r.kv_dtype));
 		else
-			put(out->kv_cache.formula, sizeof(out->kv_cache.formula), "2 x %u layers x %u KV heads (%u / "
+			plan_put(out->kv_cache.formula, sizeof(out->kv_cache.formula), "2 x %u layers x %u KV heads (%u / "
 			    "tensor %u) x %u head_dim x s %u x b %llu x %s B (%s)", c->r.model.layers, z->kv_dev,
 			    c->kvh, m->tensor, c->hd, c->r.seq_len, ULL(out->per_device_batch),
 			    per_param_text(c->kvbits), plan_dtype_name(c->r.kv_dtype));
 		return;
 	}
 	if (z->logits)
-		put(logits, sizeof(logits), " + %llu B of fp32 logits (4 x s x b x V / t)", ULL(z->logits));
+		plan_put(logits, sizeof(logits), " + %llu B of fp32 logits (4 x s x b x V / t)", ULL(z->logits));
 	layer_text(c, scores, lt, sizeof(lt));
-	put(out->activations.formula, sizeof(out->activations.formula), "%u layers x %llu B: s %u x b %llu x "
+	plan_put(out->activations.formula, sizeof(out->activations.formula), "%u layers x %llu B: s %u x b %llu x "
 	    "(%s) / tensor %u (Korthikanti et al. 2022 eq. 1, 4%s)%s", c->r.model.layers,
 	    ULL(z->layer[PLAN_REMAT_NONE]), c->r.seq_len, ULL(out->per_device_batch), lt, m->tensor,
 	    scores ? "" : "; flash attention keeps no scores", logits);
 	layer_text(c, false, lt, sizeof(lt));
-	put(out->activations_selective.formula, sizeof(out->activations_selective.formula), "%u layers x %llu B: "
+	plan_put(out->activations_selective.formula, sizeof(out->activations_selective.formula), "%u layers x %llu B: "
 	    "s x b x (%s) / tensor %u (selective recomputation of the attention core, eq. 6)%s",
 	    c->r.model.layers, ULL(z->layer[PLAN_REMAT_SELECTIVE]), lt, m->tensor, logits);
-	put(out->activations_full.formula, sizeof(out->activations_full.formula), "%u layers x %llu B: 2 x s x b "
+	plan_put(out->activations_full.formula, sizeof(out->activations_full.formula), "%u layers x %llu B: 2 x s x b "
 	    "x h / tensor %u (full recomputation keeps each layer's input)%s", c->r.model.layers,
 	    ULL(z->layer[PLAN_REMAT_FULL]), m->tensor, logits);
-	put(out->kv_cache.formula, sizeof(out->kv_cache.formula), "0: training keeps no KV cache");
+	plan_put(out->kv_cache.formula, sizeof(out->kv_cache.formula), "0: training keeps no KV cache");
 }
 
 /* The memory of one valid mesh, with its formulas. */
@@ -1072,7 +1065,7 @@ enum acceld_err plan_evaluate(const struct plan_request *req, const struct plan_
 
 static void mesh_text(const struct plan_mesh *m, char *out, size_t outsz)
 {
-	put(out, outsz, "data %u x fsdp %u x tensor %u x expert %u", m->data, m->fsdp, m->tensor, m->expert);
+	plan_put(out, outsz, "data %u x fsdp %u x tensor %u x expert %u", m->data, m->fsdp, m->tensor, m->expert);
 }
 
 static struct plan_hint *add_hint(struct plan_result *out, enum plan_hint_kind kind, uint64_t value,
@@ -1116,7 +1109,7 @@ static void hint_devices(const struct ctx *c, struct plan_result *out)
 				h = add_hint(out, PLAN_HINT_DEVICES, n, &best.mesh);
 				mesh_text(&best.mesh, ms, sizeof(ms));
 				if (h)
-					put(h->text, sizeof(h->text), "%u GPUs on one host (a fast-link domain of %u): "
+					plan_put(h->text, sizeof(h->text), "%u GPUs on one host (a fast-link domain of %u): "
 					    "%s", n, d->fast_domain, ms);
 				return;
 			}
@@ -1142,10 +1135,10 @@ static void hint_devices(const struct ctx *c, struct plan_result *out)
 		mesh_text(&best.mesh, ms, sizeof(ms));
 		if (d->kind == PLAN_TPU && c->slice) {
 			torus_text(d->torus, tt, sizeof(tt));
-			put(h->text, sizeof(h->text), "%llu chips (%llu slices of %s, data across slices): %s", ULL(n),
+			plan_put(h->text, sizeof(h->text), "%llu chips (%llu slices of %s, data across slices): %s", ULL(n),
 			    ULL(n / c->slice), tt, ms);
 		} else {
-			put(h->text, sizeof(h->text), "%llu %s (%llu hosts of %u): %s", ULL(n),
+			plan_put(h->text, sizeof(h->text), "%llu %s (%llu hosts of %u): %s", ULL(n),
 			    d->kind == PLAN_GPU ? "GPUs" : d->kind == PLAN_TPU ? "chips" : "CPU devices",
 			    ULL(n / per_host), per_host, ms);
 		}
@@ -1170,7 +1163,7 @@ static void hint_dtype(const struct ctx *c, struct plan_result *out)
 		r.mixed_precision = false;
 		if (fits_with(&r, &best) && (h = add_hint(out, PLAN_HINT_DTYPE, PLAN_BF16, &best.mesh))) {
 			mesh_text(&best.mesh, ms, sizeof(ms));
-			put(h->text, sizeof(h->text), "pure bf16 training (no fp32 master copy, optimizer states in "
+			plan_put(h->text, sizeof(h->text), "pure bf16 training (no fp32 master copy, optimizer states in "
 			    "bf16): %s", ms);
 		}
 		return;
@@ -1184,7 +1177,7 @@ static void hint_dtype(const struct ctx *c, struct plan_result *out)
 		h = add_hint(out, PLAN_HINT_DTYPE, infer_order[i], &best.mesh);
 		if (h) {
 			mesh_text(&best.mesh, ms, sizeof(ms));
-			put(h->text, sizeof(h->text), "%s weights (%s B/param)%s: %s", plan_dtype_name(infer_order[i]),
+			plan_put(h->text, sizeof(h->text), "%s weights (%s B/param)%s: %s", plan_dtype_name(infer_order[i]),
 			    per_param_text(dtype_bits[infer_order[i]]),
 			    infer_order[i] == PLAN_INT8 ? ", or fp8 where the device has it" : "", ms);
 		}
@@ -1203,7 +1196,7 @@ static void hint_memory_savers(const struct ctx *c, struct plan_result *out)
 		r.remat = PLAN_REMAT_AUTO;
 		if (fits_with(&r, &best) && (h = add_hint(out, PLAN_HINT_REMAT, best.remat, &best.mesh))) {
 			mesh_text(&best.mesh, ms, sizeof(ms));
-			put(h->text, sizeof(h->text), "%s: %s", remat_phrase(best.remat), ms);
+			plan_put(h->text, sizeof(h->text), "%s: %s", remat_phrase(best.remat), ms);
 		}
 		r.remat = c->r.remat;
 	}
@@ -1211,7 +1204,7 @@ static void hint_memory_savers(const struct ctx *c, struct plan_result *out)
 		r.flash_attention = true;
 		if (fits_with(&r, &best) && (h = add_hint(out, PLAN_HINT_FLASH, 1, &best.mesh))) {
 			mesh_text(&best.mesh, ms, sizeof(ms));
-			put(h->text, sizeof(h->text), "flash attention (no stored attention scores): %s", ms);
+			plan_put(h->text, sizeof(h->text), "flash attention (no stored attention scores): %s", ms);
 		}
 	}
 }
@@ -1248,7 +1241,7 @@ static void hint_batch(const struct ctx *c, struct plan_result *out)
 	if (ok == 0 || (h = add_hint(out, PLAN_HINT_BATCH, ok, &found.mesh)) == NULL)
 		return;
 	mesh_text(&found.mesh, ms, sizeof(ms));
-	put(h->text, sizeof(h->text), "per-device batch %llu (global %llu; accumulate gradients for a larger one): "
+	plan_put(h->text, sizeof(h->text), "per-device batch %llu (global %llu; accumulate gradients for a larger one): "
 	    "%s", ULL(ok), ULL(found.per_device_batch * found.mesh.data * found.mesh.fsdp * found.mesh.expert), ms);
 }
 
@@ -1271,7 +1264,7 @@ enum acceld_err plan_compute(const struct plan_request *req, struct plan_result 
 	memset(out, 0, sizeof(*out));
 	out->req = *req;
 	if (plan_request_check(req, &param, err, sizeof(err)) != ACCELD_OK) {
-		put(out->detail, sizeof(out->detail), "%s", err);
+		plan_put(out->detail, sizeof(out->detail), "%s", err);
 		return ACCELD_EINVAL;
 	}
 	resolve(req, c);
@@ -1307,10 +1300,10 @@ enum acceld_err plan_compute(const struct plan_request *req, struct plan_result 
 			mesh_text(&near->mesh, ms, sizeof(ms));
 			fmt_gib(need, sizeof(need), near->total_bytes);
 			fmt_gib(have, sizeof(have), c->usable);
-			put(out->detail, sizeof(out->detail), "no mesh of %u %s devices fits: the closest, %s, needs "
+			plan_put(out->detail, sizeof(out->detail), "no mesh of %u %s devices fits: the closest, %s, needs "
 			    "%s of %s usable", c->r.devices.count, plan_kind_name(c->r.devices.kind), ms, need, have);
 		} else {
-			put(out->detail, sizeof(out->detail), "no mesh of %u %s devices passes the link, divisibility "
+			plan_put(out->detail, sizeof(out->detail), "no mesh of %u %s devices passes the link, divisibility "
 			    "and batch rules (see the candidates)", c->r.devices.count,
 			    plan_kind_name(c->r.devices.kind));
 		}
@@ -1421,7 +1414,7 @@ json_t *plan_json(const struct plan_result *res)
 		json_object_set_new(dev, "fast_domain", json_integer(d->fast_domain ? d->fast_domain : 1));
 	}
 	json_object_set_new(dev, "reserve_ppm", json_integer(r->reserve_ppm));
-	json_object_set_new(dev, "usable_bytes", bytes_json(usable_bytes(d->memory_bytes, r->reserve_ppm)));
+	json_object_set_new(dev, "usable_bytes", bytes_json(batch_usable_bytes(d->memory_bytes, r->reserve_ppm)));
 	json_object_set_new(o, "devices", dev);
 
 	json_object_set_new(o, "mesh", res->fits ? mesh_json(&res->memory.mesh) : json_null());
@@ -1458,242 +1451,5 @@ json_t *plan_json(const struct plan_result *res)
 	json_object_set_new(o, "suggestions", hints);
 	if (!res->fits && res->detail[0])
 		json_object_set_new(o, "detail", json_string(res->detail));
-	return o;
-}
-
-/* ---- the environment of a multi-host JAX job ---- */
-
-static const char *env_get(plan_getenv_fn get, void *ctx, const char *name)
-{
-	const char *v = get(name, ctx);
-
-	return v && v[0] ? v : NULL;
-}
-
-/* A decimal from 0 to 10^6 - 1; -1 otherwise. */
-static long env_index(const char *v)
-{
-	long n = 0;
-	size_t len = v ? strspn(v, "0123456789") : 0;
-
-	if (len == 0 || len > 6 || v[len] != '\0')
-		return -1;
-	for (size_t i = 0; i < len; i++)
-		n = n * 10 + (v[i] - '0');
-	return n;
-}
-
-/* A DNS name or IPv4 address: letters, digits, '-', '.', '_', 1 to 253 characters. */
-static bool host_valid(const char *h, size_t len)
-{
-	if (len == 0 || len > 253)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		char ch = h[i];
-
-		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' ||
-		      ch == '.' || ch == '_'))
-			return false;
-	}
-	return true;
-}
-
-static void env_coordinator(struct plan_env *out, const char *host, size_t len, unsigned port)
-{
-	put(out->coordinator, sizeof(out->coordinator), "%.*s:%u", (int)len, host, port);
-}
-
-static bool env_preset(plan_getenv_fn get, void *ctx, struct plan_env *out)
-{
-	const char *addr = env_get(get, ctx, "JAX_COORDINATOR_ADDRESS");
-	const char *num = env_get(get, ctx, "JAX_NUM_PROCESSES");
-	const char *id = env_get(get, ctx, "JAX_PROCESS_ID");
-	const char *colon;
-	long n, i;
-
-	if (!addr || !num || !id)
-		return false;
-	colon = strrchr(addr, ':');
-	n = env_index(num);
-	i = env_index(id);
-	if (colon == NULL || !host_valid(addr, (size_t)(colon - addr)) || env_index(colon + 1) <= 0 || n <= 0 ||
-	    i < 0 || i >= n) {
-		put(out->note, sizeof(out->note), "JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES and JAX_PROCESS_ID are "
-		    "set but malformed; left unknown");
-		out->source = PLAN_ENV_PRESET;
-		return true;
-	}
-	out->source = PLAN_ENV_PRESET;
-	put(out->coordinator, sizeof(out->coordinator), "%s", addr);
-	out->num_processes = n;
-	out->process_id = i;
-	put(out->note, sizeof(out->note), "the JAX_ variables were already set; kept as they are");
-	return true;
-}
-
-/* TPU_WORKER_HOSTNAMES a,b,c and TPU_WORKER_ID: JAX's Cloud TPU cluster takes the first host as coordinator. */
-static bool env_tpu(plan_getenv_fn get, void *ctx, unsigned port, struct plan_env *out)
-{
-	const char *hosts = env_get(get, ctx, "TPU_WORKER_HOSTNAMES");
-	const char *worker = env_get(get, ctx, "TPU_WORKER_ID");
-	const char *slices = env_get(get, ctx, "MEGASCALE_NUM_SLICES");
-	const char *p, *first;
-	size_t first_len;
-	long n = 0, id;
-
-	if (hosts == NULL)
-		return false;
-	out->source = PLAN_ENV_TPU;
-	if (slices && env_index(slices) > 1) {
-		put(out->note, sizeof(out->note), "a multislice job (MEGASCALE_NUM_SLICES %.16s): the process count, "
-		    "ids and coordinator span slices and are not derived here", slices);
-		return true;
-	}
-	first = hosts;
-	first_len = strcspn(hosts, ",");
-	for (p = hosts;; p += strcspn(p, ",") + 1) {
-		size_t len = strcspn(p, ",");
-		size_t hl = len;
-		const char *colon = memchr(p, ':', len);
-
-		if (colon)
-			hl = (size_t)(colon - p); /* a host:port entry: the host part */
-		if (!host_valid(p, hl)) {
-			put(out->note, sizeof(out->note), "TPU_WORKER_HOSTNAMES entry %ld is not a host name; left "
-			    "unknown", n);
-			return true;
-		}
-		if (n == 0)
-			first_len = hl;
-		n++;
-		if (p[len] == '\0')
-			break;
-	}
-	env_coordinator(out, first, first_len, port);
-	out->num_processes = n;
-	id = worker ? env_index(worker) : -1;
-	if (id >= 0 && id < n) {
-		out->process_id = id;
-		put(out->note, sizeof(out->note), "TPU worker environment: %ld hosts in TPU_WORKER_HOSTNAMES, the "
-		    "first as coordinator; TPU_WORKER_ID %ld", n, id);
-	} else {
-		put(out->note, sizeof(out->note), "TPU worker environment: %ld hosts; TPU_WORKER_ID %s, so the "
-		    "process id is unknown", n, worker ? "is malformed or beyond them" : "is not set");
-	}
-	return true;
-}
-
-/* LeaderWorkerSet: LWS_LEADER_ADDRESS, LWS_GROUP_SIZE and LWS_WORKER_INDEX (the leader is index 0). */
-static bool env_lws(plan_getenv_fn get, void *ctx, unsigned port, struct plan_env *out)
-{
-	const char *leader = env_get(get, ctx, "LWS_LEADER_ADDRESS");
-	const char *size = env_get(get, ctx, "LWS_GROUP_SIZE");
-	const char *index = env_get(get, ctx, "LWS_WORKER_INDEX");
-	long n = size ? env_index(size) : -1, i = index ? env_index(index) : -1;
-
-	if (leader == NULL && size == NULL && index == NULL)
-		return false;
-	out->source = PLAN_ENV_LWS;
-	if (leader && host_valid(leader, strlen(leader)))
-		env_coordinator(out, leader, strlen(leader), port);
-	if (n > 0)
-		out->num_processes = n;
-	if (i >= 0 && (n <= 0 || i < n))
-		out->process_id = i;
-	put(out->note, sizeof(out->note), "LeaderWorkerSet: coordinator from LWS_LEADER_ADDRESS%s, count from "
-	    "LWS_GROUP_SIZE%s, id from LWS_WORKER_INDEX%s", out->coordinator[0] ? "" : " (missing or malformed)",
-	    out->num_processes > 0 ? "" : " (missing or malformed)",
-	    out->process_id >= 0 ? "" : " (missing or malformed)");
-	return true;
-}
-
-/*
- * An indexed Job: JOB_COMPLETION_INDEX is the process id; an indexed Job's pod is named <job>-<index> (HOSTNAME),
- * and with a headless service as its subdomain <job>-0.<service> reaches process 0 -- the address JAX's own
- * Kubernetes cluster detection builds for a Job in a JobSet, whose service is named after the JobSet.
- */
-static bool env_k8s(plan_getenv_fn get, void *ctx, const struct plan_env_opts *opts, unsigned port,
-		    struct plan_env *out)
-{
-	const char *index = env_get(get, ctx, "JOB_COMPLETION_INDEX");
-	const char *host = env_get(get, ctx, "HOSTNAME");
-	const char *jobset = env_get(get, ctx, "JOBSET_NAME");
-	const char *job_index = env_get(get, ctx, "JOB_INDEX");
-	const char *service = opts && opts->service && opts->service[0] ? opts->service : jobset;
-	char suffix[24];
-	long i;
-	size_t hl, sl;
-
-	if (index == NULL)
-		return false;
-	out->source = PLAN_ENV_K8S;
-	i = env_index(index);
-	if (i < 0) {
-		put(out->note, sizeof(out->note), "JOB_COMPLETION_INDEX '%.16s' is malformed; left unknown", index);
-		return true;
-	}
-	if (job_index && env_index(job_index) != 0) {
-		put(out->note, sizeof(out->note), "a JobSet of several Jobs (JOB_INDEX %.16s): ids and the "
-		    "coordinator span the Jobs and are not derived here", job_index);
-		return true;
-	}
-	out->process_id = i;
-	if (opts && opts->processes > 0 && i < opts->processes)
-		out->num_processes = opts->processes;
-	put(suffix, sizeof(suffix), "-%ld", i);
-	hl = host ? strlen(host) : 0;
-	sl = strlen(suffix);
-	if (host && hl > sl && strcmp(host + hl - sl, suffix) == 0 && host_valid(host, hl) && service &&
-	    host_valid(service, strlen(service)))
-		put(out->coordinator, sizeof(out->coordinator), "%.*s-0.%s:%u", (int)(hl - sl), host, service, port);
-	put(out->note, sizeof(out->note), "Kubernetes indexed Job: id from JOB_COMPLETION_INDEX; coordinator %s; "
-	    "process count %s", out->coordinator[0] ? (service == jobset ? "<job>-0.JOBSET_NAME" :
-						      "<job>-0.<service>")
-	    : !service ? "unknown (no headless service: give one, or JOBSET_NAME)"
-		       : "unknown (HOSTNAME is not <job>-<index>)",
-	    out->num_processes > 0 ? "from the plan" : "unknown (the Job's parallelism is not in the pod)");
-	return true;
-}
-
-void plan_env_jax(plan_getenv_fn get, void *ctx, const struct plan_env_opts *opts, struct plan_env *out)
-{
-	unsigned port = opts && opts->port ? opts->port : PLAN_JAX_PORT;
-
-	memset(out, 0, sizeof(*out));
-	out->num_processes = -1;
-	out->process_id = -1;
-	if (env_preset(get, ctx, out) || env_tpu(get, ctx, port, out) || env_lws(get, ctx, port, out) ||
-	    env_k8s(get, ctx, opts, port, out))
-		return;
-	out->source = PLAN_ENV_NONE;
-	put(out->note, sizeof(out->note), "no TPU worker, LeaderWorkerSet or Kubernetes indexed Job environment: "
-	    "a single process, or set the JAX_ variables by hand");
-}
-
-json_t *plan_env_json(const struct plan_env *env)
-{
-	json_t *o = json_object(), *vars = json_object(), *unknown = json_array();
-	char num[32];
-
-	if (env->coordinator[0])
-		json_object_set_new(vars, "JAX_COORDINATOR_ADDRESS", json_string(env->coordinator));
-	else
-		json_array_append_new(unknown, json_string("JAX_COORDINATOR_ADDRESS"));
-	if (env->num_processes > 0) {
-		put(num, sizeof(num), "%ld", env->num_processes);
-		json_object_set_new(vars, "JAX_NUM_PROCESSES", json_string(num));
-	} else {
-		json_array_append_new(unknown, json_string("JAX_NUM_PROCESSES"));
-	}
-	if (env->process_id >= 0) {
-		put(num, sizeof(num), "%ld", env->process_id);
-		json_object_set_new(vars, "JAX_PROCESS_ID", json_string(num));
-	} else {
-		json_array_append_new(unknown, json_string("JAX_PROCESS_ID"));
-	}
-	json_object_set_new(o, "source", json_string(plan_env_source_name(env->source)));
-	json_object_set_new(o, "env", vars);
-	json_object_set_new(o, "unknown", unknown);
-	json_object_set_new(o, "note", json_string(env->note));
 	return o;
 }

@@ -49,7 +49,8 @@
 
 #include <jansson.h>
 
-#include "err.h"
+#include "core/err.h"
+#include "select/batch.h"
 
 #define PLAN_MAX_DEVICES 65536u
 #define PLAN_MAX_PARAMS (1ull << 50) /* about 1.1e15 */
@@ -60,8 +61,8 @@
 #define PLAN_MAX_EXPERTS 4096u
 #define PLAN_MAX_SEQ (1u << 24)
 #define PLAN_MAX_BATCH (1ull << 24)
-#define PLAN_MAX_RESERVE_PPM 900000u
-#define PLAN_DEFAULT_RESERVE_PPM 100000u /* /batch-config's 0.1 */
+#define PLAN_MAX_RESERVE_PPM BATCH_MAX_RESERVE_PPM         /* as /batch-config */
+#define PLAN_DEFAULT_RESERVE_PPM BATCH_DEFAULT_RESERVE_PPM /* /batch-config's 0.1 */
 #define PLAN_DEFAULT_SEQ 2048u
 #define PLAN_JAX_PORT 8476u /* the coordinator port JAX's Cloud TPU cluster detection uses */
 #define PLAN_MAX_HINTS 8
