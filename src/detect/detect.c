@@ -162,6 +162,8 @@ static void absorb(struct device *dst, const struct device *in)
 	FILL_ZERO(gpu.clock_max_mhz);
 	FILL_ZERO(gpu.memory_clock_mhz);
 	FILL_ZERO(gpu.pci_device_id);
+	FILL_ZERO(gpu.nvlink_domain);
+	FILL_ZERO(gpu.nvlink_group);
 	FILL_ZERO(gpu.slowdown_temperature_celsius);
 	FILL_STR(gpu.driver);
 	FILL_STR(tpu.generation);

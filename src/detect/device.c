@@ -270,6 +270,9 @@ static json_t *gpu_json(const struct device_gpu *g)
 		snprintf(id, sizeof(id), "0x%04x", g->pci_device_id);
 		json_object_set_new(o, "pci_device_id", json_string(id));
 	}
+	if (g->nvlink_domain != 0)
+		json_object_set_new(o, "nvlink", json_pack("{s:I, s:I}", "domain", (json_int_t)g->nvlink_group, "gpus",
+							   (json_int_t)g->nvlink_domain));
 	return o;
 }
 

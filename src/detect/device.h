@@ -115,6 +115,8 @@ struct device_gpu {
 	unsigned slowdown_temperature_celsius; /* where the GPU starts to slow itself down; 0 unknown */
 	int cuda_ordinal;           /* where CUDA counts an NVIDIA GPU in this process, in PCI order as acceld makes it
 				       count: its place in CUDA_VISIBLE_DEVICES when that is set; -1 unknown */
+	unsigned nvlink_domain;     /* GPUs NVLink joins it with, itself included (1: none); 0 unknown */
+	unsigned nvlink_group;      /* which NVLink domain of the host it is in, from 1 in GPU order; 0 unknown */
 };
 
 struct device_tpu {

@@ -88,6 +88,12 @@ typedef nvml_ret (*nvml_dev_child_fn)(nvml_device, unsigned int, nvml_device *);
 typedef nvml_ret (*nvml_dev_ecc_fn)(nvml_device, int, int, unsigned long long *);
 typedef nvml_ret (*nvml_dev_int_fn)(nvml_device, int *);
 typedef nvml_ret (*nvml_dev_remap_fn)(nvml_device, unsigned int *, unsigned int *, unsigned int *, unsigned int *);
+typedef nvml_ret (*nvml_p2p_fn)(nvml_device, nvml_device, int, int *);
+
+/* nvmlDeviceGetP2PStatus's capability index for NVLink and its OK status (nvml.h: NVML_P2P_CAPS_INDEX_NVLINK,
+ * NVML_P2P_STATUS_OK), as vLLM and others ask it */
+#define NVML_P2P_CAPS_INDEX_NVLINK 2
+#define NVML_P2P_STATUS_OK 0
 
 struct nvml_api {
 	nvml_void_fn init;
@@ -122,6 +128,7 @@ struct nvml_api {
 	nvml_dev_int_fn retired_pending;
 	nvml_dev_remap_fn remapped_rows;
 	nvml_dev_sensor_fn temperature_threshold;
+	nvml_p2p_fn p2p_status;
 };
 
 #define NVML_MAX_GPUS 64
@@ -206,6 +213,7 @@ static bool load_api(void *lib, struct nvml_api *a)
 	RESOLVE(lib, a->retired_pending, "nvmlDeviceGetRetiredPagesPendingStatus");
 	RESOLVE(lib, a->remapped_rows, "nvmlDeviceGetRemappedRows");
 	RESOLVE(lib, a->temperature_threshold, "nvmlDeviceGetTemperatureThreshold");
+	RESOLVE(lib, a->p2p_status, "nvmlDeviceGetP2PStatus");
 	return true;
 }
 
@@ -507,6 +515,55 @@ static size_t select_visible(const struct nvml_state *st, const struct nvml_entr
 	return nsel;
 }
 
+/* The root of i's set (path halving). */
+static size_t nvlink_root(size_t *parent, size_t i)
+{
+	while (parent[i] != i) {
+		parent[i] = parent[parent[i]];
+		i = parent[i];
+	}
+	return i;
+}
+
+/*
+ * Which of the chosen GPUs NVLink joins (GET /devices: gpu.nvlink; a plan keeps tensor parallelism inside one
+ * domain): two GPUs are in one domain when NVML says NVLink P2P works between them, directly or through others (an
+ * NVSwitch board joins all eight). Each GPU gets the size of its domain and a number for it, the rank of its first
+ * GPU; without the call, or when a pair cannot be asked, the domains stay unknown.
+ */
+static void nvlink_domains(const struct nvml_state *st, struct nvml_entry *e, const size_t *sel, size_t nsel)
+{
+	size_t parent[NVML_MAX_GPUS];
+	unsigned size[NVML_MAX_GPUS] = {0};
+
+	if (st->api.p2p_status == NULL)
+		return;
+	for (size_t i = 0; i < nsel; i++)
+		parent[i] = i;
+	for (size_t i = 0; i < nsel; i++) {
+		for (size_t j = i + 1; j < nsel; j++) {
+			int status = -1;
+
+			if (st->api.p2p_status(e[sel[i]].handle, e[sel[j]].handle, NVML_P2P_CAPS_INDEX_NVLINK, &status) !=
+			    NVML_SUCCESS)
+				return;
+			if (status == NVML_P2P_STATUS_OK)
+				parent[nvlink_root(parent, j)] = nvlink_root(parent, i);
+		}
+	}
+	for (size_t i = 0; i < nsel; i++)
+		size[nvlink_root(parent, i)]++;
+	for (size_t i = 0; i < nsel; i++) {
+		size_t root = nvlink_root(parent, i);
+		unsigned group = 1;
+
+		for (size_t k = 0; k < root; k++)
+			group += nvlink_root(parent, k) == k; /* roots before it: domains numbered in GPU order */
+		e[sel[i]].dev.gpu.nvlink_domain = size[root];
+		e[sel[i]].dev.gpu.nvlink_group = group;
+	}
+}
+
 static void nvml_probe(void **state, const struct config *cfg, struct device_list *out, struct probe_result *res)
 {
 	struct nvml_state *st = *state;
@@ -585,6 +642,7 @@ static void nvml_probe(void **state, const struct config *cfg, struct device_lis
 			res->ok = false; /* the driver counts GPUs and reaches none: fallen off the bus, driver in trouble */
 	}
 	nsel = select_visible(st, e, n, sel, ordinal, res);
+	nvlink_domains(st, e, sel, nsel);
 	for (size_t k = 0; k < nsel; k++) {
 		struct nvml_entry *g = &e[sel[k]];
 		struct nvml_gpu *mem = &st->gpus[st->ngpus++];

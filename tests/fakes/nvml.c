@@ -7,7 +7,7 @@
  *   FAKE_NVML_INIT_FAIL=1         nvmlInit fails with "Driver Not Loaded"
  *   FAKE_NVML_COUNT_FAIL=1        nvmlDeviceGetCount fails
  *   FAKE_NVML_FAIL=call[,call]    these calls fail with "Unknown Error" on GPU FAKE_NVML_FAIL_GPU (default 1);
- *                                 calls: handle name uuid pci memory utilization temperature power power_limit
+ *                                 calls: handle name uuid pci memory utilization temperature power power_limit p2p
  *                                 energy clock cc mig numa
  *   FAKE_NVML_FAIL_AFTER=K        every per-GPU call after the K-th one fails with "GPU is lost"
  *   FAKE_NVML_LOST_FILE=PATH      while PATH exists, every per-GPU call fails with "GPU is lost" (a black-box test
@@ -24,9 +24,14 @@
  *   FAKE_NVML_ECC=N               every GPU counts N uncorrectable (and 2N correctable) ECC errors since the driver
  *                                 loaded (default 0)
  *   FAKE_NVML_RETIRED_PENDING=1   every GPU has retired pages waiting for a reset
+ *   FAKE_NVML_HGX=N               the host holds N (1 to 8) H100s instead, as an HGX board does (UUIDs
+ *                                 GPU-00000000-0000-0000-0000-00000000000N, buses 0x18, 0x2a, 0x3a, ...)
+ *   FAKE_NVML_NVLINK=all|pairs    nvmlDeviceGetP2PStatus says NVLink joins every GPU (an NVSwitch board) or
+ *                                 GPUs 0-1, 2-3, ... (bridges); otherwise no pair (PCIe only)
  * Calls for FAKE_NVML_FAIL and FAKE_NVML_NOT_SUPPORTED also include: clock_now throttle ecc retired remap threshold.
  * fake_nvml_calls(name) tells a test how often an entry point was called (by its exported name).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -175,11 +180,43 @@ static unsigned env_uint(const char *name, unsigned dflt)
 	return *end == '\0' ? (unsigned)n : dflt;
 }
 
+/* FAKE_NVML_HGX's board: N copies of the H100 entry with their own names on the bus */
+#define HGX_MAX 8
+static struct fake_gpu hgx[HGX_MAX];
+static char hgx_uuid[HGX_MAX][48];
+static char hgx_bus[HGX_MAX][24];
+
+static unsigned hgx_count(void)
+{
+	unsigned n = env_uint("FAKE_NVML_HGX", 0);
+
+	return n > HGX_MAX ? HGX_MAX : n;
+}
+
 static unsigned gpu_count(void)
 {
 	unsigned n = env_uint("FAKE_NVML_COUNT", 2);
 
+	if (hgx_count() > 0)
+		return hgx_count();
 	return n > 4 ? 4 : n;
+}
+
+/* The i-th GPU of the host as configured now. */
+static struct fake_gpu *gpu_at(unsigned i)
+{
+	static const unsigned buses[HGX_MAX] = {0x18, 0x2a, 0x3a, 0x5d, 0x9a, 0xab, 0xba, 0xdb};
+
+	if (hgx_count() == 0)
+		return &gpus[i];
+	hgx[i] = gpus[0];
+	snprintf(hgx_uuid[i], sizeof(hgx_uuid[i]), "GPU-00000000-0000-0000-0000-%012u", i);
+	snprintf(hgx_bus[i], sizeof(hgx_bus[i]), "00000000:%02X:00.0", buses[i]);
+	hgx[i].uuid = hgx_uuid[i];
+	hgx[i].bus_id = hgx_bus[i];
+	hgx[i].bus = buses[i];
+	hgx[i].index = (int)i;
+	return &hgx[i];
 }
 
 /* Whether name is in the comma-separated list held by the variable. */
@@ -339,9 +376,9 @@ static nvmlReturn_t handle_by_index(unsigned int i, nvmlDevice_t *h)
 		return ERR_UNINITIALIZED;
 	if (i >= gpu_count())
 		return ERR_INVALID_ARGUMENT;
-	rc = gate(&gpus[i], "handle");
+	rc = gate(gpu_at(i), "handle");
 	if (rc == OK)
-		*h = &gpus[i];
+		*h = gpu_at(i);
 	return rc;
 }
 
@@ -361,15 +398,35 @@ nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *h)
 {
 	count("nvmlDeviceGetHandleByUUID");
 	for (unsigned i = 0; i < gpu_count(); i++) {
-		if (strcmp(gpus[i].uuid, uuid) == 0) {
-			nvmlReturn_t rc = gate(&gpus[i], "handle");
+		struct fake_gpu *g = gpu_at(i);
+
+		if (strcmp(g->uuid, uuid) == 0) {
+			nvmlReturn_t rc = gate(g, "handle");
 
 			if (rc == OK)
-				*h = &gpus[i];
+				*h = g;
 			return rc;
 		}
 	}
 	return ERR_NOT_FOUND;
+}
+
+nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t a, nvmlDevice_t b, int index, int *status);
+
+/* FAKE_NVML_NVLINK: every pair (NVSwitch), pairs 0-1, 2-3, ... (bridges), or none; other capabilities: PCIe */
+nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t a, nvmlDevice_t b, int index, int *status)
+{
+	const char *mode = getenv("FAKE_NVML_NVLINK");
+	nvmlReturn_t rc = gate(a, "p2p");
+	int joined;
+
+	if (rc != OK)
+		return rc;
+	if (b == NULL)
+		return ERR_INVALID_ARGUMENT;
+	joined = mode != NULL && (strcmp(mode, "all") == 0 || (strcmp(mode, "pairs") == 0 && a->index / 2 == b->index / 2));
+	*status = index == 2 && !joined ? 5 /* NVML_P2P_STATUS_NOT_SUPPORTED */ : 0;
+	return OK;
 }
 
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t h, char *buf, unsigned int len)

@@ -20,7 +20,8 @@ static void setup(void)
 				     "FAKE_NVML_FAIL", "FAKE_NVML_FAIL_GPU", "FAKE_NVML_FAIL_AFTER",
 				     "FAKE_NVML_UTIL", "FAKE_NVML_MIG", "FAKE_NVML_NOT_SUPPORTED",
 				     "FAKE_NVML_PADDED", "FAKE_NVML_THROTTLE", "FAKE_NVML_ECC",
-				     "FAKE_NVML_RETIRED_PENDING", "CUDA_VISIBLE_DEVICES"};
+				     "FAKE_NVML_RETIRED_PENDING", "CUDA_VISIBLE_DEVICES", "FAKE_NVML_HGX",
+				     "FAKE_NVML_NVLINK"};
 
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
 		unsetenv(vars[i]);
@@ -542,6 +543,51 @@ START_TEST(cuda_ordinals_follow_the_list)
 }
 END_TEST
 
+/* "1/8 1/8 ...": each GPU's NVLink domain number and size, in GPU order. */
+static void nvlink(char *text, size_t size)
+{
+	void *st;
+	struct device_list out;
+	struct probe_result res;
+
+	run(&st, &out, &res);
+	text[0] = '\0';
+	for (size_t i = 0; i < out.n; i++) {
+		size_t len = strlen(text);
+
+		snprintf(text + len, size - len, "%s%u/%u", i ? " " : "", out.v[i].gpu.nvlink_group,
+			 out.v[i].gpu.nvlink_domain);
+	}
+	done(st, &out);
+}
+
+/* NVLink domains from NVML's P2P status: one board of eight on an NVSwitch, bridged pairs, PCIe only, unknown. */
+START_TEST(nvlink_domains)
+{
+	char t[128];
+
+	setenv("FAKE_NVML_HGX", "8", 1);
+	setenv("FAKE_NVML_NVLINK", "all", 1);
+	nvlink(t, sizeof(t));
+	ck_assert_str_eq(t, "1/8 1/8 1/8 1/8 1/8 1/8 1/8 1/8");
+	setenv("FAKE_NVML_NVLINK", "pairs", 1);
+	nvlink(t, sizeof(t));
+	ck_assert_str_eq(t, "1/2 1/2 2/2 2/2 3/2 3/2 4/2 4/2");
+	/* hidden GPUs are not in a domain: CUDA_VISIBLE_DEVICES=1,2,3 splits the first pair */
+	setenv("CUDA_VISIBLE_DEVICES", "1,2,3", 1);
+	nvlink(t, sizeof(t));
+	ck_assert_str_eq(t, "1/1 2/2 2/2");
+	unsetenv("CUDA_VISIBLE_DEVICES");
+	unsetenv("FAKE_NVML_NVLINK");
+	nvlink(t, sizeof(t));
+	ck_assert_str_eq(t, "1/1 2/1 3/1 4/1 5/1 6/1 7/1 8/1");
+	/* the driver will not say: unknown, never a guess */
+	setenv("FAKE_NVML_NOT_SUPPORTED", "p2p", 1);
+	nvlink(t, sizeof(t));
+	ck_assert_str_eq(t, "0/0 0/0 0/0 0/0 0/0 0/0 0/0 0/0");
+}
+END_TEST
+
 START_TEST(cuda_visible_mig)
 {
 	char m[256];
@@ -628,6 +674,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, cuda_visible_devices);
 	tcase_add_test(tc, cuda_visible_mig);
 	tcase_add_test(tc, cuda_ordinals_follow_the_list);
+	tcase_add_test(tc, nvlink_domains);
 	tcase_add_test(tc, mig_mode_reported);
 	tcase_add_test(tc, padded_strings_are_trimmed);
 	suite_add_tcase(s, tc);
