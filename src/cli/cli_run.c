@@ -11,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "core/config.h"
+#include "core/jsonval.h"
 #include "detect/detect.h"
 #include "exec/exec.h"
 #include "exec/kernel.h"
@@ -228,7 +229,7 @@ int cli_run_main(int argc, char **argv)
 
 			if (why.extra)
 				json_object_update(p, why.extra);
-			json_dumpf(p, stdout, JSON_INDENT(2));
+			jsonval_dumpf(p, stdout, JSON_INDENT(2));
 			fputc('\n', stdout);
 			json_decref(p);
 		} else {
@@ -240,7 +241,7 @@ int cli_run_main(int argc, char **argv)
 	exec_job_wait(job);
 	doc = exec_job_json(job);
 	if (a.json) {
-		json_dumpf(doc, stdout, JSON_INDENT(2));
+		jsonval_dumpf(doc, stdout, JSON_INDENT(2));
 		fputc('\n', stdout);
 	} else {
 		print_text(doc);
