@@ -94,6 +94,24 @@ void devcheck_request_init(struct devcheck_request *req)
 	snprintf(req->trigger, sizeof(req->trigger), "api");
 }
 
+void devcheck_words(char *out, size_t outsz, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+	size_t end;
+
+	va_start(ap, fmt);
+	n = vsnprintf(out, outsz, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n < outsz || outsz < 4)
+		return;
+	/* too long: end at the last whole word that leaves room for "..." */
+	end = outsz - 4;
+	while (end > 0 && out[end] != ' ')
+		end--;
+	memcpy(out + end, "...", 4);
+}
+
 /* --- the state of a run --- */
 
 static struct devstate *devstate_of(struct devcheck *c, const char *id, bool create)
@@ -310,8 +328,8 @@ static void expect_one(struct test *t, double peak, const char *peak_source, con
 	if (why == NULL)
 		snprintf(t->expected_source, sizeof(t->expected_source), "%s", peak_source);
 	else
-		snprintf(t->expected_source, sizeof(t->expected_source), "%.300s; x %.2f, what %s reaches (%.150s)",
-			 peak_source, fraction, ops->name, why);
+		devcheck_words(t->expected_source, sizeof(t->expected_source), "%s; x %.2f, what %s reaches (%s)",
+			       peak_source, fraction, ops->name, why);
 }
 
 static void expect(struct devcheck_run *run, const struct device *dev, const struct device_peak *basis)
@@ -817,9 +835,9 @@ void devcheck_apply(struct devcheck *c, struct device *dev)
 		if (devcheck_usable(ds->s.gbytes_per_s))
 			dev->peak.memory_bandwidth_gbps = ds->s.gbytes_per_s;
 		clock_rfc3339(ds->s.figures_ms, when);
-		snprintf(dev->peak.source, sizeof(dev->peak.source),
-			 "measured by health check %s at %s (sgemm %.1f GFLOP/s, triad %.1f GB/s); replaces: %.120s",
-			 ds->s.id, when, ds->s.gflops, ds->s.gbytes_per_s, before);
+		devcheck_words(dev->peak.source, sizeof(dev->peak.source),
+			       "measured by health check %s at %s (sgemm %.1f GFLOP/s, triad %.1f GB/s); replaces: %s",
+			       ds->s.id, when, ds->s.gflops, ds->s.gbytes_per_s, before);
 	}
 	pthread_mutex_unlock(&c->mu);
 }

@@ -41,7 +41,7 @@ struct device_peak {
 	double bf16_tflops;
 	double int8_tops;
 	double memory_bandwidth_gbps;
-	char source[256];
+	char source[512];           /* room for a health check's figures and the estimate they replace, whole */
 };
 
 struct device_telemetry {

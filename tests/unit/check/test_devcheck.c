@@ -7,6 +7,7 @@
  */
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -14,6 +15,7 @@
 #include "check_main.h"
 #include "core/config.h"
 #include "check/devcheck.h"
+#include "check/devcheck_int.h"
 #include "exec/exec.h"
 #include "exec/kernel.h"
 #include "select/select.h"
@@ -789,6 +791,17 @@ START_TEST(figures_feed_selection_and_the_device_view)
 	ck_assert_double_eq_tol(d.peak.memory_bandwidth_gbps, 8, 1e-6);
 	ck_assert_ptr_nonnull(strstr(d.peak.source, "measured by health check"));
 	ck_assert_ptr_nonnull(strstr(d.peak.source, "estimate, not measured: test"));
+	/* a whole estimate follows "replaces:", never cut inside a word (it once ended "... x 64 FP3") */
+	d = devs[0];
+	snprintf(d.peak.source, sizeof(d.peak.source),
+		 "estimate, not measured, a lower bound: at least 2.00 cores x 2600 MHz (/proc/cpuinfo cpu MHz: the "
+		 "clock now; no cpufreq, CPUID or DMI maximum) x 64 FP32 FLOP/cycle (avx512f, two 512-bit FMA units "
+		 "assumed)");
+	devcheck_apply(dc, &d);
+	ck_assert_msg(strlen(d.peak.source) > 300 && strstr(d.peak.source, "replaces: estimate, not measured, a lower "
+								 "bound") != NULL,
+		      "%s", d.peak.source);
+	ck_assert_str_eq(d.peak.source + strlen(d.peak.source) - strlen("FMA units assumed)"), "FMA units assumed)");
 	json_decref(doc);
 	/* the next check still expects the estimate, not the last measurement */
 	doc = run_check(DEVCHECK_QUICK, 0, NULL);
@@ -819,6 +832,20 @@ START_TEST(seeded_from_the_history)
 	ck_assert_int_eq(s.finished_ms, 1795168800000);
 	json_decref(doc);
 	json_decref(running);
+}
+END_TEST
+
+/* Text too long for its room ends at a whole word and says so. */
+START_TEST(words_are_never_cut)
+{
+	char out[24];
+
+	devcheck_words(out, sizeof(out), "%s", "short");
+	ck_assert_str_eq(out, "short");
+	devcheck_words(out, sizeof(out), "x %u FP32 FLOP/cycle (avx2)", 64u);
+	ck_assert_str_eq(out, "x 64 FP32 FLOP/cycle...");
+	devcheck_words(out, sizeof(out), "%s", "averyveryverylongwordwithoutspaces");
+	ck_assert_str_eq(out, "...");
 }
 END_TEST
 
@@ -860,6 +887,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, long_level_steady_passes);
 	tcase_add_test(tc, figures_feed_selection_and_the_device_view);
 	tcase_add_test(tc, seeded_from_the_history);
+	tcase_add_test(tc, words_are_never_cut);
 	tcase_add_test(tc, names);
 	suite_add_tcase(s, tc);
 	return s;
