@@ -299,9 +299,11 @@ struct store_series {
 };
 
 /*
- * The series of one metric of one device over [start_ms, end_ms) in buckets of step_ms starting at start_ms (at
- * most 100,000 buckets). ACCELD_ENOTFOUND when the device was never seen, ACCELD_EUNAVAILABLE when the database
- * cannot be read. Free out->points with free().
+ * The series of one metric of one device over [start_ms, end_ms) in buckets of step_ms on the clock's boundaries
+ * of the step (multiples of it since the epoch: a 60 s step starts on the minute), so the same question asked a
+ * moment later answers the same point times. The first bucket is the one holding start_ms, whole: it may begin
+ * before start_ms. At most 100,000 buckets. ACCELD_ENOTFOUND when the device was never seen, ACCELD_EUNAVAILABLE
+ * when the database cannot be read. Free out->points with free().
  */
 enum acceld_err store_series(struct store *st, const char *device, enum store_metric metric, int64_t start_ms,
 			     int64_t end_ms, int64_t step_ms, int64_t now_ms, struct store_series *out);

@@ -283,11 +283,13 @@ enum acceld_err store_series(struct store *st, const char *device, enum store_me
 	size_t n = 0;
 
 	memset(out, 0, sizeof(*out));
-	if ((int)metric < 0 || metric >= STORE_METRIC_COUNT)
+	if ((int)metric < 0 || metric >= STORE_METRIC_COUNT || step_ms <= 0)
 		return ACCELD_EINVAL;
+	/* points fall on the step's clock boundaries, not where the request time puts them: each is a whole step */
+	k.origin = floor_to(start_ms, step_ms);
 	k.base = (enum stmt_id)(S_SERIES + metric);
 	out->tier = store_pick_tier(st, start_ms, step_ms, now_ms);
-	e = collect_run(&k, device, out->tier, start_ms, end_ms);
+	e = collect_run(&k, device, out->tier, k.origin, end_ms);
 	if (e != ACCELD_OK)
 		return e;
 	for (size_t i = 0; i < k.nb; i++)
@@ -300,7 +302,7 @@ enum acceld_err store_series(struct store *st, const char *device, enum store_me
 		if (!k.acc[i].any || k.acc[i].b <= 0)
 			continue;
 		p = &out->points[out->n++];
-		p->t_ms = start_ms + (int64_t)i * step_ms;
+		p->t_ms = k.origin + (int64_t)i * step_ms;
 		p->value = k.acc[i].a / k.acc[i].b;
 		p->max = k.acc[i].max;
 	}

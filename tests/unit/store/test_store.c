@@ -1,9 +1,10 @@
 /*
  * Unit tests for the store (src/store/store*.c): migrations (fresh, upgrade from an older user_version, refusing a
- * newer one), samples, rollups and retention, the bounded queue's loss policy, faults (unwritable path, corrupt
- * file, full database), jobs, prices, health checks (written, replaced, paged, expired, waiting while the database
- * fails), the journal of confirmed job records (replayed after a crash, owned by one store), and the size of a
- * month of 1 s samples for 8 devices.
+ * newer one; a version 5 history read back in one vocabulary), samples (their points on the step's clock boundaries),
+ * rollups and retention, the bounded queue's loss policy, faults (unwritable path, corrupt file, full database), jobs
+ * (who made them, the peak they were measured against), prices, health checks (written, replaced, paged, expired,
+ * waiting while the database fails), the journal of confirmed job records (replayed after a crash, owned by one store),
+ * and the size of a month of 1 s samples for 8 devices.
  */
 #include <math.h>
 #include <stdio.h>
@@ -233,6 +234,28 @@ START_TEST(samples_read_back_as_a_raw_series)
 	ck_assert_double_eq_tol(ser.points[2].value, 0.8, 1e-9);
 	ck_assert_int_eq(ser.points[1].t_ms, T0 + 10000);
 	ck_assert_uint_eq(ser.sources, 1u << STORE_SRC_PROC_STAT);
+	free(ser.points);
+	/*
+	 * asked 1.3 s and 4.7 s later, the same question answers the same points: they fall on the step's clock
+	 * boundaries, whole steps, the first one holding the start
+	 */
+	for (int64_t late = 1300; late <= 4700; late += 3400) {
+		ck_assert_int_eq(store_series(st, "cpu:0", STORE_UTILIZATION, T0 + late, T0 + 30000 + late, 10000,
+					      T0 + 30000 + late, &ser),
+				 ACCELD_OK);
+		ck_assert_uint_eq(ser.n, 3);
+		for (size_t i = 0; i < ser.n; i++)
+			ck_assert_int_eq(ser.points[i].t_ms, T0 + (int64_t)i * 10000);
+		ck_assert_double_eq_tol(ser.points[0].value, 0.2, 1e-9);
+		ck_assert_double_eq_tol(ser.points[2].value, 0.8, 1e-9);
+		free(ser.points);
+	}
+	/* a 60 s step starts on the minute */
+	ck_assert_int_eq(store_series(st, "cpu:0", STORE_UTILIZATION, T0 + 12345, T0 + 30000, 60000, T0 + 30000, &ser),
+			 ACCELD_OK);
+	ck_assert_uint_eq(ser.n, 1);
+	ck_assert_int_eq(ser.points[0].t_ms % 60000, 0);
+	ck_assert_double_eq_tol(ser.points[0].value, (10 * 0.2 + 20 * 0.8) / 30, 1e-9);
 	free(ser.points);
 	/* a device never seen is not found; a metric never measured has no points */
 	ck_assert_int_eq(store_series(st, "gpu:9", STORE_UTILIZATION, T0, T0 + 30000, 10000, T0, &ser),
