@@ -200,6 +200,7 @@ int cli_run_main(int argc, char **argv)
 
 	memset(&a, 0, sizeof(a));
 	exec_request_init(&a.req);
+	snprintf(a.req.trigger, sizeof(a.req.trigger), "cli");
 	rc = parse_args(argc, argv, &a, rest, &nrest);
 	if (rc != 0)
 		return rc;

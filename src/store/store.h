@@ -151,6 +151,10 @@ struct store_job {
 	double cost_usd;
 	char reason[48];            /* UPPER_SNAKE reason of an error; "" none */
 	char error[160];
+	char trigger[16];           /* who made it: "api", "cli", "check"; "" unknown (rows of earlier versions) */
+	char check_id[24];          /* the health check that made it; "" none */
+	double peak_gflops;         /* the device's peak figures its throughput was a fraction of; NAN unknown */
+	double peak_gbytes_per_s;
 };
 
 /* Queues an insert-or-update of the job with this id (a job is usually recorded when it starts and ends). */
@@ -200,8 +204,8 @@ struct store_check {
 	char id[64];
 	char device[DEVICE_ID_MAX];
 	char level[16];             /* quick | long */
-	char state[16];             /* queued | running | done | interrupted */
-	char verdict[16];           /* pass | warn | fail once done; "" none */
+	char state[16];             /* queued | running | succeeded | failed | interrupted */
+	char verdict[16];           /* pass | warn | fail once it succeeded or failed; "" none */
 	int64_t created_ms;
 	int64_t finished_ms;        /* 0 while it runs */
 	double gflops;              /* best verified sgemm GFLOP/s; NAN unknown */
@@ -368,7 +372,7 @@ enum acceld_err store_check_get(struct store *st, const char *device, const char
 enum acceld_err store_checks_list(struct store *st, const char *device, const char *after, unsigned limit,
 				  struct store_check_docs *out);
 
-/* The last finished (done or interrupted) check of every device, into *out (empty on failure). */
+/* The last check of every device that ended (succeeded, failed or interrupted), into *out (empty on failure). */
 enum acceld_err store_checks_latest(struct store *st, struct store_check_docs *out);
 
 /* Every check left queued or running (by a crash: nothing runs before start-up marks them), into *out. */

@@ -278,7 +278,7 @@ static enum acceld_err collect_run(struct collect *k, const char *device, enum s
 enum acceld_err store_series(struct store *st, const char *device, enum store_metric metric, int64_t start_ms,
 			     int64_t end_ms, int64_t step_ms, int64_t now_ms, struct store_series *out)
 {
-	struct collect k = {.st = st, .series = true, .origin = start_ms, .step = step_ms};
+	struct collect k = {.st = st, .series = true, .step = step_ms};
 	enum acceld_err e;
 	size_t n = 0;
 
@@ -511,6 +511,10 @@ enum acceld_err store_job_get(struct store *st, const char *id, struct store_job
 			col_text(s, 17, out->reason, sizeof(out->reason));
 			out->queued_ms = col_num(s, 18);
 			out->transfer_ms = col_num(s, 19);
+			col_text(s, 20, out->trigger, sizeof(out->trigger));
+			col_text(s, 21, out->check_id, sizeof(out->check_id));
+			out->peak_gflops = col_num(s, 22);
+			out->peak_gbytes_per_s = col_num(s, 23);
 		}
 		sqlite3_reset(s);
 	}

@@ -353,7 +353,7 @@ START_TEST(healthy_device_passes_with_its_figures)
 	json_t *tr = test_of(doc, "triad");
 	enum devcheck_verdict v;
 
-	ck_assert_str_eq(str(doc, "state"), "done");
+	ck_assert_str_eq(str(doc, "state"), "succeeded");
 	ck_assert_msg(strcmp(str(doc, "verdict"), "pass") == 0, "%s", str(doc, "rule"));
 	ck_assert(devcheck_run_verdict(run, &v));
 	ck_assert_int_eq(v, DEVCHECK_PASS);
@@ -372,13 +372,28 @@ START_TEST(healthy_device_passes_with_its_figures)
 	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(tr, "size"), "n")), 1 << 20);
 	ck_assert_double_eq_tol(json_real_value(json_object_get(tr, "measured")), 8, 1e-6);
 	ck_assert_str_eq(str(tr, "verdict"), "pass");
+	/* the tests end as jobs do */
+	ck_assert_str_eq(str(sg, "state"), "succeeded");
+	ck_assert_str_eq(str(tr, "state"), "succeeded");
+	/* its jobs say the check made them */
+	{
+		struct exec_job *job = exec_get(ex, str(sg, "last_job"));
+		json_t *jd;
+
+		ck_assert_ptr_nonnull(job);
+		jd = exec_job_json(job);
+		ck_assert_str_eq(str(jd, "trigger"), "check");
+		ck_assert_str_eq(str(jd, "check_id"), str(doc, "id"));
+		json_decref(jd);
+		exec_job_unref(job);
+	}
 	ck_assert_double_eq_tol(json_real_value(json_object_get(json_object_get(doc, "measured"), "gflops")), 80, 1e-6);
 	ck_assert_str_eq(str(test_of(doc, "telemetry"), "verdict"), "pass");
 	ck_assert_ptr_null(test_of(doc, "sustained"));
 	/* recorded when it started and when it ended; detection told both times */
 	pthread_mutex_lock(&rec_mu);
 	ck_assert_int_ge(nrecords, 2);
-	ck_assert_str_eq(str(last_doc, "state"), "done");
+	ck_assert_str_eq(str(last_doc, "state"), "succeeded");
 	ck_assert_int_ge(nchanged, 2);
 	pthread_mutex_unlock(&rec_mu);
 	json_decref(doc);
@@ -506,9 +521,12 @@ START_TEST(failing_device_fails_with_the_reason)
 	failing = true;
 	pthread_mutex_unlock(&mu);
 	doc = run_check(DEVCHECK_QUICK, 0, NULL);
+	/* the check ran to its verdict: the device is what failed, and its tests say so */
+	ck_assert_str_eq(str(doc, "state"), "succeeded");
 	ck_assert_str_eq(str(doc, "verdict"), "fail");
 	ck_assert_msg(strstr(str(doc, "rule"), "no run completed: DEVICE_FAILURE") != NULL, "%s", str(doc, "rule"));
 	ck_assert_ptr_nonnull(strstr(str(test_of(doc, "sgemm"), "failure"), "CL_OUT_OF_RESOURCES"));
+	ck_assert_str_eq(str(test_of(doc, "sgemm"), "state"), "failed");
 	json_decref(doc);
 }
 END_TEST
@@ -653,6 +671,8 @@ START_TEST(stop_records_the_check_as_interrupted)
 	ck_assert_int_eq(devcheck_run_state(run), DEVCHECK_INTERRUPTED);
 	pthread_mutex_lock(&rec_mu);
 	ck_assert_str_eq(str(last_doc, "state"), "interrupted");
+	ck_assert_str_eq(str(test_of(last_doc, "sgemm"), "state"), "interrupted"); /* cut short, not running */
+	ck_assert_str_eq(str(test_of(last_doc, "triad"), "state"), "queued");
 	ck_assert_str_eq(str(json_object_get(last_doc, "error"), "reason"), "INTERRUPTED");
 	ck_assert_ptr_null(json_object_get(last_doc, "verdict"));
 	pthread_mutex_unlock(&rec_mu);
@@ -814,7 +834,7 @@ START_TEST(seeded_from_the_history)
 {
 	struct devcheck_summary s;
 	json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:{s:f, s:f}, s:[{s:s, s:f}]}", "id", "chk-old", "device",
-				"cpu:0", "level", "long", "state", "done", "verdict", "warn", "finished_at",
+				"cpu:0", "level", "long", "state", "succeeded", "verdict", "warn", "finished_at",
 				"2026-11-20T10:00:00.000Z", "measured", "gflops", 55.0, "gbytes_per_s", 7.0, "tests",
 				"name", "sgemm", "ratio", 0.55);
 	json_t *running = json_pack("{s:s, s:s, s:s, s:s}", "id", "chk-x", "device", "cpu:0", "level", "quick", "state",
@@ -853,6 +873,7 @@ START_TEST(names)
 {
 	enum devcheck_level l;
 	enum devcheck_verdict v;
+	enum devcheck_state st;
 
 	ck_assert(devcheck_level_parse("long", &l));
 	ck_assert_int_eq(l, DEVCHECK_LONG);
@@ -861,6 +882,13 @@ START_TEST(names)
 	ck_assert(devcheck_verdict_parse("warn", &v));
 	ck_assert_int_eq(v, DEVCHECK_WARN);
 	ck_assert_str_eq(devcheck_state_name(DEVCHECK_INTERRUPTED), "interrupted");
+	/* a check's states are a job's */
+	ck_assert_str_eq(devcheck_state_name(DEVCHECK_SUCCEEDED), "succeeded");
+	ck_assert_str_eq(devcheck_state_name(DEVCHECK_FAILED), "failed");
+	ck_assert(devcheck_state_parse("failed", &st) && st == DEVCHECK_FAILED);
+	ck_assert(!devcheck_state_parse("done", &st));
+	ck_assert(devcheck_state_judged(DEVCHECK_SUCCEEDED) && devcheck_state_judged(DEVCHECK_FAILED));
+	ck_assert(!devcheck_state_judged(DEVCHECK_INTERRUPTED) && !devcheck_state_judged(DEVCHECK_RUNNING));
 	ck_assert_str_eq(devcheck_level_name(DEVCHECK_QUICK), "quick");
 }
 END_TEST
