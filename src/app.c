@@ -95,7 +95,9 @@ static void job_row(const struct exec_job_record *rec, struct store_job *job)
 				  .transfer_ms = rec->transfer_ms,
 				  .kernel_ms = rec->kernel_ms,
 				  .total_ms = rec->total_ms,
-				  .cost_usd = rec->cost_usd};
+				  .cost_usd = rec->cost_usd,
+				  .peak_gflops = rec->peak_gflops,
+				  .peak_gbytes_per_s = rec->peak_gbytes_per_s};
 	snprintf(job->id, sizeof(job->id), "%s", rec->id);
 	snprintf(job->device, sizeof(job->device), "%s", rec->device_id ? rec->device_id : "");
 	snprintf(job->kernel, sizeof(job->kernel), "%s", rec->kernel);
@@ -103,6 +105,8 @@ static void job_row(const struct exec_job_record *rec, struct store_job *job)
 	snprintf(job->state, sizeof(job->state), "%s", rec->state);
 	snprintf(job->reason, sizeof(job->reason), "%s", rec->reason ? rec->reason : "");
 	snprintf(job->error, sizeof(job->error), "%s", rec->error ? rec->error : "");
+	snprintf(job->trigger, sizeof(job->trigger), "%s", rec->trigger ? rec->trigger : "");
+	snprintf(job->check_id, sizeof(job->check_id), "%s", rec->check_id ? rec->check_id : "");
 }
 
 /* on_job_start: a running job has its row, so one that a crash cuts short is marked interrupted at the next start. */

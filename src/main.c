@@ -14,6 +14,7 @@
 #include "cli/cli_run.h"
 #include "cli/cli_select.h"
 #include "core/clock.h"
+#include "core/jsonval.h"
 #include "exec/exec.h"
 #include "http/http.h"
 #include "core/log.h"
@@ -175,7 +176,7 @@ static int cmd_version(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	v = app_version_json();
-	json_dumpf(v, stdout, JSON_INDENT(2));
+	jsonval_dumpf(v, stdout, JSON_INDENT(2));
 	fputc('\n', stdout);
 	json_decref(v);
 	return CLI_EXIT_OK;

@@ -111,7 +111,7 @@ static void answer_ended(struct devcheck_run *run, struct http_resp *resp)
 	json_t *doc = devcheck_run_json(run);
 	json_t *p;
 
-	if (devcheck_run_state(run) == DEVCHECK_DONE) {
+	if (devcheck_run_state(run) != DEVCHECK_INTERRUPTED) {
 		http_resp_json(resp, 200, doc);
 		return;
 	}

@@ -563,10 +563,12 @@ void api_run_list(struct app *app, struct http_req *req, struct http_resp *resp)
 	http_resp_json(resp, 200, doc);
 }
 
-/* A job no longer in memory (an earlier run of acceld, or pushed out of the recent ones) as the history keeps it. */
-static json_t *stored_job_json(const struct detect_snapshot *snap, const struct store_job *j)
+/*
+ * A job no longer in memory (an earlier run of acceld, or pushed out of the recent ones) as the history keeps it,
+ * its fraction of peak against the peak it was measured against then, whatever the device's peak is now.
+ */
+static json_t *stored_job_json(const struct store_job *j)
 {
-	const struct device *dev = detect_find(snap, j->device);
 	struct jobdoc d;
 	json_t *doc;
 
@@ -579,6 +581,8 @@ static json_t *stored_job_json(const struct detect_snapshot *snap, const struct 
 	d.device = j->device;
 	d.backend = j->backend;
 	d.source = "history";
+	d.trigger = j->trigger;
+	d.check_id = j->check_id;
 	d.created_ms = j->submitted_ms;
 	d.started_ms = j->started_ms;
 	d.finished_ms = j->finished_ms;
@@ -588,11 +592,8 @@ static json_t *stored_job_json(const struct detect_snapshot *snap, const struct 
 	d.total_ms = j->total_ms;
 	d.flops = j->flops;
 	d.bytes = j->bytes;
-	/* the device's figures when it is still the one that ran the job */
-	if (dev != NULL) {
-		d.peak_gflops = dev->peak.fp32_tflops * 1000.0;
-		d.peak_gbps = dev->peak.memory_bandwidth_gbps;
-	}
+	d.peak_gflops = j->peak_gflops;
+	d.peak_gbps = j->peak_gbytes_per_s;
 	d.cost_usd = j->cost_usd;
 	if (j->error[0] || j->reason[0]) {
 		d.error_reason = j->reason[0] ? j->reason : reason_name(REASON_DEVICE_FAILURE);
@@ -613,10 +614,7 @@ void api_run_get(struct app *app, struct http_req *req, struct http_resp *resp)
 		return;
 	job = exec_get(app->exec, req->params[0]);
 	if (job == NULL && app->store != NULL && store_job_get(app->store, req->params[0], &stored) == ACCELD_OK) {
-		const struct detect_snapshot *snap = detect_acquire(app->detect);
-
-		http_resp_json(resp, 200, stored_job_json(snap, &stored));
-		detect_release(snap);
+		http_resp_json(resp, 200, stored_job_json(&stored));
 		return;
 	}
 	if (job == NULL) {

@@ -32,7 +32,8 @@
 /* --- names --- */
 
 static const char *const level_names[DEVCHECK_LEVEL_COUNT] = {"quick", "long"};
-static const char *const state_names[DEVCHECK_STATE_COUNT] = {"queued", "running", "done", "interrupted"};
+static const char *const state_names[DEVCHECK_STATE_COUNT] = {"queued", "running", "succeeded", "failed",
+								 "interrupted"};
 static const char *const verdict_names[DEVCHECK_VERDICT_COUNT] = {"pass", "warn", "fail"};
 
 const char *devcheck_level_name(enum devcheck_level l)
@@ -53,6 +54,16 @@ bool devcheck_level_parse(const char *text, enum devcheck_level *out)
 const char *devcheck_state_name(enum devcheck_state s)
 {
 	return names_at(state_names, DEVCHECK_STATE_COUNT, s);
+}
+
+bool devcheck_state_parse(const char *text, enum devcheck_state *out)
+{
+	int i = names_find(state_names, DEVCHECK_STATE_COUNT, text);
+
+	if (i < 0)
+		return false;
+	*out = (enum devcheck_state)i;
+	return true;
 }
 
 const char *devcheck_verdict_name(enum devcheck_verdict v)
@@ -92,6 +103,24 @@ void devcheck_request_init(struct devcheck_request *req)
 	memset(req, 0, sizeof(*req));
 	req->level = DEVCHECK_QUICK;
 	snprintf(req->trigger, sizeof(req->trigger), "api");
+}
+
+void devcheck_words(char *out, size_t outsz, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+	size_t end;
+
+	va_start(ap, fmt);
+	n = vsnprintf(out, outsz, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n < outsz || outsz < 4)
+		return;
+	/* too long: end at the last whole word that leaves room for "..." */
+	end = outsz - 4;
+	while (end > 0 && out[end] != ' ')
+		end--;
+	memcpy(out + end, "...", 4);
 }
 
 /* --- the state of a run --- */
@@ -162,7 +191,7 @@ bool devcheck_run_verdict(struct devcheck_run *run, enum devcheck_verdict *out)
 	bool has;
 
 	pthread_mutex_lock(&run->c->mu);
-	has = run->state == DEVCHECK_DONE && run->has_verdict;
+	has = devcheck_state_judged(run->state) && run->has_verdict;
 	if (has)
 		*out = run->verdict;
 	pthread_mutex_unlock(&run->c->mu);
@@ -232,7 +261,7 @@ static void summarise_device(struct devcheck *c, const struct devcheck_run *run)
 	snprintf(ds->s.id, sizeof(ds->s.id), "%s", run->id);
 	ds->s.level = run->req.level;
 	ds->s.state = run->state;
-	ds->s.has_verdict = run->state == DEVCHECK_DONE && run->has_verdict;
+	ds->s.has_verdict = devcheck_state_judged(run->state) && run->has_verdict;
 	ds->s.verdict = run->verdict;
 	ds->s.finished_ms = run->finished_ms;
 	ds->s.sgemm_ratio = devcheck_usable(run->sgemm.expected) && run->sgemm.wrong == 0
@@ -275,8 +304,8 @@ static void finish(struct devcheck_run *run, enum devcheck_state state)
 	record_now = !run->final_recorded;
 	run->final_recorded = true;
 	final = run->state;
-	verdict = final == DEVCHECK_DONE && run->has_verdict ? devcheck_verdict_name(run->verdict) : "";
-	snprintf(rule, sizeof(rule), "%s", final == DEVCHECK_DONE ? run->rule : run->error);
+	verdict = devcheck_state_judged(final) && run->has_verdict ? devcheck_verdict_name(run->verdict) : "";
+	snprintf(rule, sizeof(rule), "%s", final == DEVCHECK_SUCCEEDED ? run->rule : run->error);
 	pthread_mutex_unlock(&c->mu);
 	if (record_now)
 		record(run);
@@ -310,8 +339,8 @@ static void expect_one(struct test *t, double peak, const char *peak_source, con
 	if (why == NULL)
 		snprintf(t->expected_source, sizeof(t->expected_source), "%s", peak_source);
 	else
-		snprintf(t->expected_source, sizeof(t->expected_source), "%.300s; x %.2f, what %s reaches (%.150s)",
-			 peak_source, fraction, ops->name, why);
+		devcheck_words(t->expected_source, sizeof(t->expected_source), "%s; x %.2f, what %s reaches (%s)",
+			       peak_source, fraction, ops->name, why);
 }
 
 static void expect(struct devcheck_run *run, const struct device *dev, const struct device_peak *basis)
@@ -352,7 +381,7 @@ static void *run_main(void *arg)
 		snprintf(run->error, sizeof(run->error), "%s is gone", run->device);
 		pthread_mutex_unlock(&c->mu);
 		judge(run);
-		finish(run, DEVCHECK_DONE);
+		finish(run, DEVCHECK_FAILED);
 		return NULL;
 	}
 	expected_basis(run, &dev, &basis);
@@ -372,7 +401,7 @@ static void *run_main(void *arg)
 		return NULL;
 	}
 	judge(run);
-	finish(run, DEVCHECK_DONE);
+	finish(run, DEVCHECK_SUCCEEDED);
 	return NULL;
 }
 
@@ -708,12 +737,13 @@ void devcheck_seed(struct devcheck *c, const json_t *doc)
 	int64_t finished_ms;
 	enum devcheck_verdict v;
 	enum devcheck_level l = DEVCHECK_QUICK;
+	enum devcheck_state st;
 	size_t i;
 	json_t *t;
 
 	if (id == NULL || device == NULL || state == NULL || finished == NULL ||
-	    clock_parse_rfc3339(finished, &finished_ms) != 0 ||
-	    (strcmp(state, "done") != 0 && strcmp(state, "interrupted") != 0))
+	    clock_parse_rfc3339(finished, &finished_ms) != 0 || !devcheck_state_parse(state, &st) ||
+	    (!devcheck_state_judged(st) && st != DEVCHECK_INTERRUPTED))
 		return;
 	devcheck_level_parse(level, &l);
 	pthread_mutex_lock(&c->mu);
@@ -725,8 +755,8 @@ void devcheck_seed(struct devcheck *c, const json_t *doc)
 	ds->known = true;
 	snprintf(ds->s.id, sizeof(ds->s.id), "%s", id);
 	ds->s.level = l;
-	ds->s.state = strcmp(state, "done") == 0 ? DEVCHECK_DONE : DEVCHECK_INTERRUPTED;
-	ds->s.has_verdict = ds->s.state == DEVCHECK_DONE && devcheck_verdict_parse(verdict, &v);
+	ds->s.state = st;
+	ds->s.has_verdict = devcheck_state_judged(st) && devcheck_verdict_parse(verdict, &v);
 	if (ds->s.has_verdict)
 		ds->s.verdict = v;
 	ds->s.finished_ms = finished_ms;
@@ -817,9 +847,9 @@ void devcheck_apply(struct devcheck *c, struct device *dev)
 		if (devcheck_usable(ds->s.gbytes_per_s))
 			dev->peak.memory_bandwidth_gbps = ds->s.gbytes_per_s;
 		clock_rfc3339(ds->s.figures_ms, when);
-		snprintf(dev->peak.source, sizeof(dev->peak.source),
-			 "measured by health check %s at %s (sgemm %.1f GFLOP/s, triad %.1f GB/s); replaces: %.120s",
-			 ds->s.id, when, ds->s.gflops, ds->s.gbytes_per_s, before);
+		devcheck_words(dev->peak.source, sizeof(dev->peak.source),
+			       "measured by health check %s at %s (sgemm %.1f GFLOP/s, triad %.1f GB/s); replaces: %s",
+			       ds->s.id, when, ds->s.gflops, ds->s.gbytes_per_s, before);
 	}
 	pthread_mutex_unlock(&c->mu);
 }

@@ -56,8 +56,25 @@
 
 enum devcheck_level { DEVCHECK_QUICK, DEVCHECK_LONG, DEVCHECK_LEVEL_COUNT };
 
-/* queued: accepted, its thread not started yet; interrupted: acceld stopped before it ended (SIGTERM, a crash) */
-enum devcheck_state { DEVCHECK_QUEUED, DEVCHECK_RUNNING, DEVCHECK_DONE, DEVCHECK_INTERRUPTED, DEVCHECK_STATE_COUNT };
+/*
+ * A check's states are a job's: queued (accepted, its thread not started yet), running, succeeded (it ran its tests
+ * and judged them), failed (an error stopped it: its device gone; it is judged too, fail), interrupted (acceld
+ * stopped before it ended: SIGTERM, a crash). Whether the device is healthy is the verdict's to say, not the state's.
+ */
+enum devcheck_state {
+	DEVCHECK_QUEUED,
+	DEVCHECK_RUNNING,
+	DEVCHECK_SUCCEEDED,
+	DEVCHECK_FAILED,
+	DEVCHECK_INTERRUPTED,
+	DEVCHECK_STATE_COUNT
+};
+
+/* Whether a check in state s ended with a verdict (succeeded or failed). */
+static inline bool devcheck_state_judged(enum devcheck_state s)
+{
+	return s == DEVCHECK_SUCCEEDED || s == DEVCHECK_FAILED;
+}
 
 enum devcheck_verdict { DEVCHECK_PASS, DEVCHECK_WARN, DEVCHECK_FAIL, DEVCHECK_VERDICT_COUNT };
 
@@ -133,6 +150,7 @@ typedef void (*devcheck_done_fn)(void *arg, struct devcheck_run *run);
 const char *devcheck_level_name(enum devcheck_level l);
 bool devcheck_level_parse(const char *text, enum devcheck_level *out);
 const char *devcheck_state_name(enum devcheck_state s);
+bool devcheck_state_parse(const char *text, enum devcheck_state *out);
 const char *devcheck_verdict_name(enum devcheck_verdict v);
 bool devcheck_verdict_parse(const char *text, enum devcheck_verdict *out);
 
@@ -170,10 +188,10 @@ const char *devcheck_run_id(const struct devcheck_run *run);
 const char *devcheck_run_device(const struct devcheck_run *run);
 enum devcheck_state devcheck_run_state(struct devcheck_run *run);
 
-/* The verdict of a check that is done; false while it runs or when it was interrupted. */
+/* The verdict of a check that succeeded or failed; false while it runs or when it was interrupted. */
 bool devcheck_run_verdict(struct devcheck_run *run, enum devcheck_verdict *out);
 
-/* Blocks until the check ends (done or interrupted). */
+/* Blocks until the check ends (succeeded, failed or interrupted). */
 void devcheck_run_wait(struct devcheck_run *run);
 
 /* The check's document (a new object; see api/openapi.yaml, HealthCheck). */
@@ -200,7 +218,7 @@ struct devcheck_summary {
 	char device[DEVICE_ID_MAX];
 	char id[DEVCHECK_ID_MAX];           /* the last finished check; "" none */
 	enum devcheck_level level;
-	enum devcheck_state state;          /* DEVCHECK_DONE or DEVCHECK_INTERRUPTED */
+	enum devcheck_state state;          /* DEVCHECK_SUCCEEDED, DEVCHECK_FAILED or DEVCHECK_INTERRUPTED */
 	bool has_verdict;
 	enum devcheck_verdict verdict;
 	double gflops;                   /* best verified sgemm GFLOP/s of the last check that measured it; NAN */

@@ -12,21 +12,27 @@
 #include "core/jsonval.h"
 #include "core/reason.h"
 
-static const char *test_state(const struct test *t)
+/*
+ * A test's state in the words of a job's: queued until it starts, failed when a run of it failed (its failure says
+ * how), interrupted when acceld stopped the check before the test ended.
+ */
+static const char *test_state(const struct test *t, enum devcheck_state check)
 {
 	if (t->finished)
-		return "done";
-	return t->started ? "running" : "pending";
+		return t->failed ? "failed" : "succeeded";
+	if (check == DEVCHECK_INTERRUPTED && t->started)
+		return "interrupted";
+	return t->started ? "running" : "queued";
 }
 
 /* One test as the document shows it; c->mu held. */
-static json_t *test_json(const struct test *t)
+static json_t *test_json(const struct test *t, enum devcheck_state check)
 {
 	json_t *o = json_object();
 
 	json_object_set_new(o, "name", json_string(t->name));
 	json_object_set_new(o, "kind", json_string(t->kind));
-	json_object_set_new(o, "state", json_string(test_state(t)));
+	json_object_set_new(o, "state", json_string(test_state(t, check)));
 	if (t->unit != NULL)
 		json_object_set_new(o, "unit", json_string(t->unit));
 	if (t->n > 0 && strcmp(t->name, "triad") == 0)
@@ -141,7 +147,7 @@ static json_t *run_json_locked(const struct devcheck_run *run)
 	json_object_set_new(o, "level", json_string(devcheck_level_name(run->req.level)));
 	json_object_set_new(o, "trigger", json_string(run->req.trigger));
 	json_object_set_new(o, "state", json_string(devcheck_state_name(run->state)));
-	if (run->has_verdict && run->state == DEVCHECK_DONE) {
+	if (run->has_verdict && devcheck_state_judged(run->state)) {
 		json_object_set_new(o, "verdict", json_string(devcheck_verdict_name(run->verdict)));
 		json_object_set_new(o, "rule", json_string(run->rule));
 	}
@@ -163,11 +169,11 @@ static json_t *run_json_locked(const struct devcheck_run *run)
 	if (run->triad.wrong == 0)
 		jsonval_set_num(measured, "gbytes_per_s", run->triad.best);
 	json_object_set_new(o, "measured", measured);
-	json_array_append_new(tests, test_json(&run->sgemm));
-	json_array_append_new(tests, test_json(&run->triad));
+	json_array_append_new(tests, test_json(&run->sgemm, run->state));
+	json_array_append_new(tests, test_json(&run->triad, run->state));
 	if (run->req.level == DEVCHECK_LONG)
-		json_array_append_new(tests, test_json(&run->sustained));
-	json_array_append_new(tests, test_json(&run->telemetry));
+		json_array_append_new(tests, test_json(&run->sustained, run->state));
+	json_array_append_new(tests, test_json(&run->telemetry, run->state));
 	json_object_set_new(o, "tests", tests);
 	json_object_set_new(o, "telemetry", tel_json(&run->tel));
 	if (run->req.level == DEVCHECK_LONG) {

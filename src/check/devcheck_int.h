@@ -135,6 +135,12 @@ void devcheck_test_init(struct test *t, const char *name, const char *kind, cons
 /* Telemetry with no sample yet: every figure NAN, retired pages unknown (-1). */
 void devcheck_tel_init(struct tel *t);
 
+/*
+ * Formatted text into out that is never cut inside a word: when it does not fit, it ends at the last whole word
+ * that leaves room for "..." (a peak's source once ended "... x 64 FP3").
+ */
+void devcheck_words(char *out, size_t outsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* --- the module (devcheck.c) --- */
 
 /* A device's summary and the peak the spec table or the CPU probe gave it (the basis of expected figures). */

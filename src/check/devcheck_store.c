@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "core/clock.h"
+#include "core/jsonval.h"
 #include "core/mem.h"
 #include "store/store.h"
 
@@ -137,7 +138,7 @@ enum acceld_err devcheck_store_put(struct devcheck_store *cs, const json_t *doc,
 		c.verdict[0] = '\0';
 	c.gflops = num_of(json_object_get(measured, "gflops"));
 	c.gbytes_per_s = num_of(json_object_get(measured, "gbytes_per_s"));
-	text = json_dumps(doc, JSON_COMPACT);
+	text = jsonval_dumps(doc, JSON_COMPACT);
 	c.doc = text ? text : "{}";
 	w = put_wait_new();
 	store_check_put_notify(cs->st, &c, put_done, w);

@@ -96,6 +96,8 @@ static void run_job(struct devcheck_run *run, enum kernel_id k, uint64_t n, uint
 	req.seed = run->seed + run->jobs;
 	req.verify = true;
 	req.timeout_ms = timeout_ms;
+	snprintf(req.trigger, sizeof(req.trigger), "check");
+	snprintf(req.check_id, sizeof(req.check_id), "%s", run->id);
 	pthread_mutex_lock(&c->mu);
 	run->jobs++;
 	pthread_mutex_unlock(&c->mu);

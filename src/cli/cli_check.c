@@ -9,6 +9,7 @@
 #include "exec/backend.h"
 #include "cli/cli.h"
 #include "core/config.h"
+#include "core/jsonval.h"
 #include "detect/detect.h"
 #include "check/devcheck.h"
 #include "exec/exec.h"
@@ -243,7 +244,7 @@ int cli_check_main(int argc, char **argv)
 		json_object_set(out, "checks", checks);
 		json_object_set(out, "skipped", skipped);
 		json_object_set_new(out, "exit_code", json_integer(rc));
-		json_dumpf(out, stdout, JSON_INDENT(2));
+		jsonval_dumpf(out, stdout, JSON_INDENT(2));
 		fputc('\n', stdout);
 	}
 out:

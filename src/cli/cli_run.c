@@ -11,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "core/config.h"
+#include "core/jsonval.h"
 #include "detect/detect.h"
 #include "exec/exec.h"
 #include "exec/kernel.h"
@@ -199,6 +200,7 @@ int cli_run_main(int argc, char **argv)
 
 	memset(&a, 0, sizeof(a));
 	exec_request_init(&a.req);
+	snprintf(a.req.trigger, sizeof(a.req.trigger), "cli");
 	rc = parse_args(argc, argv, &a, rest, &nrest);
 	if (rc != 0)
 		return rc;
@@ -228,7 +230,7 @@ int cli_run_main(int argc, char **argv)
 
 			if (why.extra)
 				json_object_update(p, why.extra);
-			json_dumpf(p, stdout, JSON_INDENT(2));
+			jsonval_dumpf(p, stdout, JSON_INDENT(2));
 			fputc('\n', stdout);
 			json_decref(p);
 		} else {
@@ -240,7 +242,7 @@ int cli_run_main(int argc, char **argv)
 	exec_job_wait(job);
 	doc = exec_job_json(job);
 	if (a.json) {
-		json_dumpf(doc, stdout, JSON_INDENT(2));
+		jsonval_dumpf(doc, stdout, JSON_INDENT(2));
 		fputc('\n', stdout);
 	} else {
 		print_text(doc);

@@ -8,6 +8,7 @@
 #include "select/batch.h"
 #include "cli/cli.h"
 #include "core/config.h"
+#include "core/jsonval.h"
 #include "detect/detect.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -190,7 +191,7 @@ static void cli_finish(struct cli *c)
 
 static void print_json(json_t *doc)
 {
-	json_dumpf(doc, stdout, JSON_INDENT(2));
+	jsonval_dumpf(doc, stdout, JSON_INDENT(2));
 	fputc('\n', stdout);
 	json_decref(doc);
 }

@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "detect/cloud.h"
 #include "core/config.h"
+#include "core/jsonval.h"
 #include "detect/detect.h"
 #include "cost/hostprice.h"
 #include "core/log.h"
@@ -283,14 +284,14 @@ static void print_table(const struct detect_snapshot *s, const struct config *cf
 		for (size_t i = 0; i < s->n; i++) {
 			json_t *dj = device_to_json(&s->devices[i]);
 
-			json_dumpf(dj, out, JSON_INDENT(2));
+			jsonval_dumpf(dj, out, JSON_INDENT(2));
 			fputc('\n', out);
 			json_decref(dj);
 		}
 	}
 	fprintf(out, "\nConfiguration:\n");
 	cj = config_to_json(cfg);
-	json_dumpf(cj, out, JSON_INDENT(2));
+	jsonval_dumpf(cj, out, JSON_INDENT(2));
 	fputc('\n', out);
 	json_decref(cj);
 }

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "core/clock.h"
+#include "core/jsonval.h"
 #include "core/names.h"
 
 #define LOG_LINE_MAX (64 * 1024)
@@ -378,7 +379,7 @@ void log_json(enum log_level level, const char *component, const char *msg, cons
 	if (!log_enabled(level))
 		return;
 	put_head(l, level, component, msg);
-	text = json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY | JSON_ENSURE_ASCII);
+	text = jsonval_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY | JSON_ENSURE_ASCII);
 	put(l, ",", 1);
 	put_str(l, key);
 	put(l, ":", 1);

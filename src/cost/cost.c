@@ -545,27 +545,56 @@ struct subject {
 	bool present;
 };
 
-struct totals {
-	double allocated_usd, utilized_usd, jobs_usd;
-	bool unpriced;
-	json_t *groups;             /* start_time -> {allocated_usd, utilized_usd} */
+/*
+ * A sum of money over devices: the parts with a price added up, and whether a part that cost something (time
+ * present or busy, jobs run) has none. Unknown money is never 0: a sum whose every such part is unpriced is
+ * null, and any unpriced part makes the totals incomplete. Nothing used costs 0, and is known.
+ */
+struct money {
+	double usd;
+	bool priced;                /* a part with a price was added */
+	bool unpriced;              /* a part that cost something has no price */
 };
 
+static void money_add(struct money *m, double usd, bool costs)
+{
+	if (isfinite(usd)) {
+		m->usd += usd;
+		m->priced = true;
+	} else if (costs) {
+		m->unpriced = true;
+	}
+}
+
+static json_t *money_json(const struct money *m)
+{
+	return m->unpriced && !m->priced ? json_null() : json_real(m->usd);
+}
+
+struct totals {
+	struct money allocated, utilized, jobs;
+	json_t *groups;             /* start_time -> {allocated_usd, utilized_usd}, null until a part is priced */
+};
+
+/* Adds a device's group to the totals' group of the same start; a part without a price leaves a sum as it is. */
 static void add_group_total(struct totals *t, const char *when, double alloc, double util)
 {
 	json_t *g = json_object_get(t->groups, when);
+	json_t *a, *u;
 
 	if (g == NULL) {
 		g = json_object();
 		add_json(g, "start_time", json_string(when));
-		add_json(g, "allocated_usd", json_real(0));
-		add_json(g, "utilized_usd", json_real(0));
+		add_json(g, "allocated_usd", json_null());
+		add_json(g, "utilized_usd", json_null());
 		json_object_set_new(t->groups, when, g);
 	}
+	a = json_object_get(g, "allocated_usd");
+	u = json_object_get(g, "utilized_usd");
 	if (isfinite(alloc))
-		add_json(g, "allocated_usd", json_real(json_real_value(json_object_get(g, "allocated_usd")) + alloc));
+		add_json(g, "allocated_usd", json_real(json_number_value(a) + alloc));
 	if (isfinite(util))
-		add_json(g, "utilized_usd", json_real(json_real_value(json_object_get(g, "utilized_usd")) + util));
+		add_json(g, "utilized_usd", json_real(json_number_value(u) + util));
 }
 
 static enum acceld_err report_one(struct cost *c, const struct subject *s, const struct cost_query *q,
@@ -637,17 +666,12 @@ static enum acceld_err report_one(struct cost *c, const struct subject *s, const
 		double jusd = ju.jobs > 0 && ju.priced == ju.jobs ? ju.cost_usd : usd(ju.seconds * 1000.0, p.applied);
 
 		add_json(x, "usd", jsonval_num(jusd));
-		if (isfinite(jusd))
-			t->jobs_usd += jusd;
+		money_add(&t->jobs, jusd, ju.jobs > 0);
 	}
 	add_json(o, "jobs", x);
 	add_json(o, "groups", groups);
-	if (isfinite(p.applied)) {
-		t->allocated_usd += usd(present, p.applied);
-		t->utilized_usd += usd(busy, p.applied);
-	} else if (present > 0) {
-		t->unpriced = true;
-	}
+	money_add(&t->allocated, usd(present, p.applied), present > 0);
+	money_add(&t->utilized, usd(busy, p.applied), busy > 0);
 	*out = o;
 	return ACCELD_OK;
 }
@@ -727,10 +751,11 @@ enum acceld_err cost_report(struct cost *c, const struct device *devs, size_t n,
 	add_json(doc, "host", host_json(c, devs, n));
 	add_json(doc, "devices", list);
 	tot = json_object();
-	add_json(tot, "allocated_usd", json_real(t.allocated_usd));
-	add_json(tot, "utilized_usd", json_real(t.utilized_usd));
-	add_json(tot, "jobs_usd", json_real(t.jobs_usd));
-	add_json(tot, "complete", json_boolean(!t.unpriced));
+	add_json(tot, "allocated_usd", money_json(&t.allocated));
+	add_json(tot, "utilized_usd", money_json(&t.utilized));
+	add_json(tot, "jobs_usd", money_json(&t.jobs));
+	add_json(tot, "complete",
+		 json_boolean(!t.allocated.unpriced && !t.utilized.unpriced && !t.jobs.unpriced));
 	garr = json_array();
 	/* object keys are RFC 3339 times of the same form, so sorting them sorts by time */
 	{
@@ -747,7 +772,7 @@ enum acceld_err cost_report(struct cost *c, const struct device *devs, size_t n,
 	add_json(tot, "groups", garr);
 	add_json(doc, "totals", tot);
 	add_json(doc, "note", json_string("current prices applied to the whole window; allocated = time the device was "
-					  "present, utilized = that time weighted by utilisation"));
+					  "present, utilized = that time weighted by utilization"));
 	*out = doc;
 	list = NULL;
 out:

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "core/clock.h"
+#include "core/jsonval.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "detect/specs.h"
@@ -411,7 +412,7 @@ static struct snap *snap_build(struct detect *det, const struct probe_result *re
 
 		if (det->describe != NULL)
 			det->describe(det->describe_ctx, &s->devs[i], dj);
-		s->dev_json[i] = json_dumps(dj, JSON_COMPACT);
+		s->dev_json[i] = jsonval_dumps(dj, JSON_COMPACT);
 		if (s->dev_json[i] == NULL)
 			s->dev_json[i] = xstrdup("{}");
 		s->dev_json_len[i] = strlen(s->dev_json[i]);
@@ -446,7 +447,7 @@ static struct snap *snap_build(struct detect *det, const struct probe_result *re
 	json_object_set_new(doc, "taken_at", json_string(when));
 	json_object_set_new(doc, "devices", devs);
 	json_object_set_new(doc, "probes", probes);
-	s->json = json_dumps(doc, JSON_COMPACT);
+	s->json = jsonval_dumps(doc, JSON_COMPACT);
 	json_decref(doc);
 	if (s->json == NULL)
 		s->json = xstrdup("{}");

@@ -41,7 +41,7 @@ struct device_peak {
 	double bf16_tflops;
 	double int8_tops;
 	double memory_bandwidth_gbps;
-	char source[256];
+	char source[512];           /* room for a health check's figures and the estimate they replace, whole */
 };
 
 struct device_telemetry {
@@ -149,7 +149,7 @@ struct device_opencl {
 
 /* The last health check of a device (devcheck.h), as GET /devices shows it. */
 struct device_check {
-	char state[16];             /* the last check's "done" or "interrupted"; "" when none finished */
+	char state[16];             /* the last check's "succeeded", "failed" or "interrupted"; "" when none ended */
 	char id[24];                /* the check's id */
 	char level[8];              /* "quick", "long" */
 	char verdict[8];            /* "pass", "warn", "fail"; "" while running or interrupted */

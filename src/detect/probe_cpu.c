@@ -4,6 +4,11 @@
  * ignores: the cpuset of the configured tree, the CPU quota and the memory limit. Every file is read below
  * cfg->sysfs_root and cfg->proc_root so tests use fixture trees.
  */
+#include "detect/probe_cpu.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <errno.h>
 #include <hwloc.h>
 #include <inttypes.h>
@@ -195,14 +200,116 @@ static bool in_cpuset(const char *cpuset, unsigned cpu)
 	return f.found;
 }
 
+/* --- the maximum clock where the machine tells it --- */
+
+unsigned probe_cpu_dmi_max_mhz(const unsigned char *table, size_t len)
+{
+	unsigned best = 0;
+	size_t p = 0;
+
+	/* each structure: type, length of its formatted part, handle, the part, then strings ending in two NULs */
+	while (p + 4 <= len) {
+		unsigned type = table[p];
+		size_t flen = table[p + 1];
+
+		if (flen < 4 || p + flen > len || type == 127)
+			break;
+		/* Max Speed is a word at 0x14; the status byte at 0x18 says whether the socket holds a CPU (bit 6) */
+		if (type == 4 && flen >= 0x16 && (flen < 0x19 || (table[p + 0x18] & 0x40))) {
+			unsigned mhz = table[p + 0x14] | (unsigned)table[p + 0x15] << 8;
+
+			if (mhz >= 100 && mhz < 0xffff && mhz > best)
+				best = mhz;
+		}
+		p += flen;
+		while (p + 1 < len && (table[p] != 0 || table[p + 1] != 0))
+			p++;
+		p += 2;
+	}
+	return best;
+}
+
+/* The Max Speed of <sysfs>/firmware/dmi/tables/DMI (readable by root only on most hosts); 0 unknown. */
+static unsigned dmi_max_mhz(const struct config *cfg)
+{
+	char path[PATH_MAX];
+	unsigned char *table;
+	size_t len;
+	unsigned mhz;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/firmware/dmi/tables/DMI", cfg->sysfs_root);
+	f = fopen(path, "rbe");
+	if (f == NULL)
+		return 0;
+	table = xmalloc(PROBE_CPU_DMI_MAX_BYTES);
+	len = fread(table, 1, PROBE_CPU_DMI_MAX_BYTES, f);
+	fclose(f);
+	mhz = probe_cpu_dmi_max_mhz(table, len);
+	free(table);
+	return mhz;
+}
+
+/* CPUID leaf 0x16 (Intel, from Skylake): EBX is the maximum frequency in MHz, 0 where the CPU does not say. */
+static unsigned host_cpuid_max_mhz(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	unsigned a = 0, b = 0, c = 0, d = 0;
+
+	if (__get_cpuid_max(0, NULL) < 0x16 || !__get_cpuid(0x16, &a, &b, &c, &d))
+		return 0;
+	return b & 0xffff;
+#else
+	return 0;
+#endif
+}
+
+static unsigned (*cpuid_max_mhz)(void) = host_cpuid_max_mhz;
+
+void probe_cpu_set_cpuid(unsigned (*max_mhz)(void))
+{
+	cpuid_max_mhz = max_mhz != NULL ? max_mhz : host_cpuid_max_mhz;
+}
+
+/* CPUID leaf 0x16's maximum when it describes the CPU whose /proc is read: this host's, or a test's fake. */
+static unsigned cpuid_max_for(const struct config *cfg)
+{
+	if (cpuid_max_mhz == host_cpuid_max_mhz && strcmp(cfg->proc_root, "/proc") != 0)
+		return 0;
+	return cpuid_max_mhz();
+}
+
 /*
- * Model, clock and vector extensions from <proc>/cpuinfo and cpufreq. The clock is the highest the OS says a usable
- * CPU may run at, so a peak computed from it bounds what the CPU does (a job's fraction of the peak stays at or
- * under 1): cpufreq's scaling_max_freq (the policy's ceiling, turbo included), else cpuinfo_max_freq (the
- * hardware's), else the highest "cpu MHz" of /proc/cpuinfo, which is only the clock seen now. The base clock is never
- * used. *clock_source names the one taken.
+ * Without cpufreq: CPUID's maximum, else the DMI table's, each only when it is not below the clock seen now (mhz, 0
+ * unknown); 0 when neither tells. *clock_source names the one taken.
  */
-static void cpuinfo(const struct config *cfg, struct device *d, const char **clock_source, bool *split512)
+static unsigned firmware_max_mhz(const struct config *cfg, double mhz, const char **clock_source)
+{
+	unsigned max = cpuid_max_for(cfg);
+
+	if (max > 0 && max >= mhz) {
+		*clock_source = "CPUID leaf 0x16 maximum frequency";
+		return max;
+	}
+	max = dmi_max_mhz(cfg);
+	if (max > 0 && max >= mhz) {
+		*clock_source = "DMI processor Max Speed";
+		return max;
+	}
+	return 0;
+}
+
+/*
+ * Model, clock and vector extensions from <proc>/cpuinfo and cpufreq. The clock is the highest the machine says a
+ * usable CPU may run at, so a peak computed from it bounds what the CPU does (a job's fraction of the peak stays at
+ * or under 1): cpufreq's scaling_max_freq (the policy's ceiling, turbo included), else cpuinfo_max_freq (the
+ * hardware's); without cpufreq (VMs, some containers) the maximum frequency of CPUID leaf 0x16, else the DMI table's
+ * processor Max Speed, either only when it is not below the clock seen now; else the highest "cpu MHz" of
+ * /proc/cpuinfo, which is only the clock now: *lower_bound says the peak is then at least what it computes. The
+ * base clock is never used. *clock_source names the one taken.
+ */
+static void cpuinfo(const struct config *cfg, struct device *d, const char **clock_source, bool *split512,
+		    bool *lower_bound)
 {
 	static const struct {
 		const char *flag;
@@ -217,10 +324,12 @@ static void cpuinfo(const struct config *cfg, struct device *d, const char **clo
 	bool amd = false;
 	long family = -1;
 	int best = -1;
+	unsigned max = 0;
 	FILE *f_info;
 
 	*clock_source = "";
 	*split512 = false;
+	*lower_bound = false;
 	snprintf(path, sizeof(path), "%s/cpuinfo", cfg->proc_root);
 	f_info = fopen(path, "re");
 	if (f_info != NULL) {
@@ -272,11 +381,16 @@ static void cpuinfo(const struct config *cfg, struct device *d, const char **clo
 		f = scan_freq(cfg, d->cpu.cpuset, "cpuinfo_max_freq");
 		*clock_source = "cpufreq cpuinfo_max_freq";
 	}
+	if (f.n == 0)
+		max = firmware_max_mhz(cfg, mhz, clock_source);
 	if (f.n > 0) {
 		d->clock_mhz = (unsigned)(f.max_khz / 1000);
+	} else if (max > 0) {
+		d->clock_mhz = max;
 	} else if (mhz >= 1) {
 		d->clock_mhz = (unsigned)(mhz + 0.5);
-		*clock_source = "/proc/cpuinfo cpu MHz: the clock now, the OS reports no maximum";
+		*lower_bound = true;
+		*clock_source = "/proc/cpuinfo cpu MHz: the clock now; no cpufreq, CPUID or DMI maximum";
 	} else {
 		*clock_source = "";
 	}
@@ -315,8 +429,11 @@ static unsigned flops_per_cycle(const char *isa, bool split512, const char **why
 	return 0;
 }
 
-/* An FP32 peak estimate from cores, clock and vector width; left unknown when any of them is. */
-static void estimate_peak(struct device *d, const char *clock_source, bool split512)
+/*
+ * An FP32 peak estimate from cores, clock and vector width; left unknown when any of them is. lower_bound: the clock
+ * is the one seen now, not a maximum, and the source says the peak is at least this.
+ */
+static void estimate_peak(struct device *d, const char *clock_source, bool split512, bool lower_bound)
 {
 	const char *why = "";
 	unsigned fpc = flops_per_cycle(d->cpu.isa, split512, &why);
@@ -328,8 +445,9 @@ static void estimate_peak(struct device *d, const char *clock_source, bool split
 		cores = d->cpu.effective_cpus;
 	d->peak.fp32_tflops = cores * d->clock_mhz * 1e6 * fpc / 1e12;
 	snprintf(d->peak.source, sizeof(d->peak.source),
-		 "estimate, not measured: %.2f cores x %u MHz (%.70s) x %u FP32 FLOP/cycle (%s)", cores,
-		 d->clock_mhz, clock_source, fpc, why);
+		 "estimate, not measured%s: %s%.2f cores x %u MHz (%s) x %u FP32 FLOP/cycle (%s)",
+		 lower_bound ? ", a lower bound" : "", lower_bound ? "at least " : "", cores, d->clock_mhz,
+		 clock_source, fpc, why);
 }
 
 /* The cgroup's cpuset into set. */
@@ -462,6 +580,7 @@ static void cpu_probe(void **state, const struct config *cfg, struct device_list
 	bool cg_seen = false;
 	const char *clock_source = "";
 	bool split512 = false;
+	bool lower_bound = false;
 	uint64_t busy;
 	uint64_t total;
 
@@ -477,7 +596,7 @@ static void cpu_probe(void **state, const struct config *cfg, struct device_list
 		res->ok = false;
 		return;
 	}
-	cpuinfo(cfg, &d, &clock_source, &split512);
+	cpuinfo(cfg, &d, &clock_source, &split512, &lower_bound);
 	if (cgroup_cpu_quota(&st->cg, &d.cpu.quota_cpus) == 0)
 		cg_seen = true;
 	d.cpu.effective_cpus = d.cpu.pus;
@@ -487,7 +606,7 @@ static void cpu_probe(void **state, const struct config *cfg, struct device_list
 		cg_seen = true;
 	if (cg_seen)
 		d.sources |= SOURCE_CGROUP;
-	estimate_peak(&d, clock_source, split512);
+	estimate_peak(&d, clock_source, split512, lower_bound);
 	if (cpu_times(cfg, &busy, &total)) {
 		st->prev_busy = busy;
 		st->prev_total = total;

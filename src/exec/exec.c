@@ -57,6 +57,7 @@ void exec_request_init(struct exec_request *req)
 	req->beta = 0.0f;
 	req->s = 1.0f;
 	req->seed = 1;
+	snprintf(req->trigger, sizeof(req->trigger), "api");
 }
 
 void exec_request_add_device(struct exec_request *req, const char *id)

@@ -68,6 +68,10 @@ struct exec_job_record {
 	int64_t created_ms, started_ms, finished_ms; /* wall clock; 0 = never */
 	const char *reason;         /* UPPER_SNAKE reason of an error; NULL when it succeeded */
 	const char *error;          /* its detail; NULL when it succeeded */
+	const char *trigger;        /* who made the job (exec_request.trigger) */
+	const char *check_id;       /* the health check that made it; "" none */
+	double peak_gflops;         /* the device's peak figures its throughput is a fraction of; NAN unknown */
+	double peak_gbytes_per_s;
 	struct exec_job *job;       /* the job (borrowed: exec_job_ref it to keep it past the callback) */
 	bool provisional;           /* a timed_out record written while the job's kernel still runs */
 };
@@ -151,6 +155,8 @@ struct exec_request {
 	bool full;                  /* return the whole output */
 	bool verify;
 	uint64_t timeout_ms;        /* 0 = the default */
+	char trigger[16];           /* who made the job: "api" (POST /run, the default), "cli" (acceld run), "check" */
+	char check_id[24];          /* with trigger "check": the health check's id */
 };
 
 /* Why a submission was refused: the reason (which gives the status) and detail go into the problem answer. */
@@ -182,7 +188,7 @@ struct config;
 /* Executor options from the configuration (limits, queue depth, timeouts); devices and callbacks left unset. */
 void exec_opts_from_config(const struct config *cfg, struct exec_opts *opts);
 
-/* Fills defaults: alpha 1, beta 0, s 1, no devices, no fallback, seed 1, timeout default. */
+/* Fills defaults: alpha 1, beta 0, s 1, no devices, no fallback, seed 1, timeout default, trigger "api". */
 void exec_request_init(struct exec_request *req);
 
 /* Appends a device id to the request's devices (ignored beyond EXEC_CHAIN_MAX). */

@@ -164,6 +164,13 @@ void exec_job_notify(struct exec *ex, struct exec_job *job);
 /* What the history keeps of job as it stands; ex->mu held. */
 struct exec_job_record exec_job_record_of(const struct exec_job *job);
 
+/*
+ * The peak figures the job's throughput is a fraction of: those of the executor's copy of its device, fixed at
+ * start (GFLOP/s, GB/s; NAN unknown). The job's record keeps them, so a job read back later shows the fraction it
+ * had, whatever peak the device has by then.
+ */
+void exec_job_peak(const struct exec_job *job, double *gflops, double *gbytes_per_s);
+
 /* Takes job out of the list of jobs waiting for their record's confirmation; ex->mu held. */
 void exec_await_remove(struct exec *ex, struct exec_job *job);
 

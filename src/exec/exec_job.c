@@ -121,10 +121,20 @@ void exec_job_notify(struct exec *ex, struct exec_job *job)
 		done(arg, job);
 }
 
+void exec_job_peak(const struct exec_job *job, double *gflops, double *gbytes_per_s)
+{
+	const struct device *dev = &job->ex->workers[job->chain[job->at]].dev;
+
+	*gflops = dev->peak.fp32_tflops * 1000.0;
+	*gbytes_per_s = dev->peak.memory_bandwidth_gbps;
+}
+
 struct exec_job_record exec_job_record_of(const struct exec_job *job)
 {
 	bool final = exec_state_final(job->state);
+	double gflops, gbps;
 
+	exec_job_peak(job, &gflops, &gbps);
 	return (struct exec_job_record){
 		.id = job->id,
 		.kernel = kernel_name(job->req.kernel),
@@ -149,6 +159,10 @@ struct exec_job_record exec_job_record_of(const struct exec_job *job)
 		.finished_ms = final ? job->finished_ms : 0,
 		.reason = job->reason != REASON_COUNT ? reason_name(job->reason) : NULL,
 		.error = job->error[0] ? job->error : NULL,
+		.trigger = job->req.trigger,
+		.check_id = job->req.check_id,
+		.peak_gflops = gflops,
+		.peak_gbytes_per_s = gbps,
 	};
 }
 

@@ -36,6 +36,23 @@ json_t *jobdoc_sizes_json(enum kernel_id k, const struct kernel_shape *s)
 	return o;
 }
 
+/* The scalars the kernel took, and the seed of generated inputs: what POST /run accepts for the kernel. */
+static json_t *params_json(const struct jobdoc *d)
+{
+	json_t *o = json_object();
+	unsigned taken = kernel_params(d->kernel);
+
+	if (taken & KERNEL_PARAM_ALPHA)
+		json_object_set_new(o, "alpha", jsonval_float(d->alpha));
+	if (taken & KERNEL_PARAM_BETA)
+		json_object_set_new(o, "beta", jsonval_float(d->beta));
+	if (taken & KERNEL_PARAM_S)
+		json_object_set_new(o, "s", jsonval_float(d->s));
+	if (!d->inline_inputs)
+		json_object_set_new(o, "seed", json_integer((json_int_t)d->seed));
+	return o;
+}
+
 static json_t *result_json(const struct jobdoc *d)
 {
 	const struct jobdata_summary *s = d->summary;
@@ -91,10 +108,13 @@ json_t *jobdoc_json(const struct jobdoc *d)
 		json_object_set_new(o, "backend", json_string(d->backend));
 	if (d->source != NULL)
 		json_object_set_new(o, "source", json_string(d->source));
+	if (text(d->trigger))
+		json_object_set_new(o, "trigger", json_string(d->trigger));
+	if (text(d->check_id))
+		json_object_set_new(o, "check_id", json_string(d->check_id));
 	json_object_set_new(o, "sizes", jobdoc_sizes_json(d->kernel, &d->shape));
 	if (d->has_request) {
-		json_object_set_new(o, "params", json_pack("{s:o, s:o, s:o, s:I}", "alpha", jsonval_num(d->alpha), "beta",
-							   jsonval_num(d->beta), "s", jsonval_num(d->s), "seed", (json_int_t)d->seed));
+		json_object_set_new(o, "params", params_json(d));
 		json_object_set_new(o, "inputs", json_string(d->inline_inputs ? "inline" : "generated"));
 		json_object_set_new(o, "return", json_string(d->full ? "full" : "summary"));
 		json_object_set_new(o, "timeout_ms", json_integer((json_int_t)d->timeout_ms));

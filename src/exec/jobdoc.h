@@ -2,7 +2,9 @@
  * jobdoc: a job as the API shows it (POST /run, GET /run, GET /run/{id}), whether the executor still holds it or
  * it is read back from the history. Both fill a struct jobdoc and render it here, so the two agree on every member,
  * on the state names, and on what is null or left out: a figure that is not known (NAN, 0 time, NULL text) is left
- * out, never written as 0.
+ * out, never written as 0. A job shows what it took: params holds the scalars its kernel takes (kernel_params) and
+ * the seed only when its inputs were generated. Its throughput is a fraction of the peak figures it was measured
+ * against, which the history keeps with the job: a job read back later shows the fraction it had.
  */
 #ifndef ACCELD_JOBDOC_H
 #define ACCELD_JOBDOC_H
@@ -24,6 +26,8 @@ struct jobdoc {
 	const char *device;
 	const char *backend;            /* NULL or "" unknown */
 	const char *source;             /* NULL: the executor's own job; "history": read back from the store */
+	const char *trigger;            /* who made it: "api", "cli", "check"; NULL or "" unknown */
+	const char *check_id;           /* the health check that made it; NULL or "" none */
 	/* the request, where known (jobs in memory) */
 	bool has_request;
 	float alpha, beta, s;
@@ -42,7 +46,7 @@ struct jobdoc {
 	/* times: wall clock ms (0 never) and durations ms (NAN unknown) */
 	int64_t created_ms, started_ms, finished_ms;
 	double queued_ms, prepare_ms, compile_ms, transfer_ms, kernel_ms, total_ms;
-	/* the work of the run, for throughput; the device's peak figures (NAN unknown) */
+	/* the work of the run, for throughput; the device's peak figures it was measured against (NAN unknown) */
 	double flops, bytes;
 	double peak_gflops, peak_gbps;
 	/* results of a successful run (NULL: none kept) */

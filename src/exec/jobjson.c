@@ -13,7 +13,6 @@ json_t *exec_job_json(struct exec_job *job)
 {
 	struct exec *ex = job->ex;
 	const struct exec_request *r = &job->req;
-	const struct device *dev;
 	struct jobdoc d;
 	uint64_t end;
 	bool pending;
@@ -21,7 +20,6 @@ json_t *exec_job_json(struct exec_job *job)
 
 	jobdoc_init(&d);
 	pthread_mutex_lock(&ex->mu);
-	dev = &ex->workers[job->chain[job->at]].dev;
 	/* a final job whose record is not confirmed yet shows as it was before it ended */
 	pending = exec_state_final(job->state) && !job->confirmed;
 	end = job->finished_ns && !pending ? job->finished_ns : clock_mono_ns();
@@ -31,6 +29,8 @@ json_t *exec_job_json(struct exec_job *job)
 	d.shape = r->shape;
 	d.device = job->device_id;
 	d.backend = job->ops ? job->ops->name : NULL;
+	d.trigger = r->trigger;
+	d.check_id = r->check_id;
 	d.has_request = true;
 	d.alpha = r->alpha;
 	d.beta = r->beta;
@@ -65,8 +65,7 @@ json_t *exec_job_json(struct exec_job *job)
 		d.total_ms = exec_ms_between(job->created_ns, job->finished_ns);
 	d.flops = job->flops;
 	d.bytes = job->bytes;
-	d.peak_gflops = dev->peak.fp32_tflops * 1000.0;
-	d.peak_gbps = dev->peak.memory_bandwidth_gbps;
+	exec_job_peak(job, &d.peak_gflops, &d.peak_gbps);
 	if (exec_state_final(job->state) && !pending)
 		d.cost_usd = exec_job_cost(job);
 	if (job->error[0] && !pending) {

@@ -29,6 +29,7 @@
 
 #include "core/buf.h"
 #include "core/clock.h"
+#include "core/jsonval.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "http/conns.h"
@@ -114,13 +115,13 @@ static enum MHD_Result queue(struct conn_req *cr, struct MHD_Connection *conn, s
 	enum MHD_Result rc;
 
 	if (resp->json != NULL) {
-		char *text = json_dumps(resp->json, JSON_COMPACT);
+		char *text = jsonval_dumps(resp->json, JSON_COMPACT);
 		size_t len;
 
 		if (text == NULL) {
 			/* only a document with invalid strings gets here; answer rather than drop the request */
 			http_resp_problem(resp, REASON_INTERNAL, "the answer could not be encoded as JSON");
-			text = json_dumps(resp->json, JSON_COMPACT);
+			text = jsonval_dumps(resp->json, JSON_COMPACT);
 		}
 		len = strlen(text);
 		text = xrealloc(text, len + 2);

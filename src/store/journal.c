@@ -81,6 +81,8 @@ size_t journal_encode(const struct store_job *job, char *buf, size_t cap)
 	set_text(o, "state", job->state);
 	set_text(o, "reason", job->reason);
 	set_text(o, "error", job->error);
+	set_text(o, "trigger", job->trigger);
+	set_text(o, "check_id", job->check_id);
 	jsonval_set_num(o, "flops", job->flops);
 	jsonval_set_num(o, "bytes", job->bytes);
 	jsonval_set_num(o, "queued_ms", job->queued_ms);
@@ -88,6 +90,8 @@ size_t journal_encode(const struct store_job *job, char *buf, size_t cap)
 	jsonval_set_num(o, "kernel_ms", job->kernel_ms);
 	jsonval_set_num(o, "total_ms", job->total_ms);
 	jsonval_set_num(o, "cost_usd", job->cost_usd);
+	jsonval_set_num(o, "peak_gflops", job->peak_gflops);
+	jsonval_set_num(o, "peak_gbytes_per_s", job->peak_gbytes_per_s);
 	len = json_dumpb(o, buf, cap - 1, JSON_COMPACT);
 	json_decref(o);
 	if (len == 0 || len > cap - 2)
@@ -138,6 +142,8 @@ bool journal_decode(const char *line, size_t len, struct store_job *out)
 		get_text(o, "state", out->state, sizeof(out->state));
 		get_text(o, "reason", out->reason, sizeof(out->reason));
 		get_text(o, "error", out->error, sizeof(out->error));
+		get_text(o, "trigger", out->trigger, sizeof(out->trigger));
+		get_text(o, "check_id", out->check_id, sizeof(out->check_id));
 		out->submitted_ms = get_int(o, "submitted_ms");
 		out->started_ms = get_int(o, "started_ms");
 		out->finished_ms = get_int(o, "finished_ms");
@@ -151,6 +157,8 @@ bool journal_decode(const char *line, size_t len, struct store_job *out)
 		out->kernel_ms = get_num(o, "kernel_ms");
 		out->total_ms = get_num(o, "total_ms");
 		out->cost_usd = get_num(o, "cost_usd");
+		out->peak_gflops = get_num(o, "peak_gflops");
+		out->peak_gbytes_per_s = get_num(o, "peak_gbytes_per_s");
 	}
 	json_decref(o);
 	return ok;

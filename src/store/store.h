@@ -151,6 +151,10 @@ struct store_job {
 	double cost_usd;
 	char reason[48];            /* UPPER_SNAKE reason of an error; "" none */
 	char error[160];
+	char trigger[16];           /* who made it: "api", "cli", "check"; "" unknown (rows of earlier versions) */
+	char check_id[24];          /* the health check that made it; "" none */
+	double peak_gflops;         /* the device's peak figures its throughput was a fraction of; NAN unknown */
+	double peak_gbytes_per_s;
 };
 
 /* Queues an insert-or-update of the job with this id (a job is usually recorded when it starts and ends). */
@@ -200,8 +204,8 @@ struct store_check {
 	char id[64];
 	char device[DEVICE_ID_MAX];
 	char level[16];             /* quick | long */
-	char state[16];             /* queued | running | done | interrupted */
-	char verdict[16];           /* pass | warn | fail once done; "" none */
+	char state[16];             /* queued | running | succeeded | failed | interrupted */
+	char verdict[16];           /* pass | warn | fail once it succeeded or failed; "" none */
 	int64_t created_ms;
 	int64_t finished_ms;        /* 0 while it runs */
 	double gflops;              /* best verified sgemm GFLOP/s; NAN unknown */
@@ -299,9 +303,11 @@ struct store_series {
 };
 
 /*
- * The series of one metric of one device over [start_ms, end_ms) in buckets of step_ms starting at start_ms (at
- * most 100,000 buckets). ACCELD_ENOTFOUND when the device was never seen, ACCELD_EUNAVAILABLE when the database
- * cannot be read. Free out->points with free().
+ * The series of one metric of one device over [start_ms, end_ms) in buckets of step_ms on the clock's boundaries
+ * of the step (multiples of it since the epoch: a 60 s step starts on the minute), so the same question asked a
+ * moment later answers the same point times. The first bucket is the one holding start_ms, whole: it may begin
+ * before start_ms. At most 100,000 buckets. ACCELD_ENOTFOUND when the device was never seen, ACCELD_EUNAVAILABLE
+ * when the database cannot be read. Free out->points with free().
  */
 enum acceld_err store_series(struct store *st, const char *device, enum store_metric metric, int64_t start_ms,
 			     int64_t end_ms, int64_t step_ms, int64_t now_ms, struct store_series *out);
@@ -366,7 +372,7 @@ enum acceld_err store_check_get(struct store *st, const char *device, const char
 enum acceld_err store_checks_list(struct store *st, const char *device, const char *after, unsigned limit,
 				  struct store_check_docs *out);
 
-/* The last finished (done or interrupted) check of every device, into *out (empty on failure). */
+/* The last check of every device that ended (succeeded, failed or interrupted), into *out (empty on failure). */
 enum acceld_err store_checks_latest(struct store *st, struct store_check_docs *out);
 
 /* Every check left queued or running (by a crash: nothing runs before start-up marks them), into *out. */

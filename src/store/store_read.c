@@ -278,16 +278,18 @@ static enum acceld_err collect_run(struct collect *k, const char *device, enum s
 enum acceld_err store_series(struct store *st, const char *device, enum store_metric metric, int64_t start_ms,
 			     int64_t end_ms, int64_t step_ms, int64_t now_ms, struct store_series *out)
 {
-	struct collect k = {.st = st, .series = true, .origin = start_ms, .step = step_ms};
+	struct collect k = {.st = st, .series = true, .step = step_ms};
 	enum acceld_err e;
 	size_t n = 0;
 
 	memset(out, 0, sizeof(*out));
-	if ((int)metric < 0 || metric >= STORE_METRIC_COUNT)
+	if ((int)metric < 0 || metric >= STORE_METRIC_COUNT || step_ms <= 0)
 		return ACCELD_EINVAL;
+	/* points fall on the step's clock boundaries, not where the request time puts them: each is a whole step */
+	k.origin = floor_to(start_ms, step_ms);
 	k.base = (enum stmt_id)(S_SERIES + metric);
 	out->tier = store_pick_tier(st, start_ms, step_ms, now_ms);
-	e = collect_run(&k, device, out->tier, start_ms, end_ms);
+	e = collect_run(&k, device, out->tier, k.origin, end_ms);
 	if (e != ACCELD_OK)
 		return e;
 	for (size_t i = 0; i < k.nb; i++)
@@ -300,7 +302,7 @@ enum acceld_err store_series(struct store *st, const char *device, enum store_me
 		if (!k.acc[i].any || k.acc[i].b <= 0)
 			continue;
 		p = &out->points[out->n++];
-		p->t_ms = start_ms + (int64_t)i * step_ms;
+		p->t_ms = k.origin + (int64_t)i * step_ms;
 		p->value = k.acc[i].a / k.acc[i].b;
 		p->max = k.acc[i].max;
 	}
@@ -509,6 +511,10 @@ enum acceld_err store_job_get(struct store *st, const char *id, struct store_job
 			col_text(s, 17, out->reason, sizeof(out->reason));
 			out->queued_ms = col_num(s, 18);
 			out->transfer_ms = col_num(s, 19);
+			col_text(s, 20, out->trigger, sizeof(out->trigger));
+			col_text(s, 21, out->check_id, sizeof(out->check_id));
+			out->peak_gflops = col_num(s, 22);
+			out->peak_gbytes_per_s = col_num(s, 23);
 		}
 		sqlite3_reset(s);
 	}

@@ -51,8 +51,9 @@ const char *const store_stmt_sql[S_COUNT] = {
 	[S_SAMPLE] = "INSERT OR REPLACE INTO samples (device, ts, dt, source, util, mem, temp, power) "
 		     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
 	[S_JOB] = "INSERT INTO jobs (id, device, kernel, backend, state, submitted_at, started_at, finished_at, n, m, "
-		  "k, flops, bytes, kernel_ms, total_ms, cost_usd, error, reason, queued_ms, transfer_ms) VALUES (?1, "
-		  "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20) "
+		  "k, flops, bytes, kernel_ms, total_ms, cost_usd, error, reason, queued_ms, transfer_ms, trigger, "
+		  "check_id, peak_gflops, peak_gbytes_per_s) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+		  "?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24) "
 		  "ON CONFLICT (id) DO UPDATE SET device = excluded.device, "
 		  "kernel = excluded.kernel, backend = coalesce(excluded.backend, backend), "
 		  /* a final state is never taken back by a late "running" */
@@ -66,7 +67,10 @@ const char *const store_stmt_sql[S_COUNT] = {
 		  "total_ms = coalesce(excluded.total_ms, total_ms), cost_usd = coalesce(excluded.cost_usd, cost_usd), "
 		  "error = coalesce(excluded.error, error), reason = coalesce(excluded.reason, reason), "
 		  "queued_ms = coalesce(excluded.queued_ms, queued_ms), "
-		  "transfer_ms = coalesce(excluded.transfer_ms, transfer_ms)",
+		  "transfer_ms = coalesce(excluded.transfer_ms, transfer_ms), "
+		  "trigger = coalesce(excluded.trigger, trigger), check_id = coalesce(excluded.check_id, check_id), "
+		  "peak_gflops = coalesce(excluded.peak_gflops, peak_gflops), "
+		  "peak_gbytes_per_s = coalesce(excluded.peak_gbytes_per_s, peak_gbytes_per_s)",
 	/* when it stopped is unknown: the row keeps no run time, so usage and cost do not count the downtime */
 	[S_JOBS_INTERRUPT] = "UPDATE jobs SET state = 'interrupted', finished_at = coalesce(finished_at, ?1), "
 			     "total_ms = coalesce(total_ms, 0), kernel_ms = coalesce(kernel_ms, 0), "
@@ -98,8 +102,8 @@ const char *const store_stmt_sql[S_COUNT] = {
 	[S_PRICES] = "SELECT selector, value, usd_per_hour, usd_per_hour_spot, unit, note, updated_at FROM prices "
 		     "ORDER BY selector, value",
 	[S_JOB_GET] = "SELECT id, device, kernel, backend, state, submitted_at, started_at, finished_at, n, m, k, "
-		      "flops, bytes, kernel_ms, total_ms, cost_usd, error, reason, queued_ms, transfer_ms FROM jobs "
-		      "WHERE id = ?1",
+		      "flops, bytes, kernel_ms, total_ms, cost_usd, error, reason, queued_ms, transfer_ms, trigger, "
+		      "check_id, peak_gflops, peak_gbytes_per_s FROM jobs WHERE id = ?1",
 	[S_CHECK_PUT] = "INSERT OR REPLACE INTO checks (id, device, level, state, verdict, created_at, finished_at, "
 			"gflops, gbytes_per_s, doc) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
 	[S_CHECKS_EXPIRE] = "DELETE FROM checks WHERE finished_at < ?1",
@@ -108,9 +112,9 @@ const char *const store_stmt_sql[S_COUNT] = {
 	/* the page after the check with id ?3 (store_checks_list has made sure it is one of the device's) */
 	[S_CHECKS_AFTER] = "SELECT doc FROM checks WHERE device = ?1 AND (created_at, id) < (SELECT created_at, id "
 			   "FROM checks WHERE id = ?3) ORDER BY created_at DESC, id DESC LIMIT ?2",
-	[S_CHECKS_LATEST] = "SELECT doc FROM checks c WHERE state IN ('done', 'interrupted') AND id = (SELECT id FROM "
-			    "checks WHERE device = c.device AND state IN ('done', 'interrupted') ORDER BY finished_at "
-			    "DESC, id DESC LIMIT 1)",
+	[S_CHECKS_LATEST] = "SELECT doc FROM checks c WHERE state IN ('succeeded', 'failed', 'interrupted') AND id = "
+			    "(SELECT id FROM checks WHERE device = c.device AND state IN ('succeeded', 'failed', "
+			    "'interrupted') ORDER BY finished_at DESC, id DESC LIMIT 1)",
 	[S_CHECKS_UNFINISHED] = "SELECT doc FROM checks WHERE state IN ('queued', 'running')",
 	[S_BEGIN] = "BEGIN IMMEDIATE",
 	[S_COMMIT] = "COMMIT",

@@ -97,6 +97,10 @@ int store_write_job(struct store *st, const struct store_job *j)
 	bind_text(s, 18, j->reason);
 	bind_num(s, 19, j->queued_ms);
 	bind_num(s, 20, j->transfer_ms);
+	bind_text(s, 21, j->trigger);
+	bind_text(s, 22, j->check_id);
+	bind_num(s, 23, j->peak_gflops);
+	bind_num(s, 24, j->peak_gbytes_per_s);
 	return step_done(s);
 }
 

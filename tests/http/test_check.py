@@ -63,7 +63,7 @@ class CheckCase(ServersTestCase):
             r = s.get(f"/devices/{device}/checks/{check_id}")
             self.assertEqual(r.status, 200, r)
             doc = r.json()
-            return doc if doc["state"] in ("done", "interrupted") else None
+            return doc if doc["state"] in ("succeeded", "failed", "interrupted") else None
         return poll(done, what=f"check {check_id} finished")
 
     def part(self, doc, name):
@@ -77,11 +77,13 @@ class CpuCheck(CheckCase):
         self.assertIn(started["state"], ("queued", "running"))
         self.assertEqual(started["level"], "quick")
         doc = self.finished(s, "cpu:0", started["id"])
-        self.assertEqual(doc["state"], "done")
+        # a check ends in a job's words; whether the device is healthy is the verdict's to say
+        self.assertEqual(doc["state"], "succeeded")
         self.assertEqual(doc["verdict"], "pass", doc["rule"])
         self.assertEqual(doc["backend"], "native")
         sgemm, triad = self.part(doc, "sgemm"), self.part(doc, "triad")
         for t in (sgemm, triad):
+            self.assertEqual(t["state"], "succeeded")
             self.assertTrue(t["verified"], t)
             self.assertGreater(t["measured"], 0)
             self.assertGreaterEqual(t["runs"], 1)
@@ -93,6 +95,14 @@ class CpuCheck(CheckCase):
         self.assertGreaterEqual(triad["size"]["n"], 1 << 22)
         self.assertEqual(doc["measured"]["gflops"], sgemm["measured"])
         self.assertEqual(doc["measured"]["gbytes_per_s"], triad["measured"])
+
+        # its jobs are listed, each saying the check made it
+        jobs = s.get("/run?page_size=100").json()["jobs"]
+        made = [j for j in jobs if j.get("check_id") == doc["id"]]
+        self.assertEqual(len(made), doc["jobs"], jobs)
+        self.assertTrue(all(j["trigger"] == "check" for j in made), made)
+        job = s.get("/run/" + sgemm["last_job"]).json()
+        self.assertEqual((job["trigger"], job["check_id"]), ("check", doc["id"]))
 
         # the history lists it first, the same document
         r = s.get("/devices/cpu:0/checks")
@@ -199,15 +209,15 @@ class CpuCheck(CheckCase):
         r = s.request("POST", "/devices/cpu:0/check", json_body={"wait": True},
                       headers={"Authorization": "Bearer sekrit"})
         self.assertEqual(r.status, 200, r)
-        self.assertEqual(r.json()["state"], "done")
+        self.assertEqual(r.json()["state"], "succeeded")
         # reads stay open
         self.assertEqual(s.get("/devices/cpu:0/checks").status, 200)
 
     def test_periodic_checks_run_on_idle_devices(self):
         s = self.start(OPEN + ["--check-interval", "1s"])
         doc = poll(lambda: next((c for c in s.get("/devices/cpu:0/checks").json()["checks"]
-                                 if c["trigger"] == "schedule" and c["state"] == "done"), None),
-                   what="a scheduled check done")
+                                 if c["trigger"] == "schedule" and c["state"] == "succeeded"), None),
+                   what="a scheduled check ended")
         self.assertEqual(doc["level"], "quick")
         self.assertEqual(doc["verdict"], "pass", doc["rule"])
 
@@ -287,13 +297,13 @@ class FakeGpuCheck(CheckCase):
         def sustained_runs():
             doc = s.get(f"/devices/gpu:0/checks/{c['id']}").json()
             t = self.part(doc, "sustained")
-            return t.get("runs", 0) >= 4 or doc["state"] in ("done", "interrupted")
+            return t.get("runs", 0) >= 4 or doc["state"] in ("succeeded", "failed", "interrupted")
         poll(sustained_runs, what="four sustained runs")
         # the device slows down from here on
         open(slow, "w").close()
         doc = self.finished(s, "gpu:0", c["id"])
         sus = self.part(doc, "sustained")
-        self.assertEqual(doc["state"], "done")
+        self.assertEqual(doc["state"], "succeeded")
         self.assertEqual(sus["verdict"], "warn", sus)
         self.assertIn("thermal or power throttling", sus["rule"])
         self.assertLess(sus["sustained_ratio"], 0.9)
@@ -322,7 +332,7 @@ class FakeTpuCheck(CheckCase):
         r = s.request("POST", "/devices/tpu:0/check", json_body={"wait": True})
         self.assertEqual(r.status, 200, r)
         doc = r.json()
-        self.assertEqual((doc["state"], doc["backend"]), ("done", "pjrt"))
+        self.assertEqual((doc["state"], doc["backend"]), ("succeeded", "pjrt"))
         # the table gives a v6e's bf16 peak, not float32's: the sgemm figure is recorded without a verdict on speed
         sgemm = self.part(doc, "sgemm")
         self.assertTrue(sgemm["verified"], sgemm)

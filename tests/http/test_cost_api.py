@@ -6,7 +6,7 @@ import tempfile
 import time
 import unittest
 
-from harness import Server, ServerTestCase
+from harness import Server, ServerTestCase, until
 
 TOKEN = "cost-secret"
 AUTH = {"Authorization": "Bearer " + TOKEN}
@@ -88,6 +88,36 @@ class Cost(ServerTestCase):
         self.assertAlmostEqual(r.json()["estimates"][0]["usd"], 0.25)
         r = self.server.request("PUT", "/cost/prices", headers=AUTH, json_body={"prices": []})
         self.assertEqual(r.status, 200, r)
+
+
+class UnknownMoney(unittest.TestCase):
+    def test_unpriced_totals_are_null_not_zero(self):
+        # no cloud, no prices file, no override: the CPU's price is unknown, and so is every total it makes
+        with Server(args=("--sample-interval", "100ms"), env={"ACCELD_CLOUD": "none"}) as s:
+            self.assertEqual(s.request("POST", "/run", json_body={"kernel": "saxpy", "n": 1000}).status, 200)
+
+            def report():
+                doc = s.get("/cost").json()
+                cpu = [d for d in doc["devices"] if d["device"] == "cpu:0"][0]
+                return doc if cpu["allocated"]["seconds"] > 0 and cpu["jobs"]["count"] > 0 else None
+            doc = until(report, what="time and a job on cpu:0")
+            cpu = [d for d in doc["devices"] if d["device"] == "cpu:0"][0]
+            self.assertIsNone(cpu["usd_per_hour"])
+            self.assertIsNone(cpu["allocated"]["usd"])
+            tot = doc["totals"]
+            self.assertIsNone(tot["allocated_usd"])
+            self.assertIsNone(tot["jobs_usd"])
+            self.assertFalse(tot["complete"])
+            self.assertTrue(all(g["allocated_usd"] is None for g in tot["groups"]), tot["groups"])
+            self.assertIn("weighted by utilization", doc["note"])
+            # priced: the same totals in dollars, complete (0.36 USD/h: 0.0001 USD a second)
+            r = s.request("PUT", "/cost/prices", json_body={"prices": [{"type": "cpu", "usd_per_hour": 0.36}]})
+            self.assertEqual(r.status, 200, r)
+            tot = s.get("/cost").json()["totals"]
+            self.assertTrue(tot["complete"], tot)
+            self.assertGreater(tot["allocated_usd"], 0)
+            self.assertIsInstance(tot["jobs_usd"], float)
+            self.assertTrue(all(g["allocated_usd"] is not None for g in tot["groups"]), tot["groups"])
 
 
 class PricesPersist(unittest.TestCase):

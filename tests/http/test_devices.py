@@ -15,6 +15,12 @@ NS = "acceld.feature.node.kubernetes.io/"
 NO_NVML = {"ACCELD_NVML_LIBRARY": "/nonexistent/libnvidia-ml.so.1"}
 
 
+def significant(number):
+    """The significant digits of a number's text (its mantissa without leading and trailing zeros)."""
+    digits = re.sub(r"[^0-9]", "", re.split(r"[eE]", number)[0]).strip("0")
+    return digits or "0"
+
+
 def nproc():
     return int(subprocess.run(["nproc"], capture_output=True, text=True, check=True).stdout)
 
@@ -54,6 +60,23 @@ class Devices(ServerTestCase):
             text = json.dumps(d)
             for bad in ("4294967295", "18446744073709551615", ": -1", "null", "NaN"):
                 self.assertNotIn(bad, text)
+
+    def test_numbers_in_their_shortest_form(self):
+        # every real of an answer has the fewest digits that read back as the same double (Python's repr finds
+        # them): 0.1, not jansson's 0.10000000000000001
+        self.server.request("POST", "/run", json_body={"kernel": "saxpy", "n": 1000, "alpha": 0.3, "verify": True})
+        for path in ("/devices", "/batch-config?device=cpu:0&base=32&model_bytes=1000000&sample_bytes=1000", "/run",
+                     "/cost", "/history?step=1"):
+            with self.subTest(path=path):
+                r = self.server.get(path)
+                self.assertEqual(r.status, 200, r)
+                reals = []
+                json.loads(r.text, parse_float=lambda t: reals.append(t) or float(t))
+                self.assertTrue(reals)
+                for t in reals:
+                    self.assertEqual(significant(t), significant(repr(float(t))), t)
+        self.assertIn('"reserve":0.1,', self.server.get("/batch-config?device=cpu:0&base=32&model_bytes=1000000"
+                                                         "&sample_bytes=1000").text)
 
     def test_cpu_matches_kernel_and_hwloc(self):
         _, doc = self.list()
@@ -206,6 +229,25 @@ class CgroupFixtures(unittest.TestCase):
         self.assertEqual(cpu["cpu"]["effective_cpus"], 1.0)
         self.assertEqual(cpu["memory"]["total_bytes"], 1 << 30)
         self.assertEqual(cpu["memory"]["available_bytes"], (1 << 30) - (256 << 20))
+
+
+class PeakIsACeiling(unittest.TestCase):
+    def test_firmware_maximum_or_a_lower_bound(self):
+        # without cpufreq, the DMI table's Max Speed makes the CPU's peak a ceiling
+        with Server(env=fixture_env("dmi-max-speed")) as s:
+            r = s.get("/devices/cpu:0")
+            peak = r.json()["peak"]
+            self.assertTrue(peak["source"].startswith("estimate, not measured: 0.50 cores x 3500 MHz (DMI processor "
+                                                      "Max Speed)"), peak["source"])
+            # 0.5 x 3500 MHz x 32 FLOP/cycle, written as the shortest number that reads back
+            self.assertEqual(peak["fp32_tflops"], 0.056)
+            self.assertIn('"fp32_tflops":0.056,', r.text)
+        # QEMU's DMI maximum is below the clock now: no ceiling, and the estimate says it is a lower bound
+        with Server(env=fixture_env("dmi-qemu")) as s:
+            peak = s.get("/devices/cpu:0").json()["peak"]
+            self.assertTrue(peak["source"].startswith("estimate, not measured, a lower bound: at least 0.50 cores x "
+                                                      "2600 MHz (/proc/cpuinfo cpu MHz: the clock now"),
+                            peak["source"])
 
 
 def blank_edged(doc, path="$"):

@@ -67,6 +67,27 @@ class History(ServerTestCase):
         # the current minute is not rolled up yet: its samples come from raw rows
         self.assertEqual(len(r.json()["series"][0]["points"]), 1)
 
+    def point_times(self, step):
+        r = self.server.get(q(device="cpu:0", step=step))
+        self.assertEqual(r.status, 200, r)
+        return [p["time"] for p in r.json()["series"][0]["points"]]
+
+    def test_points_fall_on_the_steps_clock_boundaries(self):
+        # the same question asked 1.3 s later answers the same point times: a 10 s step starts on a multiple of
+        # 10 s of the clock, a 60 s step on the minute, wherever the request time falls
+        self.wait_points(2)
+        for step, pattern in (("10", r":[0-5]0\.000Z$"), ("60", r":00\.000Z$")):
+            with self.subTest(step=step):
+                first = self.point_times(step)
+                time.sleep(1.3)
+                second = self.point_times(step)
+                self.assertTrue(first)
+                for t in first + second:
+                    self.assertRegex(t, pattern)
+                # the later answer may add the step that began in between, nothing else
+                self.assertEqual(second[:len(first)], first)
+                self.assertIn(len(second) - len(first), (0, 1))
+
     def test_bad_parameters(self):
         cases = [
             (q(metric="speed"), "INVALID_PARAMETER", "metric"),

@@ -1,17 +1,19 @@
 """Black-box tests of /run against the built binary: every kernel natively and through OpenCL (PoCL's CPU device,
 merged into cpu:0), verification against the double-precision reference, inline-input validation (named 400s with
 the JSON path), wait=false with Location, tiny jobs alike whether run inline or queued, listing and cancelling,
-limits (413), estimates refused up front (422), queue full (429), overruns (504), many jobs at once, and the
-command-line twin `acceld run`.
+limits (413), estimates refused up front (422), queue full (429), overruns (504), many jobs at once, what a job
+shows of its request (the params its kernel takes, who made it), its figures read back after a restart as they were
+when it finished, and the command-line twin `acceld run`.
 
 Sizes stay small: CI has two cores, and PoCL's programs are cached in $ACCELD_BUILD/pocl-cache between runs."""
 import json
 import os
+import tempfile
 import threading
 import time
 import unittest
 
-from harness import ROOT, Server, ServerTestCase, run_cli
+from harness import FIXTURES, ROOT, Server, ServerTestCase, run_cli
 
 BUILD = os.environ.get("ACCELD_BUILD", "build")
 POCL_CACHE = os.path.join(ROOT, BUILD, "pocl-cache")
@@ -206,6 +208,27 @@ class RunKernels(ServerTestCase):
         self.assertEqual(later.header("Location"), "/run/" + later.json()["id"])
         self.assertIn(later.json()["state"], ("queued", "running", "succeeded"))
 
+    def test_a_job_shows_what_it_took(self):
+        # the scalars its kernel takes, and a seed only for generated inputs (POST /run refuses the others)
+        took = {"saxpy": {"alpha"}, "triad": {"s"}, "dot": set(), "sgemm": {"alpha", "beta"}, "softmax": set()}
+        for kernel, sizes in KERNELS.items():
+            with self.subTest(kernel=kernel):
+                doc = self.run_ok(dict(kernel=kernel, device="cpu:0", **sizes))
+                self.assertEqual(set(doc["params"]), took[kernel] | {"seed"})
+                self.assertEqual(doc["trigger"], "api")
+                self.assertNotIn("check_id", doc)
+        doc = self.run_ok({"kernel": "dot", "inputs": {"x": [1, 2], "y": [3, 4]}})
+        self.assertEqual(doc["params"], {})
+        self.assertEqual(doc["inputs"], "inline")
+        doc = self.run_ok({"kernel": "saxpy", "inputs": {"x": [1, 2], "y": [3, 4]}, "alpha": 0.1})
+        self.assertEqual(doc["params"], {"alpha": 0.1})
+        # numbers in their shortest form: alpha 0.1 as it was sent, not the float32's 0.10000000149011612
+        r = post(self.server, {"kernel": "triad", "n": 10, "s": 0.1, "generate": {"seed": 3}})
+        self.assertIn('"params":{"s":0.1,"seed":3}', r.text)
+        # the list shows who made each job
+        listed = self.server.get("/run?page_size=5").json()["jobs"]
+        self.assertTrue(all(j["trigger"] == "api" for j in listed), listed)
+
     def test_many_jobs_at_once(self):
         results = []
         lock = threading.Lock()
@@ -278,6 +301,34 @@ class RunQueueAndTimeouts(ServerTestCase):
         self.assertEqual(cancelled, 1)
 
 
+def fixture_env(name):
+    return {"ACCELD_SYSFS_ROOT": os.path.join(FIXTURES, name, "sys"),
+            "ACCELD_PROC_ROOT": os.path.join(FIXTURES, name, "proc"), "ACCELD_POCL_CACHE_DIR": POCL_CACHE}
+
+
+class RunHistory(unittest.TestCase):
+    def test_a_finished_jobs_figures_are_kept(self):
+        # a job read back after a restart shows the fraction of peak it had when it finished, though the device's
+        # peak is another by then (the DMI fixture's 3500 MHz CPU, then the same CPU with only its clock now)
+        with tempfile.TemporaryDirectory() as tmp:
+            db = os.path.join(tmp, "h.db")
+            with Server(db=db, env=fixture_env("dmi-max-speed")) as s:
+                before = s.get("/devices/cpu:0").json()["peak"]["fp32_tflops"]
+                r = post(s, {"kernel": "sgemm", "m": 96, "n": 96, "k": 96, "device": "cpu:0"})
+                self.assertEqual(r.status, 200, r)
+                job = r.json()
+                self.assertTrue(job["recorded"])
+                fraction = job["throughput"]["fraction_of_peak"]
+                self.assertAlmostEqual(fraction, job["throughput"]["gflops"] / (before * 1000), places=9)
+            with Server(db=db, env=fixture_env("cgroup-v2-limited")) as s:
+                self.assertNotEqual(s.get("/devices/cpu:0").json()["peak"]["fp32_tflops"], before)
+                got = s.get("/run/" + job["id"]).json()
+                self.assertEqual(got["source"], "history")
+                self.assertEqual(got["throughput"]["fraction_of_peak"], fraction)
+                self.assertEqual(got["throughput"]["gflops"], job["throughput"]["gflops"])
+                self.assertEqual(got["trigger"], "api")
+
+
 class RunAuthAndCli(unittest.TestCase):
     def test_post_and_delete_need_the_token(self):
         with Server(args=["--token", "s3cret"], env={}) as s:
@@ -295,6 +346,7 @@ class RunAuthAndCli(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         doc = json.loads(r.stdout)
         self.assertEqual(doc["sizes"], {"m": 37, "n": 37, "k": 5})
+        self.assertEqual(doc["trigger"], "cli")
         self.assertTrue(doc["verified"])
         r = run_cli("run", "triad", "--n", "1001", "--backend", "opencl", "--verify", "--db", ":memory:", env=env)
         self.assertEqual(r.returncode, 0, r.stderr)

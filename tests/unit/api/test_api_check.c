@@ -146,7 +146,7 @@ START_TEST(accepted_then_listed_and_read)
 	wait_for(id);
 
 	ck_assert_int_eq(get(loc, &resp), 200);
-	ck_assert_str_eq(check_member(&resp, "state"), "done");
+	ck_assert_str_eq(check_member(&resp, "state"), "succeeded");
 	ck_assert_ptr_nonnull(check_member(&resp, "verdict"));
 	http_resp_release(&resp);
 	/* a check of another device is not found under this one */
@@ -192,7 +192,7 @@ START_TEST(wait_answers_when_the_check_ends)
 	http_resp_init(&done, "unit");
 	ck_assert(http_deferred_take(resp.deferred, &done));
 	ck_assert_int_eq(done.status, 200);
-	ck_assert_str_eq(check_member(&done, "state"), "done");
+	ck_assert_str_eq(check_member(&done, "state"), "succeeded");
 	ck_assert_ptr_nonnull(check_member(&done, "verdict"));
 	http_resp_release(&done);
 	http_resp_release(&resp);

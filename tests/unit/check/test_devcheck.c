@@ -7,6 +7,7 @@
  */
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -14,6 +15,7 @@
 #include "check_main.h"
 #include "core/config.h"
 #include "check/devcheck.h"
+#include "check/devcheck_int.h"
 #include "exec/exec.h"
 #include "exec/kernel.h"
 #include "select/select.h"
@@ -351,7 +353,7 @@ START_TEST(healthy_device_passes_with_its_figures)
 	json_t *tr = test_of(doc, "triad");
 	enum devcheck_verdict v;
 
-	ck_assert_str_eq(str(doc, "state"), "done");
+	ck_assert_str_eq(str(doc, "state"), "succeeded");
 	ck_assert_msg(strcmp(str(doc, "verdict"), "pass") == 0, "%s", str(doc, "rule"));
 	ck_assert(devcheck_run_verdict(run, &v));
 	ck_assert_int_eq(v, DEVCHECK_PASS);
@@ -370,13 +372,28 @@ START_TEST(healthy_device_passes_with_its_figures)
 	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(tr, "size"), "n")), 1 << 20);
 	ck_assert_double_eq_tol(json_real_value(json_object_get(tr, "measured")), 8, 1e-6);
 	ck_assert_str_eq(str(tr, "verdict"), "pass");
+	/* the tests end as jobs do */
+	ck_assert_str_eq(str(sg, "state"), "succeeded");
+	ck_assert_str_eq(str(tr, "state"), "succeeded");
+	/* its jobs say the check made them */
+	{
+		struct exec_job *job = exec_get(ex, str(sg, "last_job"));
+		json_t *jd;
+
+		ck_assert_ptr_nonnull(job);
+		jd = exec_job_json(job);
+		ck_assert_str_eq(str(jd, "trigger"), "check");
+		ck_assert_str_eq(str(jd, "check_id"), str(doc, "id"));
+		json_decref(jd);
+		exec_job_unref(job);
+	}
 	ck_assert_double_eq_tol(json_real_value(json_object_get(json_object_get(doc, "measured"), "gflops")), 80, 1e-6);
 	ck_assert_str_eq(str(test_of(doc, "telemetry"), "verdict"), "pass");
 	ck_assert_ptr_null(test_of(doc, "sustained"));
 	/* recorded when it started and when it ended; detection told both times */
 	pthread_mutex_lock(&rec_mu);
 	ck_assert_int_ge(nrecords, 2);
-	ck_assert_str_eq(str(last_doc, "state"), "done");
+	ck_assert_str_eq(str(last_doc, "state"), "succeeded");
 	ck_assert_int_ge(nchanged, 2);
 	pthread_mutex_unlock(&rec_mu);
 	json_decref(doc);
@@ -504,9 +521,12 @@ START_TEST(failing_device_fails_with_the_reason)
 	failing = true;
 	pthread_mutex_unlock(&mu);
 	doc = run_check(DEVCHECK_QUICK, 0, NULL);
+	/* the check ran to its verdict: the device is what failed, and its tests say so */
+	ck_assert_str_eq(str(doc, "state"), "succeeded");
 	ck_assert_str_eq(str(doc, "verdict"), "fail");
 	ck_assert_msg(strstr(str(doc, "rule"), "no run completed: DEVICE_FAILURE") != NULL, "%s", str(doc, "rule"));
 	ck_assert_ptr_nonnull(strstr(str(test_of(doc, "sgemm"), "failure"), "CL_OUT_OF_RESOURCES"));
+	ck_assert_str_eq(str(test_of(doc, "sgemm"), "state"), "failed");
 	json_decref(doc);
 }
 END_TEST
@@ -651,6 +671,8 @@ START_TEST(stop_records_the_check_as_interrupted)
 	ck_assert_int_eq(devcheck_run_state(run), DEVCHECK_INTERRUPTED);
 	pthread_mutex_lock(&rec_mu);
 	ck_assert_str_eq(str(last_doc, "state"), "interrupted");
+	ck_assert_str_eq(str(test_of(last_doc, "sgemm"), "state"), "interrupted"); /* cut short, not running */
+	ck_assert_str_eq(str(test_of(last_doc, "triad"), "state"), "queued");
 	ck_assert_str_eq(str(json_object_get(last_doc, "error"), "reason"), "INTERRUPTED");
 	ck_assert_ptr_null(json_object_get(last_doc, "verdict"));
 	pthread_mutex_unlock(&rec_mu);
@@ -789,6 +811,17 @@ START_TEST(figures_feed_selection_and_the_device_view)
 	ck_assert_double_eq_tol(d.peak.memory_bandwidth_gbps, 8, 1e-6);
 	ck_assert_ptr_nonnull(strstr(d.peak.source, "measured by health check"));
 	ck_assert_ptr_nonnull(strstr(d.peak.source, "estimate, not measured: test"));
+	/* a whole estimate follows "replaces:", never cut inside a word (it once ended "... x 64 FP3") */
+	d = devs[0];
+	snprintf(d.peak.source, sizeof(d.peak.source),
+		 "estimate, not measured, a lower bound: at least 2.00 cores x 2600 MHz (/proc/cpuinfo cpu MHz: the "
+		 "clock now; no cpufreq, CPUID or DMI maximum) x 64 FP32 FLOP/cycle (avx512f, two 512-bit FMA units "
+		 "assumed)");
+	devcheck_apply(dc, &d);
+	ck_assert_msg(strlen(d.peak.source) > 300 && strstr(d.peak.source, "replaces: estimate, not measured, a lower "
+								 "bound") != NULL,
+		      "%s", d.peak.source);
+	ck_assert_str_eq(d.peak.source + strlen(d.peak.source) - strlen("FMA units assumed)"), "FMA units assumed)");
 	json_decref(doc);
 	/* the next check still expects the estimate, not the last measurement */
 	doc = run_check(DEVCHECK_QUICK, 0, NULL);
@@ -801,7 +834,7 @@ START_TEST(seeded_from_the_history)
 {
 	struct devcheck_summary s;
 	json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:{s:f, s:f}, s:[{s:s, s:f}]}", "id", "chk-old", "device",
-				"cpu:0", "level", "long", "state", "done", "verdict", "warn", "finished_at",
+				"cpu:0", "level", "long", "state", "succeeded", "verdict", "warn", "finished_at",
 				"2026-11-20T10:00:00.000Z", "measured", "gflops", 55.0, "gbytes_per_s", 7.0, "tests",
 				"name", "sgemm", "ratio", 0.55);
 	json_t *running = json_pack("{s:s, s:s, s:s, s:s}", "id", "chk-x", "device", "cpu:0", "level", "quick", "state",
@@ -822,10 +855,25 @@ START_TEST(seeded_from_the_history)
 }
 END_TEST
 
+/* Text too long for its room ends at a whole word and says so. */
+START_TEST(words_are_never_cut)
+{
+	char out[24];
+
+	devcheck_words(out, sizeof(out), "%s", "short");
+	ck_assert_str_eq(out, "short");
+	devcheck_words(out, sizeof(out), "x %u FP32 FLOP/cycle (avx2)", 64u);
+	ck_assert_str_eq(out, "x 64 FP32 FLOP/cycle...");
+	devcheck_words(out, sizeof(out), "%s", "averyveryverylongwordwithoutspaces");
+	ck_assert_str_eq(out, "...");
+}
+END_TEST
+
 START_TEST(names)
 {
 	enum devcheck_level l;
 	enum devcheck_verdict v;
+	enum devcheck_state st;
 
 	ck_assert(devcheck_level_parse("long", &l));
 	ck_assert_int_eq(l, DEVCHECK_LONG);
@@ -834,6 +882,13 @@ START_TEST(names)
 	ck_assert(devcheck_verdict_parse("warn", &v));
 	ck_assert_int_eq(v, DEVCHECK_WARN);
 	ck_assert_str_eq(devcheck_state_name(DEVCHECK_INTERRUPTED), "interrupted");
+	/* a check's states are a job's */
+	ck_assert_str_eq(devcheck_state_name(DEVCHECK_SUCCEEDED), "succeeded");
+	ck_assert_str_eq(devcheck_state_name(DEVCHECK_FAILED), "failed");
+	ck_assert(devcheck_state_parse("failed", &st) && st == DEVCHECK_FAILED);
+	ck_assert(!devcheck_state_parse("done", &st));
+	ck_assert(devcheck_state_judged(DEVCHECK_SUCCEEDED) && devcheck_state_judged(DEVCHECK_FAILED));
+	ck_assert(!devcheck_state_judged(DEVCHECK_INTERRUPTED) && !devcheck_state_judged(DEVCHECK_RUNNING));
 	ck_assert_str_eq(devcheck_level_name(DEVCHECK_QUICK), "quick");
 }
 END_TEST
@@ -860,6 +915,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, long_level_steady_passes);
 	tcase_add_test(tc, figures_feed_selection_and_the_device_view);
 	tcase_add_test(tc, seeded_from_the_history);
+	tcase_add_test(tc, words_are_never_cut);
 	tcase_add_test(tc, names);
 	suite_add_tcase(s, tc);
 	return s;

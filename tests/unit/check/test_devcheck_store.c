@@ -75,12 +75,12 @@ START_TEST(written_listed_and_read_back)
 	bool more;
 
 	ck_assert_ptr_nonnull(cs);
-	put(cs, doc("chk-a", "cpu:0", "done", "2026-11-20T10:00:00.000Z", "2026-11-20T10:00:04.000Z"));
-	put(cs, doc("chk-b", "cpu:0", "done", "2026-11-20T11:00:00.000Z", "2026-11-20T11:00:04.000Z"));
-	put(cs, doc("chk-g", "gpu:0", "done", "2026-11-20T11:30:00.000Z", "2026-11-20T11:30:04.000Z"));
+	put(cs, doc("chk-a", "cpu:0", "succeeded", "2026-11-20T10:00:00.000Z", "2026-11-20T10:00:04.000Z"));
+	put(cs, doc("chk-b", "cpu:0", "succeeded", "2026-11-20T11:00:00.000Z", "2026-11-20T11:00:04.000Z"));
+	put(cs, doc("chk-g", "gpu:0", "succeeded", "2026-11-20T11:30:00.000Z", "2026-11-20T11:30:04.000Z"));
 	/* a check is written when it starts and replaced when it ends */
 	put(cs, doc("chk-c", "cpu:0", "running", "2026-11-20T12:00:00.000Z", NULL));
-	put(cs, doc("chk-c", "cpu:0", "done", "2026-11-20T12:00:00.000Z", "2026-11-20T12:00:05.000Z"));
+	put(cs, doc("chk-c", "cpu:0", "succeeded", "2026-11-20T12:00:00.000Z", "2026-11-20T12:00:05.000Z"));
 
 	/* newest first, in pages; the token is the last id of a page */
 	ck_assert_int_eq(devcheck_store_list(cs, "cpu:0", 2, NULL, &docs, &more), ACCELD_OK);
@@ -88,7 +88,7 @@ START_TEST(written_listed_and_read_back)
 	ck_assert_str_eq(id_at(docs, 0), "chk-c");
 	ck_assert_str_eq(id_at(docs, 1), "chk-b");
 	ck_assert(more);
-	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(docs, 0), "state")), "done");
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(docs, 0), "state")), "succeeded");
 	json_decref(docs);
 	ck_assert_int_eq(devcheck_store_list(cs, "cpu:0", 2, "chk-b", &docs, &more), ACCELD_OK);
 	ck_assert_uint_eq(json_array_size(docs), 1);
@@ -120,7 +120,7 @@ START_TEST(written_listed_and_read_back)
 	ck_assert_int_eq(store_open(path, &st, err, sizeof(err)), ACCELD_OK);
 	cs = devcheck_store_new(st, 0);
 	ck_assert_int_eq(devcheck_store_get(cs, "cpu:0", "chk-c", &one), ACCELD_OK);
-	ck_assert_str_eq(json_string_value(json_object_get(one, "state")), "done");
+	ck_assert_str_eq(json_string_value(json_object_get(one, "state")), "succeeded");
 	ck_assert_double_eq(json_real_value(json_object_get(json_object_get(one, "measured"), "gflops")), 100.0);
 	json_decref(one);
 	devcheck_store_free(cs);
@@ -135,7 +135,7 @@ START_TEST(crash_leftovers_become_interrupted)
 	unsigned n = 0;
 
 	put(cs, doc("chk-r", "cpu:0", "running", "2026-11-20T12:00:00.000Z", NULL));
-	put(cs, doc("chk-d", "cpu:0", "done", "2026-11-20T11:00:00.000Z", "2026-11-20T11:00:04.000Z"));
+	put(cs, doc("chk-d", "cpu:0", "succeeded", "2026-11-20T11:00:00.000Z", "2026-11-20T11:00:04.000Z"));
 	ck_assert_int_eq(devcheck_store_mark_interrupted(cs, 1795176000000, &n), ACCELD_OK);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_int_eq(devcheck_store_get(cs, "cpu:0", "chk-r", &one), ACCELD_OK);
@@ -144,9 +144,9 @@ START_TEST(crash_leftovers_become_interrupted)
 	ck_assert_str_eq(json_string_value(json_object_get(err, "reason")), "INTERRUPTED");
 	ck_assert_ptr_nonnull(json_object_get(one, "finished_at"));
 	json_decref(one);
-	/* done ones are left alone, and a second start finds nothing left */
+	/* ended ones are left alone, and a second start finds nothing left */
 	ck_assert_int_eq(devcheck_store_get(cs, "cpu:0", "chk-d", &one), ACCELD_OK);
-	ck_assert_str_eq(json_string_value(json_object_get(one, "state")), "done");
+	ck_assert_str_eq(json_string_value(json_object_get(one, "state")), "succeeded");
 	json_decref(one);
 	ck_assert_int_eq(devcheck_store_mark_interrupted(cs, 1795176000000, &n), ACCELD_OK);
 	ck_assert_uint_eq(n, 0);
@@ -163,8 +163,8 @@ START_TEST(retention_and_bad_input)
 	char err[256];
 	bool more;
 
-	put(cs, doc("chk-1", "cpu:0", "done", "2026-11-20T08:00:00.000Z", "2026-11-20T08:00:04.000Z"));
-	put(cs, doc("chk-2", "cpu:0", "done", "2026-11-20T10:00:00.000Z", "2026-11-20T10:00:04.000Z"));
+	put(cs, doc("chk-1", "cpu:0", "succeeded", "2026-11-20T08:00:00.000Z", "2026-11-20T08:00:04.000Z"));
+	put(cs, doc("chk-2", "cpu:0", "succeeded", "2026-11-20T10:00:00.000Z", "2026-11-20T10:00:04.000Z"));
 	ck_assert_int_eq(devcheck_store_list(cs, "cpu:0", 10, NULL, &docs, &more), ACCELD_OK);
 	ck_assert_uint_eq(json_array_size(docs), 1);
 	ck_assert_str_eq(id_at(docs, 0), "chk-2");
@@ -172,7 +172,7 @@ START_TEST(retention_and_bad_input)
 	ck_assert_int_eq(devcheck_store_put(cs, bad, err, sizeof(err)), ACCELD_EINVAL);
 	json_decref(bad);
 	/* an id longer than the table keeps is no check's */
-	bad = doc("chk-0123456789012345678901234567890123456789012345678901234567890123", "cpu:0", "done",
+	bad = doc("chk-0123456789012345678901234567890123456789012345678901234567890123", "cpu:0", "succeeded",
 		  "2026-11-20T10:00:00.000Z", NULL);
 	ck_assert_int_eq(devcheck_store_put(cs, bad, err, sizeof(err)), ACCELD_EINVAL);
 	json_decref(bad);
@@ -192,7 +192,7 @@ START_TEST(an_in_memory_database_keeps_checks_too)
 	ck_assert_int_eq(store_open(":memory:", &mem, err, sizeof(err)), ACCELD_OK);
 	cs = devcheck_store_new(mem, 0);
 	ck_assert_ptr_nonnull(cs);
-	put(cs, doc("chk-m", "cpu:0", "done", "2026-11-20T10:00:00.000Z", "2026-11-20T10:00:04.000Z"));
+	put(cs, doc("chk-m", "cpu:0", "succeeded", "2026-11-20T10:00:00.000Z", "2026-11-20T10:00:04.000Z"));
 	ck_assert_int_eq(devcheck_store_latest(cs, &docs), ACCELD_OK);
 	ck_assert_uint_eq(json_array_size(docs), 1);
 	ck_assert_str_eq(id_at(docs, 0), "chk-m");
@@ -224,7 +224,7 @@ START_TEST(a_database_that_cannot_be_used_keeps_the_check_waiting)
 	ck_assert_int_eq(store_open_opts(&o, &bad_st, err, sizeof(err)), ACCELD_OK);
 	cs = devcheck_store_new(bad_st, 0);
 	ck_assert_ptr_nonnull(cs);
-	d = doc("chk-w", "cpu:0", "done", "2026-11-20T10:00:00.000Z", "2026-11-20T10:00:04.000Z");
+	d = doc("chk-w", "cpu:0", "succeeded", "2026-11-20T10:00:00.000Z", "2026-11-20T10:00:04.000Z");
 	ck_assert_int_eq(devcheck_store_put(cs, d, err, sizeof(err)), ACCELD_EUNAVAILABLE);
 	ck_assert_msg(strstr(err, "cannot open database") != NULL, "%s", err);
 	json_decref(d);
@@ -237,7 +237,7 @@ START_TEST(a_database_that_cannot_be_used_keeps_the_check_waiting)
 	ck_assert_int_eq(mkdir(blocked, 0700), 0);
 	ck_assert(store_flush(bad_st, 10000));
 	ck_assert_int_eq(devcheck_store_get(cs, "cpu:0", "chk-w", &one), ACCELD_OK);
-	ck_assert_str_eq(json_string_value(json_object_get(one, "state")), "done");
+	ck_assert_str_eq(json_string_value(json_object_get(one, "state")), "succeeded");
 	json_decref(one);
 	devcheck_store_free(cs);
 	store_close(bad_st);

@@ -180,7 +180,7 @@ START_TEST(a_quick_check_as_json)
 	ck_assert_str_eq(str(c, "device"), "cpu:0");
 	ck_assert_str_eq(str(c, "level"), "quick");
 	ck_assert_str_eq(str(c, "trigger"), "cli");
-	ck_assert_str_eq(str(c, "state"), "done");
+	ck_assert_str_eq(str(c, "state"), "succeeded");
 	ck_assert_str_eq(str(c, "verdict"), "pass");
 	ck_assert_str_eq(str(c, "backend"), "native");
 	ck_assert_msg(strncmp(str(c, "id"), "chk-", 4) == 0, "%s", str(c, "id"));

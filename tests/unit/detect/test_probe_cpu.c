@@ -1,7 +1,9 @@
 /*
  * Unit tests for probe_cpu.c: hwloc on this host, with cgroup v2, v1 and hybrid fixture trees (tests/fixtures/cgroup-*)
  * read through cfg.sysfs_root and cfg.proc_root: cpuset, CPU quota, memory limit, and the figures built on them;
- * and this host's topology given back to hwloc as XML (HWLOC_XMLFILE) with padded model and vendor strings.
+ * the maximum clock from cpufreq, CPUID leaf 0x16 (a fake) or the DMI table (tests/fixtures/dmi-*), else a peak
+ * that says it is a lower bound; and this host's topology given back to hwloc as XML (HWLOC_XMLFILE) with padded
+ * model and vendor strings.
  */
 #include <hwloc.h>
 #include <math.h>
@@ -13,6 +15,7 @@
 
 #include "check_main.h"
 #include "detect/probe.h"
+#include "detect/probe_cpu.h"
 
 static struct config cfg;
 static char sys_root[512];
@@ -341,13 +344,113 @@ START_TEST(cpuinfo_clock_is_named_as_such)
 	struct probe_result res;
 	void *state = NULL;
 
-	/* no cpufreq: /proc/cpuinfo's current clock, and the source says that is all there is */
+	/* no cpufreq, CPUID or DMI maximum: /proc/cpuinfo's current clock, and the peak is only a lower bound */
 	use_fixture("cgroup-v2-limited");
 	probe_once(&d, &res, &state);
 	ck_assert_uint_eq(d.clock_mhz, 2000);
 	ck_assert_ptr_nonnull(strstr(d.peak.source, "/proc/cpuinfo"));
+	ck_assert_msg(strstr(d.peak.source, "estimate, not measured, a lower bound: at least 0.50 cores x 2000 MHz") ==
+			      d.peak.source,
+		      "%s", d.peak.source);
 	ck_assert(isnan(d.telemetry.clock_mhz));
 	probe_cpu_ops.release(state);
+}
+END_TEST
+
+static unsigned cpuid_mhz;
+
+static unsigned fake_cpuid(void)
+{
+	return cpuid_mhz;
+}
+
+/* Without cpufreq the firmware says the maximum: CPUID leaf 0x16 first, then DMI's Max Speed; a ceiling. */
+START_TEST(firmware_gives_the_maximum_clock)
+{
+	struct device d;
+	struct probe_result res;
+	void *state = NULL;
+	cpu_set_t set;
+
+	/* the DMI table's populated socket (3500 MHz), not its empty one (4800) nor the clock now (2000) */
+	use_fixture("dmi-max-speed");
+	probe_once(&d, &res, &state);
+	ck_assert_uint_eq(d.clock_mhz, 3500);
+	ck_assert_msg(strstr(d.peak.source, "estimate, not measured: 0.50 cores x 3500 MHz (DMI processor Max "
+					    "Speed)") == d.peak.source,
+		      "%s", d.peak.source);
+	ck_assert_ptr_null(strstr(d.peak.source, "at least"));
+	ck_assert_double_eq_tol(d.peak.fp32_tflops, 0.5 * 3500e6 * 32 / 1e12, 1e-12);
+	probe_cpu_ops.release(state);
+
+	/* CPUID's maximum comes before DMI's; one of 0 says nothing */
+	probe_cpu_set_cpuid(fake_cpuid);
+	cpuid_mhz = 3900;
+	state = NULL;
+	probe_once(&d, &res, &state);
+	ck_assert_uint_eq(d.clock_mhz, 3900);
+	ck_assert_ptr_nonnull(strstr(d.peak.source, "(CPUID leaf 0x16 maximum frequency)"));
+	probe_cpu_ops.release(state);
+	cpuid_mhz = 0;
+	state = NULL;
+	probe_once(&d, &res, &state);
+	ck_assert_uint_eq(d.clock_mhz, 3500);
+	probe_cpu_ops.release(state);
+
+	/* a maximum below the clock now is no ceiling (QEMU's DMI says 2000 MHz on a 2600 MHz host): a lower bound */
+	use_fixture("dmi-qemu");
+	cpuid_mhz = 2400;
+	state = NULL;
+	probe_once(&d, &res, &state);
+	ck_assert_uint_eq(d.clock_mhz, 2600);
+	ck_assert_ptr_nonnull(strstr(d.peak.source, "a lower bound: at least 0.50 cores x 2600 MHz"));
+	probe_cpu_ops.release(state);
+
+	/* cpufreq, where there is one (the fixture's CPUs are 0 and 1), comes first */
+	ck_assert(sched_getaffinity(0, sizeof(set), &set) == 0);
+	if (CPU_ISSET(0, &set) || CPU_ISSET(1, &set)) {
+		use_fixture("cpufreq-turbo");
+		cpuid_mhz = 9000;
+		state = NULL;
+		probe_once(&d, &res, &state);
+		ck_assert_ptr_nonnull(strstr(d.peak.source, "cpufreq scaling_max_freq"));
+		probe_cpu_ops.release(state);
+	}
+	probe_cpu_set_cpuid(NULL);
+}
+END_TEST
+
+/* The DMI walk: Max Speed of populated sockets, the highest; a malformed table ends the walk, never overruns. */
+START_TEST(dmi_tables_are_walked_within_bounds)
+{
+	unsigned char t[256];
+	size_t n = 0;
+
+	/* a populated socket at 2800 MHz (status 0x41), an SMBIOS 2.0 one too short for a status byte at 3100 */
+	memset(t, 0, sizeof(t));
+	t[n] = 4;
+	t[n + 1] = 0x1a;
+	t[n + 0x14] = 2800 & 0xff;
+	t[n + 0x15] = 2800 >> 8;
+	t[n + 0x18] = 0x41;
+	n += 0x1a + 2;
+	t[n] = 4;
+	t[n + 1] = 0x16;
+	t[n + 0x14] = 3100 & 0xff;
+	t[n + 0x15] = 3100 >> 8;
+	n += 0x16;
+	memcpy(t + n, "CPU\0\0", 5);
+	n += 5;
+	ck_assert_uint_eq(probe_cpu_dmi_max_mhz(t, n), 3100);
+	/* cut inside the second structure: only the first counts */
+	ck_assert_uint_eq(probe_cpu_dmi_max_mhz(t, 0x1a + 2 + 10), 2800);
+	/* an unpopulated socket, a bad length, nothing */
+	t[0x18] = 0x00;
+	ck_assert_uint_eq(probe_cpu_dmi_max_mhz(t, 0x1a + 2), 0);
+	t[1] = 2;
+	ck_assert_uint_eq(probe_cpu_dmi_max_mhz(t, n), 0);
+	ck_assert_uint_eq(probe_cpu_dmi_max_mhz(t, 0), 0);
+	ck_assert_uint_eq(probe_cpu_dmi_max_mhz(t, 3), 0);
 }
 END_TEST
 
@@ -385,6 +488,8 @@ Suite *make_suite(void)
 	tcase_add_test(tc, cpufreq_ceiling_not_base_clock);
 	tcase_add_test(tc, zen4_avx512_peaks_as_avx2);
 	tcase_add_test(tc, cpuinfo_clock_is_named_as_such);
+	tcase_add_test(tc, firmware_gives_the_maximum_clock);
+	tcase_add_test(tc, dmi_tables_are_walked_within_bounds);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,14 +1,17 @@
 /*
- * Unit tests for jobdoc.c: the sizes object of each kernel; a document with every figure unknown (no zeros: the
- * timing object empty, no times, cost, throughput or result); a succeeded sgemm with every member (request, precision,
- * program cache, instants, placement and fallback, timing, throughput and fraction of peak, result, verification,
- * cost); the memory-bound kernels' fraction of peak; unknown figures inside a result and a verification as null; dot's
- * value and full output; and failed jobs, which show their error and no result.
+ * Unit tests for jobdoc.c: the sizes object of each kernel; the params each kernel takes (a seed only for generated
+ * inputs, float32 scalars in their shortest form); a document with every figure unknown (no zeros: the timing object
+ * empty, no times, cost, throughput or result); a succeeded sgemm with every member (trigger and check, request,
+ * precision, program cache, instants, placement and fallback, timing, throughput and fraction of peak, result,
+ * verification, cost); the memory-bound kernels' fraction of peak; unknown figures inside a result and a verification
+ * as null; dot's value and full output; and failed jobs, which show their error and no result.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check_main.h"
+#include "core/jsonval.h"
 #include "exec/jobdoc.h"
 
 static const char *str(const json_t *o, const char *key)
@@ -52,6 +55,49 @@ START_TEST(sizes_follow_the_kernel)
 		} else {
 			members(o, (const char *const[]){"n", NULL});
 		}
+		json_decref(o);
+	}
+}
+END_TEST
+
+/* A job shows what it took: the scalars of its kernel, and a seed only when its inputs were generated. */
+START_TEST(params_follow_the_kernel)
+{
+	static const char *const want[KERNEL_COUNT] = {
+		[KERNEL_SAXPY] = "{\"alpha\":0.1,\"seed\":7}",
+		[KERNEL_TRIAD] = "{\"s\":3.3,\"seed\":7}",
+		[KERNEL_DOT] = "{\"seed\":7}",
+		[KERNEL_SGEMM] = "{\"alpha\":0.1,\"beta\":-2.5,\"seed\":7}",
+		[KERNEL_SOFTMAX] = "{\"seed\":7}",
+	};
+	struct jobdoc d;
+	json_t *o;
+	char *text;
+
+	for (enum kernel_id k = KERNEL_SAXPY; k < KERNEL_COUNT; k++) {
+		jobdoc_init(&d);
+		d.id = "00cd";
+		d.state = "queued";
+		d.kernel = k;
+		d.shape = (struct kernel_shape){.m = 2, .n = 2, .k = 2};
+		d.has_request = true;
+		d.alpha = 0.1f; /* a float32: written 0.1, not 0.10000000149011612 */
+		d.beta = -2.5f;
+		d.s = 3.3f;
+		d.seed = 7;
+		o = jobdoc_json(&d);
+		text = jsonval_dumps(json_object_get(o, "params"), JSON_COMPACT);
+		ck_assert_str_eq(text, want[k]);
+		free(text);
+		ck_assert_ptr_null(json_object_get(o, "trigger")); /* not known: left out */
+		json_decref(o);
+
+		/* inline inputs: no seed; dot and softmax take nothing */
+		d.inline_inputs = true;
+		o = jobdoc_json(&d);
+		ck_assert_ptr_null(json_object_get(json_object_get(o, "params"), "seed"));
+		ck_assert_uint_eq(json_object_size(json_object_get(o, "params")),
+				  k == KERNEL_SGEMM ? 2 : (k == KERNEL_DOT || k == KERNEL_SOFTMAX ? 0 : 1));
 		json_decref(o);
 	}
 }
@@ -112,6 +158,8 @@ static void full_sgemm(struct jobdoc *d)
 	d->shape = (struct kernel_shape){.m = 64, .n = 64, .k = 64};
 	d->device = "gpu:0";
 	d->backend = "opencl";
+	d->trigger = "check";
+	d->check_id = "chk-00000000000000aa";
 	d->has_request = true;
 	d->alpha = 1.5f;
 	d->beta = 0.0f;
@@ -155,14 +203,17 @@ START_TEST(a_succeeded_sgemm_in_full)
 
 	full_sgemm(&d);
 	o = jobdoc_json(&d);
-	members(o, (const char *const[]){"id", "state", "kernel", "device", "backend", "sizes", "params", "inputs",
+	members(o, (const char *const[]){"id", "state", "kernel", "device", "backend", "trigger", "check_id", "sizes",
+					 "params", "inputs",
 					 "return", "timeout_ms", "precision_asked", "precision", "program_cached",
 					 "created_at", "started_at", "finished_at", "placement", "fell_back",
 					 "fallback_from", "fallback_reason", "timing", "throughput", "result",
 					 "verified", "verification", "cost_usd", NULL});
 	ck_assert_str_eq(str(o, "backend"), "opencl");
+	ck_assert_str_eq(str(o, "trigger"), "check");
+	ck_assert_str_eq(str(o, "check_id"), "chk-00000000000000aa");
 	params = json_object_get(o, "params");
-	members(params, (const char *const[]){"alpha", "beta", "s", "seed", NULL});
+	members(params, (const char *const[]){"alpha", "beta", "seed", NULL}); /* sgemm takes no s */
 	ck_assert_double_eq(num(params, "alpha"), 1.5);
 	ck_assert_double_eq(num(params, "beta"), 0.0);
 	ck_assert_int_eq(json_integer_value(json_object_get(params, "seed")), 42);
@@ -223,6 +274,7 @@ START_TEST(a_succeeded_sgemm_in_full)
 	d.fallback_from = "";
 	o = jobdoc_json(&d);
 	ck_assert_str_eq(str(o, "inputs"), "inline");
+	members(json_object_get(o, "params"), (const char *const[]){"alpha", "beta", NULL}); /* no seed */
 	ck_assert_str_eq(str(o, "return"), "full");
 	ck_assert(json_is_true(json_object_get(o, "program_cached")));
 	ck_assert(json_is_false(json_object_get(o, "fell_back")));
@@ -409,6 +461,7 @@ Suite *make_suite(void)
 	TCase *tc = tcase_create("jobdoc");
 
 	tcase_add_test(tc, sizes_follow_the_kernel);
+	tcase_add_test(tc, params_follow_the_kernel);
 	tcase_add_test(tc, unknown_figures_are_left_out);
 	tcase_add_test(tc, a_succeeded_sgemm_in_full);
 	tcase_add_test(tc, unknown_results_are_null);

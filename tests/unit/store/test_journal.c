@@ -107,6 +107,10 @@ START_TEST(a_record_round_trips)
 	snprintf(in.error, sizeof(in.error), "driver said \"no\"\tand \xff\xfe then\nstopped");
 	in.m = 3;
 	in.k = 5;
+	snprintf(in.trigger, sizeof(in.trigger), "check");
+	snprintf(in.check_id, sizeof(in.check_id), "chk-1f");
+	in.peak_gflops = 0.1 + 0.2;
+	in.peak_gbytes_per_s = NAN;
 	len = journal_encode(&in, line, sizeof(line));
 	ck_assert_uint_gt(len, 0);
 	ck_assert_int_eq(line[len - 1], '\n');
@@ -128,12 +132,23 @@ START_TEST(a_record_round_trips)
 	ck_assert(out.flops == 2048 && out.bytes == 8192 && out.queued_ms == 0.25 && out.total_ms == 0.5);
 	ck_assert(out.kernel_ms == 1.0 / 3.0); /* exactly: 17 significant digits */
 	ck_assert(isnan(out.transfer_ms) && isnan(out.cost_usd));
+	ck_assert_str_eq(out.trigger, "check");
+	ck_assert_str_eq(out.check_id, "chk-1f");
+	ck_assert(out.peak_gflops == 0.1 + 0.2 && isnan(out.peak_gbytes_per_s));
 	/* an id cut inside a UTF-8 sequence still makes a line */
 	snprintf(in.id, sizeof(in.id), "job-\xce");
 	len = journal_encode(&in, line, sizeof(line));
 	ck_assert_uint_gt(len, 0);
 	ck_assert(journal_decode(line, len - 1, &out));
 	ck_assert_str_eq(out.id, "job-?");
+	/* a line of an earlier version: no trigger, no peak (unknown, not 0) */
+	{
+		static const char old[] = "{\"v\":1,\"id\":\"a\",\"device\":\"cpu:0\",\"kernel\":\"dot\"}";
+
+		ck_assert(journal_decode(old, sizeof(old) - 1, &out));
+	}
+	ck_assert(out.trigger[0] == '\0' && out.check_id[0] == '\0');
+	ck_assert(isnan(out.peak_gflops) && isnan(out.peak_gbytes_per_s));
 	/* no room: nothing, rather than a line without its end */
 	ck_assert_uint_eq(journal_encode(&in, line, 40), 0);
 	/* not a record: no id, another format, not an object, cut short */

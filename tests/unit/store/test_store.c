@@ -1,9 +1,10 @@
 /*
  * Unit tests for the store (src/store/store*.c): migrations (fresh, upgrade from an older user_version, refusing a
- * newer one), samples, rollups and retention, the bounded queue's loss policy, faults (unwritable path, corrupt
- * file, full database), jobs, prices, health checks (written, replaced, paged, expired, waiting while the database
- * fails), the journal of confirmed job records (replayed after a crash, owned by one store), and the size of a
- * month of 1 s samples for 8 devices.
+ * newer one; a version 5 history read back in one vocabulary), samples (their points on the step's clock boundaries),
+ * rollups and retention, the bounded queue's loss policy, faults (unwritable path, corrupt file, full database), jobs
+ * (who made them, the peak they were measured against), prices, health checks (written, replaced, paged, expired,
+ * waiting while the database fails), the journal of confirmed job records (replayed after a crash, owned by one store),
+ * and the size of a month of 1 s samples for 8 devices.
  */
 #include <math.h>
 #include <stdio.h>
@@ -120,7 +121,7 @@ START_TEST(memory_database_is_migrated_and_healthy)
 	ck_assert_int_eq(store_open(":memory:", &st, err, sizeof(err)), ACCELD_OK);
 	ck_assert_str_eq(err, "");
 	ck_assert(store_healthy(st, err, sizeof(err)));
-	ck_assert_int_eq(store_schema_version(), 5);
+	ck_assert_int_eq(store_schema_version(), 6);
 	ck_assert_str_eq(store_sqlite_version(), sqlite3_libversion());
 	store_close(st);
 }
@@ -135,7 +136,7 @@ START_TEST(fresh_file_gets_the_newest_schema)
 	ck_assert_int_eq(store_open(path, &st, err, sizeof(err)), ACCELD_OK);
 	ck_assert(store_healthy(st, err, sizeof(err)));
 	store_close(st);
-	ck_assert_int_eq(file_query(path, "PRAGMA user_version"), 5);
+	ck_assert_int_eq(file_query(path, "PRAGMA user_version"), 6);
 	ck_assert_int_eq(file_query(path, "SELECT count(*) FROM sqlite_schema WHERE name IN ('devices', 'samples', "
 					  "'rollup_minute', 'rollup_hour', 'jobs', 'prices', 'checks')"),
 			 7);
@@ -157,7 +158,7 @@ START_TEST(older_file_is_upgraded_keeping_its_rows)
 	ck_assert_int_eq(store_open(path, &st, err, sizeof(err)), ACCELD_OK);
 	ck_assert_msg(store_healthy(st, err, sizeof(err)), "%s", err);
 	store_close(st);
-	ck_assert_int_eq(file_query(path, "PRAGMA user_version"), 5);
+	ck_assert_int_eq(file_query(path, "PRAGMA user_version"), 6);
 	ck_assert_int_eq(file_query(path, "SELECT count(*) FROM devices WHERE id = 'gpu:7'"), 1);
 	ck_assert_int_eq(file_query(path, "SELECT count(*) FROM jobs"), 0);
 }
@@ -189,6 +190,59 @@ START_TEST(old_job_states_are_migrated)
 	ck_assert_str_eq(j.reason, "");
 	store_close(st);
 	ck_assert_int_eq(file_query(path, "SELECT count(*) FROM jobs WHERE state = 'timeout'"), 0);
+}
+END_TEST
+
+/*
+ * A history written before 0006: its jobs read back with no trigger and no peak (a fraction of peak unknown, not
+ * one against today's peak), its checks under the jobs' state names, in the row and in the document.
+ */
+START_TEST(version_5_reads_back_in_one_vocabulary)
+{
+	static const char *const migrations[] = {"db/migrations/0001_init.sql", "db/migrations/0002_jobs_prices.sql",
+						 "db/migrations/0003_jobs_by_device_time.sql",
+						 "db/migrations/0004_job_states.sql", "db/migrations/0005_checks.sql"};
+	struct store *st = NULL;
+	struct store_job j;
+	struct store_check_docs docs = {0};
+	char path[300], err[256];
+	char *doc = NULL;
+
+	tmp_path(path, sizeof(path), "v5.db");
+	for (size_t i = 0; i < sizeof(migrations) / sizeof(migrations[0]); i++) {
+		char *sql = read_text(migrations[i]);
+
+		file_exec(path, sql);
+		free(sql);
+	}
+	file_exec(path, "PRAGMA user_version = 5; INSERT INTO jobs (id, device, kernel, state, flops, kernel_ms) "
+			"VALUES ('old', 'cpu:0', 'sgemm', 'succeeded', 2e9, 10); "
+			"INSERT INTO checks (id, device, level, state, verdict, created_at, finished_at, doc) VALUES "
+			"('chk-ok', 'cpu:0', 'quick', 'done', 'pass', 1, 2, '{\"id\":\"chk-ok\",\"state\":\"done\","
+			"\"ratio\":0.1,\"tests\":[{\"state\":\"done\"},{\"state\":\"done\",\"failure\":\"x\"}]}'), "
+			"('chk-gone', 'gpu:0', 'quick', 'done', 'fail', 1, 2, '{\"id\":\"chk-gone\",\"state\":\"done\","
+			"\"error\":{\"reason\":\"UNKNOWN_DEVICE\"},\"tests\":[{\"state\":\"pending\"}]}'), "
+			"('chk-cut', 'tpu:0', 'quick', 'interrupted', NULL, 1, 2, '{\"id\":\"chk-cut\","
+			"\"state\":\"interrupted\",\"tests\":[{\"state\":\"running\"}]}')");
+	ck_assert_int_eq(store_open(path, &st, err, sizeof(err)), ACCELD_OK);
+	ck_assert_msg(store_healthy(st, err, sizeof(err)), "%s", err);
+	ck_assert_int_eq(store_job_get(st, "old", &j), ACCELD_OK);
+	ck_assert_str_eq(j.trigger, "");
+	ck_assert(isnan(j.peak_gflops) && isnan(j.peak_gbytes_per_s));
+	ck_assert_int_eq(store_check_get(st, "cpu:0", "chk-ok", &doc), ACCELD_OK);
+	ck_assert_str_eq(doc, "{\"id\":\"chk-ok\",\"state\":\"succeeded\",\"ratio\":0.1,\"tests\":[{\"state\":"
+			      "\"succeeded\"},{\"state\":\"failed\",\"failure\":\"x\"}]}");
+	free(doc);
+	ck_assert_int_eq(store_check_get(st, "gpu:0", "chk-gone", &doc), ACCELD_OK);
+	ck_assert_ptr_nonnull(strstr(doc, "\"state\":\"failed\""));
+	ck_assert_ptr_nonnull(strstr(doc, "\"tests\":[{\"state\":\"queued\"}]"));
+	free(doc);
+	ck_assert_int_eq(store_checks_latest(st, &docs), ACCELD_OK);
+	ck_assert_uint_eq(docs.n, 3);
+	store_check_docs_release(&docs);
+	store_close(st);
+	ck_assert_int_eq(file_query(path, "SELECT count(*) FROM checks WHERE state = 'done'"), 0);
+	ck_assert_int_eq(file_query(path, "SELECT count(*) FROM checks WHERE state = 'failed'"), 1);
 }
 END_TEST
 
@@ -233,6 +287,28 @@ START_TEST(samples_read_back_as_a_raw_series)
 	ck_assert_double_eq_tol(ser.points[2].value, 0.8, 1e-9);
 	ck_assert_int_eq(ser.points[1].t_ms, T0 + 10000);
 	ck_assert_uint_eq(ser.sources, 1u << STORE_SRC_PROC_STAT);
+	free(ser.points);
+	/*
+	 * asked 1.3 s and 4.7 s later, the same question answers the same points: they fall on the step's clock
+	 * boundaries, whole steps, the first one holding the start
+	 */
+	for (int64_t late = 1300; late <= 4700; late += 3400) {
+		ck_assert_int_eq(store_series(st, "cpu:0", STORE_UTILIZATION, T0 + late, T0 + 30000 + late, 10000,
+					      T0 + 30000 + late, &ser),
+				 ACCELD_OK);
+		ck_assert_uint_eq(ser.n, 3);
+		for (size_t i = 0; i < ser.n; i++)
+			ck_assert_int_eq(ser.points[i].t_ms, T0 + (int64_t)i * 10000);
+		ck_assert_double_eq_tol(ser.points[0].value, 0.2, 1e-9);
+		ck_assert_double_eq_tol(ser.points[2].value, 0.8, 1e-9);
+		free(ser.points);
+	}
+	/* a 60 s step starts on the minute */
+	ck_assert_int_eq(store_series(st, "cpu:0", STORE_UTILIZATION, T0 + 12345, T0 + 30000, 60000, T0 + 30000, &ser),
+			 ACCELD_OK);
+	ck_assert_uint_eq(ser.n, 1);
+	ck_assert_int_eq(ser.points[0].t_ms % 60000, 0);
+	ck_assert_double_eq_tol(ser.points[0].value, (10 * 0.2 + 20 * 0.8) / 30, 1e-9);
 	free(ser.points);
 	/* a device never seen is not found; a metric never measured has no points */
 	ck_assert_int_eq(store_series(st, "gpu:9", STORE_UTILIZATION, T0, T0 + 30000, 10000, T0, &ser),
@@ -434,7 +510,8 @@ START_TEST(jobs_are_recorded_interrupted_and_measured)
 	struct store *st = NULL;
 	struct store_job j = {.id = "job-1", .device = "cpu:0", .kernel = "sgemm", .state = "running",
 			      .submitted_ms = T0, .started_ms = T0 + 5, .flops = NAN, .bytes = NAN, .kernel_ms = NAN,
-			      .total_ms = NAN, .cost_usd = NAN};
+			      .total_ms = NAN, .cost_usd = NAN, .trigger = "check", .check_id = "chk-1",
+			      .peak_gflops = 150.5, .peak_gbytes_per_s = NAN};
 	struct store_job got;
 	struct store_jobs_usage ju;
 	double fps;
@@ -484,6 +561,11 @@ START_TEST(jobs_are_recorded_interrupted_and_measured)
 	ck_assert_double_eq_tol(ju.seconds, 6, 1e-9);
 	ck_assert_int_eq(store_job_get(st, "done-0", &got), ACCELD_OK);
 	ck_assert_str_eq(got.state, "succeeded");
+	/* who made it, and the peak its throughput was a fraction of, as it was then */
+	ck_assert_str_eq(got.trigger, "check");
+	ck_assert_str_eq(got.check_id, "chk-1");
+	ck_assert_double_eq(got.peak_gflops, 150.5);
+	ck_assert(isnan(got.peak_gbytes_per_s));
 	/* a late "running" row (a job answered by its timeout while its kernel still ran) takes no final state back */
 	{
 		struct store_job late = j;
@@ -823,9 +905,9 @@ START_TEST(checks_are_written_replaced_listed_and_expired)
 		else
 			snprintf(path, sizeof(path), "%s", paths[k]);
 		ck_assert_int_eq(store_open(path, &st, err, sizeof(err)), ACCELD_OK);
-		c = check_row("chk-a", "cpu:0", "done", T0, T0 + 4000, doc, sizeof(doc));
+		c = check_row("chk-a", "cpu:0", "succeeded", T0, T0 + 4000, doc, sizeof(doc));
 		store_check_put_notify(st, &c, NULL, NULL);
-		c = check_row("chk-g", "gpu:0", "done", T0 + 500, T0 + 4500, doc, sizeof(doc));
+		c = check_row("chk-g", "gpu:0", "succeeded", T0 + 500, T0 + 4500, doc, sizeof(doc));
 		store_check_put_notify(st, &c, NULL, NULL);
 		c = check_row("chk-b", "cpu:0", "running", T0 + 1000, 0, doc, sizeof(doc));
 		store_check_put_notify(st, &c, NULL, NULL);
@@ -836,12 +918,12 @@ START_TEST(checks_are_written_replaced_listed_and_expired)
 		ck_assert_ptr_null(docs.v);
 
 		/* written again when it ends: the row is replaced, and committed before the completion says so */
-		c = check_row("chk-b", "cpu:0", "done", T0 + 1000, T0 + 5000, doc, sizeof(doc));
+		c = check_row("chk-b", "cpu:0", "succeeded", T0 + 1000, T0 + 5000, doc, sizeof(doc));
 		store_check_put_notify(st, &c, count_done, &dc);
 		ck_assert_int_eq(dc.calls, 1);
 		ck_assert(dc.recorded);
 		ck_assert_int_eq(store_check_get(st, "cpu:0", "chk-b", &one), ACCELD_OK);
-		ck_assert_ptr_nonnull(strstr(one, "\"done\""));
+		ck_assert_ptr_nonnull(strstr(one, "\"succeeded\""));
 		free(one);
 		ck_assert_int_eq(store_check_get(st, "gpu:0", "chk-b", &one), ACCELD_ENOTFOUND);
 		ck_assert_ptr_null(one);
@@ -864,7 +946,7 @@ START_TEST(checks_are_written_replaced_listed_and_expired)
 		store_check_docs_release(&docs);
 
 		/* a check finished an hour after the others, with an hour's retention, takes the older ones away */
-		c = check_row("chk-c", "cpu:0", "done", T0 + STORE_HOUR_MS, T0 + STORE_HOUR_MS + 4600, doc,
+		c = check_row("chk-c", "cpu:0", "succeeded", T0 + STORE_HOUR_MS, T0 + STORE_HOUR_MS + 4600, doc,
 			      sizeof(doc));
 		c.retention_ms = STORE_HOUR_MS;
 		store_check_put_notify(st, &c, count_done, &dc);
@@ -906,13 +988,13 @@ START_TEST(checks_wait_while_the_database_fails)
 	c = check_row("chk-1", "cpu:0", "running", T0, 0, doc, sizeof(doc));
 	store_check_put_notify(st, &c, count_done, &dc);
 	ck_assert(dc.calls == 1 && !dc.recorded);
-	c = check_row("chk-1", "cpu:0", "done", T0, T0 + 4000, doc, sizeof(doc));
+	c = check_row("chk-1", "cpu:0", "succeeded", T0, T0 + 4000, doc, sizeof(doc));
 	store_check_put_notify(st, &c, NULL, NULL);
 	for (int i = 2; i <= STORE_BACKLOG_CHECKS; i++) {
 		char id[16];
 
 		snprintf(id, sizeof(id), "chk-%d", i);
-		c = check_row(id, "cpu:0", "done", T0 + i, T0 + 4000 + i, doc, sizeof(doc));
+		c = check_row(id, "cpu:0", "succeeded", T0 + i, T0 + 4000 + i, doc, sizeof(doc));
 		store_check_put_notify(st, &c, NULL, NULL);
 	}
 	store_stats(st, &stats);
@@ -930,7 +1012,7 @@ START_TEST(checks_wait_while_the_database_fails)
 	ck_assert_int_eq(unlink(path), 0);
 	ck_assert(store_flush(st, 10000));
 	ck_assert_int_eq(store_check_get(st, "cpu:0", "chk-1", &one), ACCELD_OK);
-	ck_assert_ptr_nonnull(strstr(one, "\"done\""));
+	ck_assert_ptr_nonnull(strstr(one, "\"succeeded\""));
 	free(one);
 	ck_assert_int_eq(store_check_get(st, "cpu:0", "chk-2", &one), ACCELD_OK);
 	ck_assert_ptr_nonnull(strstr(one, "\"interrupted\""));
@@ -1085,6 +1167,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, fresh_file_gets_the_newest_schema);
 	tcase_add_test(tc, older_file_is_upgraded_keeping_its_rows);
 	tcase_add_test(tc, old_job_states_are_migrated);
+	tcase_add_test(tc, version_5_reads_back_in_one_vocabulary);
 	tcase_add_test(tc, newer_file_is_refused_and_left_alone);
 	tcase_add_test(tc, samples_read_back_as_a_raw_series);
 	tcase_add_test(tc, rollups_answer_coarse_series_and_usage);
