@@ -7,9 +7,9 @@
 
 /*
  * argv holds the arguments after "run": the kernel, then --n N, --m M, --k K, --device ID, --backend
- * native|opencl, --alpha A, --beta B, --s S, --seed S, --timeout-ms T, --verify, --full, --json, and any setting
- * (--prefer among them). Returns 0 when the job succeeded (and verified, when asked), 1 when it did not, 2 on bad
- * usage.
+ * native|opencl|pjrt, --alpha A, --beta B, --s S, --precision P, --seed S, --timeout-ms T, --verify, --full, --json,
+ * -v, and any setting (--prefer among them). --help anywhere prints run's help. Returns 0 when the job succeeded
+ * (and verified, when asked), 1 when it did not or was refused, 2 on bad usage.
  */
 int cli_run_main(int argc, char **argv);
 

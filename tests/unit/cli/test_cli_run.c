@@ -1,11 +1,12 @@
 /*
  * Unit tests for cli_run.c: `acceld run` called in-process on this host's CPU (the native backend; no OpenCL, GPU or
  * TPU), its output captured. Every argument error (no kernel, an unknown one, a missing or bad value, a bad device
- * id or setting, too many arguments) is exit 2 with the usage on stderr and nothing on stdout; --help after the
- * kernel is exit 0. A job runs and prints one line of text or the POST /run document: square sizes by default,
- * parameters and seeds (the same seed, the same output), --full, --verify, a requested precision, a preference
- * that falls back. Refusals (too large, an unknown device, a backend the device lacks, a timeout it cannot meet) are
- * exit 1 with the reason on stderr, or the problem as JSON with --json.
+ * id or setting, too many arguments) is exit 2 with the usage on stderr and nothing on stdout; --help anywhere,
+ * even without a kernel, is exit 0 with run's own help. A job runs and prints one line of text or the POST /run
+ * document: square sizes by default, parameters and seeds (the same seed, the same output), --full, --verify, a
+ * requested precision, a preference that falls back. Refusals (too large, an
+ * unknown device, a backend the device lacks, a timeout it cannot meet) are exit 1 with the reason on stderr in
+ * the command line's words, or the problem as JSON with --json.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -73,7 +74,7 @@ static void usage_error(const char *text)
 /* The usage line follows errors of the run's own arguments. */
 static void usage_follows(void)
 {
-	ck_assert_msg(strstr(r.err, "\nusage: acceld run saxpy|triad|dot|sgemm|softmax") != NULL, "%s", r.err);
+	ck_assert_msg(strstr(r.err, "\nusage: acceld run saxpy|triad|dot|sgemm|softmax --n N") != NULL, "%s", r.err);
 }
 
 /* A job that succeeded, printed as JSON. */
@@ -91,39 +92,39 @@ START_TEST(argument_errors)
 {
 	check_cli_release(&r);
 	check_cli_callv(&r, cli_run_main, 0, NULL);
-	usage_error("name a kernel");
+	usage_error("name a kernel: saxpy, triad, dot, sgemm, softmax");
 	usage_follows();
 	RUN("--n", "4", "saxpy");
 	usage_error("name a kernel");
 	RUN("fft", "--n", "4");
-	usage_error("unknown kernel 'fft'");
+	usage_error("unknown kernel 'fft'; accepted: saxpy, triad, dot, sgemm, softmax");
 	usage_follows();
 	RUN("saxpy");
 	usage_error("--n is required");
 	RUN("saxpy", "--n");
 	usage_error("--n needs a value");
 	RUN("saxpy", "--n", "0");
-	usage_error("invalid value for --n");
-	RUN("saxpy", "--n", "1e3");
-	usage_error("invalid value for --n");
-	RUN("sgemm", "--n", "4", "--k", "-1");
-	usage_error("invalid value for --k");
+	usage_error("invalid --n '0'; accepted: a positive integer");
+	RUN("saxpy", "--n=1e3");
+	usage_error("invalid --n '1e3'");
+	RUN("sgemm", "--m", "4", "--n", "4", "--k", "-1");
+	usage_error("invalid --k '-1'");
 	RUN("saxpy", "--n", "4", "--alpha", "nan");
-	usage_error("invalid value for --alpha");
+	usage_error("invalid --alpha 'nan'; accepted: a finite float32 number");
 	RUN("saxpy", "--n", "4", "--alpha", "1e39"); /* beyond float32 */
-	usage_error("invalid value for --alpha");
+	usage_error("invalid --alpha");
 	RUN("triad", "--n", "4", "--s", "1x");
-	usage_error("invalid value for --s");
+	usage_error("invalid --s");
 	RUN("sgemm", "--n", "4", "--precision", "fp8");
-	usage_error("invalid value for --precision");
+	usage_error("invalid --precision 'fp8'; accepted: highest|tf32|bf16");
 	RUN("saxpy", "--n", "4", "--backend", "cuda");
-	usage_error("invalid value for --backend");
+	usage_error("invalid --backend 'cuda'; accepted: native");
 	RUN("saxpy", "--n", "4", "--timeout-ms", "0");
-	usage_error("invalid value for --timeout-ms");
+	usage_error("invalid --timeout-ms");
 	RUN("saxpy", "--n", "4", "--seed", "-1");
-	usage_error("invalid value for --seed");
+	usage_error("invalid --seed");
 	RUN("saxpy", "--n", "4", "--device", "cpu0");
-	usage_error("cpu0");
+	usage_error("invalid --device 'cpu0'; accepted: a device id such as cpu:0");
 	/* the settings are checked like every command's */
 	RUN("saxpy", "--n", "4", "--colour", "red");
 	usage_error("unknown option '--colour'");
@@ -152,15 +153,23 @@ END_TEST
 
 START_TEST(help)
 {
-	RUN("saxpy", "--help");
+	/* run's own flags and a few settings, on a screen; no kernel needed */
+	RUN("--help");
 	ck_assert_int_eq(r.rc, CLI_EXIT_OK);
 	ck_assert_str_eq(r.err, "");
-	ck_assert_msg(strncmp(r.out, "usage: acceld run saxpy|triad|dot|sgemm|softmax", 47) == 0, "%.100s", r.out);
-	ck_assert_ptr_nonnull(strstr(r.out, "settings (flag, environment, default):"));
+	ck_assert_msg(strncmp(r.out, "usage: acceld run KERNEL SIZES", 30) == 0, "%.100s", r.out);
+	ck_assert_ptr_nonnull(strstr(r.out, "  sgemm               --n N [--m M] [--k K]"));
 	ck_assert_ptr_nonnull(strstr(r.out, "ACCELD_EXEC_MAX_ELEMENTS"));
+	ck_assert_ptr_nonnull(strstr(r.out, "acceld help settings"));
+	ck_assert_ptr_null(strstr(r.out, "ACCELD_LISTEN")); /* a service setting: in acceld help settings */
 	RUN("sgemm", "--n", "4", "-h");
 	ck_assert_int_eq(r.rc, CLI_EXIT_OK);
 	ck_assert_ptr_nonnull(strstr(r.out, "usage: acceld run"));
+	/* before the arguments are judged, and before the environment is read */
+	setenv("COMPUTE_PREFER", "fpga", 1);
+	RUN("fft", "--n", "0", "--help");
+	ck_assert_int_eq(r.rc, CLI_EXIT_OK);
+	ck_assert_str_eq(r.err, "");
 }
 END_TEST
 
@@ -168,6 +177,7 @@ START_TEST(a_job_as_text)
 {
 	RUN("saxpy", "--n", "64", "--verify");
 	ck_assert_msg(r.rc == CLI_EXIT_OK, "exit %d: %s", r.rc, r.err);
+	ck_assert_str_eq(r.err, ""); /* the jobs' info lines are not logged unless asked */
 	/* "<id> saxpy on cpu:0 (native): succeeded, kernel X ms, Y GFLOP/s, Z GB/s, verified yes" */
 	ck_assert_msg(strstr(r.out, " saxpy on cpu:0 (native): succeeded, kernel ") != NULL, "%s", r.out);
 	ck_assert_ptr_nonnull(strstr(r.out, " GFLOP/s, "));
@@ -180,6 +190,12 @@ START_TEST(a_job_as_text)
 	ck_assert_msg(strstr(r.out, " dot on cpu:0 (native): succeeded") != NULL, "%s", r.out);
 	ck_assert_msg(strstr(r.out, ", fell back: no GPU detected") != NULL, "%s", r.out);
 	ck_assert_ptr_null(strstr(r.out, "verified"));
+
+	/* -v asks for the log: JSON lines on stderr, never on stdout */
+	RUN("saxpy", "--n", "8", "-v");
+	ck_assert_msg(r.rc == CLI_EXIT_OK, "exit %d: %s", r.rc, r.err);
+	ck_assert_msg(strstr(r.err, "\"msg\":\"job finished\"") != NULL, "%s", r.err);
+	ck_assert_ptr_null(strstr(r.out, "\"msg\""));
 }
 END_TEST
 
@@ -275,10 +291,15 @@ START_TEST(refusals)
 	ck_assert_int_eq(integer(p, "elements"), 3000000000);
 	ck_assert_int_eq(integer(p, "limit"), 268435456);
 
+	/* a device this host lacks, in the command line's words */
 	RUN("saxpy", "--n", "4", "--device", "gpu:3");
 	ck_assert_int_eq(r.rc, CLI_EXIT_FAIL);
-	ck_assert_msg(strstr(r.err, "no device 'gpu:3'") != NULL && strstr(r.err, "(UNKNOWN_DEVICE)\n") != NULL, "%s",
-		      r.err);
+	ck_assert_str_eq(r.err, "acceld run: no device 'gpu:3' on this host (acceld report lists the devices) "
+				"(UNKNOWN_DEVICE)\n");
+	RUN("saxpy", "--n", "4", "--device", "gpu:3", "--json");
+	ck_assert_int_eq(r.rc, CLI_EXIT_FAIL);
+	ck_assert_str_eq(str(parsed(), "reason"), "UNKNOWN_DEVICE");
+	ck_assert_int_eq(integer(doc, "status"), 404);
 	RUN("saxpy", "--n", "4", "--device", "cpu:0", "--backend", "opencl", "--json");
 	ck_assert_int_eq(r.rc, CLI_EXIT_FAIL);
 	ck_assert_str_eq(str(parsed(), "reason"), "UNSUPPORTED");
@@ -287,7 +308,8 @@ START_TEST(refusals)
 	/* 1.7e10 FLOP cannot finish in 1 ms on a CPU: refused before it runs */
 	RUN("sgemm", "--n", "2048", "--timeout-ms", "1");
 	ck_assert_int_eq(r.rc, CLI_EXIT_FAIL);
-	ck_assert_msg(strstr(r.err, "(WOULD_TIME_OUT)") != NULL, "%s", r.err);
+	ck_assert_msg(strstr(r.err, "raise --timeout-ms") != NULL && strstr(r.err, "(WOULD_TIME_OUT)") != NULL, "%s",
+		      r.err);
 }
 END_TEST
 
