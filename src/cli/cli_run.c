@@ -24,6 +24,7 @@
 struct run_args {
 	struct exec_request req;
 	char device[DEVICE_ID_MAX];
+	uint64_t square;            /* --square N: sgemm's and softmax's matrices N x N; 0 not given */
 	bool json;
 	bool verbose;
 };
@@ -38,10 +39,11 @@ static void run_help(FILE *out)
 		     "text, or with --json the job document POST /run answers. Exit status: 0 the job succeeded\n"
 		     "(and verified, when asked), 1 it failed or was refused, 2 bad usage.\n"
 		     "\n"
-		     "Kernels and their sizes:\n"
+		     "Kernels and their sizes, as POST /run takes them:\n"
 		     "  saxpy, triad, dot   --n N              vectors of N elements\n"
-		     "  sgemm               --n N [--m M] [--k K]  M x K times K x N (M and K: N unless given)\n"
-		     "  softmax             --n N [--m M]      M rows of N, each row normalised (M: N unless given)\n"
+		     "  sgemm               --m M --n N --k K  an M x K matrix times a K x N one (M x N out)\n"
+		     "  softmax             --m M --n N        M rows of N, each row normalised\n"
+		     "  --square N          sgemm and softmax: N x N matrices (M, N and K all N)\n"
 		     "Options:\n"
 		     "  --device ID         this device (cpu:0, gpu:1) and no other; default: the best, falling back\n"
 		     "  --backend NAME      native, opencl or pjrt (default: the device's first)\n"
@@ -60,8 +62,8 @@ static void run_help(FILE *out)
 /* The first lines of the help, after an error on stderr. */
 static void run_usage(FILE *out)
 {
-	fprintf(out, "usage: acceld run saxpy|triad|dot|sgemm|softmax --n N [--m M] [--k K] [--device ID] [OPTIONS]\n"
-		     "       [SETTINGS] (see acceld help run)\n");
+	fprintf(out, "usage: acceld run saxpy|triad|dot --n N | sgemm --m M --n N --k K | softmax --m M --n N\n"
+		     "       [--square N] [--device ID] [OPTIONS] [SETTINGS] (see acceld help run)\n");
 }
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -97,24 +99,26 @@ static int parse_float(const char *text, float *out)
 	return 0;
 }
 
-enum run_flag { F_N, F_M, F_K, F_ALPHA, F_BETA, F_S, F_PRECISION, F_SEED, F_TIMEOUT, F_DEVICE, F_BACKEND };
+enum run_flag { F_N, F_M, F_K, F_SQUARE, F_ALPHA, F_BETA, F_S, F_PRECISION, F_SEED, F_TIMEOUT, F_DEVICE, F_BACKEND };
 
-/* The flags that take a value, and what they accept (for messages). */
+/* The flags that take a value: what they accept (for messages) and the kernel parameter each needs (0: any). */
 static const struct {
 	const char *flag;
 	const char *accepted;
+	unsigned param;
 } value_flags[] = {
-	[F_N] = {"--n", "a positive integer"},
-	[F_M] = {"--m", "a positive integer"},
-	[F_K] = {"--k", "a positive integer"},
-	[F_ALPHA] = {"--alpha", "a finite float32 number"},
-	[F_BETA] = {"--beta", "a finite float32 number"},
-	[F_S] = {"--s", "a finite float32 number"},
-	[F_PRECISION] = {"--precision", "highest|tf32|bf16"},
-	[F_SEED] = {"--seed", "an integer from 0 to 18446744073709551615"},
-	[F_TIMEOUT] = {"--timeout-ms", "a positive integer of milliseconds"},
-	[F_DEVICE] = {"--device", "a device id such as cpu:0 or gpu:1"},
-	[F_BACKEND] = {"--backend", NULL}, /* the built-in backends' names */
+	[F_N] = {"--n", "a positive integer", 0},
+	[F_M] = {"--m", "a positive integer", KERNEL_PARAM_M},
+	[F_K] = {"--k", "a positive integer", KERNEL_PARAM_K},
+	[F_SQUARE] = {"--square", "a positive integer", KERNEL_PARAM_M},
+	[F_ALPHA] = {"--alpha", "a finite float32 number", KERNEL_PARAM_ALPHA},
+	[F_BETA] = {"--beta", "a finite float32 number", KERNEL_PARAM_BETA},
+	[F_S] = {"--s", "a finite float32 number", KERNEL_PARAM_S},
+	[F_PRECISION] = {"--precision", "highest|tf32|bf16", KERNEL_PARAM_PRECISION},
+	[F_SEED] = {"--seed", "an integer from 0 to 18446744073709551615", 0},
+	[F_TIMEOUT] = {"--timeout-ms", "a positive integer of milliseconds", 0},
+	[F_DEVICE] = {"--device", "a device id such as cpu:0 or gpu:1", 0},
+	[F_BACKEND] = {"--backend", NULL, 0}, /* the built-in backends' names */
 };
 
 #define NFLAGS (sizeof(value_flags) / sizeof(value_flags[0]))
@@ -145,6 +149,8 @@ static int set_flag(struct run_args *a, size_t f, const char *val)
 		return parse_count(val, &a->req.shape.m);
 	case F_K:
 		return parse_count(val, &a->req.shape.k);
+	case F_SQUARE:
+		return parse_count(val, &a->square);
 	case F_ALPHA:
 		return parse_float(val, &a->req.alpha);
 	case F_BETA:
@@ -172,21 +178,58 @@ static int set_flag(struct run_args *a, size_t f, const char *val)
 	return -1;
 }
 
-/* The sizes: --n is required; sgemm's and softmax's other sizes are n unless given (square). Returns 0 or a code. */
-static int check_sizes(struct run_args *a)
+/* The sizes the kernel needs, from --n, --m, --k or --square. Returns 0 or an exit code. */
+static int check_sizes(struct run_args *a, bool given[NFLAGS])
 {
-	if (a->req.shape.n == 0)
-		return usage_error("%s", "--n is required");
-	if ((kernel_params(a->req.kernel) & KERNEL_PARAM_M) && a->req.shape.m == 0)
-		a->req.shape.m = a->req.shape.n;
-	if ((kernel_params(a->req.kernel) & KERNEL_PARAM_K) && a->req.shape.k == 0)
-		a->req.shape.k = a->req.shape.n;
-	return 0;
+	enum kernel_id k = a->req.kernel;
+	const char *name = kernel_name(k);
+	unsigned params = kernel_params(k);
+	char missing[32] = "";
+
+	for (size_t f = 0; f < NFLAGS; f++) {
+		char takes[96] = "";
+
+		if (!given[f] || value_flags[f].param == 0 || (params & value_flags[f].param))
+			continue;
+		/* the flags of the kernel's own sizes and parameters, as POST /run refuses the others */
+		for (size_t t = F_N; t <= F_PRECISION; t++)
+			if (value_flags[t].param == 0 || (params & value_flags[t].param))
+				snprintf(takes + strlen(takes), sizeof(takes) - strlen(takes), "%s%s",
+					 takes[0] ? ", " : "", value_flags[t].flag);
+		return usage_error("%s does not apply to %s (it takes %s)", value_flags[f].flag, name, takes);
+	}
+	if (a->square != 0) {
+		if (given[F_N] || given[F_M] || given[F_K])
+			return usage_error("give --square N or the sizes (--m, --n%s), not both",
+					   params & KERNEL_PARAM_K ? ", --k" : "");
+		a->req.shape.m = a->req.shape.n = a->square;
+		if (params & KERNEL_PARAM_K)
+			a->req.shape.k = a->square;
+		return 0;
+	}
+	/* every size the kernel has is given, as POST /run asks: n is always the kernel's own n */
+	if ((params & KERNEL_PARAM_M) && !given[F_M])
+		snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s--m", missing[0] ? ", " : "");
+	if (!given[F_N])
+		snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s--n", missing[0] ? ", " : "");
+	if ((params & KERNEL_PARAM_K) && !given[F_K])
+		snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s--k", missing[0] ? ", " : "");
+	if (missing[0] == '\0')
+		return 0;
+	if (params & KERNEL_PARAM_K)
+		return usage_error("%s multiplies an M x K matrix by a K x N one: give --m, --n and --k (%s missing), "
+				   "or --square N for N x N matrices", name, missing);
+	if (params & KERNEL_PARAM_M)
+		return usage_error("%s takes M rows of N: give --m and --n (%s missing), or --square N for an N x N "
+				   "matrix", name, missing);
+	return usage_error("%s needs --n N, the vector length", name);
 }
 
 /* Takes the run flags out of argv; everything else goes to rest for config_load. Returns 0 or an exit code. */
 static int parse_args(int argc, char **argv, struct run_args *a, char **rest, int *nrest)
 {
+	bool given[NFLAGS] = {false};
+
 	*nrest = 0;
 	if (argc < 1 || strncmp(argv[0], "-", 1) == 0)
 		return usage_error("name a kernel: %s", kernel_names_text());
@@ -217,13 +260,14 @@ static int parse_args(int argc, char **argv, struct run_args *a, char **rest, in
 				return usage_error("invalid %s '%.64s'; accepted: %s", value_flags[f].flag, val,
 						   value_flags[f].accepted != NULL ? value_flags[f].accepted : names);
 			}
+			given[f] = true;
 		} else {
 			if (*nrest >= MAX_ARGS)
 				return usage_error("%s", "too many arguments");
 			rest[(*nrest)++] = argv[i];
 		}
 	}
-	return check_sizes(a);
+	return check_sizes(a, given);
 }
 
 static void print_text(json_t *doc)

@@ -4,7 +4,7 @@ with a message on stderr that names the command and what is wrong. Its voice: ev
 `help COMMAND` on a screen (serve's lists every setting, as `help settings` does), whatever the environment holds;
 stdout holds the answer and never a log line, which goes to stderr at warn unless asked; batch and report speak to a
 person first and to scripts with --json; sizes take the units a person types; errors name flags and commands, not
-endpoints."""
+endpoints; run's n is the kernel's own n, as POST /run takes it."""
 import json
 import os
 import tempfile
@@ -38,7 +38,7 @@ HUMAN = {
     "select --format env": ("select", "--format", "env"),
     "batch": ("batch", "--params", "1000", "--sample-bytes", "1KB"),
     "run --verify": ("run", "saxpy", "--n", "4096", "--verify", "--db", ":memory:"),
-    "run sgemm --verify": ("run", "sgemm", "--n", "8", "--verify", "--db", ":memory:"),
+    "run sgemm --verify": ("run", "sgemm", "--m", "16", "--n", "8", "--k", "4", "--verify", "--db", ":memory:"),
     "check": ("check",) + PASSING_CHECK,
     "version": ("version",),
     "routes": ("routes",),
@@ -154,7 +154,8 @@ class ExitCodes(unittest.TestCase):
     def test_run_help_without_a_kernel(self):
         r = cli("run", "--help")
         self.assertExit(r, 0)
-        for text in ("saxpy, triad, dot   --n N", "ACCELD_EXEC_MAX_ELEMENTS", "acceld help settings"):
+        for text in ("saxpy, triad, dot   --n N", "sgemm               --m M --n N --k K", "--square N",
+                     "ACCELD_EXEC_MAX_ELEMENTS", "acceld help settings"):
             self.assertIn(text, r.stdout)
 
     def test_failure_or_finding_is_1(self):
@@ -277,7 +278,7 @@ class Words(unittest.TestCase):
     def test_errors(self):
         cases = [
             (("run", "saxpy", "--n", "4", "--device", "gpu:9", "--db", ":memory:"), 1, "acceld report"),
-            (("run", "sgemm", "--n", "2048", "--timeout-ms", "1", "--db", ":memory:"), 1, "--timeout-ms"),
+            (("run", "sgemm", "--square", "2048", "--timeout-ms", "1", "--db", ":memory:"), 1, "--timeout-ms"),
             (("batch", "--device", "tpu:9"), 1, "acceld report"),
             (("batch", "--params", "1", "--model-bytes", "1"), 2, "--model-bytes or --params"),
             (("select", "--device", "gpu:7"), 1, "gpu:7"),
@@ -292,6 +293,27 @@ class Words(unittest.TestCase):
                     self.assertNotIn(endpoint, r.stderr)
                 for field in ("min_memory_bytes", "model_bytes", "sample_bytes", "timeout_ms"):
                     self.assertNotIn(field, r.stderr)
+
+
+class RunSizes(unittest.TestCase):
+    """n is the kernel's own n, as POST /run takes it; sgemm also needs m and k (or --square for a cube)."""
+
+    def run_json(self, *args):
+        r = cli("run", *args, "--json", "--db", ":memory:")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)["sizes"]
+
+    def test_sizes(self):
+        r = cli("run", "sgemm", "--n", "64", "--db", ":memory:")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("give --m, --n and --k (--m, --k missing), or --square N", r.stderr)
+        self.assertEqual(self.run_json("sgemm", "--m", "3", "--n", "8", "--k", "5"), {"m": 3, "n": 8, "k": 5})
+        self.assertEqual(self.run_json("sgemm", "--square", "8"), {"m": 8, "n": 8, "k": 8})
+        self.assertEqual(self.run_json("softmax", "--m", "2", "--n", "16")["n"], 16)
+        self.assertEqual(self.run_json("saxpy", "--n", "1000")["n"], 1000)
+        r = cli("run", "saxpy", "--square", "4", "--db", ":memory:")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--square does not apply to saxpy", r.stderr)
 
 
 if __name__ == "__main__":
