@@ -27,28 +27,14 @@
 #include "store/store.h"
 #include "core/version.h"
 
-static void usage(FILE *out)
+/* serve's help: the only one with every setting, since serve is what reads them all */
+static void serve_help(FILE *out)
 {
-	fprintf(out,
-		"usage: acceld COMMAND [OPTIONS]\n"
-		"\n"
-		"Commands:\n"
-		"  serve      run the HTTP service (default address 127.0.0.1:9470)\n"
-		"  version    print version, commit, build time and library versions as JSON\n"
-		"  routes     print the HTTP routes the service answers\n"
-		"  reasons    print every problem reason the API answers, with its status and title\n"
-		"  report     print the devices found (--json, --verbose, --nfd PATH)\n"
-		"  select     print the device to use and the environment to export (--format env)\n"
-		"  batch      print the batch size for a device, step by step\n"
-		"  run        run a kernel on the best device: run KERNEL [--n N] [--m M --k K] [--device ID] ...\n"
-		"  check      health-check devices: check [--device ID] [--level quick|long] [--json]; exit 0 all pass,\n"
-		"             1 a warning or a failure, 2 no check could run\n"
-		"  help       print this text\n"
-		"\n"
-		"Exit status: 0 done (or help printed), 1 the command failed or found what it reports (no device meets\n"
-		"the constraints, a job failed), 2 bad usage or a bad setting (flag, environment or config file).\n"
-		"\n"
-		"Every command but version and routes takes the settings below; `acceld COMMAND --help` prints them too.\n\n");
+	fprintf(out, "usage: acceld serve [SETTINGS]\n"
+		     "\n"
+		     "Runs the HTTP service until SIGTERM or SIGINT (then drains for --shutdown-grace). It logs JSON\n"
+		     "lines on stderr at --log-level (default info). Exit status: 0 stopped, 1 it could not start (an\n"
+		     "address it cannot listen on), 2 a bad setting.\n\n");
 	config_usage(out);
 }
 
@@ -85,8 +71,12 @@ static int cmd_serve(int argc, char **argv)
 	int rc;
 	json_t *cfg_json;
 
+	if (cli_help_asked(argc, argv)) {
+		serve_help(stdout);
+		return CLI_EXIT_OK;
+	}
 	memset(&app, 0, sizeof(app));
-	if (!cli_load_config(&app.cfg, "serve", argc, argv, usage, &rc))
+	if (!cli_load_config(&app.cfg, "serve", argc, argv, CLI_LOG_CONFIGURED, &rc))
 		return rc;
 	app.started_at_ms = clock_real_ms();
 
@@ -166,15 +156,33 @@ static int cmd_serve(int argc, char **argv)
 	return CLI_EXIT_OK;
 }
 
+/*
+ * The commands that read no settings take no option but --help: true to go on, false when *rc ends the command (the
+ * help printed, or an option refused).
+ */
+static bool no_options(const char *command, const char *what, int argc, char **argv, int *rc)
+{
+	if (cli_help_asked(argc, argv)) {
+		printf("usage: acceld %s\n\nPrints %s. Takes no options and reads no settings.\n", command, what);
+		*rc = CLI_EXIT_OK;
+		return false;
+	}
+	if (argc > 0) {
+		fprintf(stderr, "acceld %s: takes no options (see acceld help %s)\n", command, command);
+		*rc = CLI_EXIT_USAGE;
+		return false;
+	}
+	return true;
+}
+
 static int cmd_version(int argc, char **argv)
 {
 	json_t *v;
+	int rc;
 
-	(void)argv;
-	if (argc > 0) {
-		fprintf(stderr, "acceld version: takes no options\n");
-		return CLI_EXIT_USAGE;
-	}
+	if (!no_options("version", "the version, git commit, build time and library versions as JSON", argc, argv,
+			&rc))
+		return rc;
 	v = app_version_json();
 	jsonval_dumpf(v, stdout, JSON_INDENT(2));
 	fputc('\n', stdout);
@@ -186,12 +194,11 @@ static int cmd_routes(int argc, char **argv)
 {
 	size_t n;
 	const struct route *t = routes_table(&n);
+	int rc;
 
-	(void)argv;
-	if (argc > 0) {
-		fprintf(stderr, "acceld routes: takes no options\n");
-		return CLI_EXIT_USAGE;
-	}
+	if (!no_options("routes", "the HTTP routes the service answers, a line each: METHOD PATH [auth]", argc, argv,
+			&rc))
+		return rc;
 	for (size_t i = 0; i < n; i++)
 		printf("%s %s%s\n", http_method_name(t[i].method), t[i].pattern,
 		       (t[i].flags & ROUTE_AUTH) ? " auth" : "");
@@ -200,53 +207,105 @@ static int cmd_routes(int argc, char **argv)
 
 static int cmd_reasons(int argc, char **argv)
 {
-	(void)argv;
-	if (argc > 0) {
-		fprintf(stderr, "acceld reasons: takes no options\n");
-		return CLI_EXIT_USAGE;
-	}
+	int rc;
+
+	if (!no_options("reasons", "every problem reason the API answers, a line each: REASON STATUS TITLE", argc, argv,
+			&rc))
+		return rc;
 	for (int i = 0; i < REASON_COUNT; i++)
 		printf("%s %d %s\n", reason_name((enum reason)i), reason_status((enum reason)i),
 		       reason_title((enum reason)i));
 	return CLI_EXIT_OK;
 }
 
-static int cmd_help(int argc, char **argv)
-{
-	(void)argc;
-	(void)argv;
-	usage(stdout);
-	return CLI_EXIT_OK;
-}
+static int cmd_help(int argc, char **argv);
 
 static const struct command {
 	const char *name;
 	int (*fn)(int argc, char **argv);
+	const char *summary; /* for the general help */
 } commands[] = {
-	{"serve", cmd_serve},
-	{"version", cmd_version},
-	{"routes", cmd_routes},
-	{"reasons", cmd_reasons},
-	{"report", report_main},
-	{"select", cli_select_main},
-	{"batch", cli_batch_main},
-	{"run", cli_run_main},
-	{"check", cli_check_main},
-	{"help", cmd_help},
-	{"--help", cmd_help},
-	{"-h", cmd_help},
-	{"--version", cmd_version},
+	{"serve", cmd_serve, "run the HTTP service (default address 127.0.0.1:9470)"},
+	{"report", report_main, "the devices found: a table, --json as GET /devices, --nfd PATH as NFD labels"},
+	{"select", cli_select_main, "the device to use and the environment to export (--format env)"},
+	{"batch", cli_batch_main, "the batch size for a device, step by step (--json for scripts)"},
+	{"run", cli_run_main, "run a kernel once: run saxpy --n 1048576, run sgemm --m 512 --n 512 --k 512"},
+	{"check", cli_check_main, "health-check devices: exit 0 all pass, 1 a warning or a failure, 2 none could run"},
+	{"version", cmd_version, "version, commit, build time and library versions (JSON)"},
+	{"routes", cmd_routes, "the HTTP routes the service answers"},
+	{"reasons", cmd_reasons, "every problem reason the API answers, with its status and title"},
+	{"help", cmd_help, "this text; help COMMAND for a command's help, help settings for every setting"},
 };
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const struct command *find_command(const char *name)
+{
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (strcmp(name, commands[i].name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: acceld COMMAND [OPTIONS] [SETTINGS]\n\nCommands:\n");
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
+	fprintf(out, "\n"
+		     "`acceld COMMAND --help` (or `acceld help COMMAND`) prints a command's options and the\n"
+		     "settings it reads. Every command but version, routes and reasons takes the settings: flags,\n"
+		     "ACCELD_* and COMPUTE_* variables, a config file (`acceld help settings` lists them all).\n"
+		     "Output goes to stdout; logs (JSON lines) to stderr, at warn unless -v or --log-level asks\n"
+		     "for more (serve: info).\n"
+		     "\n"
+		     "Exit status: 0 done (or help printed), 1 the command failed or found what it reports (no\n"
+		     "device meets the constraints, a job failed), 2 bad usage or a bad setting (a flag, the\n"
+		     "environment or the config file).\n");
+}
+
+/* help, help COMMAND (that command's --help), help settings (every setting) */
+static int cmd_help(int argc, char **argv)
+{
+	const struct command *c;
+	char help[] = "--help";
+	char *args[] = {help, NULL};
+
+	if (argc == 0 || strcmp(argv[0], "help") == 0 || cli_help_asked(argc, argv)) {
+		usage(stdout);
+		return CLI_EXIT_OK;
+	}
+	if (argc > 1) {
+		fprintf(stderr, "acceld help: takes one command or \"settings\" (see acceld help)\n");
+		return CLI_EXIT_USAGE;
+	}
+	if (strcmp(argv[0], "settings") == 0) {
+		config_usage(stdout);
+		return CLI_EXIT_OK;
+	}
+	c = find_command(argv[0]);
+	if (c == NULL) {
+		fprintf(stderr, "acceld help: unknown command '%s' (see acceld help)\n", argv[0]);
+		return CLI_EXIT_USAGE;
+	}
+	return c->fn(1, args);
+}
 
 int main(int argc, char **argv)
 {
+	const struct command *c;
+
 	if (argc < 2) {
 		usage(stderr);
 		return CLI_EXIT_USAGE;
 	}
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (strcmp(argv[1], commands[i].name) == 0)
-			return commands[i].fn(argc - 2, argv + 2);
-	fprintf(stderr, "acceld: unknown command '%s' (see acceld --help)\n", argv[1]);
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
+		return cmd_help(argc - 2, argv + 2);
+	if (strcmp(argv[1], "--version") == 0)
+		return cmd_version(argc - 2, argv + 2);
+	c = find_command(argv[1]);
+	if (c != NULL)
+		return c->fn(argc - 2, argv + 2);
+	fprintf(stderr, "acceld: unknown command '%s' (see acceld help)\n", argv[1]);
 	return CLI_EXIT_USAGE;
 }

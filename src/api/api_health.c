@@ -8,6 +8,7 @@
 #include "core/buf.h"
 #include "core/mem.h"
 #include "store/store.h"
+#include "core/jsonval.h"
 #include "core/version.h"
 
 void api_livez(struct app *app, struct http_req *req, struct http_resp *resp)
@@ -102,7 +103,7 @@ static pthread_once_t version_once = PTHREAD_ONCE_INIT;
 static void version_serialise(void)
 {
 	json_t *v = app_version_json();
-	char *text = json_dumps(v, JSON_COMPACT);
+	char *text = jsonval_dumps(v, JSON_COMPACT);
 	size_t len = strlen(text);
 
 	version_body = xrealloc(text, len + 2);

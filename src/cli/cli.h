@@ -1,11 +1,15 @@
 /*
- * cli: what every command of the acceld binary shares: its exit codes and how it loads the configuration.
+ * cli: what every command of the acceld binary shares: its exit codes, its help, how it loads the configuration and
+ * how loud it logs, and the words its messages use.
  *
- * Every command (serve, report, select, batch, run, version, routes) ends with one of three codes: 0 when it did
- * what was asked (--help included), 1 when it ran and failed or found what it reports (no device meets the
- * constraints, a job failed or was not verified, a file could not be written), 2 when the command line or the
- * configuration is wrong (an unknown option, a bad value of a setting from a flag, the environment or the config
+ * Every command (serve, report, select, batch, run, check, version, routes, reasons) ends with one of three codes:
+ * 0 when it did what was asked (--help included), 1 when it ran and failed or found what it reports (no device
+ * meets the constraints, a job failed or was not verified, a file could not be written), 2 when the command line or
+ * the configuration is wrong (an unknown option, a bad value of a setting from a flag, the environment or the config
  * file); the message on stderr names what is wrong.
+ *
+ * A command's output is stdout, for a person (text) or a script (--json); its log is JSON lines on stderr, at warn
+ * unless its command line asks for more. serve alone logs at the configured level: its log is its output.
  */
 #ifndef ACCELD_CLI_H
 #define ACCELD_CLI_H
@@ -21,15 +25,44 @@ enum cli_exit {
 	CLI_EXIT_USAGE = 2, /* bad usage or a bad configuration */
 };
 
+/* How loud a command logs on stderr (cli_load_config). */
+enum cli_logging {
+	CLI_LOG_CONFIGURED, /* the configured level (--log-level, ACCELD_LOG_LEVEL, the file; info by default): serve */
+	CLI_LOG_QUIET,      /* warn, or quieter when the settings say so; --log-level on the command line wins */
+	CLI_LOG_VERBOSE,    /* info (a command's -v); --log-level on the command line wins */
+};
+
+/*
+ * Whether argv (a command's arguments) asks for help: "--help" or "-h" anywhere. A command asks before it reads its
+ * arguments or a setting, prints its help on stdout and ends with CLI_EXIT_OK, so a missing argument or a bad value
+ * in the environment never hides the help.
+ */
+bool cli_help_asked(int argc, char **argv);
+
+/*
+ * The end of a command's help: the settings it reads most (flags without "--", NULL-terminated; config is added),
+ * as config_usage writes them, and where the others are listed (acceld help settings). The log level is said on the
+ * command's -v line instead: a command logs at warn unless its command line asks (cli_load_config).
+ */
+void cli_help_settings(FILE *out, const char *const *flags);
+
 /*
  * Loads the configuration of a command from its setting arguments (argv holds only those: "--listen", "x",
- * "--db=y"), the environment and the config file, and sets the log level it names. Returns true when cfg is loaded;
- * the caller releases it with config_release. Otherwise cfg is released already and *exit_code says how the
- * command ends: CLI_EXIT_OK after --help printed usage(stdout) (the settings alone when usage is NULL), or
- * CLI_EXIT_USAGE after "acceld COMMAND: what is wrong" on stderr.
+ * "--db=y"; no help request, see cli_help_asked), the environment and the config file, and sets the log level as
+ * logging says. Returns true when cfg is loaded; the caller releases it with config_release. Otherwise cfg is
+ * released already and *exit_code is CLI_EXIT_USAGE, after "acceld COMMAND: what is wrong" on stderr.
  */
-bool cli_load_config(struct config *cfg, const char *command, int argc, char **argv, void (*usage)(FILE *out),
+bool cli_load_config(struct config *cfg, const char *command, int argc, char **argv, enum cli_logging logging,
 		     int *exit_code);
+
+/*
+ * Copies msg, a text of a module the service shares (a request parser's error, a refusal, a price's source), into
+ * out in the command line's words: each of fields (NULL-terminated; NULL for none), the API's names of what the
+ * command takes as flags ("min_memory_bytes"), becomes its flag ("--min-memory-bytes"), and the endpoints a text
+ * points to become the commands or settings that do the same here ("see GET /devices": "see acceld report"). Text
+ * in single quotes (a value as given) is left alone; out is cut to outsz.
+ */
+void cli_words(const char *msg, const char *const *fields, char *out, size_t outsz);
 
 /*
  * The device registry a command works from, without the service: the backends prepared (backend_prepare_all,

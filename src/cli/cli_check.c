@@ -16,28 +16,50 @@
 #include "core/mem.h"
 
 #define MAX_ARGS 128
-#define DURATION_MIN_S 5
-#define DURATION_MAX_S 3600
+#define DURATION_MIN_MS 5000u
+#define DURATION_MAX_MS 3600000u
 
 struct check_args {
 	struct devcheck_request req;
 	char device[DEVICE_ID_MAX];
 	bool json;
+	bool verbose;
 };
-
-static void check_usage(FILE *out)
-{
-	fprintf(out, "usage: acceld check [--device ID] [--level quick|long] [--duration SECONDS] [--backend NAME]\n"
-		     "       [--json] [settings, e.g. --check-warn-percent 40]\n"
-		     "Runs a health check of one device, or of every device acceld runs jobs on, and exits 0 when every\n"
-		     "one passes, 1 when one warns or fails, 2 when no check can run.\n");
-}
 
 static void check_help(FILE *out)
 {
-	check_usage(out);
-	fprintf(out, "\nsettings (flag, environment, default):\n");
-	config_usage(out);
+	static const char *const settings[] = {"check-warn-percent", "check-fail-percent", "check-long-duration",
+					       "check-throttle-percent", NULL};
+	char lo[24];
+	char hi[24];
+
+	config_format_duration(DURATION_MIN_MS, lo, sizeof(lo));
+	config_format_duration(DURATION_MAX_MS, hi, sizeof(hi));
+	fprintf(out, "usage: acceld check [--device ID] [--level quick|long] [--duration D] [--backend NAME] [--json]\n"
+		     "                    [-v] [SETTINGS]\n"
+		     "\n"
+		     "Runs a health check of one device, or of every device acceld runs jobs on, one after the\n"
+		     "other, and prints each verdict with its figures and the rule that decided. Nothing is stored:\n"
+		     "it serves as a startup probe or a node-validation Job. Exit status: 0 every device passes,\n"
+		     "1 one warns or fails, 2 no check could run (bad usage, an unknown device, one no backend runs\n"
+		     "jobs on).\n"
+		     "\n"
+		     "Options:\n"
+		     "  --device ID      check this device only (default: every device acceld runs jobs on)\n"
+		     "  --level L        quick (the default, seconds) or long (adds a sustained phase)\n"
+		     "  --duration D     the long level's sustained phase, %s to %s (default: --check-long-duration)\n"
+		     "  --backend NAME   native, opencl or pjrt (default: the device's first)\n"
+		     "  --json           print {verdict, checks, skipped, exit_code} as JSON\n"
+		     "  -v, --verbose    log at info on stderr (default: warn; --log-level L for another)\n",
+		lo, hi);
+	cli_help_settings(out, settings);
+}
+
+/* The first lines of the help, after an error on stderr. */
+static void check_usage(FILE *out)
+{
+	fprintf(out, "usage: acceld check [--device ID] [--level quick|long] [--duration D] [--backend NAME] [--json]\n"
+		     "       [SETTINGS] (see acceld help check)\n");
 }
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -62,10 +84,14 @@ static int parse_args(int argc, char **argv, struct check_args *a, char **rest, 
 	for (int i = 0; i < argc; i++) {
 		const char *arg = argv[i];
 		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-		uint64_t secs;
+		uint64_t ms;
 
 		if (strcmp(arg, "--json") == 0) {
 			a->json = true;
+			continue;
+		}
+		if (strcmp(arg, "-v") == 0 || strcmp(arg, "--verbose") == 0) {
+			a->verbose = true;
 			continue;
 		}
 		if (strcmp(arg, "--device") != 0 && strcmp(arg, "--level") != 0 && strcmp(arg, "--duration") != 0 &&
@@ -83,18 +109,25 @@ static int parse_args(int argc, char **argv, struct check_args *a, char **rest, 
 				return usage_error("invalid --device '%.40s'", val);
 		} else if (strcmp(arg, "--level") == 0) {
 			if (!devcheck_level_parse(val, &a->req.level))
-				return usage_error("unknown --level '%.40s'; accepted: quick, long", val);
+				return usage_error("invalid --level '%.40s'; accepted: quick, long", val);
 		} else if (strcmp(arg, "--duration") == 0) {
-			if (config_parse_u64(val, &secs) != 0 || secs < DURATION_MIN_S || secs > DURATION_MAX_S)
-				return usage_error("--duration takes %d to %d seconds", DURATION_MIN_S, DURATION_MAX_S);
-			a->req.duration_ms = secs * 1000u;
+			if (config_parse_duration_ms(val, &ms) != 0 || ms < DURATION_MIN_MS || ms > DURATION_MAX_MS) {
+				char lo[24];
+				char hi[24];
+
+				config_format_duration(DURATION_MIN_MS, lo, sizeof(lo));
+				config_format_duration(DURATION_MAX_MS, hi, sizeof(hi));
+				return usage_error("invalid --duration '%.40s'; accepted: a duration from %s to %s, "
+						   "such as 120 (seconds) or 2m", val, lo, hi);
+			}
+			a->req.duration_ms = ms;
 		} else if (backend_find(backend_builtin, val) != NULL) {
 			snprintf(a->req.backend, sizeof(a->req.backend), "%s", val);
 		} else {
 			char names[128];
 
 			backend_names(backend_builtin, names, sizeof(names));
-			return usage_error("unknown --backend '%.40s'; accepted: %s", val, names);
+			return usage_error("invalid --backend '%.40s'; accepted: %s", val, names);
 		}
 	}
 	if (a->req.duration_ms > 0 && a->req.level != DEVCHECK_LONG)
@@ -173,13 +206,18 @@ int cli_check_main(int argc, char **argv)
 	int worst = -1;
 	int rc;
 
+	if (cli_help_asked(argc, argv)) {
+		check_help(stdout);
+		rc = CLI_EXIT_OK;
+		goto done;
+	}
 	memset(&a, 0, sizeof(a));
 	devcheck_request_init(&a.req);
 	snprintf(a.req.trigger, sizeof(a.req.trigger), "cli");
 	rc = parse_args(argc, argv, &a, rest, &nrest);
 	if (rc != 0)
 		goto done;
-	if (!cli_load_config(&cfg, "check", nrest, rest, check_help, &rc))
+	if (!cli_load_config(&cfg, "check", nrest, rest, a.verbose ? CLI_LOG_VERBOSE : CLI_LOG_QUIET, &rc))
 		goto done;
 	rc = CLI_EXIT_USAGE;
 	det = cli_detect_new(&cfg);

@@ -8,10 +8,11 @@
 #define ACCELD_CLI_CHECK_H
 
 /*
- * argv holds the arguments after "check": --device ID, --level quick|long, --duration SECONDS (long),
- * --backend native|opencl, --json, and any setting (the thresholds among them). Returns 0 when every checked device
- * passes, 1 when one warns or fails, 2 when no check can run (bad usage or configuration, an unknown device, one
- * no backend runs jobs on, no such device at all, the executor not starting).
+ * argv holds the arguments after "check": --device ID, --level quick|long, --duration D (long; 5s to 1h, a bare
+ * number is seconds), --backend native|opencl|pjrt, --json, -v, and any setting (the thresholds among them); --help
+ * anywhere prints check's help. Returns 0 when every checked device passes, 1 when one warns or fails, 2 when no
+ * check can run (bad usage or configuration, an unknown device, one no backend runs jobs on, no such device at all,
+ * the executor not starting).
  */
 int cli_check_main(int argc, char **argv);
 

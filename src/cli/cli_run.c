@@ -1,4 +1,4 @@
-/* cli_run: `acceld run KERNEL [--n N] [--m M --k K] [--device ID] [--prefer ...] [--verify] [--seed S] [--json]`. */
+/* cli_run: `acceld run KERNEL SIZES [--device ID] [--prefer ...] [--verify] [--seed S] [--json]`. */
 #include "cli/cli_run.h"
 
 #include <errno.h>
@@ -13,9 +13,9 @@
 #include "core/config.h"
 #include "core/jsonval.h"
 #include "detect/detect.h"
+#include "exec/backend.h"
 #include "exec/exec.h"
 #include "exec/kernel.h"
-#include "core/log.h"
 #include "core/mem.h"
 #include "select/place.h"
 #include "select/select.h"
@@ -25,23 +25,46 @@
 struct run_args {
 	struct exec_request req;
 	char device[DEVICE_ID_MAX];
+	uint64_t square;            /* --square N: sgemm's and softmax's matrices N x N; 0 not given */
 	bool json;
+	bool verbose;
 };
 
-static void run_usage(FILE *out)
-{
-	fprintf(out, "usage: acceld run saxpy|triad|dot|sgemm|softmax [--n N] [--m M] [--k K] [--device ID]\n"
-		     "       [--backend NAME] [--alpha A] [--beta B] [--s S] [--precision highest|tf32|bf16]\n"
-		     "       [--seed S] [--timeout-ms T]\n"
-		     "       [--verify] [--full] [--json] [settings, e.g. --prefer gpu]\n");
-}
-
-/* --help: the usage and every setting */
 static void run_help(FILE *out)
 {
-	run_usage(out);
-	fprintf(out, "\nsettings (flag, environment, default):\n");
-	config_usage(out);
+	static const char *const settings[] = {"prefer", "exec-max-elements", "exec-default-timeout", NULL};
+
+	fprintf(out, "usage: acceld run KERNEL SIZES [OPTIONS] [SETTINGS]\n"
+		     "\n"
+		     "Runs one job on the best device (or --device) without a server and prints it: a line of\n"
+		     "text, or with --json the job document POST /run answers. Exit status: 0 the job succeeded\n"
+		     "(and verified, when asked), 1 it failed or was refused, 2 bad usage.\n"
+		     "\n"
+		     "Kernels and their sizes, as POST /run takes them:\n"
+		     "  saxpy, triad, dot   --n N              vectors of N elements\n"
+		     "  sgemm               --m M --n N --k K  an M x K matrix times a K x N one (M x N out)\n"
+		     "  softmax             --m M --n N        M rows of N, each row normalised\n"
+		     "  --square N          sgemm and softmax: N x N matrices (M, N and K all N)\n"
+		     "Options:\n"
+		     "  --device ID         this device (cpu:0, gpu:1) and no other; default: the best, falling back\n"
+		     "  --backend NAME      native, opencl or pjrt (default: the device's first)\n"
+		     "  --alpha A, --beta B saxpy's alpha; sgemm's alpha and beta\n"
+		     "  --s S               triad's s\n"
+		     "  --precision P       sgemm's products: highest (float32, the default), tf32 or bf16\n"
+		     "  --seed S            the seed of the generated inputs (the same seed, the same inputs)\n"
+		     "  --timeout-ms T      the job's timeout in milliseconds (default: --exec-default-timeout)\n"
+		     "  --verify            check the result against a reference; exit 1 when it is wrong\n"
+		     "  --full              keep the whole output (printed with --json)\n"
+		     "  --json              print the job (or the refusal) as POST /run answers it\n"
+		     "  -v, --verbose       log at info on stderr (default: warn; --log-level L for another)\n");
+	cli_help_settings(out, settings);
+}
+
+/* The first lines of the help, after an error on stderr. */
+static void run_usage(FILE *out)
+{
+	fprintf(out, "usage: acceld run saxpy|triad|dot --n N | sgemm --m M --n N --k K | softmax --m M --n N\n"
+		     "       [--square N] [--device ID] [OPTIONS] [SETTINGS] (see acceld help run)\n");
 }
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -59,7 +82,7 @@ static int usage_error(const char *fmt, ...)
 	return CLI_EXIT_USAGE;
 }
 
-static int parse_u64(const char *text, uint64_t *out)
+static int parse_count(const char *text, uint64_t *out)
 {
 	return config_parse_u64(text, out) == 0 && *out > 0 ? 0 : -1;
 }
@@ -77,18 +100,146 @@ static int parse_float(const char *text, float *out)
 	return 0;
 }
 
+enum run_flag { F_N, F_M, F_K, F_SQUARE, F_ALPHA, F_BETA, F_S, F_PRECISION, F_SEED, F_TIMEOUT, F_DEVICE, F_BACKEND };
+
+/* The flags that take a value: what they accept (for messages) and the kernel parameter each needs (0: any). */
+static const struct {
+	const char *flag;
+	const char *accepted;
+	unsigned param;
+} value_flags[] = {
+	[F_N] = {"--n", "a positive integer", 0},
+	[F_M] = {"--m", "a positive integer", KERNEL_PARAM_M},
+	[F_K] = {"--k", "a positive integer", KERNEL_PARAM_K},
+	[F_SQUARE] = {"--square", "a positive integer", KERNEL_PARAM_M},
+	[F_ALPHA] = {"--alpha", "a finite float32 number", KERNEL_PARAM_ALPHA},
+	[F_BETA] = {"--beta", "a finite float32 number", KERNEL_PARAM_BETA},
+	[F_S] = {"--s", "a finite float32 number", KERNEL_PARAM_S},
+	[F_PRECISION] = {"--precision", "highest|tf32|bf16", KERNEL_PARAM_PRECISION},
+	[F_SEED] = {"--seed", "an integer from 0 to 18446744073709551615", 0},
+	[F_TIMEOUT] = {"--timeout-ms", "a positive integer of milliseconds", 0},
+	[F_DEVICE] = {"--device", "a device id such as cpu:0 or gpu:1", 0},
+	[F_BACKEND] = {"--backend", NULL, 0}, /* the built-in backends' names */
+};
+
+#define NFLAGS (sizeof(value_flags) / sizeof(value_flags[0]))
+
+/* Which flag arg is ("--n" or "--n=64"), or NFLAGS when it is none of them; *val points at an inline value. */
+static size_t which_flag(const char *arg, const char **val)
+{
+	for (size_t f = 0; f < NFLAGS; f++) {
+		size_t len = strlen(value_flags[f].flag);
+
+		if (strncmp(arg, value_flags[f].flag, len) != 0 || (arg[len] != '\0' && arg[len] != '='))
+			continue;
+		*val = arg[len] == '=' ? arg + len + 1 : NULL;
+		return f;
+	}
+	return NFLAGS;
+}
+
+/* Stores val for flag f into a. Returns 0, or -1 when the value is not one f takes. */
+static int set_flag(struct run_args *a, size_t f, const char *val)
+{
+	struct select_request probe;
+
+	switch ((enum run_flag)f) {
+	case F_N:
+		return parse_count(val, &a->req.shape.n);
+	case F_M:
+		return parse_count(val, &a->req.shape.m);
+	case F_K:
+		return parse_count(val, &a->req.shape.k);
+	case F_SQUARE:
+		return parse_count(val, &a->square);
+	case F_ALPHA:
+		return parse_float(val, &a->req.alpha);
+	case F_BETA:
+		return parse_float(val, &a->req.beta);
+	case F_S:
+		return parse_float(val, &a->req.s);
+	case F_PRECISION:
+		return kernel_precision_parse(val, &a->req.precision) ? 0 : -1;
+	case F_SEED:
+		return config_parse_u64(val, &a->req.seed);
+	case F_TIMEOUT:
+		return parse_count(val, &a->req.timeout_ms);
+	case F_DEVICE:
+		/* the id's form as selection checks it; whether the host has it is known after probing */
+		memset(&probe, 0, sizeof(probe));
+		if (select_request_set(&probe, "device", val, NULL, 0) != ACCELD_OK)
+			return -1;
+		return strlcpy_checked(a->device, val, sizeof(a->device));
+	case F_BACKEND:
+		if (backend_find(backend_builtin, val) == NULL)
+			return -1;
+		snprintf(a->req.backend, sizeof(a->req.backend), "%s", val);
+		return 0;
+	}
+	return -1;
+}
+
+/* The sizes the kernel needs, from --n, --m, --k or --square. Returns 0 or an exit code. */
+static int check_sizes(struct run_args *a, bool given[NFLAGS])
+{
+	enum kernel_id k = a->req.kernel;
+	const char *name = kernel_name(k);
+	unsigned params = kernel_params(k);
+	char missing[32] = "";
+
+	for (size_t f = 0; f < NFLAGS; f++) {
+		char takes[96] = "";
+
+		if (!given[f] || value_flags[f].param == 0 || (params & value_flags[f].param))
+			continue;
+		/* the flags of the kernel's own sizes and parameters, as POST /run refuses the others */
+		for (size_t t = F_N; t <= F_PRECISION; t++)
+			if (value_flags[t].param == 0 || (params & value_flags[t].param))
+				snprintf(takes + strlen(takes), sizeof(takes) - strlen(takes), "%s%s",
+					 takes[0] ? ", " : "", value_flags[t].flag);
+		return usage_error("%s does not apply to %s (it takes %s)", value_flags[f].flag, name, takes);
+	}
+	if (a->square != 0) {
+		if (given[F_N] || given[F_M] || given[F_K])
+			return usage_error("give --square N or the sizes (--m, --n%s), not both",
+					   params & KERNEL_PARAM_K ? ", --k" : "");
+		a->req.shape.m = a->req.shape.n = a->square;
+		if (params & KERNEL_PARAM_K)
+			a->req.shape.k = a->square;
+		return 0;
+	}
+	/* every size the kernel has is given, as POST /run asks: n is always the kernel's own n */
+	if ((params & KERNEL_PARAM_M) && !given[F_M])
+		snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s--m", missing[0] ? ", " : "");
+	if (!given[F_N])
+		snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s--n", missing[0] ? ", " : "");
+	if ((params & KERNEL_PARAM_K) && !given[F_K])
+		snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s--k", missing[0] ? ", " : "");
+	if (missing[0] == '\0')
+		return 0;
+	if (params & KERNEL_PARAM_K)
+		return usage_error("%s multiplies an M x K matrix by a K x N one: give --m, --n and --k (%s missing), "
+				   "or --square N for N x N matrices", name, missing);
+	if (params & KERNEL_PARAM_M)
+		return usage_error("%s takes M rows of N: give --m and --n (%s missing), or --square N for an N x N "
+				   "matrix", name, missing);
+	return usage_error("%s needs --n N, the vector length", name);
+}
+
 /* Takes the run flags out of argv; everything else goes to rest for config_load. Returns 0 or an exit code. */
 static int parse_args(int argc, char **argv, struct run_args *a, char **rest, int *nrest)
 {
+	bool given[NFLAGS] = {false};
+
 	*nrest = 0;
 	if (argc < 1 || strncmp(argv[0], "-", 1) == 0)
-		return usage_error("%s", "name a kernel");
+		return usage_error("name a kernel: %s", kernel_names_text());
 	if (!kernel_parse(argv[0], &a->req.kernel))
-		return usage_error("unknown kernel '%s'", argv[0]);
+		return usage_error("unknown kernel '%s'; accepted: %s", argv[0], kernel_names_text());
 	for (int i = 1; i < argc; i++) {
 		const char *arg = argv[i];
-		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-		int bad = 0;
+		const char *val = NULL;
+		size_t f = which_flag(arg, &val);
 
 		if (strcmp(arg, "--verify") == 0) {
 			a->req.verify = true;
@@ -96,56 +247,28 @@ static int parse_args(int argc, char **argv, struct run_args *a, char **rest, in
 			a->req.full = true;
 		} else if (strcmp(arg, "--json") == 0) {
 			a->json = true;
-		} else if (strcmp(arg, "--n") == 0 || strcmp(arg, "--m") == 0 || strcmp(arg, "--k") == 0 ||
-			   strcmp(arg, "--seed") == 0 || strcmp(arg, "--timeout-ms") == 0 || strcmp(arg, "--device") == 0 ||
-			   strcmp(arg, "--backend") == 0 || strcmp(arg, "--alpha") == 0 || strcmp(arg, "--beta") == 0 ||
-			   strcmp(arg, "--s") == 0 || strcmp(arg, "--precision") == 0) {
-			if (val == NULL)
+		} else if (strcmp(arg, "-v") == 0 || strcmp(arg, "--verbose") == 0) {
+			a->verbose = true;
+		} else if (f < NFLAGS) {
+			if (val == NULL && i + 1 >= argc)
 				return usage_error("%s needs a value", arg);
-			if (strcmp(arg, "--n") == 0)
-				bad = parse_u64(val, &a->req.shape.n);
-			else if (strcmp(arg, "--m") == 0)
-				bad = parse_u64(val, &a->req.shape.m);
-			else if (strcmp(arg, "--k") == 0)
-				bad = parse_u64(val, &a->req.shape.k);
-			else if (strcmp(arg, "--seed") == 0)
-				bad = config_parse_u64(val, &a->req.seed);
-			else if (strcmp(arg, "--timeout-ms") == 0)
-				bad = parse_u64(val, &a->req.timeout_ms);
-			else if (strcmp(arg, "--alpha") == 0)
-				bad = parse_float(val, &a->req.alpha);
-			else if (strcmp(arg, "--beta") == 0)
-				bad = parse_float(val, &a->req.beta);
-			else if (strcmp(arg, "--s") == 0)
-				bad = parse_float(val, &a->req.s);
-			else if (strcmp(arg, "--precision") == 0)
-				bad = kernel_precision_parse(val, &a->req.precision) ? 0 : -1;
-			else if (strcmp(arg, "--device") == 0)
-				bad = strlcpy_checked(a->device, val, sizeof(a->device));
-			else if (backend_find(backend_builtin, val) != NULL)
-				snprintf(a->req.backend, sizeof(a->req.backend), "%s", val);
-			else
-				bad = -1;
-			if (bad != 0)
-				return usage_error("invalid value for %s", arg);
-			i++;
+			if (val == NULL)
+				val = argv[++i];
+			if (set_flag(a, f, val) != 0) {
+				char names[128];
+
+				backend_names(backend_builtin, names, sizeof(names));
+				return usage_error("invalid %s '%.64s'; accepted: %s", value_flags[f].flag, val,
+						   value_flags[f].accepted != NULL ? value_flags[f].accepted : names);
+			}
+			given[f] = true;
 		} else {
 			if (*nrest >= MAX_ARGS)
 				return usage_error("%s", "too many arguments");
 			rest[(*nrest)++] = argv[i];
 		}
 	}
-	for (int i = 0; i < *nrest; i++)
-		if (strcmp(rest[i], "--help") == 0 || strcmp(rest[i], "-h") == 0)
-			return 0; /* cli_load_config prints the help */
-	if (a->req.shape.n == 0)
-		return usage_error("%s", "--n is required");
-	/* square by default */
-	if ((kernel_params(a->req.kernel) & KERNEL_PARAM_M) && a->req.shape.m == 0)
-		a->req.shape.m = a->req.shape.n;
-	if ((kernel_params(a->req.kernel) & KERNEL_PARAM_K) && a->req.shape.k == 0)
-		a->req.shape.k = a->req.shape.n;
-	return 0;
+	return check_sizes(a, given);
 }
 
 static void print_text(json_t *doc)
@@ -181,6 +304,27 @@ static enum acceld_err choose(void *ctx, const struct select_request *sreq, stru
 	return select_choose(c->snap->devices, c->snap->n, sreq, NULL, 0, res);
 }
 
+/* A refusal: on stderr, or with --json the problem POST /run would answer, in the command line's words. */
+static void print_refusal(const struct run_args *a, const struct exec_refusal *why)
+{
+	static const char *const fields[] = {"timeout_ms", NULL};
+	char detail[sizeof(why->detail) + 64];
+
+	cli_words(why->detail, fields, detail, sizeof(detail));
+	if (a->json) {
+		json_t *p = json_pack("{s:s, s:i, s:s}", "reason", reason_name(why->reason), "status",
+				      reason_status(why->reason), "detail", detail);
+
+		if (why->extra)
+			json_object_update(p, why->extra);
+		jsonval_dumpf(p, stdout, JSON_INDENT(2));
+		fputc('\n', stdout);
+		json_decref(p);
+	} else {
+		fprintf(stderr, "acceld run: %s (%s)\n", detail, reason_name(why->reason));
+	}
+}
+
 int cli_run_main(int argc, char **argv)
 {
 	struct run_args a;
@@ -198,16 +342,25 @@ int cli_run_main(int argc, char **argv)
 	int rc;
 	json_t *doc;
 
+	if (cli_help_asked(argc, argv)) {
+		run_help(stdout);
+		return CLI_EXIT_OK;
+	}
 	memset(&a, 0, sizeof(a));
 	exec_request_init(&a.req);
 	snprintf(a.req.trigger, sizeof(a.req.trigger), "cli");
 	rc = parse_args(argc, argv, &a, rest, &nrest);
-	if (rc != 0)
+	if (rc != 0) {
+		exec_request_release(&a.req);
 		return rc;
-	if (!cli_load_config(&cfg, "run", nrest, rest, run_help, &rc))
+	}
+	if (!cli_load_config(&cfg, "run", nrest, rest, a.verbose ? CLI_LOG_VERBOSE : CLI_LOG_QUIET, &rc)) {
+		exec_request_release(&a.req);
 		return rc;
+	}
 	select_request_init(&sreq, &cfg);
 	if (a.device[0] != '\0' && select_request_set(&sreq, "device", a.device, err, sizeof(err)) != ACCELD_OK) {
+		exec_request_release(&a.req);
 		config_release(&cfg);
 		return usage_error("%s", err);
 	}
@@ -215,6 +368,12 @@ int cli_run_main(int argc, char **argv)
 	rc = CLI_EXIT_FAIL;
 	det = cli_detect_new(&cfg);
 	snap = detect_acquire(det);
+	if (a.device[0] != '\0' && detect_find(snap, a.device) == NULL) {
+		exec_refuse(&why, ACCELD_ENOTFOUND, REASON_UNKNOWN_DEVICE,
+			    "no device '%s' on this host (acceld report lists the devices)", a.device);
+		print_refusal(&a, &why);
+		goto out;
+	}
 	exec_opts_from_config(&cfg, &opts);
 	opts.devices = snap->devices;
 	opts.ndevices = snap->n;
@@ -224,18 +383,7 @@ int cli_run_main(int argc, char **argv)
 	}
 	if (place_job(choose, &(struct chooser){.snap = snap}, &sreq, &a.req, &why) != ACCELD_OK ||
 	    exec_submit(ex, &a.req, NULL, NULL, &job, &why) != ACCELD_OK) {
-		if (a.json) {
-			json_t *p = json_pack("{s:s, s:i, s:s}", "reason", reason_name(why.reason), "status",
-					      reason_status(why.reason), "detail", why.detail);
-
-			if (why.extra)
-				json_object_update(p, why.extra);
-			jsonval_dumpf(p, stdout, JSON_INDENT(2));
-			fputc('\n', stdout);
-			json_decref(p);
-		} else {
-			fprintf(stderr, "acceld run: %s (%s)\n", why.detail, reason_name(why.reason));
-		}
+		print_refusal(&a, &why);
 		json_decref(why.extra);
 		goto out;
 	}

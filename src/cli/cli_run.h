@@ -6,10 +6,12 @@
 #define ACCELD_CLI_RUN_H
 
 /*
- * argv holds the arguments after "run": the kernel, then --n N, --m M, --k K, --device ID, --backend
- * native|opencl, --alpha A, --beta B, --s S, --seed S, --timeout-ms T, --verify, --full, --json, and any setting
- * (--prefer among them). Returns 0 when the job succeeded (and verified, when asked), 1 when it did not, 2 on bad
- * usage.
+ * argv holds the arguments after "run": the kernel, then its sizes as POST /run takes them (--n N, the kernel's own
+ * n; --m M and --k K where the kernel has them; or --square N for sgemm's and softmax's N x N matrices), --device
+ * ID, --backend native|opencl|pjrt, --alpha A, --beta B, --s S (each where the kernel takes it), --precision P,
+ * --seed S, --timeout-ms T, --verify, --full, --json, -v, and any setting (--prefer among them). --help anywhere
+ * prints run's help. Returns 0 when the job succeeded (and verified, when asked), 1 when it did not or was refused,
+ * 2 on bad usage.
  */
 int cli_run_main(int argc, char **argv);
 

@@ -10,7 +10,6 @@
 #include "core/config.h"
 #include "core/jsonval.h"
 #include "detect/detect.h"
-#include "core/log.h"
 #include "core/mem.h"
 #include "select/select.h"
 
@@ -18,17 +17,16 @@
 static const char *const select_flags[] = {"policy", "device", "min_memory_bytes", "executable",
 					   "kernel", "format", "tpu_scope", NULL};
 
+/* The fields that are sizes: the command line takes them with units (16GiB, 14GB), as the settings' sizes. */
+static const char *const size_fields[] = {"min_memory_bytes", "model_bytes", "sample_bytes", NULL};
+
+/* The words of batch's messages that name its fields (batch.h), said as flags here. */
+static const char *const batch_words[] = {"model_bytes", "params", "dtype", "sample_bytes", NULL};
+
+#define SIZE_ACCEPTED                                                                                              \
+	"a size such as 16GiB, 16GB or 17179869184 (KiB, MiB, GiB, TiB count in 1024s; KB, MB, GB, TB in 1000s)"
+
 typedef enum acceld_err (*set_fn)(void *req, const char *name, const char *value, char *err, size_t errsz);
-
-static enum acceld_err set_select(void *req, const char *name, const char *value, char *err, size_t errsz)
-{
-	return select_request_set(req, name, value, err, errsz);
-}
-
-static enum acceld_err set_batch(void *req, const char *name, const char *value, char *err, size_t errsz)
-{
-	return batch_request_set(req, name, value, err, errsz);
-}
 
 static bool in_list(const char *const *list, const char *name)
 {
@@ -36,6 +34,28 @@ static bool in_list(const char *const *list, const char *name)
 		if (strcmp(list[i], name) == 0)
 			return true;
 	return false;
+}
+
+static enum acceld_err set_select(void *req, const char *name, const char *value, char *err, size_t errsz)
+{
+	return select_request_set(req, name, value, err, errsz);
+}
+
+/* batch_request_set, with sizes in units read here: batch.h takes bytes as digits */
+static enum acceld_err set_batch(void *req, const char *name, const char *value, char *err, size_t errsz)
+{
+	uint64_t bytes;
+	char digits[24];
+
+	if (in_list(size_fields, name)) {
+		if (config_parse_size(value, &bytes) != 0) {
+			snprintf(err, errsz, "not a size");
+			return ACCELD_EINVAL;
+		}
+		snprintf(digits, sizeof(digits), "%llu", (unsigned long long)bytes);
+		value = digits;
+	}
+	return batch_request_set(req, name, value, err, errsz);
 }
 
 /*
@@ -89,43 +109,73 @@ static int split_args(int argc, char **argv, const char *const *flags, const cha
 	return 0;
 }
 
-static void select_usage(FILE *out)
+static void select_help(FILE *out)
 {
+	static const char *const settings[] = {"prefer", "allow-tpu", NULL};
+
 	fprintf(out,
-		"usage: acceld select [--prefer auto|cpu|gpu|tpu] [--allow-tpu BOOL] [--policy P] [--device ID]\n"
-		"                     [--min-memory-bytes N] [--executable] [--kernel K] [--format json|env]\n"
-		"                     [--tpu-scope chip|host] [SETTINGS]\n"
+		"usage: acceld select [--policy P] [--device ID] [--min-memory-bytes SIZE] [--executable]\n"
+		"                     [--kernel K] [--format json|env] [--tpu-scope chip|host] [-v] [SETTINGS]\n"
 		"\n"
-		"Probes the devices once and prints the choice GET /select would give.\n"
-		"  --policy            priority|fastest|cheapest|efficient (default priority)\n"
-		"  --device            use this device (cpu:0, gpu:1, tpu:3) if it meets the constraints\n"
-		"  --min-memory-bytes  only devices with at least this much memory (64GiB style units accepted)\n"
-		"  --executable        only devices /run can execute on\n"
-		"  --kernel            saxpy|dot|sgemm|softmax|triad: which figure counts for fastest/efficient\n"
-		"  --format            json (default) or env: export lines for eval \"$(acceld select --format env)\"\n"
-		"  --tpu-scope         chip (one chip, bounds 1,1,1; default) or host (every chip)\n"
-		"Exit status: 0 chosen, 1 no device meets the constraints or unknown device, 2 bad usage.\n\n");
-	config_usage(out);
+		"Probes the devices once and prints the device to use, as GET /select answers it (JSON), or the\n"
+		"environment to export: eval \"$(acceld select --format env)\". Exit status: 0 chosen, 1 no device\n"
+		"meets the constraints (or no --device on this host), 2 bad usage.\n"
+		"\n"
+		"Options:\n"
+		"  --policy P               priority (default), fastest, cheapest or efficient\n"
+		"  --device ID              this device (cpu:0, gpu:1, tpu:3), if it meets the constraints\n"
+		"  --min-memory-bytes SIZE  only devices with at least this much memory: 16GiB, 16GB, 17179869184\n"
+		"  --executable             only devices acceld runs jobs on\n"
+		"  --kernel K               saxpy|triad|dot|sgemm|softmax: the figure fastest and efficient weigh\n"
+		"  --format F               json (the default) or env: export lines\n"
+		"  --tpu-scope S            chip (one chip, bounds 1,1,1; the default) or host (every chip)\n"
+		"  -v, --verbose            log at info on stderr (default: warn; --log-level L for another)\n"
+		"\n");
+	config_usage_units(out);
+	cli_help_settings(out, settings);
 }
 
-static void batch_usage(FILE *out)
+static void batch_help(FILE *out)
 {
+	static const char *const settings[] = {"tpu-batch-factor", "gpu-batch-factor", "cpu-batch-factor", "prefer",
+					       NULL};
+
 	fprintf(out,
-		"usage: acceld batch [--device ID] [--base N] [--model-bytes N | --params N [--dtype D]]\n"
-		"                    [--sample-bytes N] [--mode infer|train] [--reserve R] [SETTINGS]\n"
+		"usage: acceld batch [--device ID] [--base N] [--model-bytes SIZE | --params N [--dtype D]]\n"
+		"                    [--sample-bytes SIZE] [--mode infer|train] [--reserve R] [--json] [-v]\n"
+		"                    [SETTINGS]\n"
 		"\n"
-		"Probes the devices once and prints what GET /batch-config would give.\n"
-		"  --device        the device (default: what acceld select would choose)\n"
-		"  --base          base batch, 1..1048576 (default 1), multiplied by the device kind's factor\n"
-		"  --model-bytes   model weights in bytes (training state counts 8x)\n"
-		"  --params        parameter count; --dtype fp32|fp16|bf16|int8|fp8 (default bf16) sizes inference\n"
-		"                  weights, training counts 16 bytes per parameter (mixed-precision Adam)\n"
-		"  --sample-bytes  memory one sample needs (activations); with a model size it caps the batch\n"
-		"  --mode          infer (default) or train\n"
-		"  --reserve       fraction of memory kept back, 0..0.9 (default 0.1)\n"
-		"Exit status: 0 computed, 1 unknown device or the model/sample cannot fit, 2 bad usage.\n\n");
-	config_usage(out);
+		"Probes the devices once and prints the batch size for a device, step by step; with --json, the\n"
+		"document GET /batch-config answers. Exit status: 0 computed, 1 an unknown device or a model that\n"
+		"cannot fit, 2 bad usage.\n"
+		"\n"
+		"Options:\n"
+		"  --device ID          the device (default: the one acceld select chooses)\n"
+		"  --base N             base batch, 1 to 1048576 (default 1), times the device kind's factor\n"
+		"  --model-bytes SIZE   the model's weights (14GB, 13GiB); training state counts 8x that\n"
+		"  --params N           the parameter count instead; --dtype fp32|fp16|bf16|int8|fp8 (default bf16)\n"
+		"                       sizes the weights; training counts 16 bytes a parameter (mixed-precision\n"
+		"                       Adam)\n"
+		"  --sample-bytes SIZE  memory one sample needs (activations); with a model it caps the batch\n"
+		"  --mode M             infer (the default) or train\n"
+		"  --reserve R          the fraction of memory kept back, 0 to 0.9 (default 0.1)\n"
+		"  --json               print the document GET /batch-config answers\n"
+		"  -v, --verbose        log at info on stderr (default: warn; --log-level L for another)\n"
+		"\n");
+	config_usage_units(out);
+	cli_help_settings(out, settings);
 }
+
+/* What a command of this file takes and does with it. */
+struct cli_kind {
+	const char *name;           /* "select", "batch" */
+	const char *const *flags;   /* the request fields taken as flags (--min-memory-bytes, --min_memory_bytes) */
+	const char *const *bools;   /* those of them that may stand alone, meaning true */
+	void (*init)(void *req, const struct config *cfg);
+	set_fn set;
+	const char *(*accepted)(const char *field); /* a field's accepted values, for messages */
+	void (*help)(FILE *out);
+};
 
 struct cli {
 	struct config cfg;
@@ -134,18 +184,35 @@ struct cli {
 	char **fields;
 	const char **values;
 	size_t nfields;
+	bool json;                  /* --json (batch) */
 };
 
-/*
- * Splits the arguments, loads the settings, applies the fields, probes. Returns -1 to go on, else an exit code;
- * cli_finish releases what it took either way.
- */
-static int cli_start(struct cli *c, const char *command, int argc, char **argv, const char *const *flags,
-		     const char *const *bools, void *req, void (*init)(void *req, const struct config *cfg), set_fn set,
-		     void (*usage)(FILE *))
+/* Takes -v, --verbose and --json (when json is not NULL) out of argv[0..*argc), keeping the order of the rest. */
+static void take_switches(int *argc, char **argv, bool *verbose, bool *json)
 {
+	int n = 0;
+
+	for (int i = 0; i < *argc; i++) {
+		if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0)
+			*verbose = true;
+		else if (json != NULL && strcmp(argv[i], "--json") == 0)
+			*json = true;
+		else
+			argv[n++] = argv[i];
+	}
+	*argc = n;
+}
+
+/*
+ * Answers --help, splits the arguments, loads the settings, applies the fields, probes. Returns -1 to go on, else
+ * an exit code; cli_finish releases what it took either way.
+ */
+static int cli_start(struct cli *c, const struct cli_kind *k, int argc, char **argv, void *req)
+{
+	char **args = xcalloc((size_t)argc + 1, sizeof(*args));
 	char **rest = xcalloc((size_t)argc + 1, sizeof(*rest));
 	char err[1024] = "";
+	bool verbose = false;
 	int nrest;
 	int rc;
 	bool loaded;
@@ -153,28 +220,44 @@ static int cli_start(struct cli *c, const char *command, int argc, char **argv, 
 	memset(c, 0, sizeof(*c));
 	c->fields = xcalloc((size_t)argc + 1, sizeof(*c->fields));
 	c->values = xcalloc((size_t)argc + 1, sizeof(*c->values));
-	if (split_args(argc, argv, flags, bools, c->fields, c->values, &c->nfields, rest, &nrest, err,
-		       sizeof(err)) != 0) {
-		fprintf(stderr, "acceld %s: %s\n", command, err);
-		free(rest);
-		return CLI_EXIT_USAGE;
+	if (cli_help_asked(argc, argv)) {
+		k->help(stdout);
+		rc = CLI_EXIT_OK;
+		goto out;
 	}
-	loaded = cli_load_config(&c->cfg, command, nrest, rest, usage, &rc);
-	free(rest);
+	memcpy(args, argv, (size_t)argc * sizeof(*args));
+	take_switches(&argc, args, &verbose, strcmp(k->name, "batch") == 0 ? &c->json : NULL);
+	rc = CLI_EXIT_USAGE;
+	if (split_args(argc, args, k->flags, k->bools, c->fields, c->values, &c->nfields, rest, &nrest, err,
+		       sizeof(err)) != 0) {
+		fprintf(stderr, "acceld %s: %s\n", k->name, err);
+		goto out;
+	}
+	loaded = cli_load_config(&c->cfg, k->name, nrest, rest, verbose ? CLI_LOG_VERBOSE : CLI_LOG_QUIET, &rc);
 	if (!loaded)
-		return rc;
-	init(req, &c->cfg);
+		goto out;
+	k->init(req, &c->cfg);
 	for (size_t i = 0; i < c->nfields; i++) {
-		if (set(req, c->fields[i], c->values[i], err, sizeof(err)) != ACCELD_OK) {
-			fprintf(stderr, "acceld %s: %s\n", command, err);
-			return CLI_EXIT_USAGE;
+		const char *name = c->fields[i];
+
+		if (k->set(req, name, c->values[i], err, sizeof(err)) != ACCELD_OK) {
+			/* the flag's own name and accepted values, not the API field's */
+			fprintf(stderr, "acceld %s: invalid --", k->name);
+			for (const char *p = name; *p != '\0'; p++)
+				fputc(*p == '_' ? '-' : *p, stderr);
+			fprintf(stderr, " '%.64s'; accepted: %s\n", c->values[i],
+				in_list(size_fields, name) ? SIZE_ACCEPTED : k->accepted(name));
+			rc = CLI_EXIT_USAGE;
+			goto out;
 		}
 	}
-	/* the answer goes to stdout; only warnings and errors go to stderr */
-	log_set_level(LOGL_WARN);
 	c->det = cli_detect_new(&c->cfg);
 	c->snap = detect_acquire(c->det);
-	return -1;
+	rc = -1;
+out:
+	free(args);
+	free(rest);
+	return rc;
 }
 
 static void cli_finish(struct cli *c)
@@ -209,11 +292,13 @@ static void init_batch(void *req, const struct config *cfg)
 int cli_select_main(int argc, char **argv)
 {
 	static const char *const bools[] = {"executable", NULL};
+	static const struct cli_kind kind = {"select", select_flags, bools, init_select, set_select,
+					     select_param_accepted, select_help};
 	struct cli c;
 	struct select_request req;
 	struct select_result res;
 	enum acceld_err err;
-	int rc = cli_start(&c, "select", argc, argv, select_flags, bools, &req, init_select, set_select, select_usage);
+	int rc = cli_start(&c, &kind, argc, argv, &req);
 
 	if (rc >= 0)
 		goto out;
@@ -241,28 +326,74 @@ out:
 	return rc;
 }
 
+/* A text of batch.c in the command line's words (its fields as flags). */
+static void say(FILE *out, const char *prefix, const char *text)
+{
+	char words[1024];
+
+	cli_words(text, batch_words, words, sizeof(words));
+	fprintf(out, "%s%s\n", prefix, words);
+}
+
+/* The batch for a person: the answer first, then the steps that led to it. */
+static void print_batch(const struct batch_result *res, const struct batch_request *req)
+{
+	const struct device *d = res->device;
+	char state[32];
+	char sample[32];
+
+	printf("batch size %llu on %s (%s), for %s\n", (unsigned long long)res->batch_size, d->id,
+	       d->model[0] != '\0' ? d->model : device_type_name(d->type),
+	       req->mode == BATCH_TRAIN ? "training" : "inference");
+	if (res->has_max) {
+		config_format_size(res->memory.state_bytes, state, sizeof(state));
+		config_format_size(res->memory.sample_bytes, sample, sizeof(sample));
+		printf("at most %llu fit in memory (model state %s, %s a sample)\n",
+		       (unsigned long long)res->max_batch_size, state, sample);
+	}
+	if (res->tpu) {
+		printf("TPU: %llu per chip", (unsigned long long)res->batch_per_chip);
+		if (res->batch_per_core != 0)
+			printf(", %llu per core", (unsigned long long)res->batch_per_core);
+		if (res->global_batch_size != 0)
+			printf(", %llu over the host's %u chips", (unsigned long long)res->global_batch_size,
+			       res->tpu_chips);
+		printf("\n");
+	}
+	printf("\nsteps:\n");
+	for (size_t i = 0; i < res->nsteps; i++) {
+		char prefix[32];
+
+		snprintf(prefix, sizeof(prefix), "  %-7s ", res->steps[i].name);
+		say(stdout, prefix, res->steps[i].text);
+	}
+}
+
 int cli_batch_main(int argc, char **argv)
 {
 	static const char *const bools[] = {NULL};
+	static const struct cli_kind kind = {"batch", batch_param_names, bools, init_batch, set_batch,
+					     batch_param_accepted, batch_help};
 	struct cli c;
 	struct batch_request req;
 	struct batch_result res;
 	const struct device *d;
 	const char *param;
 	char msg[256];
-	int rc = cli_start(&c, "batch", argc, argv, batch_param_names, bools, &req, init_batch, set_batch, batch_usage);
+	int rc = cli_start(&c, &kind, argc, argv, &req);
 
 	if (rc >= 0)
 		goto out;
 	if (batch_request_check(&req, &param, msg, sizeof(msg)) != ACCELD_OK) {
-		fprintf(stderr, "acceld batch: %s\n", msg);
+		say(stderr, "acceld batch: ", msg);
 		rc = CLI_EXIT_USAGE;
 		goto out;
 	}
 	if (req.device[0] != '\0') {
 		d = detect_find(c.snap, req.device);
 		if (d == NULL) {
-			fprintf(stderr, "acceld batch: no device %s on this host\n", req.device);
+			fprintf(stderr, "acceld batch: no device %s on this host (acceld report lists the devices)\n",
+				req.device);
 			rc = CLI_EXIT_FAIL;
 			goto out;
 		}
@@ -282,11 +413,14 @@ int cli_batch_main(int argc, char **argv)
 		}
 	}
 	if (batch_compute(d, &req, &res) != ACCELD_OK) {
-		fprintf(stderr, "acceld batch: %s\n", res.detail);
+		say(stderr, "acceld batch: ", res.detail);
 		rc = CLI_EXIT_FAIL;
 		goto out;
 	}
-	print_json(batch_result_to_json(&res, &req, c.snap));
+	if (c.json)
+		print_json(batch_result_to_json(&res, &req, c.snap));
+	else
+		print_batch(&res, &req);
 	rc = CLI_EXIT_OK;
 out:
 	cli_finish(&c);

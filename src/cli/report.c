@@ -16,7 +16,6 @@
 #include "core/jsonval.h"
 #include "detect/detect.h"
 #include "cost/hostprice.h"
-#include "core/log.h"
 #include "core/mem.h"
 #include "exec/backend.h"
 #include "exec/backend/pjrt_plugin.h"
@@ -30,18 +29,26 @@ struct report_opts {
 	const char *nfd;
 };
 
-static void report_usage(FILE *out)
+static void report_help(FILE *out)
 {
-	fprintf(out, "usage: acceld report [--json] [--verbose] [--nfd PATH] [SETTINGS]\n"
+	static const char *const settings[] = {"prefer", "allow-tpu", "cloud", "pjrt-plugins", "nvml-library", NULL};
+
+	fprintf(out, "usage: acceld report [--json] [-v] [--nfd PATH] [SETTINGS]\n"
 		     "\n"
-		     "  --json       print the same document as GET /devices\n"
-		     "  --verbose    add every probe's findings and errors\n"
-		     "  --nfd PATH   write a Node Feature Discovery features file (labels " REPORT_NFD_NS "*)\n"
-		     "\n");
-	config_usage(out);
+		     "Probes the devices once and prints them: the device acceld would choose, the host, a row\n"
+		     "per device and what each probe found. Exit status: 0 done, 1 the --nfd file cannot be\n"
+		     "written, 2 bad usage.\n"
+		     "\n"
+		     "Options:\n"
+		     "  --json         print the devices as GET /devices answers them\n"
+		     "  -v, --verbose  add every probe's findings and errors, the devices in full and the settings in\n"
+		     "                 effect; log at info on stderr (default: warn; --log-level L for another)\n"
+		     "  --nfd PATH     also write a Node Feature Discovery features file (labels\n"
+		     "                 " REPORT_NFD_NS "*)\n");
+	cli_help_settings(out, settings);
 }
 
-/* Takes report's own options out of argv; the rest (settings, --help) go to the configuration. Returns 0, or -1. */
+/* Takes report's own options out of argv; the rest (settings) go to the configuration. Returns 0, or -1. */
 static int split_args(int argc, char **argv, struct report_opts *o, char **rest, int *nrest)
 {
 	*nrest = 0;
@@ -190,11 +197,13 @@ static void print_host(const struct detect_snapshot *s, FILE *out)
 	const struct cloud_host *h = s->host;
 	const char *billing;
 	double applied;
+	char source[sizeof(s->host_price.source) + 64];
 
 	if (h == NULL) {
 		fputc('\n', out);
 		return;
 	}
+	cli_words(s->host_price.source, NULL, source, sizeof(source));
 	applied = hostprice_applied(h->spot, s->host_price.usd_per_hour, s->host_price.usd_per_hour_spot, &billing);
 	if (h->state == CLOUD_KNOWN)
 		fprintf(out, "Host:               %s %s in %s%s%s, %s\n", cloud_kind_name(h->cloud), h->instance_type,
@@ -205,9 +214,9 @@ static void print_host(const struct detect_snapshot *s, FILE *out)
 			h->note[0] ? "; " : "", h->note);
 	if (isfinite(applied))
 		fprintf(out, "Host price:         %.4f USD/h %s (%s); split: %s\n\n", applied,
-			strcmp(billing, "spot") == 0 ? "Spot" : "on demand", s->host_price.source, s->host_split.rule);
+			strcmp(billing, "spot") == 0 ? "Spot" : "on demand", source, s->host_split.rule);
 	else
-		fprintf(out, "Host price:         unknown: %s\n\n", s->host_price.source);
+		fprintf(out, "Host price:         unknown: %s\n\n", source);
 }
 
 static void print_table(const struct detect_snapshot *s, const struct config *cfg, bool verbose, FILE *out)
@@ -215,14 +224,13 @@ static void print_table(const struct detect_snapshot *s, const struct config *cf
 	char when[CLOCK_RFC3339_LEN];
 	const struct device *rec = recommended(s, cfg);
 	const struct device *cur = preferred(s, cfg);
-	json_t *cj;
 
 	clock_rfc3339(s->taken_at_ms, when);
 	fprintf(out, "acceld report - %s, snapshot %llu, probed in %.1f ms\n\n", when,
 		(unsigned long long)s->generation, s->refresh_ms);
 	fprintf(out, "Current device:     %s (preference %s%s)\n", cur ? cur->id : "none",
 		config_prefer_name(cfg->prefer), cur ? "" : ": no such device on this host");
-	fprintf(out, "Recommended device: %s (automatic order TPU > GPU > CPU%s; GET /select weighs policy too)\n",
+	fprintf(out, "Recommended device: %s (automatic order TPU > GPU > CPU%s; acceld select weighs a policy too)\n",
 		rec ? rec->id : "none", cfg->allow_tpu ? "" : ", TPUs not allowed");
 	print_host(s, out);
 
@@ -289,11 +297,10 @@ static void print_table(const struct detect_snapshot *s, const struct config *cf
 			json_decref(dj);
 		}
 	}
-	fprintf(out, "\nConfiguration:\n");
-	cj = config_to_json(cfg);
-	jsonval_dumpf(cj, out, JSON_INDENT(2));
-	fputc('\n', out);
-	json_decref(cj);
+	if (verbose) {
+		fprintf(out, "\nSettings in effect (flag > environment > config file > default):\n");
+		config_print(cfg, out);
+	}
 }
 
 /* --- Node Feature Discovery --- */
@@ -458,17 +465,21 @@ int report_main(int argc, char **argv)
 	int rc = CLI_EXIT_OK;
 	bool loaded;
 
+	if (cli_help_asked(argc, argv)) {
+		report_help(stdout);
+		free(rest);
+		return CLI_EXIT_OK;
+	}
 	if (split_args(argc, argv, &o, rest, &nrest) != 0) {
-		report_usage(stderr);
+		fprintf(stderr, "usage: acceld report [--json] [-v] [--nfd PATH] [SETTINGS] (see acceld help "
+				"report)\n");
 		free(rest);
 		return CLI_EXIT_USAGE;
 	}
-	loaded = cli_load_config(&cfg, "report", nrest, rest, report_usage, &rc);
+	loaded = cli_load_config(&cfg, "report", nrest, rest, o.verbose ? CLI_LOG_VERBOSE : CLI_LOG_QUIET, &rc);
 	free(rest);
 	if (!loaded)
 		return rc;
-	/* the report is for people and scripts: only warnings and errors go to stderr */
-	log_set_level(o.verbose ? LOGL_INFO : LOGL_WARN);
 	det = cli_detect_new(&cfg);
 	/* a command asks the metadata service in line: it is not serving requests */
 	cloud_learn(&cfg, &host);

@@ -1,7 +1,7 @@
 /*
  * report: the `acceld report` command. It probes the devices once and prints them as a readable table, as the
- * GET /devices JSON (--json), with every probe's findings and errors (--verbose), and can write a Node Feature
- * Discovery local features file (--nfd PATH).
+ * GET /devices JSON (--json), with every probe's findings and errors, the devices in full and the settings in effect
+ * (--verbose), and can write a Node Feature Discovery local features file (--nfd PATH).
  */
 #ifndef ACCELD_REPORT_H
 #define ACCELD_REPORT_H

@@ -194,8 +194,8 @@ struct unit {
 	uint64_t mult;
 };
 
-/* Parses "<digits><unit>" with one of units (n of them) and scales it, refusing overflow. */
-static int parse_units(const char *text, const struct unit *units, size_t n, uint64_t *out)
+/* Parses "<digits><unit>" with one of units (n of them; nocase: in any case) and scales it, refusing overflow. */
+static int parse_units(const char *text, const struct unit *units, size_t n, bool nocase, uint64_t *out)
 {
 	uint64_t num;
 	const char *unit;
@@ -203,7 +203,7 @@ static int parse_units(const char *text, const struct unit *units, size_t n, uin
 	if (split_unit(text, &num, &unit) != 0)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
-		if (strcmp(unit, units[i].name) != 0)
+		if ((nocase ? strcasecmp(unit, units[i].name) : strcmp(unit, units[i].name)) != 0)
 			continue;
 		if (num > UINT64_MAX / units[i].mult)
 			return -1;
@@ -213,19 +213,58 @@ static int parse_units(const char *text, const struct unit *units, size_t n, uin
 	return -1;
 }
 
+#define KIB 1024ull
+#define KB 1000ull
+
+static const struct unit duration_units[] = {{"", 1000}, {"s", 1000}, {"ms", 1}, {"m", 60000}, {"h", 3600000}};
+
+/* The units with a B first, largest first: a size is written in the first that divides it (config_format_size). */
+static const struct unit size_units[] = {
+	{"TiB", KIB * KIB * KIB * KIB}, {"TB", KB * KB * KB * KB}, {"GiB", KIB * KIB * KIB}, {"GB", KB * KB * KB},
+	{"MiB", KIB * KIB},             {"MB", KB * KB},           {"KiB", KIB},             {"KB", KB},
+	{"Ti", KIB * KIB * KIB * KIB},  {"T", KB * KB * KB * KB},  {"Gi", KIB * KIB * KIB},  {"G", KB * KB * KB},
+	{"Mi", KIB * KIB},              {"M", KB * KB},            {"Ki", KIB},              {"K", KB},
+	{"B", 1},                       {"", 1},
+};
+
+#define NUNITS(u) (sizeof(u) / sizeof((u)[0]))
+
 int config_parse_duration_ms(const char *text, uint64_t *ms)
 {
-	static const struct unit units[] = {{"", 1000}, {"s", 1000}, {"ms", 1}, {"m", 60000}, {"h", 3600000}};
-
-	return parse_units(text, units, sizeof(units) / sizeof(units[0]), ms);
+	return parse_units(text, duration_units, NUNITS(duration_units), false, ms);
 }
 
 int config_parse_size(const char *text, uint64_t *bytes)
 {
-	static const struct unit units[] = {{"", 1},	     {"B", 1},		{"K", 1024},	   {"KiB", 1024},
-					    {"M", 1048576}, {"MiB", 1048576}, {"G", 1073741824}, {"GiB", 1073741824}};
+	return parse_units(text, size_units, NUNITS(size_units), true, bytes);
+}
 
-	return parse_units(text, units, sizeof(units) / sizeof(units[0]), bytes);
+void config_format_duration(uint64_t ms, char *out, size_t outsz)
+{
+	/* the largest unit that holds it whole; 0 reads as seconds */
+	if (ms == 0)
+		snprintf(out, outsz, "0s");
+	else if (ms % 3600000 == 0)
+		snprintf(out, outsz, "%lluh", (unsigned long long)(ms / 3600000));
+	else if (ms % 60000 == 0)
+		snprintf(out, outsz, "%llum", (unsigned long long)(ms / 60000));
+	else if (ms % 1000 == 0)
+		snprintf(out, outsz, "%llus", (unsigned long long)(ms / 1000));
+	else
+		snprintf(out, outsz, "%llums", (unsigned long long)ms);
+}
+
+void config_format_size(uint64_t bytes, char *out, size_t outsz)
+{
+	/* the largest unit that divides it: 8KiB, 256MiB, 1MB, 14GB; a size no unit divides stays in bytes */
+	for (size_t i = 0; bytes != 0 && i < 8; i++) {
+		if (bytes % size_units[i].mult == 0) {
+			snprintf(out, outsz, "%llu%s", (unsigned long long)(bytes / size_units[i].mult),
+				 size_units[i].name);
+			return;
+		}
+	}
+	snprintf(out, outsz, "%llu", (unsigned long long)bytes);
 }
 
 int config_parse_bool(const char *text, bool *out)
@@ -304,20 +343,29 @@ static int parse_listen(const char *text, char **host, unsigned *port)
 	return 0;
 }
 
-static void describe_accepted(const struct opt *o, char *out, size_t outsz)
+/* The accepted values of o in words, ranges in natural units; brief leaves out the examples (a help says them once). */
+static void describe_accepted(const struct opt *o, bool brief, char *out, size_t outsz)
 {
+	char lo[32];
+	char hi[32];
+
 	switch (o->type) {
 	case OPT_UINT:
 		snprintf(out, outsz, "an integer from %llu to %llu", (unsigned long long)o->min,
 			 (unsigned long long)o->max);
 		break;
 	case OPT_DURATION:
-		snprintf(out, outsz, "a duration from %llums to %llus, such as 30s, 500ms, 2m or 1h",
-			 (unsigned long long)o->min, (unsigned long long)o->max / 1000);
+		config_format_duration(o->min, lo, sizeof(lo));
+		config_format_duration(o->max, hi, sizeof(hi));
+		snprintf(out, outsz, "a duration from %s to %s%s", lo, hi,
+			 brief ? "" : ", such as 30s, 500ms, 2m or 1h (a bare number is seconds)");
 		break;
 	case OPT_SIZE:
-		snprintf(out, outsz, "a size from %llu to %llu bytes, such as 65536, 64KiB or 1MiB",
-			 (unsigned long long)o->min, (unsigned long long)o->max);
+		config_format_size(o->min, lo, sizeof(lo));
+		config_format_size(o->max, hi, sizeof(hi));
+		snprintf(out, outsz, "a size from %s to %s%s", lo, hi,
+			 brief ? "" : ", such as 65536, 64KiB or 1MB (KiB, MiB, GiB, TiB count in 1024s; "
+				      "KB, MB, GB, TB in 1000s)");
 		break;
 	case OPT_BOOL:
 		snprintf(out, outsz, "true|false (also 1|0, yes|no, on|off)");
@@ -356,7 +404,7 @@ static int set_opt(struct config *cfg, const struct opt *o, const char *text, co
 	bool b;
 	int idx;
 	int ok = 0;
-	char accepted[160];
+	char accepted[256];
 
 	switch (o->type) {
 	case OPT_STR:
@@ -401,7 +449,7 @@ static int set_opt(struct config *cfg, const struct opt *o, const char *text, co
 	}
 	if (ok)
 		return 0;
-	describe_accepted(o, accepted, sizeof(accepted));
+	describe_accepted(o, false, accepted, sizeof(accepted));
 	return fail(err, errsz, "invalid value for --%s (%s) from %s: '%.200s' given; expected %s", o->flag, o->env,
 		    source, o->flags & OPT_SECRET ? "[redacted]" : text, accepted);
 }
@@ -462,7 +510,8 @@ static int load_file(struct config *cfg, const char *path, char *err, size_t err
 		}
 		o = find_opt(name);
 		if (o == NULL || o->offset == F(config_file)) {
-			rc = fail(err, errsz, "%s:%d: unknown setting '%.100s' (see acceld --help)", path, lineno, name);
+			rc = fail(err, errsz, "%s:%d: unknown setting '%.100s' (see acceld help settings)", path,
+				  lineno, name);
 			break;
 		}
 		snprintf(source, sizeof(source), "%s:%d", path, lineno);
@@ -681,6 +730,38 @@ static const char *enum_name(const struct opt *o, int idx, char *out, size_t out
 	return out;
 }
 
+/* The value of setting o in cfg as the config file takes it (30s, 64KiB), "(unset)" or "[redacted]", into out. */
+static void value_text(const struct config *cfg, const struct opt *o, char *out, size_t outsz)
+{
+	const char *base = (const char *)cfg;
+
+	switch (o->type) {
+	case OPT_STR:
+	case OPT_PATH:
+	case OPT_LISTEN: {
+		const char *s = *(char *const *)(base + o->offset);
+
+		snprintf(out, outsz, "%s", s == NULL ? "(unset)" : o->flags & OPT_SECRET ? "[redacted]" : s);
+		break;
+	}
+	case OPT_UINT:
+		snprintf(out, outsz, "%u", *(const unsigned *)(base + o->offset));
+		break;
+	case OPT_DURATION:
+		config_format_duration(*(const uint64_t *)(base + o->offset), out, outsz);
+		break;
+	case OPT_SIZE:
+		config_format_size(*(const uint64_t *)(base + o->offset), out, outsz);
+		break;
+	case OPT_BOOL:
+		snprintf(out, outsz, "%s", *(const bool *)(base + o->offset) ? "true" : "false");
+		break;
+	case OPT_ENUM:
+		enum_name(o, *(const int *)(base + o->offset), out, outsz);
+		break;
+	}
+}
+
 json_t *config_to_json(const struct config *cfg)
 {
 	json_t *obj = json_object();
@@ -722,15 +803,47 @@ json_t *config_to_json(const struct config *cfg)
 	return obj;
 }
 
+void config_print(const struct config *cfg, FILE *out)
+{
+	for (size_t i = 0; i < NOPTS; i++) {
+		char value[4200];
+
+		value_text(cfg, &opts[i], value, sizeof(value));
+		fprintf(out, "  %-30s %s\n", opts[i].env, value);
+	}
+}
+
+/* One setting of a help: its flag, environment twin and default, then what it does and what it takes. */
+static void usage_one(FILE *out, const struct opt *o)
+{
+	char accepted[256];
+
+	describe_accepted(o, true, accepted, sizeof(accepted));
+	fprintf(out, "  --%-24s %-30s default %s\n      %s; %s\n", o->flag, o->env, o->def ? o->def : "(unset)",
+		o->help, accepted);
+}
+
+void config_usage_units(FILE *out)
+{
+	fprintf(out, "Durations take ms, s, m, h (a bare number is seconds). Sizes take KiB, MiB, GiB, TiB "
+		     "(powers of 1024)\nor KB, MB, GB, TB (powers of 1000), in any case, the B optional: "
+		     "64KiB = 64Ki = 65536 bytes, 64KB = 64k = 64000.\n");
+}
+
 void config_usage(FILE *out)
 {
 	fprintf(out, "Settings (flag, environment twin, default); precedence: flag > environment > file > default\n");
-	for (size_t i = 0; i < NOPTS; i++) {
-		const struct opt *o = &opts[i];
-		char accepted[160];
+	config_usage_units(out);
+	for (size_t i = 0; i < NOPTS; i++)
+		usage_one(out, &opts[i]);
+}
 
-		describe_accepted(o, accepted, sizeof(accepted));
-		fprintf(out, "  --%-24s %-30s default %s\n      %s; %s\n", o->flag, o->env, o->def ? o->def : "(unset)",
-			o->help, accepted);
+void config_usage_of(FILE *out, const char *const *flags)
+{
+	for (size_t i = 0; flags[i] != NULL; i++) {
+		const struct opt *o = find_opt(flags[i]);
+
+		if (o != NULL)
+			usage_one(out, o);
 	}
 }

@@ -99,11 +99,23 @@ int config_load(struct config *cfg, int argc, char **argv, config_getenv_fn env,
 /* Frees what config_load allocated; the struct may be loaded again afterwards. */
 void config_release(struct config *cfg);
 
-/* The effective configuration as a new JSON object, with secrets redacted. */
+/* The effective configuration as a new JSON object, with secrets redacted (durations in ms, sizes in bytes). */
 json_t *config_to_json(const struct config *cfg);
 
-/* Prints every setting with its environment twin, default and accepted values. */
+/*
+ * Prints the effective configuration for a person: a line per setting, its environment name and its value as a
+ * config file would give it (30s, 24h, 32KiB, "(unset)"), secrets redacted.
+ */
+void config_print(const struct config *cfg, FILE *out);
+
+/* Prints every setting with its environment twin, default and accepted values, after a line on units. */
 void config_usage(FILE *out);
+
+/* Prints the settings named by flags (NULL-terminated, without "--": "prefer", "log-level") as config_usage does. */
+void config_usage_of(FILE *out, const char *const *flags);
+
+/* Prints what durations and sizes take (units, which are powers of 1000 and which of 1024): a help's note. */
+void config_usage_units(FILE *out);
 
 /*
  * The path ACCELD_PJRT_PLUGINS names for kind ("tpu", "cuda") into path: 0, or -1 when it names none (or the
@@ -114,10 +126,21 @@ int config_plugin_path(const struct config *cfg, const char *kind, char *path, s
 /* Names of enum prefer values: "auto", "cpu", "gpu", "tpu". */
 const char *config_prefer_name(int prefer);
 
-/* Parsers shared with request validation. Each returns 0, or -1 when the text is not of that form. */
+/*
+ * Parsers shared with request validation. Each returns 0, or -1 when the text is not of that form. A size's unit is
+ * read in any case, its B optional: KiB, MiB, GiB, TiB are 1024^1..4 bytes, KB, MB, GB, TB 1000^1..4 (as in
+ * Kubernetes quantities: 1Mi is 1048576, 1M is 1000000).
+ */
 int config_parse_duration_ms(const char *text, uint64_t *ms);  /* "30", "30s", "500ms", "2m", "1h" */
-int config_parse_size(const char *text, uint64_t *bytes);       /* "1048576", "64KiB", "1M", "2GiB" */
+int config_parse_size(const char *text, uint64_t *bytes);       /* "1048576", "64KiB", "64k", "2GB", "1TiB" */
 int config_parse_bool(const char *text, bool *out);             /* true|false|1|0|yes|no|on|off */
 int config_parse_u64(const char *text, uint64_t *out);          /* decimal digits only */
+
+/*
+ * A duration or size as the parsers above read it back, in the largest unit that holds it whole: "0s", "500ms",
+ * "30s", "5m", "24h"; "8KiB", "256MiB", "1MB", "12345" (bytes). For messages and help; at most 24 bytes.
+ */
+void config_format_duration(uint64_t ms, char *out, size_t outsz);
+void config_format_size(uint64_t bytes, char *out, size_t outsz);
 
 #endif

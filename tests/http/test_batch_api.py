@@ -97,7 +97,7 @@ class CpuOnly(BatchCase):
         self.assertEqual(self.batch("device=cpu:0")["device"]["id"], "cpu:0")
 
     def test_cli_batch(self):
-        r = run_cli("batch", "--base", "3", "--params=1000", "--sample-bytes", "1000")
+        r = run_cli("batch", "--base", "3", "--params=1000", "--sample-bytes", "1000", "--json")
         self.assertEqual(r.returncode, 0, r.stderr)
         doc = json.loads(r.stdout)
         self.assertEqual(doc["batch_size"], 4)

@@ -353,12 +353,17 @@ class Configuration(unittest.TestCase):
         self.assertIn("auto|cpu|gpu|tpu", r.stderr)
 
     def test_help_lists_every_setting(self):
-        for args in (("--help",), ("serve", "--help"), ("help",)):
+        for args in (("serve", "--help"), ("help", "settings")):
             r = run_cli(*args)
             self.assertEqual(r.returncode, 0, args)
             for name in ("ACCELD_LISTEN", "ACCELD_DB", "ACCELD_SHUTDOWN_GRACE", "COMPUTE_PREFER",
                          "COMPUTE_ALLOW_TPU", "COMPUTE_TPU_BATCH_FACTOR", "ACCELD_MAX_BODY"):
                 self.assertIn(name, r.stdout)
+        # the general help fits a screen and says where the settings are
+        for args in (("--help",), ("help",)):
+            r = run_cli(*args)
+            self.assertEqual(r.returncode, 0, args)
+            self.assertIn("acceld help settings", r.stdout)
 
     def test_unknown_command(self):
         r = run_cli("frobnicate")

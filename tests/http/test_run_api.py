@@ -342,7 +342,8 @@ class RunAuthAndCli(unittest.TestCase):
     def test_cli_run(self):
         env = {"ACCELD_POCL_CACHE_DIR": POCL_CACHE, "ACCELD_LOG_LEVEL": "error",
                "ACCELD_NVML_LIBRARY": "/nonexistent/libnvidia-ml.so"}
-        r = run_cli("run", "sgemm", "--n", "37", "--k", "5", "--verify", "--json", "--db", ":memory:", env=env)
+        r = run_cli("run", "sgemm", "--m", "37", "--n", "37", "--k", "5", "--verify", "--json", "--db", ":memory:",
+                    env=env)
         self.assertEqual(r.returncode, 0, r.stderr)
         doc = json.loads(r.stdout)
         self.assertEqual(doc["sizes"], {"m": 37, "n": 37, "k": 5})

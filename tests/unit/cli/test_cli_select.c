@@ -4,8 +4,10 @@
  * (settings), --device, --executable (alone, =false, or with a value), --min-memory-bytes with units and either
  * spelling, --policy with --kernel, --format env and --tpu-scope; no device is exit 1 with the error and the
  * candidates (JSON) or nothing (env) on stdout. Batch: the chosen or named device, the base and factors, the model's
- * memory cap; an unknown device or a model that cannot fit is exit 1. Both: a flag without its value, a bad value,
- * an unknown option and conflicting fields are exit 2 with "acceld COMMAND:" on stderr; --help is exit 0.
+ * memory cap, sizes with units; a summary for a person first, the document with --json; an unknown device or a
+ * model that cannot fit is exit 1. Both: a flag without its value, a bad value, an unknown option and conflicting
+ * fields are exit 2 with "acceld COMMAND:" on stderr, naming flags (not the API's fields); --help is exit 0 with the
+ * command's own flags and few settings, whatever the environment holds.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +134,13 @@ START_TEST(select_fields)
 	ck_assert_str_eq(chosen(), "tpu:0");
 	SELECT("--min_memory_bytes=17179869184", "--prefer", "tpu");
 	ck_assert_str_eq(chosen(), "tpu:0");
+	/* a 32 GiB chip holds 32gi (binary, in any case, B left out) and 34GB (34e9 bytes), not 35GB */
+	SELECT("--min-memory-bytes", "32gi", "--device", "tpu:0");
+	ck_assert_str_eq(chosen(), "tpu:0");
+	SELECT("--min-memory-bytes", "34GB", "--device", "tpu:0");
+	ck_assert_str_eq(chosen(), "tpu:0");
+	SELECT("--min-memory-bytes", "35GB", "--device", "tpu:0");
+	ck_assert_int_eq(r.rc, CLI_EXIT_FAIL);
 
 	/* cheapest: the built-in price of a v6e chip; this host's CPU has none (ACCELD_CLOUD=none) */
 	SELECT("--policy", "cheapest");
@@ -203,13 +212,13 @@ START_TEST(select_usage)
 	SELECT("--policy");
 	usage_error("select", "option --policy needs a value");
 	SELECT("--policy", "fast");
-	usage_error("select", "invalid policy 'fast'; accepted: priority|fastest|cheapest|efficient");
+	usage_error("select", "invalid --policy 'fast'; accepted: priority|fastest|cheapest|efficient");
 	SELECT("--format", "yaml");
 	usage_error("select", "format");
 	SELECT("--kernel", "fft");
 	usage_error("select", "fft");
 	SELECT("--min-memory-bytes", "-1");
-	usage_error("select", "min_memory_bytes");
+	usage_error("select", "invalid --min-memory-bytes '-1'; accepted: a size such as 16GiB, 16GB");
 	SELECT("--colour", "red");
 	usage_error("select", "unknown option '--colour'");
 	SELECT("--prefer", "fpga");
@@ -217,12 +226,16 @@ START_TEST(select_usage)
 	SELECT("stray");
 	usage_error("select", "unexpected argument 'stray'");
 
+	/* the help, whatever the environment holds: select's flags and the settings it reads, not every one */
+	setenv("COMPUTE_PREFER", "fpga", 1);
 	SELECT("--help");
 	ck_assert_int_eq(r.rc, CLI_EXIT_OK);
 	ck_assert_str_eq(r.err, "");
 	ck_assert_msg(strncmp(r.out, "usage: acceld select ", 21) == 0, "%.100s", r.out);
 	ck_assert_ptr_nonnull(strstr(r.out, "Exit status: 0 chosen, 1 no device"));
-	ck_assert_ptr_nonnull(strstr(r.out, "ACCELD_LISTEN")); /* the settings follow */
+	ck_assert_ptr_nonnull(strstr(r.out, "COMPUTE_ALLOW_TPU"));
+	ck_assert_ptr_nonnull(strstr(r.out, "KB, MB, GB, TB (powers of 1000)"));
+	ck_assert_ptr_null(strstr(r.out, "ACCELD_LISTEN"));
 }
 END_TEST
 
@@ -231,7 +244,7 @@ START_TEST(batch_sizes)
 	json_t *tpu;
 
 	/* the device select would choose: the first chip, factor 128, per-chip and global figures */
-	BATCH(NULL);
+	BATCH("--json");
 	ck_assert_str_eq(chosen(), "tpu:0");
 	ck_assert_int_eq(json_integer_value(json_object_get(doc, "factor")), 128);
 	ck_assert_int_eq(json_integer_value(json_object_get(doc, "batch_size")), 128);
@@ -241,20 +254,46 @@ START_TEST(batch_sizes)
 	ck_assert(json_is_null(json_object_get(doc, "max_batch_size")));
 
 	/* a CPU's factor is 1: base 3 rounds to 4 */
-	BATCH("--device", "cpu:0", "--base", "3");
+	BATCH("--device", "cpu:0", "--base", "3", "--json");
 	ck_assert_str_eq(chosen(), "cpu:0");
 	ck_assert_int_eq(json_integer_value(json_object_get(doc, "factor")), 1);
 	ck_assert_int_eq(json_integer_value(json_object_get(doc, "batch_size")), 4);
 	ck_assert_ptr_null(json_object_get(doc, "tpu"));
 
 	/* a factor from the settings, and the model's memory cap on a 32 GiB chip: (32 GiB x 0.9 - 2e9) / 1e9 = 28 */
-	BATCH("--device=tpu:1", "--tpu-batch-factor", "2");
+	BATCH("--device=tpu:1", "--tpu-batch-factor", "2", "--json");
 	ck_assert_str_eq(chosen(), "tpu:1");
 	ck_assert_int_eq(json_integer_value(json_object_get(doc, "batch_size")), 8); /* 2, aligned to 8 */
-	BATCH("--device=tpu:1", "--model-bytes=2000000000", "--sample-bytes", "1000000000");
+	BATCH("--json", "--device=tpu:1", "--model-bytes=2GB", "--sample-bytes", "1000000000");
 	ck_assert_str_eq(chosen(), "tpu:1");
 	ck_assert_int_eq(json_integer_value(json_object_get(doc, "max_batch_size")), 28);
 	ck_assert_int_eq(json_integer_value(json_object_get(doc, "batch_size")), 24);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(doc, "model"), "model_bytes")),
+			 2000000000);
+}
+END_TEST
+
+/* Without --json, the answer for a person: the batch first, its memory cap, the TPU split, then the steps. */
+START_TEST(batch_text)
+{
+	BATCH(NULL);
+	ck_assert_msg(r.rc == CLI_EXIT_OK, "exit %d: %s", r.rc, r.err);
+	ck_assert_str_eq(r.err, "");
+	ck_assert_msg(strncmp(r.out, "batch size 128 on tpu:0 (", 25) == 0, "%s", r.out);
+	ck_assert_msg(strstr(r.out, "), for inference\nTPU: 128 per chip, ") != NULL, "%s", r.out);
+	ck_assert_msg(strstr(r.out, ", 1024 over the host's 8 chips\n") != NULL, "%s", r.out);
+	ck_assert_msg(strstr(r.out, "\nsteps:\n  factor  base 1 x tpu factor 128 = 128\n") != NULL, "%s", r.out);
+	/* a step that names what to give says the flags */
+	ck_assert_msg(strstr(r.out, "  memory  no cap: give --model-bytes or --params, and --sample-bytes") != NULL,
+		      "%s", r.out);
+	ck_assert_ptr_null(strstr(r.out, "{"));
+
+	BATCH("--device=tpu:1", "--model-bytes=2GB", "--sample-bytes", "1GB", "--mode", "train");
+	ck_assert_msg(r.rc == CLI_EXIT_OK, "exit %d: %s", r.rc, r.err);
+	ck_assert_msg(strstr(r.out, "on tpu:1 (") != NULL && strstr(r.out, "), for training\n") != NULL, "%s",
+		      r.out);
+	ck_assert_msg(strstr(r.out, "\nat most 14 fit in memory (model state 16GB, 1GB a sample)\n") != NULL, "%s",
+		      r.out);
 }
 END_TEST
 
@@ -263,7 +302,7 @@ START_TEST(batch_failures)
 	BATCH("--device", "tpu:9");
 	ck_assert_int_eq(r.rc, CLI_EXIT_FAIL);
 	ck_assert_str_eq(r.out, "");
-	ck_assert_str_eq(r.err, "acceld batch: no device tpu:9 on this host\n");
+	ck_assert_str_eq(r.err, "acceld batch: no device tpu:9 on this host (acceld report lists the devices)\n");
 
 	/* 20e9 bf16 parameters are 40 GB: more than a chip's 32 GiB */
 	BATCH("--device", "tpu:0", "--params", "20000000000");
@@ -273,21 +312,25 @@ START_TEST(batch_failures)
 		      r.err);
 
 	BATCH("--base", "0");
-	usage_error("batch", "base");
+	usage_error("batch", "invalid --base '0'; accepted: an integer from 1 to 1048576");
 	BATCH("--base");
 	usage_error("batch", "option --base needs a value");
+	BATCH("--model-bytes", "2 GB");
+	usage_error("batch", "invalid --model-bytes '2 GB'; accepted: a size such as 16GiB");
 	BATCH("--params", "10", "--model-bytes", "10");
-	usage_error("batch", "model_bytes");
+	usage_error("batch", "give --model-bytes or --params (with --dtype), not both");
 	BATCH("--dtype", "fp16");
-	usage_error("batch", "dtype");
+	usage_error("batch", "--dtype applies to --params");
 	BATCH("--mode", "serve");
-	usage_error("batch", "mode");
+	usage_error("batch", "invalid --mode 'serve'; accepted: infer|train");
 	BATCH("--policy", "fastest"); /* a select field, not a batch one */
 	usage_error("batch", "unknown option '--policy'");
 
 	BATCH("-h");
 	ck_assert_int_eq(r.rc, CLI_EXIT_OK);
 	ck_assert_msg(strncmp(r.out, "usage: acceld batch ", 20) == 0, "%.100s", r.out);
+	ck_assert_ptr_nonnull(strstr(r.out, "ACCELD_GPU_BATCH_FACTOR"));
+	ck_assert_ptr_null(strstr(r.out, "ACCELD_LISTEN"));
 	ck_assert_str_eq(r.err, "");
 }
 END_TEST
@@ -304,6 +347,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, select_finds_nothing);
 	tcase_add_test(tc, select_usage);
 	tcase_add_test(tc, batch_sizes);
+	tcase_add_test(tc, batch_text);
 	tcase_add_test(tc, batch_failures);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);

@@ -4,9 +4,10 @@
  * labels with nothing left, or nothing known, left out; the features file written whole (0644, a comment line, no
  * temporary file left) or refused with why. `acceld report` called in-process on this host's CPU and the tpu-v6e-8
  * fixture, its output captured: the table (current and recommended devices as the preference and --allow-tpu say,
- * the host, a row per device, TPU, PJRT and price details, the probes, the configuration), --verbose (the stand-in
- * PJRT plugin loaded, its API version or refusal; every device in full), --json (the GET /devices document), --nfd
- * (both spellings; a folder that is not there is exit 1), and argument errors (exit 2) and --help (exit 0).
+ * the host, a row per device, TPU, PJRT and price details, the probes; no endpoint named), --verbose (the stand-in
+ * PJRT plugin loaded, its API version or refusal; every device in full; the settings in effect, durations and sizes
+ * in their units), --json (the GET /devices document), --nfd (both spellings; a folder that is not there is exit 1),
+ * and argument errors (exit 2) and --help (exit 0, report's own options, whatever the environment holds).
  */
 #include <dirent.h>
 #include <limits.h>
@@ -279,9 +280,11 @@ START_TEST(report_table)
 	ck_assert_str_eq(r.err, "");
 	ck_assert_msg(strncmp(r.out, "acceld report - ", 16) == 0, "%.200s", r.out);
 	ck_assert_ptr_nonnull(strstr(r.out, "\nCurrent device:     tpu:0 (preference auto)\n"));
-	ck_assert_ptr_nonnull(strstr(r.out, "\nRecommended device: tpu:0 (automatic order TPU > GPU > CPU; GET "));
+	ck_assert_ptr_nonnull(strstr(r.out, "\nRecommended device: tpu:0 (automatic order TPU > GPU > CPU; acceld "
+					    "select weighs a policy too)\n"));
 	ck_assert_ptr_nonnull(strstr(r.out, "\nHost:               off (ACCELD_CLOUD=none)\n"));
 	ck_assert_ptr_nonnull(strstr(r.out, "\nHost price:         unknown: "));
+	ck_assert_msg(strstr(r.out, "GET /") == NULL && strstr(r.out, "PUT /") == NULL, "%s", r.out);
 	ck_assert_ptr_nonnull(strstr(r.out, "\nID      TYPE VENDOR  MODEL "));
 	ck_assert_ptr_nonnull(strstr(r.out, "\ncpu:0   cpu  "));
 	for (int i = 0; i < 8; i++) {
@@ -302,11 +305,11 @@ START_TEST(report_table)
 	ck_assert_ptr_nonnull(strstr(r.out, "\nBackends found:\n"));
 	ck_assert_ptr_nonnull(strstr(r.out, "\n  tpu        ok       available     8 device view(s)\n"));
 	ck_assert_ptr_nonnull(strstr(r.out, "\n  nvml       ok       not present   0 device view(s)\n"));
-	ck_assert_ptr_nonnull(strstr(r.out, "\nConfiguration:\n{"));
-	ck_assert_ptr_nonnull(strstr(r.out, "\"ACCELD_PJRT_PLUGINS\": \"none\""));
-	/* not verbose: no timings, no full devices */
+	/* not verbose: no timings, no full devices, no settings */
 	ck_assert_ptr_null(strstr(r.out, " took "));
 	ck_assert_ptr_null(strstr(r.out, "Devices in full:"));
+	ck_assert_ptr_null(strstr(r.out, "Settings in effect"));
+	ck_assert_ptr_null(strstr(r.out, "ACCELD_MAX_BODY"));
 
 	/* the configured preference, and TPUs not allowed */
 	REPORT("--prefer", "gpu", "--allow-tpu", "false");
@@ -316,8 +319,17 @@ START_TEST(report_table)
 	ck_assert_ptr_nonnull(strstr(r.out, "\nRecommended device: cpu:0 (automatic order TPU > GPU > CPU, TPUs not "
 					    "allowed; "));
 	setenv("COMPUTE_PREFER", "cpu", 1);
-	REPORT("--verbose");
+	REPORT("--verbose", "--idle-timeout", "90s", "--max-body", "2MB");
 	ck_assert_ptr_nonnull(strstr(r.out, "\nCurrent device:     cpu:0 (preference cpu)\n"));
+	/* verbose: the settings in effect, a line each, durations and sizes as a config file gives them */
+	ck_assert_ptr_nonnull(strstr(r.out, "\nSettings in effect (flag > environment > config file > default):\n"));
+	ck_assert_ptr_nonnull(strstr(r.out, "\n  ACCELD_IDLE_TIMEOUT            90s\n"));
+	ck_assert_ptr_nonnull(strstr(r.out, "\n  ACCELD_MAX_BODY                2MB\n"));
+	ck_assert_ptr_nonnull(strstr(r.out, "\n  ACCELD_CONN_MEMORY             32KiB\n"));
+	ck_assert_ptr_nonnull(strstr(r.out, "\n  ACCELD_RETENTION_MINUTE        336h\n"));
+	ck_assert_ptr_nonnull(strstr(r.out, "\n  ACCELD_PJRT_PLUGINS            none\n"));
+	ck_assert_ptr_nonnull(strstr(r.out, "\n  ACCELD_HEALTH_LISTEN           (unset)\n"));
+	ck_assert_ptr_nonnull(strstr(r.out, "\n  COMPUTE_PREFER                 cpu\n"));
 }
 END_TEST
 
@@ -435,13 +447,14 @@ END_TEST
 
 START_TEST(report_usage)
 {
-	static const char usage[] = "usage: acceld report [--json] [--verbose] [--nfd PATH] [SETTINGS]\n";
+	static const char usage[] = "usage: acceld report [--json] [-v] [--nfd PATH] [SETTINGS]";
 
 	REPORT("--nfd");
 	ck_assert_int_eq(r.rc, CLI_EXIT_USAGE);
 	ck_assert_str_eq(r.out, "");
 	ck_assert_msg(strncmp(r.err, "acceld report: --nfd needs a file path\n", 39) == 0 &&
-			      strncmp(r.err + 39, usage, strlen(usage)) == 0,
+			      strncmp(r.err + 39, usage, strlen(usage)) == 0 &&
+			      strstr(r.err, "(see acceld help report)\n") != NULL,
 		      "%s", r.err);
 	REPORT("--nfd", "");
 	ck_assert_int_eq(r.rc, CLI_EXIT_USAGE);
@@ -457,14 +470,15 @@ START_TEST(report_usage)
 	REPORT("--json");
 	ck_assert_int_eq(r.rc, CLI_EXIT_USAGE);
 	ck_assert_ptr_nonnull(strstr(r.err, "ACCELD_CLOUD"));
-	setenv("ACCELD_CLOUD", "none", 1);
-
+	/* the help even so: report's options and the settings it reads most, not every one */
 	REPORT("--json", "--help");
 	ck_assert_int_eq(r.rc, CLI_EXIT_OK);
 	ck_assert_str_eq(r.err, "");
 	ck_assert_msg(strncmp(r.out, usage, strlen(usage)) == 0, "%.100s", r.out);
-	ck_assert_ptr_nonnull(strstr(r.out, "labels " NS "*"));
-	ck_assert_ptr_nonnull(strstr(r.out, "ACCELD_SYSFS_ROOT"));
+	ck_assert_ptr_nonnull(strstr(r.out, NS "*"));
+	ck_assert_ptr_nonnull(strstr(r.out, "ACCELD_CLOUD"));
+	ck_assert_ptr_null(strstr(r.out, "ACCELD_LISTEN"));
+	setenv("ACCELD_CLOUD", "none", 1);
 }
 END_TEST
 

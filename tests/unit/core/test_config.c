@@ -1,4 +1,8 @@
-/* Unit tests for config.c: parsers, precedence flag > env > file > default, validation messages, redaction. */
+/*
+ * Unit tests for config.c: parsers (sizes in every unit a person types), durations and sizes written in natural
+ * units, precedence flag > env > file > default, validation messages with ranges in units, the help of every setting
+ * or a few, the effective configuration for a person, redaction.
+ */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,8 +227,6 @@ START_TEST(parsers)
 	ck_assert_int_eq(config_parse_duration_ms("99999999999999999999h", &v), -1);
 	ck_assert_int_eq(config_parse_size("64KiB", &v), 0);
 	ck_assert_uint_eq(v, 65536);
-	ck_assert_int_eq(config_parse_size("1M", &v), 0);
-	ck_assert_uint_eq(v, 1048576);
 	ck_assert_int_eq(config_parse_size("17179869184GiB", &v), -1); /* overflows 64 bits */
 	ck_assert_int_eq(config_parse_size("1 MiB", &v), -1);
 	ck_assert_int_eq(config_parse_u64("18446744073709551615", &v), 0);
@@ -237,6 +239,153 @@ START_TEST(parsers)
 	ck_assert_int_eq(config_parse_bool("off", &b), 0);
 	ck_assert(!b);
 	ck_assert_int_eq(config_parse_bool("maybe", &b), -1);
+}
+END_TEST
+
+/* The units a person types: binary with an i, decimal without, in any case, the B optional. */
+START_TEST(size_units)
+{
+	static const struct {
+		const char *text;
+		uint64_t bytes;
+	} ok[] = {
+		{"0", 0},
+		{"1048576", 1048576},
+		{"512B", 512},
+		{"512b", 512},
+		{"64KiB", 65536},
+		{"64kib", 65536},
+		{"64Ki", 65536},
+		{"64KB", 64000},
+		{"64kb", 64000},
+		{"64k", 64000},
+		{"1MiB", 1048576},
+		{"1Mi", 1048576},
+		{"1MB", 1000000},
+		{"1M", 1000000},
+		{"2GiB", 2147483648ull},
+		{"2gi", 2147483648ull},
+		{"2GB", 2000000000},
+		{"2g", 2000000000},
+		{"1TiB", 1099511627776ull},
+		{"1ti", 1099511627776ull},
+		{"1TB", 1000000000000ull},
+		{"1t", 1000000000000ull},
+		{"16777215TiB", 18446742974197923840ull},
+	};
+	static const char *const bad[] = {"", "B", "KiB", "1.5GiB", "1 MiB", "-1", "1PiB", "1KiBs", "1iB", "1bk",
+					  "16777216TiB", "18446744073709551616"};
+	uint64_t v;
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		v = 7;
+		ck_assert_msg(config_parse_size(ok[i].text, &v) == 0, "'%s' refused", ok[i].text);
+		ck_assert_msg(v == ok[i].bytes, "'%s' read as %llu", ok[i].text, (unsigned long long)v);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(config_parse_size(bad[i], &v) == -1, "'%s' taken", bad[i]);
+}
+END_TEST
+
+/* A duration or size written back in the largest unit that holds it whole, and read back the same. */
+START_TEST(natural_units)
+{
+	static const struct {
+		uint64_t value;
+		const char *text;
+	} durations[] = {{0, "0s"}, {1, "1ms"}, {1500, "1500ms"}, {30000, "30s"}, {90000, "90s"}, {120000, "2m"},
+			 {3600000, "1h"}, {86400000, "24h"}, {2592000000ull, "720h"}},
+	  sizes[] = {{0, "0"}, {1000, "1KB"}, {1024, "1KiB"}, {8192, "8KiB"}, {32768, "32KiB"}, {1000000, "1MB"},
+		     {1048576, "1MiB"}, {268435456, "256MiB"}, {14000000000ull, "14GB"}, {1099511627776ull, "1TiB"},
+		     {12345, "12345"}};
+	char text[32];
+	uint64_t v;
+
+	for (size_t i = 0; i < sizeof(durations) / sizeof(durations[0]); i++) {
+		config_format_duration(durations[i].value, text, sizeof(text));
+		ck_assert_str_eq(text, durations[i].text);
+		ck_assert_int_eq(config_parse_duration_ms(text, &v), 0);
+		ck_assert_uint_eq(v, durations[i].value);
+	}
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		config_format_size(sizes[i].value, text, sizeof(text));
+		ck_assert_str_eq(text, sizes[i].text);
+		ck_assert_int_eq(config_parse_size(text, &v), 0);
+		ck_assert_uint_eq(v, sizes[i].value);
+	}
+}
+END_TEST
+
+/* Ranges in messages read in natural units, and a size setting takes every unit. */
+START_TEST(ranges_in_units)
+{
+	struct config cfg;
+	char err[512];
+	char *small[] = {"--max-body", "1k"};       /* 1000 bytes: below the 1KiB least */
+	char *big[] = {"--max-body", "1GB"};
+	char *soon[] = {"--retention-raw", "1s"};
+	char *fine[] = {"--max-body", "2mb", "--conn-memory", "64Ki"};
+
+	ck_assert_int_eq(load(&cfg, err, sizeof(err), 2, small), -1);
+	ck_assert_msg(strstr(err, "'1k' given; expected a size from 1KiB to 256MiB, such as 65536, 64KiB or 1MB "
+				  "(KiB, MiB, GiB, TiB count in 1024s; KB, MB, GB, TB in 1000s)") != NULL,
+		      "%s", err);
+	config_release(&cfg);
+	ck_assert_int_eq(load(&cfg, err, sizeof(err), 2, big), -1);
+	ck_assert_ptr_nonnull(strstr(err, "from 1KiB to 256MiB"));
+	config_release(&cfg);
+	ck_assert_int_eq(load(&cfg, err, sizeof(err), 2, soon), -1);
+	ck_assert_msg(strstr(err, "expected a duration from 1m to 720h, such as 30s") != NULL, "%s", err);
+	config_release(&cfg);
+	ck_assert_int_eq(load(&cfg, err, sizeof(err), 4, fine), 0);
+	ck_assert_uint_eq(cfg.max_body, 2000000);
+	ck_assert_uint_eq(cfg.conn_memory, 65536);
+	config_release(&cfg);
+}
+END_TEST
+
+/* The help: every setting, or the ones a command names; the effective values for a person. */
+START_TEST(usage_and_print)
+{
+	static const char *const some[] = {"prefer", "max-body", "no-such-setting", NULL};
+	struct config cfg;
+	char err[512];
+	char *argv[] = {"--idle-timeout", "90s", "--token", "s3cret"};
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	f = open_memstream(&text, &len);
+	config_usage(f);
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(text, "KiB, MiB, GiB, TiB (powers of 1024)\nor KB, MB, GB, TB (powers of 1000)"));
+	ck_assert_ptr_nonnull(strstr(text, "ACCELD_LISTEN"));
+	ck_assert_ptr_nonnull(strstr(text, "ACCELD_CHECK_CLOCK_PERCENT"));
+	ck_assert_ptr_nonnull(strstr(text, "; a duration from 1s to 1h\n")); /* idle-timeout; brief, no examples */
+	free(text);
+
+	f = open_memstream(&text, &len);
+	config_usage_of(f, some);
+	fclose(f);
+	ck_assert_msg(strncmp(text, "  --prefer ", 11) == 0, "%s", text);
+	ck_assert_ptr_nonnull(strstr(text, "\n  --max-body "));
+	ck_assert_ptr_nonnull(strstr(text, "; a size from 1KiB to 256MiB\n"));
+	ck_assert_ptr_null(strstr(text, "ACCELD_LISTEN"));
+	free(text);
+
+	ck_assert_int_eq(load(&cfg, err, sizeof(err), 4, argv), 0);
+	f = open_memstream(&text, &len);
+	config_print(&cfg, f);
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(text, "  ACCELD_IDLE_TIMEOUT            90s\n"));
+	ck_assert_ptr_nonnull(strstr(text, "  ACCELD_MAX_BODY                1MiB\n"));
+	ck_assert_ptr_nonnull(strstr(text, "  ACCELD_RETENTION_HOUR          9600h\n"));
+	ck_assert_ptr_nonnull(strstr(text, "  ACCELD_TOKEN                   [redacted]\n"));
+	ck_assert_ptr_nonnull(strstr(text, "  ACCELD_TLS_CERT                (unset)\n"));
+	ck_assert_ptr_nonnull(strstr(text, "  ACCELD_ACCESS_LOG              true\n"));
+	ck_assert_ptr_null(strstr(text, "s3cret"));
+	free(text);
+	config_release(&cfg);
 }
 END_TEST
 
@@ -318,6 +467,10 @@ Suite *make_suite(void)
 	tcase_add_test(tc, listen_forms);
 	tcase_add_test(tc, health_listen);
 	tcase_add_test(tc, parsers);
+	tcase_add_test(tc, size_units);
+	tcase_add_test(tc, natural_units);
+	tcase_add_test(tc, ranges_in_units);
+	tcase_add_test(tc, usage_and_print);
 	tcase_add_test(tc, token_redacted_and_file);
 	tcase_add_test(tc, secret_not_echoed_in_error);
 	tcase_add_test(tc, file_errors);
