@@ -101,7 +101,7 @@ static const struct opt opts[] = {
 	{"topology-interval", "ACCELD_TOPOLOGY_INTERVAL", OPT_DURATION, F(topology_interval_ms), "5m", 1000,
 	 86400000, NULL, 0, "how often devices are re-probed"},
 	{"sample-interval", "ACCELD_SAMPLE_INTERVAL", OPT_DURATION, F(sample_interval_ms), "10s", 100, 3600000,
-	 NULL, 0, "how often utilisation samples are stored"},
+	 NULL, 0, "how often utilization samples are stored"},
 	{"prices-file", "ACCELD_PRICES_FILE", OPT_PATH, F(prices_file), NULL, 0, 0, NULL, 0,
 	 "prices overriding the built-in table"},
 	{"retention-raw", "ACCELD_RETENTION_RAW", OPT_DURATION, F(retention_raw_ms), "24h", 60000, 2592000000ull, NULL,

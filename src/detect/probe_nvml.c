@@ -306,7 +306,7 @@ static void read_health(const struct nvml_state *st, nvml_device h, unsigned gi,
 						     failed != 0;
 }
 
-/* Memory, utilisation, temperature, power and energy: the values refresh() keeps current. */
+/* Memory, utilization, temperature, power and energy: the values refresh() keeps current. */
 static void read_telemetry(const struct nvml_state *st, nvml_device h, unsigned gi, struct device *d,
 			   struct probe_result *res)
 {

@@ -1,4 +1,4 @@
-/* sampler: periodic utilisation, memory, temperature and power samples of every device, handed to the store. */
+/* sampler: periodic utilization, memory, temperature and power samples of every device, handed to the store. */
 #include "store/sampler.h"
 
 #include <math.h>

@@ -1,8 +1,8 @@
 /*
- * sampler: every sample interval (ACCELD_SAMPLE_INTERVAL, default 10 s) one utilisation sample per device goes to
+ * sampler: every sample interval (ACCELD_SAMPLE_INTERVAL, default 10 s) one utilization sample per device goes to
  * the store.
  *
- * The CPU's utilisation comes from /proc/stat deltas (under cfg->proc_root), or, when the process runs in a cgroup
+ * The CPU's utilization comes from /proc/stat deltas (under cfg->proc_root), or, when the process runs in a cgroup
  * limited by a CPU quota or a smaller cpuset, from the cgroup's CPU time (v2 cpu.stat usage_usec, v1
  * cpuacct.usage; cgroup.h) over the CPUs it may use; its memory from the cgroup's usage (v2 memory.current, v1
  * memory.usage_in_bytes) in that case, else MemTotal - MemAvailable. GPUs and TPUs report the

@@ -1,5 +1,5 @@
 /*
- * store: the SQLite database (WAL mode) that keeps the device registry, utilisation samples and their rollups,
+ * store: the SQLite database (WAL mode) that keeps the device registry, utilization samples and their rollups,
  * jobs, price overrides and health checks. It is the only code that opens the database file.
  *
  * Writes are queued: store_add_samples, store_devices_seen, store_job_record, store_prices_replace and
@@ -291,7 +291,7 @@ enum store_tier store_pick_tier(const struct store *st, int64_t start_ms, int64_
 
 struct store_point {
 	int64_t t_ms;               /* the bucket's start */
-	double value;               /* average over the bucket (utilisation weighted by time) */
+	double value;               /* average over the bucket (utilization weighted by time) */
 	double max;
 };
 
@@ -316,8 +316,8 @@ enum acceld_err store_series(struct store *st, const char *device, enum store_me
 struct store_usage {
 	int64_t t_ms;               /* the bucket's start */
 	double present_ms;          /* wall time covered by samples */
-	double util_ms;             /* the part of it with a known utilisation */
-	double busy_ms;             /* utilisation-weighted time */
+	double util_ms;             /* the part of it with a known utilization */
+	double busy_ms;             /* utilization-weighted time */
 };
 
 /*

@@ -306,7 +306,7 @@ enum acceld_err store_series(struct store *st, const char *device, enum store_me
 		p->value = k.acc[i].a / k.acc[i].b;
 		p->max = k.acc[i].max;
 	}
-	/* utilisation rows are weighted by milliseconds: the busy sum over the covered time */
+	/* utilization rows are weighted by milliseconds: the busy sum over the covered time */
 	out->sources = k.sources;
 	free(k.acc);
 	return ACCELD_OK;
