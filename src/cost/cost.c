@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,12 +47,19 @@ struct price_fault {
 	size_t whysz;
 };
 
-static enum acceld_err bad(const struct price_fault *f, enum reason r, const char *p, const char *w)
+static enum acceld_err bad(const struct price_fault *f, enum reason r, const char *p, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static enum acceld_err bad(const struct price_fault *f, enum reason r, const char *p, const char *fmt, ...)
 {
+	va_list ap;
+
 	if (f->reason != NULL)
 		*f->reason = r;
 	snprintf(f->path, f->pathsz, "%s", p);
-	snprintf(f->why, f->whysz, "%s", w);
+	va_start(ap, fmt);
+	vsnprintf(f->why, f->whysz, fmt, ap);
+	va_end(ap);
 	return ACCELD_EINVAL;
 }
 
@@ -81,7 +89,10 @@ static enum acceld_err parse_entry(json_t *e, size_t idx, struct store_price *p,
 				return bad(f, REASON_INVALID_VALUE, at, "must be a non-empty string of at most 39 bytes");
 			if (strcmp(key, "type") == 0 && strcmp(s, "cpu") != 0 && strcmp(s, "gpu") != 0 &&
 			    strcmp(s, "tpu") != 0)
-				return bad(f, REASON_INVALID_VALUE, at, "must be one of cpu, gpu, tpu");
+				return bad(f, REASON_INVALID_VALUE, at, "'%.39s' is not one of cpu, gpu, tpu", s);
+			/* a price may name a device not here now (prices outlive devices), never a malformed id */
+			if (strcmp(key, "device") == 0 && !device_id_valid(s))
+				return bad(f, REASON_INVALID_VALUE, at, "'%.39s' is not " DEVICE_ID_SYNTAX, s);
 			snprintf(p->selector, sizeof(p->selector), "%s", key);
 			snprintf(p->value, sizeof(p->value), "%s", s);
 			nsel++;
@@ -95,7 +106,7 @@ static enum acceld_err parse_entry(json_t *e, size_t idx, struct store_price *p,
 				return bad(f, REASON_INVALID_TYPE, at, "must be a number");
 			d = json_number_value(v);
 			if (!isfinite(d) || d < 0 || d > 1e6)
-				return bad(f, REASON_INVALID_VALUE, at, "must be from 0 to 1000000");
+				return bad(f, REASON_INVALID_VALUE, at, "%g is not from 0 to 1000000", d);
 			if (spot)
 				p->usd_per_hour_spot = d;
 			else
@@ -110,7 +121,8 @@ static enum acceld_err parse_entry(json_t *e, size_t idx, struct store_price *p,
 							 : "must be a string of at most 159 bytes");
 			snprintf(key[0] == 'u' ? p->unit : p->note, cap, "%s", s);
 		} else {
-			return bad(f, REASON_UNKNOWN_FIELD, at, "unknown field");
+			return bad(f, REASON_UNKNOWN_FIELD, at, "unknown field; accepted: device, accelerator_type, "
+				   "type, instance_type, usd_per_hour, usd_per_hour_spot, unit, note");
 		}
 	}
 	if (nsel != 1)
@@ -143,10 +155,13 @@ enum acceld_err cost_parse_prices(json_t *doc, struct store_price **out, size_t 
 
 		snprintf(at, sizeof(at), "$.%.60s", key);
 		if (strcmp(key, "currency") == 0) {
-			if (!json_is_string(val) || strcmp(json_string_value(val), "USD") != 0)
-				return bad(&f, REASON_INVALID_VALUE, at, "must be \"USD\"");
+			if (!json_is_string(val))
+				return bad(&f, REASON_INVALID_TYPE, at, "must be the string \"USD\"");
+			if (strcmp(json_string_value(val), "USD") != 0)
+				return bad(&f, REASON_INVALID_VALUE, at, "'%.16s' is not USD, the one currency acceld "
+					   "counts in", json_string_value(val));
 		} else if (strcmp(key, "prices") != 0) {
-			return bad(&f, REASON_UNKNOWN_FIELD, at, "unknown field");
+			return bad(&f, REASON_UNKNOWN_FIELD, at, "unknown field; accepted: currency, prices");
 		}
 	}
 	list = json_object_get(doc, "prices");

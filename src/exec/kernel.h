@@ -57,6 +57,13 @@ bool kernel_parse(const char *name, enum kernel_id *out);
 /* "saxpy, triad, dot, sgemm, softmax": the accepted names, for messages. */
 const char *kernel_names_text(void);
 
+/*
+ * The sizes the kernel takes and what they mean, for messages and help: "n, the vector length" (saxpy, triad, dot),
+ * "m, n and k: C[m x n] = A[m x k] x B[k x n]" (sgemm), "m and n: m rows of n (n is the row length)" (softmax). n is
+ * always the kernel's own n, never a count of elements or a cube's side. "?" for a value out of range.
+ */
+const char *kernel_sizes_text(enum kernel_id k);
+
 /* Names of the kernel's inputs in order, NULL-terminated ("x", "y"); an optional input is marked by
  * kernel_input_optional. */
 const char *const *kernel_inputs(enum kernel_id k);

@@ -203,7 +203,7 @@ START_TEST(select_usage)
 	SELECT("--policy");
 	usage_error("select", "option --policy needs a value");
 	SELECT("--policy", "fast");
-	usage_error("select", "invalid policy 'fast'; accepted: priority|fastest|cheapest|efficient");
+	usage_error("select", "policy: 'fast' is not one of priority, fastest, cheapest, efficient");
 	SELECT("--format", "yaml");
 	usage_error("select", "format");
 	SELECT("--kernel", "fft");
