@@ -6,6 +6,7 @@
 - Every problem's `path` is a JSONPath from the root and starts its detail; `accepted`, where a problem has it, is an
   array of strings. Messages that refuse a value repeat it; a body field sent in the query string is said to belong
   in the body.
+- GET /run lists summaries: after jobs of return=full, the list carries no output (GET /run/{id} does).
 """
 import re
 import unittest
@@ -226,6 +227,33 @@ class OneVoice(ServerTestCase):
         # a parameter that is nobody's is still listed against what the route takes
         doc = self.assertProblem(self.server.get("/run?colour=1"), 400, "UNKNOWN_PARAMETER")
         self.assertEqual(doc["accepted"], ["state", "page_size", "page_token"])
+
+
+class JobListIsSummaries(ServerTestCase):
+    N = 10000
+
+    def test_the_list_of_15_full_jobs_carries_no_outputs(self):
+        ids = []
+        for i in range(15):
+            r = self.server.request("POST", "/run", json_body={"kernel": "saxpy", "n": self.N, "return": "full",
+                                                               "generate": {"seed": i + 1}})
+            self.assertEqual(r.status, 200, r)
+            self.assertEqual(len(r.json()["result"]["output"]), self.N)
+            ids.append(r.json()["id"])
+        r = self.server.get("/run?page_size=15")
+        self.assertEqual(r.status, 200, r)
+        jobs = r.json()["jobs"]
+        self.assertEqual([j["id"] for j in jobs], ids[::-1])
+        for job in jobs:
+            self.assertEqual(job["return"], "full")
+            self.assertIn("checksum", job["result"])
+            self.assertNotIn("output", job["result"])
+            self.assertFalse(any(isinstance(v, list) and len(v) > 16 for v in job.values()), job)
+        # a summary is small: well under what one output of N floats takes
+        self.assertLess(len(r.body), 15 * 4096, len(r.body))
+        # the whole record stays GET /run/{id}
+        one = self.server.get("/run/" + ids[0]).json()
+        self.assertEqual(len(one["result"]["output"]), self.N)
 
 
 if __name__ == "__main__":

@@ -187,6 +187,40 @@ START_TEST(messages_name_what_is_wrong)
 }
 END_TEST
 
+/* GET /run lists summaries: a job of return=full shows its output in GET /run/{id} only. */
+START_TEST(the_list_carries_no_outputs)
+{
+	struct check_req r;
+	struct http_resp resp;
+	struct exec_job *job;
+	json_t *listed;
+	char path[96];
+
+	check_req_init(&r, HTTP_POST, "/run",
+		       "{\"kernel\": \"saxpy\", \"n\": 1000, \"return\": \"full\", \"wait\": false}");
+	ck_assert_int_eq(check_call(&app, &r, &resp), 202);
+	snprintf(path, sizeof(path), "/run/%s", check_member(&resp, "id"));
+	job = exec_get(app.exec, check_member(&resp, "id"));
+	http_resp_release(&resp);
+	ck_assert_ptr_nonnull(job);
+	exec_job_wait(job);
+	exec_job_unref(job);
+
+	check_req_init(&r, HTTP_GET, path, NULL);
+	ck_assert_int_eq(check_call(&app, &r, &resp), 200);
+	ck_assert_uint_eq(json_array_size(json_object_get(json_object_get(resp.json, "result"), "output")), 1000);
+	http_resp_release(&resp);
+
+	check_req_init(&r, HTTP_GET, "/run", NULL);
+	ck_assert_int_eq(check_call(&app, &r, &resp), 200);
+	listed = json_array_get(json_object_get(resp.json, "jobs"), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(listed, "return")), "full");
+	ck_assert_ptr_nonnull(json_object_get(json_object_get(listed, "result"), "checksum"));
+	ck_assert_ptr_null(json_object_get(json_object_get(listed, "result"), "output"));
+	http_resp_release(&resp);
+}
+END_TEST
+
 START_TEST(no_executor_is_503)
 {
 	struct app bare;
@@ -213,6 +247,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, placement_fields);
 	tcase_add_test(tc, queued_job_is_read_back);
 	tcase_add_test(tc, messages_name_what_is_wrong);
+	tcase_add_test(tc, the_list_carries_no_outputs);
 	tcase_add_test(tc, no_executor_is_503);
 	suite_add_tcase(s, tc);
 	return s;
