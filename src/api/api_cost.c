@@ -236,13 +236,17 @@ void api_cost_prices_put(struct app *app, struct http_req *req, struct http_resp
 	struct store_price *v = NULL;
 	size_t n = 0;
 	enum reason fault;
+	const char *accepted;
 	char path[128], why[160];
 	struct prices_put *put;
 
 	if (!http_req_check_query_body(req, resp, allowed, fields) || !http_req_check_body(req, resp, fields))
 		return;
-	if (cost_parse_prices(req->json, &v, &n, &fault, path, sizeof(path), why, sizeof(why)) != ACCELD_OK) {
+	if (cost_parse_prices(req->json, &v, &n, &fault, &accepted, path, sizeof(path), why, sizeof(why)) !=
+	    ACCELD_OK) {
 		http_resp_bad_field(resp, fault, path, "%s", why);
+		if (accepted != NULL)
+			http_resp_accepted(resp, accepted);
 		return;
 	}
 	/* answered once the prices are committed (at once with recorded false while the database fails) */

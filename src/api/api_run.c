@@ -409,9 +409,10 @@ static bool parse_run(struct app *app, json_t *body, struct exec_request *req, s
 		return false;
 	req->fallback = fallback;
 	v = json_object_get(body, "backend");
-	backend_names(backend_builtin, names, sizeof(names));
-	if (v != NULL && (!json_is_string(v) || backend_find(backend_builtin, json_string_value(v)) == NULL))
+	if (v != NULL && (!json_is_string(v) || backend_find(backend_builtin, json_string_value(v)) == NULL)) {
+		backend_names(backend_builtin, names, sizeof(names));
 		return one_of(v, "$.backend", names, resp);
+	}
 	if (v != NULL)
 		snprintf(req->backend, sizeof(req->backend), "%s", json_string_value(v));
 	if ((v = json_object_get(body, "alpha")) != NULL && !get_float(v, "$.alpha", &req->alpha, resp))

@@ -457,9 +457,6 @@ static bool in_names(const char *const *names, const char *key)
 bool http_req_check_query_body(const struct http_req *req, struct http_resp *resp, const char *const *allowed,
 			       const char *const *body_fields)
 {
-	char list[512];
-
-	join_names(allowed, list, sizeof(list));
 	for (size_t i = 0; i < req->nquery; i++) {
 		const char *key = req->query[i].key;
 
@@ -470,6 +467,9 @@ bool http_req_check_query_body(const struct http_req *req, struct http_resp *res
 			return false;
 		}
 		if (!in_names(allowed, key)) {
+			char list[512];
+
+			join_names(allowed, list, sizeof(list));
 			http_resp_param_problem(resp, REASON_UNKNOWN_PARAMETER, key,
 						"unknown query parameter '%.64s'; accepted: %s", key,
 						allowed[0] ? list : "none");

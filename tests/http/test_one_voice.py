@@ -187,7 +187,7 @@ class OneVoice(ServerTestCase):
                 paths += "path" in doc
                 accepted += "accepted" in doc
         self.assertGreater(paths, 40)
-        self.assertGreater(accepted, 15)
+        self.assertGreater(accepted, 20)
 
     def test_messages_repeat_the_value(self):
         cases = [

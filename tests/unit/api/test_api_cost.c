@@ -143,6 +143,17 @@ START_TEST(prices_put_answers_as_get)
 	ck_assert_uint_eq(json_array_size(json_object_get(resp.json, "overrides")), 1);
 	http_resp_release(&resp);
 
+	/* the names a field takes, as every problem lists them */
+	check_req_init(&r, HTTP_PUT, "/cost/prices", "{\"prices\":[{\"type\":\"fpga\",\"usd_per_hour\":2}]}");
+	ck_assert_int_eq(check_call(&app, &r, &resp), 400);
+	ck_assert_str_eq(check_member(&resp, "detail"), "$.prices[0].type: 'fpga' is not one of cpu, gpu, tpu");
+	ck_assert_uint_eq(json_array_size(json_object_get(resp.json, "accepted")), 3);
+	http_resp_release(&resp);
+	check_req_init(&r, HTTP_PUT, "/cost/prices", "{\"prices\":[{\"type\":\"cpu\",\"usd_per_hour\":2,\"x\":1}]}");
+	ck_assert_int_eq(check_call(&app, &r, &resp), 400);
+	ck_assert_uint_eq(json_array_size(json_object_get(resp.json, "accepted")), 8);
+	http_resp_release(&resp);
+
 	check_req_init(&r, HTTP_PUT, "/cost/prices", "{\"prices\":[{\"device\":\"gpu:9\",\"usd_per_hour\":2}]}");
 	ck_assert_int_eq(check_call(&app, &r, &resp), 200);
 	http_resp_release(&resp);

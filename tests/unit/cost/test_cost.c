@@ -63,7 +63,7 @@ static enum acceld_err parse_prices(const char *text, char *path, char *why)
 	struct store_price *v = NULL;
 	size_t n = 0;
 	json_t *doc = parse(text);
-	enum acceld_err e = cost_parse_prices(doc, &v, &n, NULL, path, 128, why, 160);
+	enum acceld_err e = cost_parse_prices(doc, &v, &n, NULL, NULL, path, 128, why, 160);
 
 	json_decref(doc);
 	free(v);
