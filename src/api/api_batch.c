@@ -25,10 +25,8 @@ static const struct device *resolve_device(struct app *app, const struct detect_
 
 	if (breq->device[0] != '\0') {
 		d = detect_find(snap, breq->device);
-		if (d == NULL) {
-			doc = http_resp_error(resp, ACCELD_ENOTFOUND, "no device %s on this host", breq->device);
-			json_object_set_new(doc, "parameter", json_string("device"));
-		}
+		if (d == NULL) /* gone since api_device_check */
+			api_unknown_device(resp, breq->device, API_DEVICE_PRESENT);
 		return d;
 	}
 	select_request_init(&sreq, &app->cfg);
@@ -45,6 +43,7 @@ static const struct device *resolve_device(struct app *app, const struct detect_
 
 void api_batch_config(struct app *app, struct http_req *req, struct http_resp *resp)
 {
+	const char *device = http_req_query(req, "device");
 	struct batch_request breq;
 	struct batch_result res;
 	const struct detect_snapshot *snap;
@@ -55,14 +54,17 @@ void api_batch_config(struct app *app, struct http_req *req, struct http_resp *r
 
 	if (!http_req_check_query(req, resp, batch_param_names))
 		return;
+	if (device != NULL && !api_device_check(app, "device", device, API_DEVICE_PRESENT, resp))
+		return;
 	batch_request_init(&breq, &app->cfg);
 	for (size_t i = 0; i < req->nquery; i++) {
+		const char *key = req->query[i].key;
 		const char *value = req->query[i].value ? req->query[i].value : "";
 
-		if (batch_request_set(&breq, req->query[i].key, value, err, sizeof(err)) != ACCELD_OK) {
-			json_t *doc = http_resp_bad_param(resp, req->query[i].key, "%s", err);
-
-			json_object_set_new(doc, "accepted", json_string(batch_param_accepted(req->query[i].key)));
+		if (batch_request_set(&breq, key, value, err, sizeof(err)) != ACCELD_OK) {
+			http_resp_bad_param(resp, key, "%s", err);
+			if (batch_param_values(key) != NULL)
+				http_resp_accepted(resp, batch_param_values(key));
 			return;
 		}
 	}

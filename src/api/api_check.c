@@ -6,7 +6,6 @@
  * backend, wait}. GET lists a device's checks newest first from the history (the running one from memory), or from
  * memory when there is no history database.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -25,66 +24,43 @@
 #define DURATION_MAX_S 3600
 
 static const char *const devcheck_fields[] = {"level", "duration_s", "backend", "wait", NULL};
-
-/* A 400 naming the body field; returns false. */
-static bool bad(struct http_resp *resp, enum reason reason, const char *field, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static bool bad(struct http_resp *resp, enum reason reason, const char *field, const char *fmt, ...)
-{
-	char detail[400];
-	va_list ap;
-	json_t *doc;
-
-	va_start(ap, fmt);
-	vsnprintf(detail, sizeof(detail), fmt, ap);
-	va_end(ap);
-	doc = http_resp_problem(resp, reason, "%s: %s", field, detail);
-	json_object_set_new(doc, "path", json_string(field));
-	return false;
-}
+#define LEVEL_NAMES "quick, long"
 
 /* The request body (may be absent) into req and wait; false after answering 400. */
-static bool parse_body(json_t *body, struct devcheck_request *req, bool *wait, struct http_resp *resp)
+static bool parse_body(const struct http_req *hreq, struct devcheck_request *req, bool *wait, struct http_resp *resp)
 {
-	const char *key;
+	json_t *body = hreq->json;
 	json_t *v;
-	bool known;
 
 	if (body == NULL)
 		return true;
-	if (!json_is_object(body))
-		return bad(resp, REASON_INVALID_TYPE, "$", "expected an object such as {\"level\": \"quick\"}");
-	json_object_foreach(body, key, v) {
-		known = false;
-		for (size_t i = 0; devcheck_fields[i] != NULL; i++)
-			known = known || strcmp(key, devcheck_fields[i]) == 0;
-		if (!known)
-			return bad(resp, REASON_UNKNOWN_FIELD, key, "unknown field; accepted: level, duration_s, backend, wait");
-	}
+	if (!http_req_check_body(hreq, resp, devcheck_fields))
+		return false;
 	v = json_object_get(body, "level");
 	if (v != NULL && !json_is_null(v)) {
-		if (!json_is_string(v))
-			return bad(resp, REASON_INVALID_TYPE, "level", "expected a string: quick or long");
+		if (!json_is_string(v)) {
+			http_resp_bad_field(resp, REASON_INVALID_TYPE, "$.level", "expected a string, one of %s",
+					    LEVEL_NAMES);
+			return http_resp_accepted(resp, LEVEL_NAMES);
+		}
 		if (!devcheck_level_parse(json_string_value(v), &req->level)) {
-			json_t *doc = http_resp_problem(resp, REASON_UNKNOWN_LEVEL,
-							"level: unknown level '%.40s'; accepted: quick, long",
-							json_string_value(v));
-
-			json_object_set_new(doc, "path", json_string("level"));
-			json_object_set_new(doc, "accepted", json_pack("[s, s]", "quick", "long"));
-			return false;
+			http_resp_bad_field(resp, REASON_UNKNOWN_LEVEL, "$.level", "'%.40s' is not one of %s",
+					    json_string_value(v), LEVEL_NAMES);
+			return http_resp_accepted(resp, LEVEL_NAMES);
 		}
 	}
 	v = json_object_get(body, "duration_s");
 	if (v != NULL && !json_is_null(v)) {
 		if (!json_is_integer(v))
-			return bad(resp, REASON_INVALID_TYPE, "duration_s", "expected an integer number of seconds");
+			return http_resp_bad_field(resp, REASON_INVALID_TYPE, "$.duration_s",
+						   "expected an integer number of seconds");
 		if (req->level != DEVCHECK_LONG)
-			return bad(resp, REASON_NOT_APPLICABLE, "duration_s", "only the long level runs for a duration");
+			return http_resp_bad_field(resp, REASON_NOT_APPLICABLE, "$.duration_s",
+						   "only the long level runs for a duration");
 		if (json_integer_value(v) < DURATION_MIN_S || json_integer_value(v) > DURATION_MAX_S)
-			return bad(resp, REASON_OUT_OF_RANGE, "duration_s", "expected %d to %d seconds", DURATION_MIN_S,
-				   DURATION_MAX_S);
+			return http_resp_bad_field(resp, REASON_OUT_OF_RANGE, "$.duration_s", "%" JSON_INTEGER_FORMAT
+						   " is not from %d to %d seconds", json_integer_value(v),
+						   DURATION_MIN_S, DURATION_MAX_S);
 		req->duration_ms = (uint64_t)json_integer_value(v) * 1000u;
 	}
 	v = json_object_get(body, "backend");
@@ -92,14 +68,21 @@ static bool parse_body(json_t *body, struct devcheck_request *req, bool *wait, s
 		char names[128];
 
 		backend_names(backend_builtin, names, sizeof(names));
-		if (!json_is_string(v) || backend_find(backend_builtin, json_string_value(v)) == NULL)
-			return bad(resp, REASON_INVALID_VALUE, "backend", "expected one of %s", names);
+		if (!json_is_string(v)) {
+			http_resp_bad_field(resp, REASON_INVALID_TYPE, "$.backend", "expected a string, one of %s",
+					    names);
+			return http_resp_accepted(resp, names);
+		}
+		if (backend_find(backend_builtin, json_string_value(v)) == NULL) {
+			http_resp_bad_value(resp, "$.backend", "'%.40s' is not one of %s", json_string_value(v), names);
+			return http_resp_accepted(resp, names);
+		}
 		snprintf(req->backend, sizeof(req->backend), "%s", json_string_value(v));
 	}
 	v = json_object_get(body, "wait");
 	if (v != NULL && !json_is_null(v)) {
 		if (!json_is_boolean(v))
-			return bad(resp, REASON_INVALID_TYPE, "wait", "expected true or false");
+			return http_resp_bad_field(resp, REASON_INVALID_TYPE, "$.wait", "expected true or false");
 		*wait = json_is_true(v);
 	}
 	return true;
@@ -150,10 +133,11 @@ void api_check_post(struct app *app, struct http_req *req, struct http_resp *res
 	bool wait = false;
 	char loc[HTTP_PARAM_MAX + DEVCHECK_ID_MAX + 32];
 
-	if (!http_req_check_query(req, resp, allowed))
+	if (!http_req_check_query_body(req, resp, allowed, devcheck_fields) ||
+	    !api_device_check(app, "id", id, API_DEVICE_PRESENT, resp))
 		return;
 	devcheck_request_init(&creq);
-	if (!parse_body(req->json, &creq, &wait, resp))
+	if (!parse_body(req, &creq, &wait, resp))
 		return;
 	if (wait)
 		d = http_resp_defer(resp);
@@ -177,19 +161,9 @@ void api_check_post(struct app *app, struct http_req *req, struct http_resp *res
 	devcheck_run_unref(run);
 }
 
-/* 404 for a device detection does not know; true when it knows it. */
-static bool known_device(struct app *app, const char *id, struct http_resp *resp)
+static void bad_token(struct http_resp *resp, const char *token)
 {
-	const struct detect_snapshot *snap = detect_acquire(app->detect);
-	bool known = detect_find(snap, id) != NULL;
-	json_t *p;
-
-	detect_release(snap);
-	if (!known) {
-		p = http_resp_problem(resp, REASON_UNKNOWN_DEVICE, "no device '%.64s'; GET /devices lists them", id);
-		json_object_set_new(p, "device", json_string(id));
-	}
-	return known;
+	http_resp_bad_value(resp, "page_token", "'%.64s' is not the next_page_token of a previous page", token);
 }
 
 /* Swaps each listed document for the live one when the check is still in memory and not ended in the history. */
@@ -221,22 +195,20 @@ void api_check_list(struct app *app, struct http_req *req, struct http_resp *res
 	bool more = false;
 	enum acceld_err rc;
 
-	if (!http_req_check_query(req, resp, allowed))
+	if (!http_req_check_query(req, resp, allowed) || !api_device_check(app, "id", id, API_DEVICE_PRESENT, resp))
 		return;
 	if (size != NULL && (config_parse_u64(size, &page) != 0 || page < 1 || page > PAGE_MAX)) {
-		http_resp_bad_param(resp, "page_size", "page_size must be an integer from 1 to %d", PAGE_MAX);
+		http_resp_bad_value(resp, "page_size", "'%.64s' is not an integer from 1 to %d", size, PAGE_MAX);
 		return;
 	}
 	if (token != NULL && (token[0] == '\0' || strlen(token) >= DEVCHECK_ID_MAX)) {
-		http_resp_bad_param(resp, "page_token", "page_token must be the next_page_token of a previous page");
+		bad_token(resp, token);
 		return;
 	}
-	if (!known_device(app, id, resp))
-		return;
 	if (app->devcheck_store == NULL) {
 		out = devcheck_list_json(app->devcheck, id, (unsigned)page, token);
 		if (out == NULL) {
-			http_resp_bad_param(resp, "page_token", "page_token must be the next_page_token of a previous page");
+			bad_token(resp, token);
 			return;
 		}
 		json_object_set_new(out, "device", json_string(id));
@@ -245,7 +217,7 @@ void api_check_list(struct app *app, struct http_req *req, struct http_resp *res
 	}
 	rc = devcheck_store_list(app->devcheck_store, id, (unsigned)page, token, &docs, &more);
 	if (rc == ACCELD_ENOTFOUND) {
-		http_resp_bad_param(resp, "page_token", "page_token must be the next_page_token of a previous page");
+		bad_token(resp, token);
 		return;
 	}
 	if (rc != ACCELD_OK) {
@@ -292,9 +264,7 @@ void api_check_get(struct app *app, struct http_req *req, struct http_resp *resp
 	json_t *doc = NULL;
 	json_t *p;
 
-	if (!http_req_check_query(req, resp, allowed))
-		return;
-	if (!known_device(app, id, resp))
+	if (!http_req_check_query(req, resp, allowed) || !api_device_check(app, "id", id, API_DEVICE_PRESENT, resp))
 		return;
 	run = devcheck_get(app->devcheck, cid);
 	if (run != NULL && strcmp(devcheck_run_device(run), id) == 0) {

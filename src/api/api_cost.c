@@ -53,8 +53,11 @@ void api_cost(struct app *app, struct http_req *req, struct http_resp *resp)
 
 	if (!http_req_check_query(req, resp, allowed))
 		return;
+	if (q.device != NULL && !api_device_check(app, "device", q.device, API_DEVICE_OR_HISTORY, resp))
+		return;
 	if (group != NULL && strcmp(group, "hour") != 0 && strcmp(group, "day") != 0) {
-		http_resp_bad_param(resp, "group_by", "group_by must be hour or day");
+		http_resp_bad_value(resp, "group_by", "'%.64s' is not one of hour, day", group);
+		http_resp_accepted(resp, "hour, day");
 		return;
 	}
 	if (group != NULL && strcmp(group, "day") == 0)
@@ -77,10 +80,8 @@ void api_cost(struct app *app, struct http_req *req, struct http_resp *resp)
 	devs = present(app, &snap, &n);
 	e = cost_report(app->cost, devs, n, &q, &doc);
 	done(snap);
-	if (e == ACCELD_ENOTFOUND) {
-		json_t *p = http_resp_error(resp, e, "no device %.64s, now or in history", q.device);
-
-		json_object_set_new(p, "parameter", json_string("device"));
+	if (e == ACCELD_ENOTFOUND) { /* gone since api_device_check */
+		api_unknown_device(resp, q.device, API_DEVICE_OR_HISTORY);
 		return;
 	}
 	if (e != ACCELD_OK) {
@@ -90,19 +91,20 @@ void api_cost(struct app *app, struct http_req *req, struct http_resp *resp)
 	http_resp_json(resp, 200, doc);
 }
 
-/* Parses a positive integer parameter up to max; false (and a 400) when it is not one. */
-static bool u64_param(struct http_req *req, struct http_resp *resp, const char *name, uint64_t max, uint64_t *out)
+/* Parses a positive integer size of kernel k up to max; false (and a 400) when it is not one. */
+static bool u64_param(struct http_req *req, struct http_resp *resp, enum kernel_id k, const char *name, uint64_t max,
+		      uint64_t *out)
 {
 	const char *text = http_req_query(req, name);
 
 	if (text == NULL) {
-		http_resp_param_problem(resp, REASON_MISSING_PARAMETER, name, "%s is required for this kernel", name);
+		http_resp_param_problem(resp, REASON_MISSING_PARAMETER, name, "%s: %s takes %s", name, kernel_name(k),
+					kernel_sizes_text(k));
 		return false;
 	}
-	if (config_parse_u64(text, out) != 0 || *out < 1 || *out > max) {
-		http_resp_bad_param(resp, name, "%s must be an integer from 1 to %llu", name, (unsigned long long)max);
-		return false;
-	}
+	if (config_parse_u64(text, out) != 0 || *out < 1 || *out > max)
+		return http_resp_bad_value(resp, name, "'%.64s' is not an integer from 1 to %llu", text,
+					   (unsigned long long)max);
 	return true;
 }
 
@@ -121,10 +123,16 @@ void api_cost_estimate(struct app *app, struct http_req *req, struct http_resp *
 
 	if (!http_req_check_query(req, resp, allowed))
 		return;
-	if ((secs == NULL) == (kernel == NULL)) {
-		http_resp_param_problem(resp, REASON_MISSING_PARAMETER, secs ? "kernel" : "seconds",
-					"give either seconds, or kernel with its sizes (n; m, n, k for sgemm; m, n for "
-					"softmax), not both");
+	if (q.device != NULL && !api_device_check(app, "device", q.device, API_DEVICE_PRESENT, resp))
+		return;
+	if (secs != NULL && kernel != NULL) {
+		http_resp_bad_param(resp, "kernel", "give either seconds, or kernel with its sizes (n; m, n, k for "
+				    "sgemm; m, n for softmax), not both");
+		return;
+	}
+	if (secs == NULL && kernel == NULL) {
+		http_resp_param_problem(resp, REASON_MISSING_PARAMETER, "seconds", "give either seconds, or kernel "
+					"with its sizes (n; m, n, k for sgemm; m, n for softmax)");
 		return;
 	}
 	if (secs != NULL) {
@@ -134,7 +142,7 @@ void api_cost_estimate(struct app *app, struct http_req *req, struct http_resp *
 		q.seconds = strtod(secs, &end);
 		if (errno != 0 || end == secs || *end != '\0' || !isfinite(q.seconds) || q.seconds <= 0 ||
 		    q.seconds > MAX_SECONDS) {
-			http_resp_bad_param(resp, "seconds", "seconds must be a number above 0, at most 1e9");
+			http_resp_bad_value(resp, "seconds", "'%.64s' is not a number above 0, at most 1e9", secs);
 			return;
 		}
 		if (http_req_query(req, "n") || http_req_query(req, "m") || http_req_query(req, "k")) {
@@ -143,7 +151,8 @@ void api_cost_estimate(struct app *app, struct http_req *req, struct http_resp *
 			return;
 		}
 	} else if (!kernel_parse(kernel, &k)) {
-		http_resp_bad_param(resp, "kernel", "kernel must be one of %s", kernel_names_text());
+		http_resp_bad_value(resp, "kernel", "'%.64s' is not one of %s", kernel, kernel_names_text());
+		http_resp_accepted(resp, kernel_names_text());
 		return;
 	} else {
 		/* the sizes the kernel takes (kernel.h), each within its limit; the others are refused */
@@ -158,18 +167,16 @@ void api_cost_estimate(struct app *app, struct http_req *req, struct http_resp *
 			http_resp_bad_param(resp, extra, "%s takes no %s", kernel_name(k), extra);
 			return;
 		}
-		if (((params & KERNEL_PARAM_M) && !u64_param(req, resp, "m", MAX_MATRIX_DIM, &q.shape.m)) ||
-		    !u64_param(req, resp, "n", max_n, &q.shape.n) ||
-		    ((params & KERNEL_PARAM_K) && !u64_param(req, resp, "k", MAX_MATRIX_DIM, &q.shape.k)))
+		if (((params & KERNEL_PARAM_M) && !u64_param(req, resp, k, "m", MAX_MATRIX_DIM, &q.shape.m)) ||
+		    !u64_param(req, resp, k, "n", max_n, &q.shape.n) ||
+		    ((params & KERNEL_PARAM_K) && !u64_param(req, resp, k, "k", MAX_MATRIX_DIM, &q.shape.k)))
 			return;
 	}
 	devs = present(app, &snap, &n);
 	e = cost_estimate(app->cost, devs, n, &q, &doc);
 	done(snap);
-	if (e == ACCELD_ENOTFOUND) {
-		json_t *p = http_resp_error(resp, e, "no device %.64s on this host", q.device);
-
-		json_object_set_new(p, "parameter", json_string("device"));
+	if (e == ACCELD_ENOTFOUND) { /* gone since api_device_check */
+		api_unknown_device(resp, q.device, API_DEVICE_PRESENT);
 		return;
 	}
 	if (e != ACCELD_OK) {
@@ -225,18 +232,21 @@ static void prices_recorded(void *ctx, bool recorded)
 void api_cost_prices_put(struct app *app, struct http_req *req, struct http_resp *resp)
 {
 	static const char *const allowed[] = {NULL};
+	static const char *const fields[] = {"currency", "prices", NULL};
 	struct store_price *v = NULL;
 	size_t n = 0;
 	enum reason fault;
+	const char *accepted;
 	char path[128], why[160];
 	struct prices_put *put;
 
-	if (!http_req_check_query(req, resp, allowed))
+	if (!http_req_check_query_body(req, resp, allowed, fields) || !http_req_check_body(req, resp, fields))
 		return;
-	if (cost_parse_prices(req->json, &v, &n, &fault, path, sizeof(path), why, sizeof(why)) != ACCELD_OK) {
-		json_t *p = http_resp_problem(resp, fault, "%s %s", path, why);
-
-		json_object_set_new(p, "path", json_string(path));
+	if (cost_parse_prices(req->json, &v, &n, &fault, &accepted, path, sizeof(path), why, sizeof(why)) !=
+	    ACCELD_OK) {
+		http_resp_bad_field(resp, fault, path, "%s", why);
+		if (accepted != NULL)
+			http_resp_accepted(resp, accepted);
 		return;
 	}
 	/* answered once the prices are committed (at once with recorded false while the database fails) */

@@ -1,15 +1,70 @@
 /*
  * api_devices: GET /devices, GET /devices/{id}, POST /devices/refresh. Bodies are the registry snapshot's
- * pre-serialised JSON, shared with the response until it is sent; ETag and If-None-Match give 304.
+ * pre-serialised JSON, shared with the response until it is sent; ETag and If-None-Match give 304. Also the one
+ * rule every handler applies to a device id a request names (api_device_check).
  */
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api/api.h"
 #include "app.h"
 #include "detect/detect.h"
+#include "detect/device.h"
 #include "http/http.h"
+#include "store/store.h"
+
+/* --- the device id of a request --- */
+
+void api_unknown_device(struct http_resp *resp, const char *id, enum api_device_scope scope)
+{
+	json_t *doc;
+
+	if (scope == API_DEVICE_OR_HISTORY)
+		doc = http_resp_problem(resp, REASON_UNKNOWN_DEVICE, "no device '%.64s' on this host, now or in its "
+					"history; GET /devices lists the devices present", id);
+	else
+		doc = http_resp_problem(resp, REASON_UNKNOWN_DEVICE, "no device '%.64s' on this host; GET /devices "
+					"lists them", id);
+	json_object_set_new(doc, "device", json_string(id));
+}
+
+/* Whether the history database has known the device; true when it cannot say (the caller's read reports that). */
+static bool in_history(struct app *app, const char *id)
+{
+	struct store_device_row *rows = NULL;
+	size_t n = 0;
+	bool found = false;
+
+	if (app->store == NULL || store_devices_list(app->store, &rows, &n) != ACCELD_OK)
+		return app->store != NULL;
+	for (size_t i = 0; i < n && !found; i++)
+		found = strcmp(rows[i].id, id) == 0;
+	free(rows);
+	return found;
+}
+
+bool api_device_check(struct app *app, const char *where, const char *id, enum api_device_scope scope,
+		      struct http_resp *resp)
+{
+	const struct detect_snapshot *snap;
+	bool present = false;
+
+	if (!device_id_valid(id))
+		return http_resp_bad_value(resp, where, "'%.64s' is not " DEVICE_ID_SYNTAX, id);
+	if (app->detect != NULL) {
+		snap = detect_acquire(app->detect);
+		present = detect_find(snap, id) != NULL;
+		detect_release(snap);
+	}
+	if (present || (scope == API_DEVICE_OR_HISTORY && in_history(app, id)))
+		return true;
+	api_unknown_device(resp, id, scope);
+	return false;
+}
+
+/* --- the routes --- */
 
 static void release_snapshot(void *arg)
 {
@@ -75,15 +130,13 @@ void api_devices_get(struct app *app, struct http_req *req, struct http_resp *re
 	const char *body;
 	size_t len = 0;
 
-	if (!http_req_check_query(req, resp, allowed))
+	if (!http_req_check_query(req, resp, allowed) || !api_device_check(app, "id", id, API_DEVICE_PRESENT, resp))
 		return;
 	snap = detect_acquire(app->detect);
 	body = detect_device_json(snap, id, &len);
-	if (body == NULL) {
-		json_t *doc = http_resp_error(resp, ACCELD_ENOTFOUND, "no device '%.64s'; GET /devices lists them", id);
-
-		json_object_set_new(doc, "device", json_string(id));
+	if (body == NULL) { /* gone since the check */
 		detect_release(snap);
+		api_unknown_device(resp, id, API_DEVICE_PRESENT);
 		return;
 	}
 	answer(req, resp, snap, true, body, len, detect_device_etag(snap, id));

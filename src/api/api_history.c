@@ -17,6 +17,17 @@
 
 static const char *const metric_units[STORE_METRIC_COUNT] = {"ratio", "bytes", "celsius", "watts"};
 
+/* "utilization_ratio, memory_used_bytes, ...": the store's metric names, for a message and `accepted`. */
+static void metric_names(char *out, size_t outsz)
+{
+	size_t n = 0;
+
+	out[0] = '\0';
+	for (int i = 0; i < STORE_METRIC_COUNT; i++)
+		n += (size_t)snprintf(out + n, n < outsz ? outsz - n : 0, "%s%s", i ? ", " : "",
+				      store_metric_name((enum store_metric)i));
+}
+
 static json_t *series_json(const char *device, const struct store_series *s)
 {
 	json_t *o = json_object();
@@ -104,9 +115,14 @@ void api_history(struct app *app, struct http_req *req, struct http_resp *resp)
 
 	if (!http_req_check_query(req, resp, allowed))
 		return;
+	if (device != NULL && !api_device_check(app, "device", device, API_DEVICE_OR_HISTORY, resp))
+		return;
 	if (metric_text != NULL && store_metric_parse(metric_text, &metric) != 0) {
-		http_resp_bad_param(resp, "metric", "metric must be one of utilization_ratio, memory_used_bytes, "
-				    "temperature_celsius, power_watts");
+		char names[160];
+
+		metric_names(names, sizeof(names));
+		http_resp_bad_value(resp, "metric", "'%.64s' is not one of %s", metric_text, names);
+		http_resp_accepted(resp, names);
 		return;
 	}
 	store_retention(app->store, &raw, &minute, &hour);
@@ -117,8 +133,8 @@ void api_history(struct app *app, struct http_req *req, struct http_resp *resp)
 	}
 	if (step_text != NULL) {
 		if (history_step_parse(step_text, &step) != 0) {
-			http_resp_bad_param(resp, "step",
-					    "step must be seconds (60, 0.5) or a duration (500ms, 5m, 1h) up to 400 days");
+			http_resp_bad_value(resp, "step", "'%.64s' is not seconds (60, 0.5) or a duration (500ms, 5m, "
+					    "1h) up to 400 days", step_text);
 			return;
 		}
 	} else {
@@ -137,10 +153,8 @@ void api_history(struct app *app, struct http_req *req, struct http_resp *resp)
 		return;
 	}
 	e = device_ids(app, device, &ids, &nids);
-	if (e == ACCELD_ENOTFOUND) {
-		json_t *p = http_resp_error(resp, e, "no device %.64s, now or in history", device);
-
-		json_object_set_new(p, "parameter", json_string("device"));
+	if (e == ACCELD_ENOTFOUND) { /* gone since api_device_check */
+		api_unknown_device(resp, device, API_DEVICE_OR_HISTORY);
 		free(ids);
 		return;
 	}

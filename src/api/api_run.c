@@ -11,7 +11,6 @@
  */
 #include <float.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,27 +35,6 @@
 static const char *const run_fields[] = {"kernel", "device", "prefer", "policy", "allow_tpu", "min_memory_bytes",
 					 "fallback", "backend", "alpha", "beta", "s", "n", "m", "k", "precision",
 					 "inputs", "generate", "return", "verify", "wait", "timeout_ms", NULL};
-#define RUN_FIELDS_TEXT                                                                                           \
-	"kernel, device, prefer, policy, allow_tpu, min_memory_bytes, fallback, backend, alpha, beta, " \
-	"s, n, m, k, precision, inputs, generate, return, verify, wait, timeout_ms"
-
-/* A 400 naming the JSON path; returns false so callers can `return bad(...)`. */
-static bool bad(struct http_resp *resp, enum reason reason, const char *path, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static bool bad(struct http_resp *resp, enum reason reason, const char *path, const char *fmt, ...)
-{
-	char detail[512];
-	va_list ap;
-	json_t *doc;
-
-	va_start(ap, fmt);
-	vsnprintf(detail, sizeof(detail), fmt, ap);
-	va_end(ap);
-	doc = http_resp_problem(resp, reason, "%s: %s", path, detail);
-	json_object_set_new(doc, "path", json_string(path));
-	return false;
-}
 
 static bool is_nan_text(const char *s)
 {
@@ -69,6 +47,17 @@ static bool is_nan_text(const char *s)
 	return false;
 }
 
+/* A string field that must be one of names (", "-separated): the 400s say which value was sent. */
+static bool one_of(json_t *v, const char *path, const char *names, struct http_resp *resp)
+{
+	if (!json_is_string(v)) {
+		http_resp_bad_field(resp, REASON_INVALID_TYPE, path, "expected a string, one of %s", names);
+		return http_resp_accepted(resp, names);
+	}
+	http_resp_bad_value(resp, path, "'%.64s' is not one of %s", json_string_value(v), names);
+	return http_resp_accepted(resp, names);
+}
+
 /* A float32 value: a JSON number within float32's range; NaN and Infinity are refused however they are written. */
 static bool get_float(json_t *v, const char *path, float *out, struct http_resp *resp)
 {
@@ -76,14 +65,16 @@ static bool get_float(json_t *v, const char *path, float *out, struct http_resp 
 
 	if (json_is_string(v)) {
 		if (is_nan_text(json_string_value(v)))
-			return bad(resp, REASON_NOT_A_NUMBER, path, "NaN and Infinity are not accepted; give a finite number");
-		return bad(resp, REASON_INVALID_TYPE, path, "expected a number, got a string");
+			return http_resp_bad_field(resp, REASON_NOT_A_NUMBER, path, "'%.16s' is not accepted; give "
+						   "a finite number", json_string_value(v));
+		return http_resp_bad_field(resp, REASON_INVALID_TYPE, path, "expected a number, got a string");
 	}
 	if (!json_is_number(v))
-		return bad(resp, REASON_INVALID_TYPE, path, "expected a number");
+		return http_resp_bad_field(resp, REASON_INVALID_TYPE, path, "expected a number");
 	d = json_number_value(v);
 	if (!isfinite(d) || fabs(d) > FLT_MAX)
-		return bad(resp, REASON_OUT_OF_RANGE, path, "%g is outside the float32 range (|x| <= %g)", d, (double)FLT_MAX);
+		return http_resp_bad_field(resp, REASON_OUT_OF_RANGE, path,
+					   "%g is outside the float32 range (|x| <= %g)", d, (double)FLT_MAX);
 	*out = (float)d;
 	return true;
 }
@@ -93,10 +84,12 @@ static bool get_size(json_t *v, const char *path, uint64_t *out, struct http_res
 	json_int_t i;
 
 	if (!json_is_integer(v))
-		return bad(resp, REASON_INVALID_TYPE, path, "expected an integer");
+		return http_resp_bad_field(resp, REASON_INVALID_TYPE, path, "expected an integer");
 	i = json_integer_value(v);
 	if (i < 1 || (uint64_t)i > MAX_SIZE)
-		return bad(resp, REASON_OUT_OF_RANGE, path, "expected an integer from 1 to %llu", (unsigned long long)MAX_SIZE);
+		return http_resp_bad_field(resp, REASON_OUT_OF_RANGE, path,
+					   "%" JSON_INTEGER_FORMAT " is not an integer from 1 to %llu", i,
+					   (unsigned long long)MAX_SIZE);
 	*out = (uint64_t)i;
 	return true;
 }
@@ -104,7 +97,7 @@ static bool get_size(json_t *v, const char *path, uint64_t *out, struct http_res
 static bool get_bool(json_t *v, const char *path, bool *out, struct http_resp *resp)
 {
 	if (!json_is_boolean(v))
-		return bad(resp, REASON_INVALID_TYPE, path, "expected true or false");
+		return http_resp_bad_field(resp, REASON_INVALID_TYPE, path, "expected true or false");
 	*out = json_is_true(v);
 	return true;
 }
@@ -136,41 +129,47 @@ static bool parse_matrix(json_t *v, const char *path, uint64_t *rows, uint64_t *
 	float *data = NULL;
 
 	if (!json_is_array(v))
-		return bad(resp, REASON_INVALID_TYPE, path, "expected an array of numbers%s", vector ? "" : " or of rows");
+		return http_resp_bad_field(resp, REASON_INVALID_TYPE, path, "expected an array of numbers%s",
+					   vector ? "" : " or of rows");
 	n = json_array_size(v);
 	if (n == 0)
-		return bad(resp, REASON_LENGTH_MISMATCH, path, "the array is empty");
+		return http_resp_bad_field(resp, REASON_LENGTH_MISMATCH, path, "the array is empty");
 	if (!vector && json_is_array(json_array_get(v, 0))) {
 		size_t ncols = json_array_size(json_array_get(v, 0));
 		size_t r;
 		json_t *row;
 
 		if (*rows && n != *rows)
-			return bad(resp, n > *rows ? REASON_TOO_MANY_ELEMENTS : REASON_LENGTH_MISMATCH, path,
-				   "has %zu rows, expected %llu", n, (unsigned long long)*rows);
+			return http_resp_bad_field(resp, n > *rows ? REASON_TOO_MANY_ELEMENTS : REASON_LENGTH_MISMATCH,
+						   path, "has %zu rows, expected %llu", n, (unsigned long long)*rows);
 		if (*cols && ncols != *cols)
-			return bad(resp, ncols > *cols ? REASON_TOO_MANY_ELEMENTS : REASON_LENGTH_MISMATCH, path,
-				   "rows have %zu columns, expected %llu", ncols, (unsigned long long)*cols);
+			return http_resp_bad_field(resp, ncols > *cols ? REASON_TOO_MANY_ELEMENTS
+									: REASON_LENGTH_MISMATCH,
+						   path, "rows have %zu columns, expected %llu", ncols,
+						   (unsigned long long)*cols);
 		if (ncols == 0)
-			return bad(resp, REASON_LENGTH_MISMATCH, path, "the rows are empty");
+			return http_resp_bad_field(resp, REASON_LENGTH_MISMATCH, path, "the rows are empty");
 		if ((double)n * (double)ncols > (double)cap)
-			return bad(resp, REASON_TOO_MANY_ELEMENTS, path, "more than %llu elements inline",
-				   (unsigned long long)cap);
+			return http_resp_bad_field(resp, REASON_TOO_MANY_ELEMENTS, path,
+						   "more than %llu elements inline", (unsigned long long)cap);
 		data = malloc(n * ncols * sizeof(float));
 		if (data == NULL)
-			return bad(resp, REASON_TOO_MANY_ELEMENTS, path, "cannot hold the inline matrix");
+			return http_resp_bad_field(resp, REASON_TOO_MANY_ELEMENTS, path,
+						   "cannot hold the inline matrix");
 		json_array_foreach(v, r, row) {
 			char p[96];
 
 			snprintf(p, sizeof(p), "%s[%zu]", path, r);
 			if (!json_is_array(row)) {
 				free(data);
-				return bad(resp, REASON_INVALID_TYPE, p, "expected a row (an array of numbers)");
+				return http_resp_bad_field(resp, REASON_INVALID_TYPE, p,
+							   "expected a row (an array of numbers)");
 			}
 			if (json_array_size(row) != ncols) {
 				free(data);
-				return bad(resp, REASON_ROW_LENGTH_MISMATCH, p, "has %zu elements; row 0 has %zu",
-					   json_array_size(row), ncols);
+				return http_resp_bad_field(resp, REASON_ROW_LENGTH_MISMATCH, p,
+							   "has %zu elements; row 0 has %zu", json_array_size(row),
+							   ncols);
 			}
 			if (!fill_numbers(row, p, data + r * ncols, resp)) {
 				free(data);
@@ -190,16 +189,20 @@ static bool parse_matrix(json_t *v, const char *path, uint64_t *rows, uint64_t *
 	} else if (*rows == 0 && *cols != 0 && n % *cols == 0) {
 		*rows = n / *cols;
 	} else if (*rows == 0 || *cols == 0) {
-		return bad(resp, REASON_MISSING_FIELD, path, "a flat matrix needs its shape: give m, n and k (or rows of numbers)");
+		return http_resp_bad_field(resp, REASON_MISSING_FIELD, path,
+					   "a flat matrix needs its shape: give m, n and k (or rows of numbers)");
 	}
 	if ((double)*rows * (double)*cols != (double)n)
-		return bad(resp, (double)n > (double)*rows * (double)*cols ? REASON_TOO_MANY_ELEMENTS : REASON_LENGTH_MISMATCH, path,
-			   "has %zu elements, expected %llu", n, (unsigned long long)(*rows * *cols));
+		return http_resp_bad_field(resp, (double)n > (double)*rows * (double)*cols ? REASON_TOO_MANY_ELEMENTS
+											 : REASON_LENGTH_MISMATCH,
+					   path, "has %zu elements, expected %llu", n,
+					   (unsigned long long)(*rows * *cols));
 	if (n > cap)
-		return bad(resp, REASON_TOO_MANY_ELEMENTS, path, "more than %llu elements inline", (unsigned long long)cap);
+		return http_resp_bad_field(resp, REASON_TOO_MANY_ELEMENTS, path, "more than %llu elements inline",
+					   (unsigned long long)cap);
 	data = malloc(n * sizeof(float));
 	if (data == NULL)
-		return bad(resp, REASON_TOO_MANY_ELEMENTS, path, "cannot hold the inline array");
+		return http_resp_bad_field(resp, REASON_TOO_MANY_ELEMENTS, path, "cannot hold the inline array");
 	if (!fill_numbers(v, path, data, resp)) {
 		free(data);
 		return false;
@@ -216,28 +219,33 @@ static bool parse_inputs(json_t *inputs, struct exec_request *req, uint64_t cap,
 	const char *key;
 	json_t *v;
 	char path[64];
+	char list[32] = "";
 
+	for (size_t i = 0, n = 0; names[i]; i++)
+		n += (size_t)snprintf(list + n, n < sizeof(list) ? sizeof(list) - n : 0, "%s%s", i ? ", " : "",
+				      names[i]);
 	if (!json_is_object(inputs))
-		return bad(resp, REASON_INVALID_TYPE, "inputs", "expected an object");
+		return http_resp_bad_field(resp, REASON_INVALID_TYPE, "$.inputs", "expected an object such as {\"%s\": "
+					   "[...]}", names[0]);
 	json_object_foreach(inputs, key, v) {
 		bool known = false;
 
 		for (size_t i = 0; names[i]; i++)
 			known = known || strcmp(names[i], key) == 0;
 		if (!known) {
-			snprintf(path, sizeof(path), "inputs.%.40s", key);
-			return bad(resp, REASON_UNKNOWN_FIELD, path, "%s takes inputs %s%s%s%s%s", kernel_name(req->kernel),
-				   names[0], names[1] ? ", " : "", names[1] ? names[1] : "", names[1] && names[2] ? ", " : "",
-				   names[1] && names[2] ? names[2] : "");
+			snprintf(path, sizeof(path), "$.inputs.%.40s", key);
+			http_resp_bad_field(resp, REASON_UNKNOWN_FIELD, path, "%s takes inputs %s",
+					    kernel_name(req->kernel), list);
+			return http_resp_accepted(resp, list);
 		}
 	}
 	for (size_t i = 0; names[i]; i++) {
 		v = json_object_get(inputs, names[i]);
-		snprintf(path, sizeof(path), "inputs.%s", names[i]);
+		snprintf(path, sizeof(path), "$.inputs.%s", names[i]);
 		if (v == NULL) {
 			if (kernel_input_optional(req->kernel, (unsigned)i))
 				continue; /* sgemm's c defaults to zeros */
-			return bad(resp, REASON_MISSING_FIELD, path, "the input is missing");
+			return http_resp_bad_field(resp, REASON_MISSING_FIELD, path, "the input is missing");
 		}
 		switch (req->kernel) {
 		case KERNEL_SAXPY:
@@ -268,7 +276,10 @@ static bool parse_inputs(json_t *inputs, struct exec_request *req, uint64_t cap,
 	return true;
 }
 
-/* The placement fields that selection takes (select_request_set_json): prefer, policy, allow_tpu, min_memory_bytes. */
+/*
+ * The placement fields that selection takes (select_request_set_json): prefer, policy, allow_tpu, min_memory_bytes;
+ * the device, when one is named, is already there.
+ */
 static bool parse_placement(json_t *body, struct select_request *sreq, struct http_resp *resp)
 {
 	static const char *const fields[] = {"prefer", "policy", "allow_tpu", "min_memory_bytes"};
@@ -276,46 +287,99 @@ static bool parse_placement(json_t *body, struct select_request *sreq, struct ht
 	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
 		json_t *v = json_object_get(body, fields[i]);
 		const char *expected;
+		char path[32];
 		char err[256];
 
 		if (v == NULL || select_request_set_json(sreq, fields[i], v, &expected, err, sizeof(err)) == ACCELD_OK)
 			continue;
+		snprintf(path, sizeof(path), "$.%s", fields[i]);
 		if (expected != NULL)
-			return bad(resp, REASON_INVALID_TYPE, fields[i], "expected %s", expected);
-		return bad(resp, REASON_INVALID_VALUE, fields[i], "%s", err);
+			return http_resp_bad_field(resp, REASON_INVALID_TYPE, path, "%s", err);
+		http_resp_bad_field(resp, REASON_INVALID_VALUE, path, "%s", err);
+		if (select_param_values(fields[i]) != NULL)
+			http_resp_accepted(resp, select_param_values(fields[i]));
+		return false;
 	}
+	return true;
+}
+
+/* The pinned device: a string that api_device_check accepts. */
+static bool parse_device(struct app *app, json_t *body, struct select_request *sreq, struct http_resp *resp)
+{
+	json_t *v = json_object_get(body, "device");
+	char err[256];
+
+	if (v == NULL)
+		return true;
+	if (!json_is_string(v))
+		return http_resp_bad_field(resp, REASON_INVALID_TYPE, "$.device",
+					   "expected a string, " DEVICE_ID_SYNTAX);
+	if (!api_device_check(app, "$.device", json_string_value(v), API_DEVICE_PRESENT, resp))
+		return false;
+	if (select_request_set(sreq, "device", json_string_value(v), err, sizeof(err)) != ACCELD_OK)
+		return http_resp_bad_field(resp, REASON_INVALID_VALUE, "$.device", "%s", err);
+	if (json_object_get(body, "prefer"))
+		return http_resp_bad_field(resp, REASON_CONFLICTING_FIELDS, "$.prefer",
+					   "give either device or prefer, not both");
+	return true;
+}
+
+/* generate: {seed}, the inputs drawn from a seed. */
+static bool parse_generate(json_t *generate, struct exec_request *req, struct http_resp *resp)
+{
+	const char *key;
+	json_t *v;
+	json_t *seed;
+
+	if (!json_is_object(generate))
+		return http_resp_bad_field(resp, REASON_INVALID_TYPE, "$.generate", "expected an object such as "
+					   "{\"seed\": 1}");
+	json_object_foreach(generate, key, v) {
+		char path[64];
+
+		if (strcmp(key, "seed") == 0)
+			continue;
+		snprintf(path, sizeof(path), "$.generate.%.40s", key);
+		http_resp_bad_field(resp, REASON_UNKNOWN_FIELD, path, "unknown field; accepted: seed");
+		return http_resp_accepted(resp, "seed");
+	}
+	seed = json_object_get(generate, "seed");
+	if (seed == NULL)
+		return true;
+	if (!json_is_integer(seed))
+		return http_resp_bad_field(resp, REASON_INVALID_TYPE, "$.generate.seed",
+					   "expected a non-negative integer");
+	if (json_integer_value(seed) < 0)
+		return http_resp_bad_field(resp, REASON_INVALID_VALUE, "$.generate.seed",
+					   "%" JSON_INTEGER_FORMAT " is not a non-negative integer",
+					   json_integer_value(seed));
+	req->seed = (uint64_t)json_integer_value(seed);
 	return true;
 }
 
 /*
  * Parses a POST /run body into req (the job), sreq (where it may go; its device is the pinned one) and the answer
- * options; false when resp holds the 400.
+ * options; false when resp holds the 400 (or the 404 of an unknown device).
  */
-static bool parse_run(json_t *body, const struct config *cfg, struct exec_request *req,
-		      struct select_request *sreq, bool *wait, struct http_resp *resp)
+static bool parse_run(struct app *app, json_t *body, struct exec_request *req, struct select_request *sreq,
+		      bool *wait, struct http_resp *resp)
 {
-	const char *key;
+	const struct config *cfg = &app->cfg;
 	json_t *v;
 	json_t *inputs;
 	json_t *generate;
 	bool fallback;
+	char names[128];
 
 	*wait = true;
-	if (!json_is_object(body))
-		return bad(resp, REASON_INVALID_TYPE, "$", "the body must be a JSON object");
-	json_object_foreach(body, key, v) {
-		bool known = false;
-
-		for (size_t i = 0; run_fields[i]; i++)
-			known = known || strcmp(run_fields[i], key) == 0;
-		if (!known)
-			return bad(resp, REASON_UNKNOWN_FIELD, key, "unknown field; accepted: " RUN_FIELDS_TEXT);
-	}
 	v = json_object_get(body, "kernel");
-	if (v == NULL)
-		return bad(resp, REASON_MISSING_FIELD, "kernel", "name a kernel: %s", kernel_names_text());
+	if (v == NULL) {
+		http_resp_bad_field(resp, REASON_MISSING_FIELD, "$.kernel", "name a kernel: one of %s",
+				    kernel_names_text());
+		return http_resp_accepted(resp, kernel_names_text());
+	}
 	if (!json_is_string(v) || !kernel_parse(json_string_value(v), &req->kernel))
-		return bad(resp, REASON_INVALID_VALUE, "kernel", "expected one of %s", kernel_names_text());
+		return one_of(v, "$.kernel", kernel_names_text(), resp);
 	/* fields that mean nothing for this kernel are refused rather than ignored */
 	{
 		static const struct {
@@ -326,99 +390,87 @@ static bool parse_run(json_t *body, const struct config *cfg, struct exec_reques
 			{"m", KERNEL_PARAM_M},         {"k", KERNEL_PARAM_K},           {"precision", KERNEL_PARAM_PRECISION},
 		};
 
-		for (size_t i = 0; i < sizeof(applies) / sizeof(applies[0]); i++)
-			if (json_object_get(body, applies[i].field) && !(kernel_params(req->kernel) & applies[i].param))
-				return bad(resp, REASON_NOT_APPLICABLE, applies[i].field, "%s takes no '%s'",
-					   kernel_name(req->kernel), applies[i].field);
-	}
-	v = json_object_get(body, "device");
-	if (v != NULL) {
-		char err[256];
+		for (size_t i = 0; i < sizeof(applies) / sizeof(applies[0]); i++) {
+			char path[32];
 
-		if (!json_is_string(v) || select_request_set(sreq, "device", json_string_value(v), err, sizeof(err)) !=
-						  ACCELD_OK)
-			return bad(resp, REASON_INVALID_VALUE, "device", "expected a device id such as cpu:0 or gpu:1");
-		if (json_object_get(body, "prefer"))
-			return bad(resp, REASON_CONFLICTING_FIELDS, "prefer", "give either device or prefer, not both");
+			if (!json_object_get(body, applies[i].field) || (kernel_params(req->kernel) & applies[i].param))
+				continue;
+			snprintf(path, sizeof(path), "$.%s", applies[i].field);
+			return http_resp_bad_field(resp, REASON_NOT_APPLICABLE, path,
+						   "%s takes no '%s' (its sizes: %s)", kernel_name(req->kernel),
+						   applies[i].field, kernel_sizes_text(req->kernel));
+		}
 	}
-	if (!parse_placement(body, sreq, resp))
+	if (!parse_device(app, body, sreq, resp) || !parse_placement(body, sreq, resp))
 		return false;
 	/* by default a job named to a device stays there, one placed by preference may fall back */
 	fallback = sreq->device[0] == '\0';
-	if ((v = json_object_get(body, "fallback")) != NULL && !get_bool(v, "fallback", &fallback, resp))
+	if ((v = json_object_get(body, "fallback")) != NULL && !get_bool(v, "$.fallback", &fallback, resp))
 		return false;
 	req->fallback = fallback;
 	v = json_object_get(body, "backend");
-	if (v != NULL) {
-		char names[128];
-
+	if (v != NULL && (!json_is_string(v) || backend_find(backend_builtin, json_string_value(v)) == NULL)) {
 		backend_names(backend_builtin, names, sizeof(names));
-		if (!json_is_string(v) || backend_find(backend_builtin, json_string_value(v)) == NULL)
-			return bad(resp, REASON_INVALID_VALUE, "backend", "expected one of %s", names);
-		snprintf(req->backend, sizeof(req->backend), "%s", json_string_value(v));
+		return one_of(v, "$.backend", names, resp);
 	}
-	if ((v = json_object_get(body, "alpha")) != NULL && !get_float(v, "alpha", &req->alpha, resp))
+	if (v != NULL)
+		snprintf(req->backend, sizeof(req->backend), "%s", json_string_value(v));
+	if ((v = json_object_get(body, "alpha")) != NULL && !get_float(v, "$.alpha", &req->alpha, resp))
 		return false;
-	if ((v = json_object_get(body, "beta")) != NULL && !get_float(v, "beta", &req->beta, resp))
+	if ((v = json_object_get(body, "beta")) != NULL && !get_float(v, "$.beta", &req->beta, resp))
 		return false;
-	if ((v = json_object_get(body, "s")) != NULL && !get_float(v, "s", &req->s, resp))
+	if ((v = json_object_get(body, "s")) != NULL && !get_float(v, "$.s", &req->s, resp))
 		return false;
-	if ((v = json_object_get(body, "n")) != NULL && !get_size(v, "n", &req->shape.n, resp))
+	if ((v = json_object_get(body, "n")) != NULL && !get_size(v, "$.n", &req->shape.n, resp))
 		return false;
-	if ((v = json_object_get(body, "m")) != NULL && !get_size(v, "m", &req->shape.m, resp))
+	if ((v = json_object_get(body, "m")) != NULL && !get_size(v, "$.m", &req->shape.m, resp))
 		return false;
-	if ((v = json_object_get(body, "k")) != NULL && !get_size(v, "k", &req->shape.k, resp))
+	if ((v = json_object_get(body, "k")) != NULL && !get_size(v, "$.k", &req->shape.k, resp))
 		return false;
 	v = json_object_get(body, "precision");
 	if (v != NULL && (!json_is_string(v) || !kernel_precision_parse(json_string_value(v), &req->precision)))
-		return bad(resp, REASON_INVALID_VALUE, "precision", "expected highest, tf32 or bf16");
-	if ((v = json_object_get(body, "verify")) != NULL && !get_bool(v, "verify", &req->verify, resp))
+		return one_of(v, "$.precision", KERNEL_PRECISION_NAMES, resp);
+	if ((v = json_object_get(body, "verify")) != NULL && !get_bool(v, "$.verify", &req->verify, resp))
 		return false;
-	if ((v = json_object_get(body, "wait")) != NULL && !get_bool(v, "wait", wait, resp))
+	if ((v = json_object_get(body, "wait")) != NULL && !get_bool(v, "$.wait", wait, resp))
 		return false;
 	v = json_object_get(body, "return");
 	if (v != NULL) {
 		if (json_is_string(v) && strcmp(json_string_value(v), "full") == 0)
 			req->full = true;
 		else if (!(json_is_string(v) && strcmp(json_string_value(v), "summary") == 0))
-			return bad(resp, REASON_INVALID_VALUE, "return", "expected summary or full");
+			return one_of(v, "$.return", "summary, full", resp);
 	}
 	v = json_object_get(body, "timeout_ms");
 	if (v != NULL) {
-		if (!json_is_integer(v) || json_integer_value(v) < 1 ||
-		    (uint64_t)json_integer_value(v) > cfg->exec_max_timeout_ms)
-			return bad(resp, REASON_OUT_OF_RANGE, "timeout_ms", "expected an integer from 1 to %llu (ACCELD_EXEC_MAX_TIMEOUT)",
-				   (unsigned long long)cfg->exec_max_timeout_ms);
+		if (!json_is_integer(v))
+			return http_resp_bad_field(resp, REASON_INVALID_TYPE, "$.timeout_ms",
+						   "expected an integer number of milliseconds");
+		if (json_integer_value(v) < 1 || (uint64_t)json_integer_value(v) > cfg->exec_max_timeout_ms)
+			return http_resp_bad_field(resp, REASON_OUT_OF_RANGE, "$.timeout_ms", "%" JSON_INTEGER_FORMAT
+						   " is not an integer from 1 to %llu (ACCELD_EXEC_MAX_TIMEOUT)",
+						   json_integer_value(v), (unsigned long long)cfg->exec_max_timeout_ms);
 		req->timeout_ms = (uint64_t)json_integer_value(v);
 	}
 	inputs = json_object_get(body, "inputs");
 	generate = json_object_get(body, "generate");
 	if (inputs && generate)
-		return bad(resp, REASON_CONFLICTING_FIELDS, "generate", "give either inputs or generate, not both");
-	if (generate != NULL) {
-		json_t *seed;
-
-		if (!json_is_object(generate))
-			return bad(resp, REASON_INVALID_TYPE, "generate", "expected an object such as {\"seed\": 1}");
-		json_object_foreach(generate, key, v)
-			if (strcmp(key, "seed") != 0)
-				return bad(resp, REASON_UNKNOWN_FIELD, "generate", "unknown field '%.40s'; accepted: seed", key);
-		seed = json_object_get(generate, "seed");
-		if (seed != NULL) {
-			if (!json_is_integer(seed) || json_integer_value(seed) < 0)
-				return bad(resp, REASON_INVALID_VALUE, "generate.seed", "expected a non-negative integer");
-			req->seed = (uint64_t)json_integer_value(seed);
-		}
-	}
+		return http_resp_bad_field(resp, REASON_CONFLICTING_FIELDS, "$.generate",
+					   "give either inputs or generate, not both");
+	if (generate != NULL && !parse_generate(generate, req, resp))
+		return false;
 	if (inputs != NULL)
 		return parse_inputs(inputs, req, cfg->exec_max_elements, resp);
-	/* generated inputs: the sizes must be given */
+	/* generated inputs: the sizes must be given, each the kernel's own (kernel_sizes_text) */
 	if (req->shape.n == 0)
-		return bad(resp, REASON_MISSING_FIELD, "n", "give n (or inline inputs)");
+		return http_resp_bad_field(resp, REASON_MISSING_FIELD, "$.n", "%s takes %s (or inline inputs)",
+					   kernel_name(req->kernel), kernel_sizes_text(req->kernel));
 	if ((kernel_params(req->kernel) & KERNEL_PARAM_M) && req->shape.m == 0)
-		return bad(resp, REASON_MISSING_FIELD, "m", "%s needs m", kernel_name(req->kernel));
+		return http_resp_bad_field(resp, REASON_MISSING_FIELD, "$.m", "%s takes %s", kernel_name(req->kernel),
+					   kernel_sizes_text(req->kernel));
 	if ((kernel_params(req->kernel) & KERNEL_PARAM_K) && req->shape.k == 0)
-		return bad(resp, REASON_MISSING_FIELD, "k", "%s needs k", kernel_name(req->kernel));
+		return http_resp_bad_field(resp, REASON_MISSING_FIELD, "$.k", "%s takes %s", kernel_name(req->kernel),
+					   kernel_sizes_text(req->kernel));
 	return true;
 }
 
@@ -450,12 +502,15 @@ static void on_job_done(void *arg, struct exec_job *job)
 	http_deferred_finish(d, &resp);
 }
 
-static void refusal_answer(const struct exec_refusal *why, struct http_resp *resp)
+/* The problem for a refused job; pinned is the device the request named ("" none), which an UNKNOWN_DEVICE names. */
+static void refusal_answer(const struct exec_refusal *why, const char *pinned, struct http_resp *resp)
 {
 	json_t *p = http_resp_problem(resp, why->reason, "%s", why->detail);
 
 	if (why->extra)
 		json_object_update(p, why->extra);
+	if (why->reason == REASON_UNKNOWN_DEVICE && pinned[0] != '\0' && json_object_get(p, "device") == NULL)
+		json_object_set_new(p, "device", json_string(pinned));
 	if (why->err == ACCELD_EBUSY)
 		http_resp_header(resp, "Retry-After", "1");
 }
@@ -494,15 +549,15 @@ void api_run_post(struct app *app, struct http_req *req, struct http_resp *resp)
 	bool wait;
 	enum acceld_err rc;
 
-	if (!http_req_check_query(req, resp, allowed))
+	if (!http_req_check_query_body(req, resp, allowed, run_fields) || !http_req_check_body(req, resp, run_fields))
 		return;
 	exec_request_init(&r);
 	select_request_init(&sreq, &app->cfg);
-	if (!parse_run(req->json, &app->cfg, &r, &sreq, &wait, resp))
+	if (!parse_run(app, req->json, &r, &sreq, &wait, resp))
 		goto out;
 	rc = place(app, &sreq, &r, &why);
 	if (rc != ACCELD_OK) {
-		refusal_answer(&why, resp);
+		refusal_answer(&why, sreq.device, resp);
 		json_decref(why.extra);
 		goto out;
 	}
@@ -514,10 +569,10 @@ void api_run_post(struct app *app, struct http_req *req, struct http_resp *resp)
 			struct http_resp now;
 
 			http_resp_init(&now, http_deferred_request_id(d));
-			refusal_answer(&why, &now);
+			refusal_answer(&why, sreq.device, &now);
 			http_deferred_finish(d, &now);
 		} else {
-			refusal_answer(&why, resp);
+			refusal_answer(&why, sreq.device, resp);
 		}
 		json_decref(why.extra);
 		goto out;
@@ -548,15 +603,16 @@ void api_run_list(struct app *app, struct http_req *req, struct http_resp *resp)
 	if (!http_req_check_query(req, resp, allowed))
 		return;
 	if (state != NULL && !exec_state_parse(state, &st)) {
-		http_resp_bad_param(resp, "state", "state must be one of %s", exec_state_names_text());
+		http_resp_bad_value(resp, "state", "'%.64s' is not one of %s", state, exec_state_names_text());
+		http_resp_accepted(resp, exec_state_names_text());
 		return;
 	}
 	if (size != NULL && (config_parse_u64(size, &page) != 0 || page < 1 || page > PAGE_MAX)) {
-		http_resp_bad_param(resp, "page_size", "page_size must be an integer from 1 to %d", PAGE_MAX);
+		http_resp_bad_value(resp, "page_size", "'%.64s' is not an integer from 1 to %d", size, PAGE_MAX);
 		return;
 	}
 	if (token != NULL && (config_parse_u64(token, &after) != 0 || after == 0)) {
-		http_resp_bad_param(resp, "page_token", "page_token must be the next_page_token of a previous page");
+		http_resp_bad_value(resp, "page_token", "'%.64s' is not the next_page_token of a previous page", token);
 		return;
 	}
 	doc = exec_list_json(app->exec, state ? (int)st : -1, (unsigned)page, after);

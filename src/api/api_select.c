@@ -13,13 +13,6 @@
 #include "http/http.h"
 #include "select/select.h"
 
-static void bad_value(struct http_resp *resp, const char *param, const char *msg)
-{
-	json_t *doc = http_resp_bad_param(resp, param, "%s", msg);
-
-	json_object_set_new(doc, "accepted", json_string(select_param_accepted(param)));
-}
-
 /* {constraint: [{id, why}]} for every excluded device. */
 static json_t *exclusions_json(const struct select_result *res)
 {
@@ -50,14 +43,8 @@ static void answer(struct app *app, const struct select_request *sreq, struct ht
 
 	snap = detect_acquire(app->detect);
 	rc = app_select(app, snap, sreq, &res);
-	if (rc == ACCELD_ENOTFOUND) {
-		json_t *ids = json_array();
-
-		for (size_t i = 0; i < snap->n; i++)
-			json_array_append_new(ids, json_string(snap->devices[i].id));
-		doc = http_resp_error(resp, rc, "%s", res.reason);
-		json_object_set_new(doc, "parameter", json_string("device"));
-		json_object_set_new(doc, "devices", ids);
+	if (rc == ACCELD_ENOTFOUND) { /* gone since api_device_check */
+		api_unknown_device(resp, sreq->device, API_DEVICE_PRESENT);
 	} else if (rc != ACCELD_OK) {
 		doc = http_resp_error(resp, rc, "%s", res.reason);
 		json_object_set_new(doc, "constraints", exclusions_json(&res));
@@ -76,94 +63,59 @@ static void answer(struct app *app, const struct select_request *sreq, struct ht
 
 void api_select_get(struct app *app, struct http_req *req, struct http_resp *resp)
 {
+	const char *device = http_req_query(req, "device");
 	struct select_request sreq;
 	char err[256];
 
 	if (!http_req_check_query(req, resp, select_param_names))
 		return;
+	if (device != NULL && !api_device_check(app, "device", device, API_DEVICE_PRESENT, resp))
+		return;
 	select_request_init(&sreq, &app->cfg);
 	for (size_t i = 0; i < req->nquery; i++) {
+		const char *key = req->query[i].key;
 		const char *value = req->query[i].value ? req->query[i].value : "";
 
-		if (select_request_set(&sreq, req->query[i].key, value, err, sizeof(err)) != ACCELD_OK) {
-			bad_value(resp, req->query[i].key, err);
+		if (select_request_set(&sreq, key, value, err, sizeof(err)) != ACCELD_OK) {
+			http_resp_bad_param(resp, key, "%s", err);
+			if (select_param_values(key) != NULL)
+				http_resp_accepted(resp, select_param_values(key));
 			return;
 		}
 	}
 	answer(app, &sreq, resp);
 }
 
-/* Checks the body's field names; on unknown ones fills a 400 naming every one of them and returns false. */
-static bool known_fields(json_t *body, struct http_resp *resp)
-{
-	const char *key;
-	json_t *value;
-	json_t *unknown = json_array();
-	char list[256] = "";
-	size_t len = 0;
-
-	json_object_foreach(body, key, value) {
-		(void)value;
-		if (select_param_accepted(key) != NULL)
-			continue;
-		json_array_append_new(unknown, json_string(key));
-		if (len < sizeof(list))
-			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s'%.64s'", len ? ", " : "", key);
-	}
-	if (json_array_size(unknown) == 0) {
-		json_decref(unknown);
-		return true;
-	}
-	{
-		json_t *doc = http_resp_problem(resp, REASON_UNKNOWN_FIELD,
-						"unknown field%s %s; accepted: prefer, allow_tpu, policy, device, "
-						"min_memory_bytes, executable, kernel, format, tpu_scope",
-						json_array_size(unknown) > 1 ? "s" : "", list);
-
-		json_object_set_new(doc, "fields", unknown);
-	}
-	return false;
-}
-
-static void wrong_type(struct http_resp *resp, const char *key, const char *expected)
-{
-	char path[80];
-	json_t *doc;
-
-	snprintf(path, sizeof(path), "$.%.64s", key);
-	doc = http_resp_param_problem(resp, REASON_INVALID_TYPE, key, "%s must be %s", path, expected);
-	json_object_set_new(doc, "path", json_string(path));
-}
-
 void api_select_post(struct app *app, struct http_req *req, struct http_resp *resp)
 {
 	static const char *const no_query[] = {NULL};
+	json_t *device = json_object_get(req->json, "device");
 	struct select_request sreq;
 	const char *key;
 	json_t *value;
 	char err[256];
 
-	if (!http_req_check_query(req, resp, no_query))
+	if (!http_req_check_query_body(req, resp, no_query, select_param_names) ||
+	    !http_req_check_body(req, resp, select_param_names))
 		return;
-	if (!json_is_object(req->json)) {
-		json_t *doc = http_resp_problem(resp, REASON_INVALID_TYPE,
-						"the body must be a JSON object with the fields of GET /select");
-
-		json_object_set_new(doc, "path", json_string("$"));
-		return;
-	}
-	if (!known_fields(req->json, resp))
+	if (json_is_string(device) && !api_device_check(app, "$.device", json_string_value(device),
+							API_DEVICE_PRESENT, resp))
 		return;
 	select_request_init(&sreq, &app->cfg);
 	json_object_foreach(req->json, key, value) {
 		const char *expected;
+		char path[80];
 
 		if (select_request_set_json(&sreq, key, value, &expected, err, sizeof(err)) == ACCELD_OK)
 			continue;
-		if (expected != NULL)
-			wrong_type(resp, key, expected);
-		else
-			bad_value(resp, key, err);
+		snprintf(path, sizeof(path), "$.%s", key);
+		if (expected != NULL) {
+			http_resp_bad_field(resp, REASON_INVALID_TYPE, path, "%s", err);
+			return;
+		}
+		http_resp_bad_field(resp, REASON_INVALID_VALUE, path, "%s", err);
+		if (select_param_values(key) != NULL)
+			http_resp_accepted(resp, select_param_values(key));
 		return;
 	}
 	answer(app, &sreq, resp);

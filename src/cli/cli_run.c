@@ -115,10 +115,10 @@ static const struct {
 	[F_ALPHA] = {"--alpha", "a finite float32 number", KERNEL_PARAM_ALPHA},
 	[F_BETA] = {"--beta", "a finite float32 number", KERNEL_PARAM_BETA},
 	[F_S] = {"--s", "a finite float32 number", KERNEL_PARAM_S},
-	[F_PRECISION] = {"--precision", "highest|tf32|bf16", KERNEL_PARAM_PRECISION},
+	[F_PRECISION] = {"--precision", KERNEL_PRECISION_NAMES, KERNEL_PARAM_PRECISION},
 	[F_SEED] = {"--seed", "an integer from 0 to 18446744073709551615", 0},
 	[F_TIMEOUT] = {"--timeout-ms", "a positive integer of milliseconds", 0},
-	[F_DEVICE] = {"--device", "a device id such as cpu:0 or gpu:1", 0},
+	[F_DEVICE] = {"--device", DEVICE_ID_SYNTAX, 0},
 	[F_BACKEND] = {"--backend", NULL, 0}, /* the built-in backends' names */
 };
 

@@ -23,8 +23,7 @@ static const char *const size_fields[] = {"min_memory_bytes", "model_bytes", "sa
 /* The words of batch's messages that name its fields (batch.h), said as flags here. */
 static const char *const batch_words[] = {"model_bytes", "params", "dtype", "sample_bytes", NULL};
 
-#define SIZE_ACCEPTED                                                                                              \
-	"a size such as 16GiB, 16GB or 17179869184 (KiB, MiB, GiB, TiB count in 1024s; KB, MB, GB, TB in 1000s)"
+#define SIZE_ACCEPTED "a size such as 16GiB, 16GB or 17179869184 (" CONFIG_SIZE_UNITS ")"
 
 typedef enum acceld_err (*set_fn)(void *req, const char *name, const char *value, char *err, size_t errsz);
 

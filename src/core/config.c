@@ -364,8 +364,7 @@ static void describe_accepted(const struct opt *o, bool brief, char *out, size_t
 		config_format_size(o->min, lo, sizeof(lo));
 		config_format_size(o->max, hi, sizeof(hi));
 		snprintf(out, outsz, "a size from %s to %s%s", lo, hi,
-			 brief ? "" : ", such as 65536, 64KiB or 1MB (KiB, MiB, GiB, TiB count in 1024s; "
-				      "KB, MB, GB, TB in 1000s)");
+			 brief ? "" : ", such as 65536, 64KiB or 1MB (" CONFIG_SIZE_UNITS ")");
 		break;
 	case OPT_BOOL:
 		snprintf(out, outsz, "true|false (also 1|0, yes|no, on|off)");

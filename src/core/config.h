@@ -131,6 +131,9 @@ const char *config_prefer_name(int prefer);
  * read in any case, its B optional: KiB, MiB, GiB, TiB are 1024^1..4 bytes, KB, MB, GB, TB 1000^1..4 (as in
  * Kubernetes quantities: 1Mi is 1048576, 1M is 1000000).
  */
+/* How a size is written, for messages: the units config_parse_size reads, said once. */
+#define CONFIG_SIZE_UNITS "KiB, MiB, GiB, TiB count in 1024s; KB, MB, GB, TB in 1000s"
+
 int config_parse_duration_ms(const char *text, uint64_t *ms);  /* "30", "30s", "500ms", "2m", "1h" */
 int config_parse_size(const char *text, uint64_t *bytes);       /* "1048576", "64KiB", "64k", "2GB", "1TiB" */
 int config_parse_bool(const char *text, bool *out);             /* true|false|1|0|yes|no|on|off */

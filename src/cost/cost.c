@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,21 +38,63 @@ static int add_json(json_t *o, const char *key, json_t *v)
 
 /* --- the prices document --- */
 
-/* Where a prices document is wrong: the fault, the JSON path and the detail (the out-parameters of the parse). */
+/*
+ * Where a prices document is wrong: the fault, the names the field takes when they form a set, the JSON path and the
+ * detail (the out-parameters of the parse).
+ */
 struct price_fault {
 	enum reason *reason;        /* may be NULL */
+	const char **accepted;      /* may be NULL */
 	char *path;
 	size_t pathsz;
 	char *why;
 	size_t whysz;
 };
 
-static enum acceld_err bad(const struct price_fault *f, enum reason r, const char *p, const char *w)
+#define ENTRY_FIELDS "device, accelerator_type, type, instance_type, usd_per_hour, usd_per_hour_spot, unit, note"
+#define DOCUMENT_FIELDS "currency, prices"
+#define TYPE_NAMES "cpu, gpu, tpu"
+
+/* Fills the fault; names is what the field takes (", "-separated) when that is a set, else NULL. */
+static enum acceld_err vbad(const struct price_fault *f, enum reason r, const char *p, const char *names,
+			    const char *fmt, va_list ap) __attribute__((format(printf, 5, 0)));
+
+static enum acceld_err vbad(const struct price_fault *f, enum reason r, const char *p, const char *names,
+			    const char *fmt, va_list ap)
 {
 	if (f->reason != NULL)
 		*f->reason = r;
+	if (f->accepted != NULL)
+		*f->accepted = names;
 	snprintf(f->path, f->pathsz, "%s", p);
-	snprintf(f->why, f->whysz, "%s", w);
+	vsnprintf(f->why, f->whysz, fmt, ap);
+	return ACCELD_EINVAL;
+}
+
+static enum acceld_err bad(const struct price_fault *f, enum reason r, const char *p, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static enum acceld_err bad(const struct price_fault *f, enum reason r, const char *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vbad(f, r, p, NULL, fmt, ap);
+	va_end(ap);
+	return ACCELD_EINVAL;
+}
+
+static enum acceld_err bad_among(const struct price_fault *f, enum reason r, const char *p, const char *names,
+				 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static enum acceld_err bad_among(const struct price_fault *f, enum reason r, const char *p, const char *names,
+				 const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vbad(f, r, p, names, fmt, ap);
+	va_end(ap);
 	return ACCELD_EINVAL;
 }
 
@@ -81,7 +124,11 @@ static enum acceld_err parse_entry(json_t *e, size_t idx, struct store_price *p,
 				return bad(f, REASON_INVALID_VALUE, at, "must be a non-empty string of at most 39 bytes");
 			if (strcmp(key, "type") == 0 && strcmp(s, "cpu") != 0 && strcmp(s, "gpu") != 0 &&
 			    strcmp(s, "tpu") != 0)
-				return bad(f, REASON_INVALID_VALUE, at, "must be one of cpu, gpu, tpu");
+				return bad_among(f, REASON_INVALID_VALUE, at, TYPE_NAMES, "'%.39s' is not one of "
+						 TYPE_NAMES, s);
+			/* a price may name a device not here now (prices outlive devices), never a malformed id */
+			if (strcmp(key, "device") == 0 && !device_id_valid(s))
+				return bad(f, REASON_INVALID_VALUE, at, "'%.39s' is not " DEVICE_ID_SYNTAX, s);
 			snprintf(p->selector, sizeof(p->selector), "%s", key);
 			snprintf(p->value, sizeof(p->value), "%s", s);
 			nsel++;
@@ -95,7 +142,7 @@ static enum acceld_err parse_entry(json_t *e, size_t idx, struct store_price *p,
 				return bad(f, REASON_INVALID_TYPE, at, "must be a number");
 			d = json_number_value(v);
 			if (!isfinite(d) || d < 0 || d > 1e6)
-				return bad(f, REASON_INVALID_VALUE, at, "must be from 0 to 1000000");
+				return bad(f, REASON_INVALID_VALUE, at, "%g is not from 0 to 1000000", d);
 			if (spot)
 				p->usd_per_hour_spot = d;
 			else
@@ -110,7 +157,8 @@ static enum acceld_err parse_entry(json_t *e, size_t idx, struct store_price *p,
 							 : "must be a string of at most 159 bytes");
 			snprintf(key[0] == 'u' ? p->unit : p->note, cap, "%s", s);
 		} else {
-			return bad(f, REASON_UNKNOWN_FIELD, at, "unknown field");
+			return bad_among(f, REASON_UNKNOWN_FIELD, at, ENTRY_FIELDS, "unknown field; accepted: "
+					 ENTRY_FIELDS);
 		}
 	}
 	if (nsel != 1)
@@ -123,10 +171,11 @@ static enum acceld_err parse_entry(json_t *e, size_t idx, struct store_price *p,
 	return ACCELD_OK;
 }
 
-enum acceld_err cost_parse_prices(json_t *doc, struct store_price **out, size_t *n, enum reason *fault, char *path,
-				  size_t pathsz, char *why, size_t whysz)
+enum acceld_err cost_parse_prices(json_t *doc, struct store_price **out, size_t *n, enum reason *fault,
+				  const char **accepted, char *path, size_t pathsz, char *why, size_t whysz)
 {
-	const struct price_fault f = {.reason = fault, .path = path, .pathsz = pathsz, .why = why, .whysz = whysz};
+	const struct price_fault f = {.reason = fault, .accepted = accepted, .path = path, .pathsz = pathsz, .why = why,
+				      .whysz = whysz};
 	struct store_price *v = NULL;
 	json_t *list;
 	const char *key;
@@ -143,10 +192,14 @@ enum acceld_err cost_parse_prices(json_t *doc, struct store_price **out, size_t 
 
 		snprintf(at, sizeof(at), "$.%.60s", key);
 		if (strcmp(key, "currency") == 0) {
-			if (!json_is_string(val) || strcmp(json_string_value(val), "USD") != 0)
-				return bad(&f, REASON_INVALID_VALUE, at, "must be \"USD\"");
+			if (!json_is_string(val))
+				return bad(&f, REASON_INVALID_TYPE, at, "must be the string \"USD\"");
+			if (strcmp(json_string_value(val), "USD") != 0)
+				return bad(&f, REASON_INVALID_VALUE, at, "'%.16s' is not USD, the one currency acceld "
+					   "counts in", json_string_value(val));
 		} else if (strcmp(key, "prices") != 0) {
-			return bad(&f, REASON_UNKNOWN_FIELD, at, "unknown field");
+			return bad_among(&f, REASON_UNKNOWN_FIELD, at, DOCUMENT_FIELDS, "unknown field; accepted: "
+					 DOCUMENT_FIELDS);
 		}
 	}
 	list = json_object_get(doc, "prices");
@@ -187,7 +240,7 @@ static enum acceld_err load_file(struct cost *c, char *err, size_t errsz)
 		snprintf(err, errsz, "prices file %s (ACCELD_PRICES_FILE): %s at line %d", c->file, je.text, je.line);
 		return ACCELD_EINVAL;
 	}
-	e = cost_parse_prices(doc, &c->file_prices, &c->nfile, NULL, path, sizeof(path), why, sizeof(why));
+	e = cost_parse_prices(doc, &c->file_prices, &c->nfile, NULL, NULL, path, sizeof(path), why, sizeof(why));
 	json_decref(doc);
 	if (e != ACCELD_OK)
 		snprintf(err, errsz, "prices file %s (ACCELD_PRICES_FILE): %s %s", c->file, path, why);

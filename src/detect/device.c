@@ -81,6 +81,21 @@ int device_type_parse(const char *text, enum device_type *out)
 	return -1;
 }
 
+bool device_id_valid(const char *text)
+{
+	const char *colon = text != NULL ? strchr(text, ':') : NULL;
+	char type[4];
+	enum device_type t;
+	size_t num;
+
+	if (colon == NULL || (size_t)(colon - text) >= sizeof(type))
+		return false;
+	memcpy(type, text, (size_t)(colon - text));
+	type[colon - text] = '\0';
+	num = strspn(colon + 1, "0123456789");
+	return device_type_parse(type, &t) == 0 && num > 0 && num <= 6 && colon[1 + num] == '\0';
+}
+
 static const struct {
 	unsigned bit;
 	const char *name;

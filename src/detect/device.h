@@ -200,6 +200,15 @@ unsigned device_type_rank(enum device_type type);
 /* Parses "cpu"|"gpu"|"tpu"; returns 0, or -1. */
 int device_type_parse(const char *text, enum device_type *out);
 
+/*
+ * Whether text is a device id: a type (cpu, gpu, tpu), a colon and 1 to 6 digits ("gpu:12"). The one syntax of ids,
+ * which every parser of an id asks; whether such a device exists is the registry's answer (detect_find).
+ */
+bool device_id_valid(const char *text);
+
+/* "a device id (cpu:N, gpu:N or tpu:N)": what device_id_valid takes, for messages. */
+#define DEVICE_ID_SYNTAX "a device id (cpu:N, gpu:N or tpu:N)"
+
 /* The names of the source bits, in a fixed order, as a new JSON array. */
 json_t *device_sources_json(unsigned sources);
 

@@ -253,7 +253,8 @@ void exec_job_recorded(struct exec_job *job, bool provisional, bool recorded);
 bool exec_job_was_recorded(struct exec_job *job);
 
 /*
- * Recent jobs, newest first, as a new JSON object {jobs: [...], next_page_token?}. state < 0 lists every state.
+ * Recent jobs, newest first, as a new JSON object {jobs: [...], next_page_token?}: each job's summary, its document
+ * without the output (result.output, which return=full keeps for GET /run/{id}). state < 0 lists every state.
  * after is the page token of the previous page (0 = first page).
  */
 json_t *exec_list_json(struct exec *ex, int state, unsigned page_size, uint64_t after);

@@ -66,7 +66,9 @@ static json_t *result_json(const struct jobdoc *d)
 						      "mean", jsonval_num(s->mean), "first", first));
 	if (d->kernel == KERNEL_DOT)
 		json_object_set_new(res, "value", jsonval_num(d->dot));
-	if (d->output != NULL) {
+	if (d->listed) {
+		/* a list is polled (the dashboard, every 5 s): its jobs are summaries; GET /run/{id} has the output */
+	} else if (d->output != NULL) {
 		json_t *arr = json_array();
 
 		for (size_t i = 0; i < d->output_len; i++)

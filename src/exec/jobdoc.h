@@ -54,6 +54,7 @@ struct jobdoc {
 	double dot;                     /* the value of dot */
 	const float *output;            /* the whole output when kept */
 	size_t output_len;
+	bool listed;                    /* a summary in a list (GET /run): no output, whatever return asked */
 	const struct jobdata_verification *verification;
 	double cost_usd;                /* NAN unknown */
 	const char *error_reason;       /* NULL when there is no error */

@@ -9,7 +9,8 @@
 #include "exec/exec_int.h"
 #include "exec/jobdoc.h"
 
-json_t *exec_job_json(struct exec_job *job)
+/* The job's document; listed leaves its output out (a summary for GET /run). */
+static json_t *job_json(struct exec_job *job, bool listed)
 {
 	struct exec *ex = job->ex;
 	const struct exec_request *r = &job->req;
@@ -57,12 +58,13 @@ json_t *exec_job_json(struct exec_job *job)
 		d.cached = job->cached;
 		d.summary = &job->summary;
 		d.dot = job->dot;
-		d.output = job->output;
-		d.output_len = job->out_len;
+		d.output = listed ? NULL : job->output;
+		d.output_len = listed ? 0 : job->out_len;
 		d.verification = job->verify_done ? &job->verification : NULL;
 	}
 	if (job->finished_ns && !pending)
 		d.total_ms = exec_ms_between(job->created_ns, job->finished_ns);
+	d.listed = listed;
 	d.flops = job->flops;
 	d.bytes = job->bytes;
 	exec_job_peak(job, &d.peak_gflops, &d.peak_gbps);
@@ -76,6 +78,11 @@ json_t *exec_job_json(struct exec_job *job)
 	json_object_set_new(o, "recorded", json_boolean(job->recorded_ok));
 	pthread_mutex_unlock(&ex->mu);
 	return o;
+}
+
+json_t *exec_job_json(struct exec_job *job)
+{
+	return job_json(job, false);
 }
 
 json_t *exec_list_json(struct exec *ex, int state, unsigned page_size, uint64_t after)
@@ -105,7 +112,7 @@ json_t *exec_list_json(struct exec *ex, int state, unsigned page_size, uint64_t 
 	}
 	pthread_mutex_unlock(&ex->mu);
 	for (unsigned i = 0; i < n; i++) {
-		json_array_append_new(arr, exec_job_json(picked[i]));
+		json_array_append_new(arr, job_json(picked[i], true));
 		exec_job_unref(picked[i]);
 	}
 	json_object_set_new(doc, "jobs", arr);

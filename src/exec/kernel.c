@@ -16,14 +16,15 @@ static const struct {
 	unsigned optional;   /* bit per input that may be left out */
 	unsigned params;     /* enum kernel_param */
 	bool compute_bound;
+	const char *sizes;   /* what its sizes mean: n is always the kernel's own n */
 } table[KERNEL_COUNT] = {
-	[KERNEL_SAXPY] = {"saxpy", xy, 0, KERNEL_PARAM_ALPHA, false},
-	[KERNEL_TRIAD] = {"triad", bc, 0, KERNEL_PARAM_S, false},
-	[KERNEL_DOT] = {"dot", xy, 0, 0, false},
+	[KERNEL_SAXPY] = {"saxpy", xy, 0, KERNEL_PARAM_ALPHA, false, "n, the vector length"},
+	[KERNEL_TRIAD] = {"triad", bc, 0, KERNEL_PARAM_S, false, "n, the vector length"},
+	[KERNEL_DOT] = {"dot", xy, 0, 0, false, "n, the vector length"},
 	[KERNEL_SGEMM] = {"sgemm", abc, 1u << 2,
 			  KERNEL_PARAM_ALPHA | KERNEL_PARAM_BETA | KERNEL_PARAM_M | KERNEL_PARAM_K | KERNEL_PARAM_PRECISION,
-			  true},
-	[KERNEL_SOFTMAX] = {"softmax", x_only, 0, KERNEL_PARAM_M, false},
+			  true, "m, n and k: C[m x n] = A[m x k] x B[k x n]"},
+	[KERNEL_SOFTMAX] = {"softmax", x_only, 0, KERNEL_PARAM_M, false, "m and n: m rows of n (n is the row length)"},
 };
 
 static const char *const precision_names[] = {"highest", "tf32", "bf16"};
@@ -75,6 +76,11 @@ bool kernel_parse(const char *name, enum kernel_id *out)
 		}
 	}
 	return false;
+}
+
+const char *kernel_sizes_text(enum kernel_id k)
+{
+	return valid(k) ? table[k].sizes : "?";
 }
 
 const char *kernel_names_text(void)

@@ -45,6 +45,9 @@ enum kernel_precision { KERNEL_PRECISION_HIGHEST, KERNEL_PRECISION_TF32, KERNEL_
 const char *kernel_precision_name(enum kernel_precision p);
 bool kernel_precision_parse(const char *name, enum kernel_precision *out);
 
+/* The precisions' names as messages list them: "highest, tf32, bf16". */
+#define KERNEL_PRECISION_NAMES "highest, tf32, bf16"
+
 /* The unit roundoff of the products' inputs at that precision: 2^-24 for float32, 2^-11 TF32, 2^-8 bfloat16. */
 double kernel_precision_unit(enum kernel_precision p);
 
@@ -56,6 +59,13 @@ bool kernel_parse(const char *name, enum kernel_id *out);
 
 /* "saxpy, triad, dot, sgemm, softmax": the accepted names, for messages. */
 const char *kernel_names_text(void);
+
+/*
+ * The sizes the kernel takes and what they mean, for messages and help: "n, the vector length" (saxpy, triad, dot),
+ * "m, n and k: C[m x n] = A[m x k] x B[k x n]" (sgemm), "m and n: m rows of n (n is the row length)" (softmax). n is
+ * always the kernel's own n, never a count of elements or a cube's side. "?" for a value out of range.
+ */
+const char *kernel_sizes_text(enum kernel_id k);
 
 /* Names of the kernel's inputs in order, NULL-terminated ("x", "y"); an optional input is marked by
  * kernel_input_optional. */

@@ -143,6 +143,21 @@ const char *http_req_query(const struct http_req *req, const char *key);
 bool http_req_check_query(const struct http_req *req, struct http_resp *resp, const char *const *allowed);
 
 /*
+ * The same for a route that takes a JSON body: a query parameter that is not among allowed but names one of
+ * body_fields (NULL-terminated; NULL for none) is refused saying that it belongs in the body (POST /run?wait=false).
+ */
+bool http_req_check_query_body(const struct http_req *req, struct http_resp *resp, const char *const *allowed,
+			       const char *const *body_fields);
+
+/*
+ * Checks that the JSON body (req->json) is an object whose members are all among fields (NULL-terminated);
+ * otherwise fills a 400 through http_resp_bad_field: INVALID_TYPE at "$" for a body that is no object,
+ * UNKNOWN_FIELD for members the route does not take (`path` the first, `fields` every one, `accepted` the fields).
+ * Returns true when the body passes.
+ */
+bool http_req_check_body(const struct http_req *req, struct http_resp *resp, const char *const *fields);
+
+/*
  * Parses the body as JSON for req->json: 415 when the content type is not JSON, 400 naming line and column when it
  * is malformed or nested deeper than req->max_json_depth. Returns true when req->json is set.
  */
@@ -204,6 +219,29 @@ json_t *http_resp_bad_param(struct http_resp *resp, const char *param, const cha
 /* The same for another reason about one parameter (MISSING_PARAMETER, INVALID_TIME, TOO_MANY_POINTS, ...). */
 json_t *http_resp_param_problem(struct http_resp *resp, enum reason reason, const char *param, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+
+/*
+ * The answer for a bad body field, the one way every body parser refuses one: the reason's status, `path` the
+ * field's JSONPath from the root ("$.n", "$.inputs.a[2]", "$.prices[0].usd_per_hour"; copied) and a detail that
+ * starts with it ("$.n: 0 is not an integer from 1 to 1099511627776"). Returns false, so that a parser may
+ * `return http_resp_bad_field(...)`.
+ */
+bool http_resp_bad_field(struct http_resp *resp, enum reason reason, const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/*
+ * A bad value wherever it came from: where is a query or path parameter's name ("device", "id": 400
+ * INVALID_PARAMETER with `parameter`) or a body field's JSONPath ("$.device": INVALID_VALUE through
+ * http_resp_bad_field). The detail starts with where ("device: 'cpu0' is not ..."). Returns false.
+ */
+bool http_resp_bad_value(struct http_resp *resp, const char *where, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/*
+ * Adds `accepted` to the problem resp holds: the names of a ", "-separated list ("quick, long") as an array of
+ * strings, the one shape of the member wherever a problem lists what a parameter or field takes. Returns false.
+ */
+bool http_resp_accepted(struct http_resp *resp, const char *names);
 
 /* --- deferred answers --- */
 

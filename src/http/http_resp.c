@@ -282,6 +282,68 @@ json_t *http_resp_param_problem(struct http_resp *resp, enum reason reason, cons
 	return doc;
 }
 
+/* A problem about one body field: `path` and a detail that starts with it. */
+static json_t *field_vproblem(struct http_resp *resp, enum reason reason, const char *path, const char *fmt,
+			      va_list ap) __attribute__((format(printf, 4, 0)));
+
+static json_t *field_vproblem(struct http_resp *resp, enum reason reason, const char *path, const char *fmt,
+			      va_list ap)
+{
+	char msg[768];
+	json_t *doc;
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	doc = http_resp_problem(resp, reason, "%.200s: %s", path, msg);
+	json_object_set_new(doc, "path", json_string(path));
+	return doc;
+}
+
+bool http_resp_bad_field(struct http_resp *resp, enum reason reason, const char *path, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	field_vproblem(resp, reason, path, fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+bool http_resp_bad_value(struct http_resp *resp, const char *where, const char *fmt, ...)
+{
+	char msg[768];
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (where[0] == '$') {
+		field_vproblem(resp, REASON_INVALID_VALUE, where, fmt, ap);
+		va_end(ap);
+		return false;
+	}
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	http_resp_bad_param(resp, where, "%.64s: %s", where, msg);
+	return false;
+}
+
+bool http_resp_accepted(struct http_resp *resp, const char *names)
+{
+	json_t *list = json_array();
+	const char *p = names;
+
+	while (p != NULL && *p != '\0') {
+		size_t n = strcspn(p, ",");
+
+		json_array_append_new(list, json_stringn(p, n));
+		p += n;
+		p += strspn(p, ", ");
+	}
+	if (json_is_object(resp->json))
+		json_object_set_new(resp->json, "accepted", list);
+	else
+		json_decref(list);
+	return false;
+}
+
 /* --- deferred answers --- */
 
 struct http_deferred *http_resp_defer(struct http_resp *resp)
@@ -374,24 +436,45 @@ const char *http_req_query(const struct http_req *req, const char *key)
 	return NULL;
 }
 
-bool http_req_check_query(const struct http_req *req, struct http_resp *resp, const char *const *allowed)
+/* "a, b, c" from a NULL-terminated list, cut at outsz. */
+static void join_names(const char *const *names, char *out, size_t outsz)
+{
+	size_t n = 0;
+
+	out[0] = '\0';
+	for (size_t j = 0; names[j]; j++)
+		n += (size_t)snprintf(out + n, n < outsz ? outsz - n : 0, "%s%s", j ? ", " : "", names[j]);
+}
+
+static bool in_names(const char *const *names, const char *key)
+{
+	for (size_t j = 0; names != NULL && names[j]; j++)
+		if (strcmp(names[j], key) == 0)
+			return true;
+	return false;
+}
+
+bool http_req_check_query_body(const struct http_req *req, struct http_resp *resp, const char *const *allowed,
+			       const char *const *body_fields)
 {
 	for (size_t i = 0; i < req->nquery; i++) {
 		const char *key = req->query[i].key;
-		bool known = false;
-		char list[512] = "";
-		size_t n = 0;
 
-		for (size_t j = 0; allowed[j]; j++) {
-			if (strcmp(allowed[j], key) == 0)
-				known = true;
-			n += (size_t)snprintf(list + n, n < sizeof(list) ? sizeof(list) - n : 0, "%s%s",
-					      j ? ", " : "", allowed[j]);
+		if (!in_names(allowed, key) && in_names(body_fields, key)) {
+			http_resp_param_problem(resp, REASON_UNKNOWN_PARAMETER, key,
+						"'%s' is not a query parameter of %s %.200s: it is a field of the "
+						"JSON body ({\"%s\": ...})", key, req->method_name, req->path, key);
+			return false;
 		}
-		if (!known) {
+		if (!in_names(allowed, key)) {
+			char list[512];
+
+			join_names(allowed, list, sizeof(list));
 			http_resp_param_problem(resp, REASON_UNKNOWN_PARAMETER, key,
 						"unknown query parameter '%.64s'; accepted: %s", key,
 						allowed[0] ? list : "none");
+			if (allowed[0])
+				http_resp_accepted(resp, list);
 			return false;
 		}
 		for (size_t j = 0; j < i; j++) {
@@ -403,6 +486,53 @@ bool http_req_check_query(const struct http_req *req, struct http_resp *resp, co
 		}
 	}
 	return true;
+}
+
+bool http_req_check_query(const struct http_req *req, struct http_resp *resp, const char *const *allowed)
+{
+	return http_req_check_query_body(req, resp, allowed, NULL);
+}
+
+bool http_req_check_body(const struct http_req *req, struct http_resp *resp, const char *const *fields)
+{
+	json_t *unknown;
+	const char *key;
+	const char *first = NULL;
+	json_t *value;
+	char names[512];
+	char list[256] = "";
+	size_t len = 0;
+
+	if (!json_is_object(req->json))
+		return http_resp_bad_field(resp, REASON_INVALID_TYPE, "$", "the body must be a JSON object");
+	unknown = json_array();
+	json_object_foreach(req->json, key, value) {
+		(void)value;
+		if (in_names(fields, key))
+			continue;
+		if (first == NULL)
+			first = key;
+		json_array_append_new(unknown, json_string(key));
+		if (len < sizeof(list))
+			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s'%.64s'", len ? ", " : "", key);
+	}
+	if (first == NULL) {
+		json_decref(unknown);
+		return true;
+	}
+	join_names(fields, names, sizeof(names));
+	{
+		char path[80];
+
+		snprintf(path, sizeof(path), "$.%.64s", first);
+		if (json_array_size(unknown) > 1)
+			http_resp_bad_field(resp, REASON_UNKNOWN_FIELD, path, "unknown field (the unknown ones: %s); "
+					    "accepted: %s", list, names);
+		else
+			http_resp_bad_field(resp, REASON_UNKNOWN_FIELD, path, "unknown field; accepted: %s", names);
+	}
+	json_object_set_new(resp->json, "fields", unknown);
+	return http_resp_accepted(resp, names);
 }
 
 unsigned http_json_depth(const char *text, size_t len, unsigned limit)

@@ -13,26 +13,44 @@ static const unsigned dtype_bytes[] = {2, 4, 2, 2, 1, 1}; /* NONE counts as bf16
 const char *const batch_param_names[] = {"device", "base", "model_bytes", "params", "dtype",
 					 "sample_bytes", "mode", "reserve", NULL};
 
+/* What each parameter takes: a set of names (", "-separated), or, where the values form no set, a phrase. */
 static const struct {
 	const char *name;
-	const char *accepted;
-} param_accepted[] = {
-	{"device", "a device id such as cpu:0, gpu:1 or tpu:3"},
-	{"base", "an integer from 1 to 1048576"},
-	{"model_bytes", "an integer from 1 to 9223372036854775807"},
-	{"params", "an integer from 1 to 9223372036854775807"},
-	{"dtype", "fp32|fp16|bf16|int8|fp8"},
-	{"sample_bytes", "an integer from 1 to 9223372036854775807"},
-	{"mode", "infer|train"},
-	{"reserve", "a decimal from 0 to 0.9 with at most 6 decimals, such as 0.1"},
+	const char *values;
+	const char *what;
+} params[] = {
+	{"device", NULL, DEVICE_ID_SYNTAX},
+	{"base", NULL, "an integer from 1 to 1048576"},
+	{"model_bytes", NULL, "an integer from 1 to 9223372036854775807"},
+	{"params", NULL, "an integer from 1 to 9223372036854775807"},
+	{"dtype", "fp32, fp16, bf16, int8, fp8", NULL},
+	{"sample_bytes", NULL, "an integer from 1 to 9223372036854775807"},
+	{"mode", "infer, train", NULL},
+	{"reserve", NULL, "a decimal from 0 to 0.9 with at most 6 decimals, such as 0.1"},
 };
+
+static int param_index(const char *name)
+{
+	for (size_t i = 0; i < sizeof(params) / sizeof(params[0]); i++)
+		if (strcmp(params[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+const char *batch_param_values(const char *name)
+{
+	int i = param_index(name);
+
+	return i >= 0 ? params[i].values : NULL;
+}
 
 const char *batch_param_accepted(const char *name)
 {
-	for (size_t i = 0; i < sizeof(param_accepted) / sizeof(param_accepted[0]); i++)
-		if (strcmp(param_accepted[i].name, name) == 0)
-			return param_accepted[i].accepted;
-	return NULL;
+	int i = param_index(name);
+
+	if (i < 0)
+		return NULL;
+	return params[i].values ? params[i].values : params[i].what;
 }
 
 const char *batch_mode_name(enum batch_mode m)
@@ -87,17 +105,6 @@ static int parse_ppm(const char *text, unsigned *out)
 	return 0;
 }
 
-static bool device_id_valid(const char *text)
-{
-	size_t kind = strspn(text, "abcdefghijklmnopqrstuvwxyz");
-	size_t num;
-
-	if (kind == 0 || text[kind] != ':')
-		return false;
-	num = strspn(text + kind + 1, "0123456789");
-	return num > 0 && num <= 6 && text[kind + 1 + num] == '\0';
-}
-
 static int parse_count(const char *text, uint64_t max, uint64_t *out)
 {
 	uint64_t v;
@@ -111,15 +118,15 @@ static int parse_count(const char *text, uint64_t max, uint64_t *out)
 enum acceld_err batch_request_set(struct batch_request *req, const char *name, const char *value, char *err,
 				  size_t errsz)
 {
-	const char *accepted = batch_param_accepted(name);
+	int at = param_index(name);
 	bool ok = false;
 
-	if (accepted == NULL) {
+	if (at < 0) {
 		snprintf(err, errsz, "unknown parameter '%.64s'", name);
 		return ACCELD_ENOTFOUND;
 	}
 	if (strcmp(name, "device") == 0) {
-		ok = strlen(value) < sizeof(req->device) && device_id_valid(value);
+		ok = device_id_valid(value);
 		if (ok)
 			DEVICE_SET(req->device, value);
 	} else if (strcmp(name, "base") == 0) {
@@ -151,7 +158,10 @@ enum acceld_err batch_request_set(struct batch_request *req, const char *name, c
 	}
 	if (ok)
 		return ACCELD_OK;
-	snprintf(err, errsz, "invalid %s '%.64s'; accepted: %s", name, value, accepted);
+	if (params[at].values != NULL)
+		snprintf(err, errsz, "%s: '%.64s' is not one of %s", name, value, params[at].values);
+	else
+		snprintf(err, errsz, "%s: '%.64s' is not %s", name, value, params[at].what);
 	return ACCELD_EINVAL;
 }
 

@@ -91,12 +91,20 @@ void batch_request_init(struct batch_request *req, const struct config *cfg);
  * reserve. */
 extern const char *const batch_param_names[];
 
-/* The accepted values of a parameter, for messages; NULL when name is not one. */
+/*
+ * The values a parameter takes when they form a set, as a ", "-separated list ("infer, train"), for a problem's
+ * `accepted`; NULL when name is not a parameter or its values form no set (sizes, the device, reserve).
+ */
+const char *batch_param_values(const char *name);
+
+/* What a parameter takes, for a command line's message: its values, or a phrase where they form no set ("an
+ * integer from 1 to 1048576"); NULL when name is not a parameter. */
 const char *batch_param_accepted(const char *name);
 
 /*
  * Sets one request field from text. Returns ACCELD_OK, ACCELD_ENOTFOUND for an unknown name, or ACCELD_EINVAL
- * with a message naming the parameter and the accepted values in err.
+ * with a message in err that names the parameter, repeats the value and says what is accepted ("mode: 'serve' is
+ * not one of infer, train").
  */
 enum acceld_err batch_request_set(struct batch_request *req, const char *name, const char *value, char *err,
 				  size_t errsz);

@@ -35,27 +35,62 @@ static const char *const prefer_names[] = {"auto", "cpu", "gpu", "tpu"};
 const char *const select_param_names[] = {"prefer",	    "allow_tpu",  "policy", "device", "min_memory_bytes",
 					  "executable", "kernel", "format", "tpu_scope", NULL};
 
+#define BOOL_VALUES "true, false, 1, 0, yes, no, on, off"
+
+/* What each field takes: a set of names (", "-separated), or, where the values form no set, a phrase. */
 static const struct {
 	const char *name;
-	const char *accepted;
-} param_accepted[] = {
-	{"prefer", "auto|cpu|gpu|tpu"},
-	{"allow_tpu", "true|false (also 1|0, yes|no, on|off)"},
-	{"policy", "priority|fastest|cheapest|efficient"},
-	{"device", "a device id such as cpu:0, gpu:1 or tpu:3"},
-	{"min_memory_bytes", "an integer from 0 to 9223372036854775807 (units B, KiB, MiB, GiB also accepted)"},
-	{"executable", "true|false (also 1|0, yes|no, on|off)"},
-	{"kernel", "saxpy|dot|sgemm|softmax|triad"},
-	{"format", "json|env"},
-	{"tpu_scope", "chip|host"},
+	const char *values;
+	const char *what;
+} params[] = {
+	{"prefer", "auto, cpu, gpu, tpu", NULL},
+	{"allow_tpu", BOOL_VALUES, NULL},
+	{"policy", "priority, fastest, cheapest, efficient", NULL},
+	{"device", NULL, DEVICE_ID_SYNTAX},
+	{"min_memory_bytes", NULL, "a size in bytes from 0 to 9223372036854775807, such as 17179869184, 16GiB or 16GB (" CONFIG_SIZE_UNITS ")"},
+	{"executable", BOOL_VALUES, NULL},
+	{"kernel", NULL, NULL}, /* the kernel table's names */
+	{"format", "json, env", NULL},
+	{"tpu_scope", "chip, host", NULL},
 };
+
+static int param_index(const char *name)
+{
+	for (size_t i = 0; i < sizeof(params) / sizeof(params[0]); i++)
+		if (strcmp(params[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+const char *select_param_values(const char *name)
+{
+	int i = param_index(name);
+
+	if (i < 0)
+		return NULL;
+	return strcmp(name, "kernel") == 0 ? kernel_names_text() : params[i].values;
+}
 
 const char *select_param_accepted(const char *name)
 {
-	for (size_t i = 0; i < sizeof(param_accepted) / sizeof(param_accepted[0]); i++)
-		if (strcmp(param_accepted[i].name, name) == 0)
-			return param_accepted[i].accepted;
-	return NULL;
+	int i = param_index(name);
+	const char *values = select_param_values(name);
+
+	if (values != NULL)
+		return values;
+	return i >= 0 ? params[i].what : NULL;
+}
+
+/* "one of auto, cpu, gpu, tpu", or the phrase of a field whose values form no set: what err says it is not. */
+static void param_what(const char *name, char *out, size_t outsz)
+{
+	const char *values = select_param_values(name);
+	int i = param_index(name);
+
+	if (values != NULL)
+		snprintf(out, outsz, "one of %s", values);
+	else
+		snprintf(out, outsz, "%s", i >= 0 && params[i].what ? params[i].what : "a valid value");
 }
 
 const char *select_policy_name(enum select_policy p)
@@ -83,26 +118,15 @@ static int name_index(const char *const *names, size_t n, const char *text)
 	return -1;
 }
 
-/* Device ids are a lower-case kind, a colon and a number: "cpu:0", "gpu:12". */
-static bool device_id_valid(const char *text)
+/* Sets one field from text; err names the field ("prefer: 'x' is not ...") when named, else starts at the value. */
+static enum acceld_err set_field(struct select_request *req, const char *name, const char *value, bool named,
+				 char *err, size_t errsz)
 {
-	size_t kind = strspn(text, "abcdefghijklmnopqrstuvwxyz");
-	size_t num;
-
-	if (kind == 0 || text[kind] != ':')
-		return false;
-	num = strspn(text + kind + 1, "0123456789");
-	return num > 0 && num <= 6 && text[kind + 1 + num] == '\0';
-}
-
-enum acceld_err select_request_set(struct select_request *req, const char *name, const char *value, char *err,
-				   size_t errsz)
-{
-	const char *accepted = select_param_accepted(name);
+	char what[160];
 	int idx = 0;
 	bool ok = true;
 
-	if (accepted == NULL) {
+	if (param_index(name) < 0) {
 		snprintf(err, errsz, "unknown parameter '%.64s'", name);
 		return ACCELD_ENOTFOUND;
 	}
@@ -137,7 +161,7 @@ enum acceld_err select_request_set(struct select_request *req, const char *name,
 		if (ok)
 			req->tpu_scope = (enum select_tpu_scope)idx;
 	} else if (strcmp(name, "device") == 0) {
-		ok = strlen(value) < sizeof(req->device) && device_id_valid(value);
+		ok = device_id_valid(value);
 		if (ok)
 			DEVICE_SET(req->device, value);
 	} else if (strcmp(name, "min_memory_bytes") == 0) {
@@ -149,8 +173,15 @@ enum acceld_err select_request_set(struct select_request *req, const char *name,
 	}
 	if (ok)
 		return ACCELD_OK;
-	snprintf(err, errsz, "invalid %s '%.64s'; accepted: %s", name, value, accepted);
+	param_what(name, what, sizeof(what));
+	snprintf(err, errsz, "%s%s'%.64s' is not %s", named ? name : "", named ? ": " : "", value, what);
 	return ACCELD_EINVAL;
+}
+
+enum acceld_err select_request_set(struct select_request *req, const char *name, const char *value, char *err,
+				   size_t errsz)
+{
+	return set_field(req, name, value, true, err, errsz);
 }
 
 /* JSON types of the fields: s string, b boolean, i integer. */
@@ -192,25 +223,21 @@ enum acceld_err select_request_set_json(struct select_request *req, const char *
 	else if (kind == 'i' && !json_is_integer(value))
 		*expected = "an integer";
 	if (*expected != NULL) {
-		snprintf(err, errsz, "%s must be %s", name, *expected);
+		snprintf(err, errsz, "expected %s", *expected);
 		return ACCELD_EINVAL;
 	}
 	if (kind == 's') {
 		s = json_string_value(value);
 		if (strlen(s) != json_string_length(value)) {
-			snprintf(err, errsz, "invalid %s: the value holds a NUL character", name);
+			snprintf(err, errsz, "the value holds a NUL character");
 			return ACCELD_EINVAL;
 		}
 	} else if (kind == 'b') {
 		s = json_is_true(value) ? "true" : "false";
-	} else if (json_integer_value(value) < 0) {
-		snprintf(err, errsz, "invalid %s %" JSON_INTEGER_FORMAT "; accepted: %s", name, json_integer_value(value),
-			 select_param_accepted(name));
-		return ACCELD_EINVAL;
 	} else {
 		snprintf(text, sizeof(text), "%" JSON_INTEGER_FORMAT, json_integer_value(value));
 	}
-	return select_request_set(req, name, s, err, errsz);
+	return set_field(req, name, s, false, err, errsz);
 }
 
 /* --- figures --- */

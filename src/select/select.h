@@ -92,8 +92,8 @@ void select_request_init(struct select_request *req, const struct config *cfg);
 /*
  * Sets one request field from text (a query parameter or a command-line value); name is the parameter's name
  * (prefer, allow_tpu, policy, device, min_memory_bytes, executable, kernel, format, tpu_scope). Returns
- * ACCELD_OK, ACCELD_ENOTFOUND when name is not a field, or ACCELD_EINVAL with a message naming the parameter and
- * the accepted values in err.
+ * ACCELD_OK, ACCELD_ENOTFOUND when name is not a field, or ACCELD_EINVAL with a message in err that names the
+ * parameter, repeats the value and says what is accepted ("prefer: 'fpga' is not one of auto, cpu, gpu, tpu").
  */
 enum acceld_err select_request_set(struct select_request *req, const char *name, const char *value, char *err,
 				   size_t errsz);
@@ -102,12 +102,20 @@ enum acceld_err select_request_set(struct select_request *req, const char *name,
  * Sets one field from a JSON value (the bodies of POST /select and POST /run): string fields take strings, the
  * booleans booleans, min_memory_bytes a non-negative integer; null leaves the default. Returns ACCELD_OK,
  * ACCELD_ENOTFOUND when name is not a field, or ACCELD_EINVAL with a message in err and, when the JSON type is
- * wrong, *expected naming the type wanted ("a string"; NULL otherwise).
+ * wrong, *expected naming the type wanted ("a string"; NULL otherwise). The message does not name the field ("'fpga'
+ * is not one of auto, cpu, gpu, tpu"): the caller names it by its JSONPath.
  */
 enum acceld_err select_request_set_json(struct select_request *req, const char *name, json_t *value,
 					const char **expected, char *err, size_t errsz);
 
-/* The accepted values of a field, for messages ("auto|cpu|gpu|tpu"); NULL when name is not a field. */
+/*
+ * The values a field takes when they form a set, as a ", "-separated list ("auto, cpu, gpu, tpu"), for messages and
+ * a problem's `accepted`; NULL when name is not a field or its values form no set (device, min_memory_bytes).
+ */
+const char *select_param_values(const char *name);
+
+/* What a field takes, for a command line's message: its values as above, or a phrase where they form no set
+ * (DEVICE_ID_SYNTAX); NULL when name is not a field. */
 const char *select_param_accepted(const char *name);
 
 /* The NULL-terminated list of field names. */

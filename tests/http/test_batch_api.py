@@ -92,8 +92,9 @@ class CpuOnly(BatchCase):
         self.assertIn("sample_bytes", doc["detail"])
 
     def test_unknown_device_is_404(self):
-        doc = self.assertProblem(self.server.get("/batch-config?device=gpu:3"), 404)
+        doc = self.assertProblem(self.server.get("/batch-config?device=gpu:3"), 404, "UNKNOWN_DEVICE")
         self.assertIn("gpu:3", doc["detail"])
+        self.assertEqual(doc["device"], "gpu:3")
         self.assertEqual(self.batch("device=cpu:0")["device"]["id"], "cpu:0")
 
     def test_cli_batch(self):

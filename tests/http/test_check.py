@@ -155,13 +155,14 @@ class CpuCheck(CheckCase):
         self.problem(s.request("POST", "/devices/cpu:0/check", json_body={"level": "thorough"}), 400, "UNKNOWN_LEVEL")
         doc = self.problem(s.request("POST", "/devices/cpu:0/check", json_body={"duration_s": 10}), 400,
                            "NOT_APPLICABLE")
-        self.assertEqual(doc["path"], "duration_s")
+        self.assertEqual(doc["path"], "$.duration_s")
         self.problem(s.request("POST", "/devices/cpu:0/check", json_body={"level": "long", "duration_s": 99999}),
                      400, "OUT_OF_RANGE")
         self.problem(s.request("POST", "/devices/cpu:0/check", json_body={"lvl": "long"}), 400, "UNKNOWN_FIELD")
         self.problem(s.request("POST", "/devices/cpu:0/check", body=b"{", headers={"Content-Type": "application/json"}),
                      400, "MALFORMED_JSON")
-        self.problem(s.request("POST", "/devices/cpu:0/check?level=long"), 400, "UNKNOWN_PARAMETER")
+        doc = self.problem(s.request("POST", "/devices/cpu:0/check?level=long"), 400, "UNKNOWN_PARAMETER")
+        self.assertIn("field of the JSON body", doc["detail"])
         self.problem(s.get("/devices/gpu:7/checks"), 404, "UNKNOWN_DEVICE")
         self.problem(s.get("/devices/cpu:0/checks/chk-nope"), 404, "CHECK_NOT_FOUND")
         self.problem(s.get("/devices/cpu:0/checks?page_size=101"), 400, "INVALID_PARAMETER")

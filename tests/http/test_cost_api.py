@@ -47,7 +47,8 @@ class Cost(ServerTestCase):
         self.assertEqual(doc["parameter"], "start_time")
         doc = self.assertProblem(self.server.get("/cost?end_time=noon"), 400, "INVALID_TIME")
         self.assertEqual(doc["parameter"], "end_time")
-        self.assertProblem(self.server.get("/cost?device=tpu:77"), 404)
+        doc = self.assertProblem(self.server.get("/cost?device=tpu:77"), 404, "UNKNOWN_DEVICE")
+        self.assertEqual(doc["device"], "tpu:77")
 
     def test_estimates(self):
         r = self.server.get("/cost/estimate?seconds=3600")

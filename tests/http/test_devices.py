@@ -144,9 +144,14 @@ class Devices(ServerTestCase):
         self.assertEqual(r3.status, 304)
 
     def test_unknown_ids(self):
-        for path in ("/devices/gpu:99", "/devices/cpu:1", "/devices/tpu:0x", "/devices/nope"):
-            doc = self.assertProblem(self.server.get(path), 404, "NOT_FOUND")
+        for path in ("/devices/gpu:99", "/devices/cpu:1"):
+            doc = self.assertProblem(self.server.get(path), 404, "UNKNOWN_DEVICE")
             self.assertIn(path.rsplit("/", 1)[1], doc["detail"])
+            self.assertEqual(doc["device"], path.rsplit("/", 1)[1])
+        for path in ("/devices/tpu:0x", "/devices/nope"):
+            doc = self.assertProblem(self.server.get(path), 400, "INVALID_PARAMETER")
+            self.assertIn(path.rsplit("/", 1)[1], doc["detail"])
+            self.assertEqual(doc["parameter"], "id")
         self.assertProblem(self.server.get("/devices?verbose=1"), 400, "UNKNOWN_PARAMETER")
         self.assertProblem(self.server.get("/devices/cpu:0?x=1"), 400, "UNKNOWN_PARAMETER")
         self.assertProblem(self.server.request("DELETE", "/devices"), 405, "METHOD_NOT_ALLOWED")

@@ -111,7 +111,9 @@ class History(ServerTestCase):
         self.assertIn("11000", doc["detail"])
 
     def test_unknown_device_and_parameter(self):
-        doc = self.assertProblem(self.server.get(q(device="gpu:42")), 404)
+        doc = self.assertProblem(self.server.get(q(device="gpu:42")), 404, "UNKNOWN_DEVICE")
+        self.assertEqual(doc["device"], "gpu:42")
+        doc = self.assertProblem(self.server.get(q(device="gpu42")), 400, "INVALID_PARAMETER")
         self.assertEqual(doc["parameter"], "device")
         self.assertProblem(self.server.get("/history?colour=red"), 400)
 

@@ -86,40 +86,40 @@ class RunKernels(ServerTestCase):
         return doc
 
     def test_inline_validation(self):
-        self.bad({"kernel": "saxpy", "inputs": {"x": [1, 2, 3], "y": [1, 2]}}, "LENGTH_MISMATCH", "inputs.y")
+        self.bad({"kernel": "saxpy", "inputs": {"x": [1, 2, 3], "y": [1, 2]}}, "LENGTH_MISMATCH", "$.inputs.y")
         self.bad({"kernel": "saxpy", "n": 2, "inputs": {"x": [1, 2, 3], "y": [1, 2]}}, "TOO_MANY_ELEMENTS",
-                 "inputs.x")
-        self.bad({"kernel": "saxpy", "inputs": {"x": [1, True], "y": [1, 2]}}, "INVALID_TYPE", "inputs.x[1]")
-        self.bad({"kernel": "saxpy", "inputs": {"x": [1, "2"], "y": [1, 2]}}, "INVALID_TYPE", "inputs.x[1]")
-        self.bad({"kernel": "dot", "inputs": {"x": ["NaN"], "y": [1]}}, "NOT_A_NUMBER", "inputs.x[0]")
-        self.bad({"kernel": "dot", "inputs": {"x": [1], "y": ["-Infinity"]}}, "NOT_A_NUMBER", "inputs.y[0]")
-        self.bad({"kernel": "dot", "inputs": {"x": [1e39], "y": [1]}}, "OUT_OF_RANGE", "inputs.x[0]")
-        self.bad({"kernel": "saxpy", "alpha": "NaN", "n": 4}, "NOT_A_NUMBER", "alpha")
+                 "$.inputs.x")
+        self.bad({"kernel": "saxpy", "inputs": {"x": [1, True], "y": [1, 2]}}, "INVALID_TYPE", "$.inputs.x[1]")
+        self.bad({"kernel": "saxpy", "inputs": {"x": [1, "2"], "y": [1, 2]}}, "INVALID_TYPE", "$.inputs.x[1]")
+        self.bad({"kernel": "dot", "inputs": {"x": ["NaN"], "y": [1]}}, "NOT_A_NUMBER", "$.inputs.x[0]")
+        self.bad({"kernel": "dot", "inputs": {"x": [1], "y": ["-Infinity"]}}, "NOT_A_NUMBER", "$.inputs.y[0]")
+        self.bad({"kernel": "dot", "inputs": {"x": [1e39], "y": [1]}}, "OUT_OF_RANGE", "$.inputs.x[0]")
+        self.bad({"kernel": "saxpy", "alpha": "NaN", "n": 4}, "NOT_A_NUMBER", "$.alpha")
         # a literal beyond double's range is refused by the JSON parser, naming line and column
         r = self.server.request("POST", "/run", body=b'{"kernel":"dot","inputs":{"x":[1e999],"y":[1]}}',
                                 headers={"Content-Type": "application/json"})
         doc = self.assertProblem(r, 400, "MALFORMED_JSON")
         self.assertIn("column", doc)
         self.bad({"kernel": "sgemm", "inputs": {"a": [[1, 2], [3]], "b": [[1], [2]]}}, "ROW_LENGTH_MISMATCH",
-                 "inputs.a[1]")
+                 "$.inputs.a[1]")
         self.bad({"kernel": "sgemm", "inputs": {"a": [[1, 2]], "b": [[1], [2], [3]]}}, "TOO_MANY_ELEMENTS",
-                 "inputs.b")
-        self.bad({"kernel": "sgemm", "inputs": {"a": [1, 2], "b": [1, 2]}}, "MISSING_FIELD", "inputs.a")
-        self.bad({"kernel": "saxpy", "inputs": {"x": [1], "z": [1]}}, "UNKNOWN_FIELD", "inputs.z")
-        self.bad({"kernel": "saxpy", "inputs": {"x": [1]}}, "MISSING_FIELD", "inputs.y")
+                 "$.inputs.b")
+        self.bad({"kernel": "sgemm", "inputs": {"a": [1, 2], "b": [1, 2]}}, "MISSING_FIELD", "$.inputs.a")
+        self.bad({"kernel": "saxpy", "inputs": {"x": [1], "z": [1]}}, "UNKNOWN_FIELD", "$.inputs.z")
+        self.bad({"kernel": "saxpy", "inputs": {"x": [1]}}, "MISSING_FIELD", "$.inputs.y")
         self.bad({"kernel": "saxpy", "inputs": {"x": [1], "y": [1]}, "generate": {"seed": 1}}, "CONFLICTING_FIELDS",
-                 "generate")
-        self.bad({"n": 3}, "MISSING_FIELD", "kernel")
-        self.bad({"kernel": "gemm", "n": 3}, "INVALID_VALUE", "kernel")
-        self.bad({"kernel": "saxpy", "n": 3, "k": 2}, "NOT_APPLICABLE", "k")
-        self.bad({"kernel": "saxpy", "n": 3, "speed": 2}, "UNKNOWN_FIELD", "speed")
-        self.bad({"kernel": "saxpy", "n": 0}, "OUT_OF_RANGE", "n")
-        self.bad({"kernel": "saxpy", "n": 2.5}, "INVALID_TYPE", "n")
-        self.bad({"kernel": "saxpy"}, "MISSING_FIELD", "n")
-        self.bad({"kernel": "sgemm", "n": 3, "m": 3}, "MISSING_FIELD", "k")
-        self.bad({"kernel": "saxpy", "n": 3, "device": "cpu:0", "prefer": "gpu"}, "CONFLICTING_FIELDS", "prefer")
-        self.bad({"kernel": "saxpy", "n": 3, "backend": "cuda"}, "INVALID_VALUE", "backend")
-        self.bad({"kernel": "saxpy", "n": 3, "timeout_ms": 0}, "OUT_OF_RANGE", "timeout_ms")
+                 "$.generate")
+        self.bad({"n": 3}, "MISSING_FIELD", "$.kernel")
+        self.bad({"kernel": "gemm", "n": 3}, "INVALID_VALUE", "$.kernel")
+        self.bad({"kernel": "saxpy", "n": 3, "k": 2}, "NOT_APPLICABLE", "$.k")
+        self.bad({"kernel": "saxpy", "n": 3, "speed": 2}, "UNKNOWN_FIELD", "$.speed")
+        self.bad({"kernel": "saxpy", "n": 0}, "OUT_OF_RANGE", "$.n")
+        self.bad({"kernel": "saxpy", "n": 2.5}, "INVALID_TYPE", "$.n")
+        self.bad({"kernel": "saxpy"}, "MISSING_FIELD", "$.n")
+        self.bad({"kernel": "sgemm", "n": 3, "m": 3}, "MISSING_FIELD", "$.k")
+        self.bad({"kernel": "saxpy", "n": 3, "device": "cpu:0", "prefer": "gpu"}, "CONFLICTING_FIELDS", "$.prefer")
+        self.bad({"kernel": "saxpy", "n": 3, "backend": "cuda"}, "INVALID_VALUE", "$.backend")
+        self.bad({"kernel": "saxpy", "n": 3, "timeout_ms": 0}, "OUT_OF_RANGE", "$.timeout_ms")
         self.bad([1, 2], "INVALID_TYPE", "$")
 
     def test_limits(self):
@@ -150,9 +150,9 @@ class RunKernels(ServerTestCase):
         # what /select refuses, /run refuses alike, naming the constraint
         doc = self.bad({"kernel": "saxpy", "n": 3, "min_memory_bytes": 2 ** 62}, "NO_MATCHING_DEVICE", status=409)
         self.assertIn("min_memory_bytes", doc["detail"])
-        self.bad({"kernel": "saxpy", "n": 3, "policy": "fast"}, "INVALID_VALUE", "policy")
-        self.bad({"kernel": "saxpy", "n": 3, "allow_tpu": "yes"}, "INVALID_TYPE", "allow_tpu")
-        self.bad({"kernel": "saxpy", "n": 3, "min_memory_bytes": -1}, "INVALID_VALUE", "min_memory_bytes")
+        self.bad({"kernel": "saxpy", "n": 3, "policy": "fast"}, "INVALID_VALUE", "$.policy")
+        self.bad({"kernel": "saxpy", "n": 3, "allow_tpu": "yes"}, "INVALID_TYPE", "$.allow_tpu")
+        self.bad({"kernel": "saxpy", "n": 3, "min_memory_bytes": -1}, "INVALID_VALUE", "$.min_memory_bytes")
 
     def test_async_get_list_delete(self):
         r = post(self.server, {"kernel": "saxpy", "n": 1000, "wait": False})

@@ -25,12 +25,14 @@ START_TEST(bad_value_names_the_parameter)
 	ck_assert_int_eq(check_call(&app, &r, &resp), 400);
 	ck_assert_str_eq(check_member(&resp, "reason"), "INVALID_PARAMETER");
 	ck_assert_str_eq(check_member(&resp, "parameter"), "base");
-	ck_assert_ptr_nonnull(check_member(&resp, "accepted"));
+	ck_assert_str_eq(check_member(&resp, "detail"), "base: '0' is not an integer from 1 to 1048576");
+	ck_assert_ptr_null(json_object_get(resp.json, "accepted")); /* no set of names */
 	http_resp_release(&resp);
 
 	check_req_init(&r, HTTP_GET, "/batch-config?mode=fly", NULL);
 	ck_assert_int_eq(check_call(&app, &r, &resp), 400);
 	ck_assert_str_eq(check_member(&resp, "parameter"), "mode");
+	ck_assert_uint_eq(json_array_size(json_object_get(resp.json, "accepted")), 2);
 	http_resp_release(&resp);
 }
 END_TEST
@@ -79,7 +81,13 @@ START_TEST(device_and_answer)
 
 	check_req_init(&r, HTTP_GET, "/batch-config?device=gpu:7", NULL);
 	ck_assert_int_eq(check_call(&app, &r, &resp), 404);
-	ck_assert_str_eq(check_member(&resp, "reason"), "NOT_FOUND");
+	ck_assert_str_eq(check_member(&resp, "reason"), "UNKNOWN_DEVICE");
+	ck_assert_str_eq(check_member(&resp, "device"), "gpu:7");
+	http_resp_release(&resp);
+
+	check_req_init(&r, HTTP_GET, "/batch-config?device=gpu7", NULL);
+	ck_assert_int_eq(check_call(&app, &r, &resp), 400);
+	ck_assert_str_eq(check_member(&resp, "reason"), "INVALID_PARAMETER");
 	ck_assert_str_eq(check_member(&resp, "parameter"), "device");
 	http_resp_release(&resp);
 

@@ -90,14 +90,14 @@ static void wait_for(const char *id)
 
 START_TEST(bad_bodies_are_named)
 {
-	bad_body("{\"level\": \"thorough\"}", "UNKNOWN_LEVEL", "level");
-	bad_body("{\"level\": 1}", "INVALID_TYPE", "level");
-	bad_body("{\"duration_s\": 30}", "NOT_APPLICABLE", "duration_s");
-	bad_body("{\"level\": \"long\", \"duration_s\": 1}", "OUT_OF_RANGE", "duration_s");
-	bad_body("{\"level\": \"long\", \"duration_s\": 30.5}", "INVALID_TYPE", "duration_s");
-	bad_body("{\"levle\": \"long\"}", "UNKNOWN_FIELD", "levle");
-	bad_body("{\"wait\": \"yes\"}", "INVALID_TYPE", "wait");
-	bad_body("{\"backend\": \"cuda\"}", "INVALID_VALUE", "backend");
+	bad_body("{\"level\": \"thorough\"}", "UNKNOWN_LEVEL", "$.level");
+	bad_body("{\"level\": 1}", "INVALID_TYPE", "$.level");
+	bad_body("{\"duration_s\": 30}", "NOT_APPLICABLE", "$.duration_s");
+	bad_body("{\"level\": \"long\", \"duration_s\": 1}", "OUT_OF_RANGE", "$.duration_s");
+	bad_body("{\"level\": \"long\", \"duration_s\": 30.5}", "INVALID_TYPE", "$.duration_s");
+	bad_body("{\"levle\": \"long\"}", "UNKNOWN_FIELD", "$.levle");
+	bad_body("{\"wait\": \"yes\"}", "INVALID_TYPE", "$.wait");
+	bad_body("{\"backend\": \"cuda\"}", "INVALID_VALUE", "$.backend");
 	bad_body("[\"quick\"]", "INVALID_TYPE", "$");
 	bad_body("{\"level\": ", "MALFORMED_JSON", NULL);
 }
@@ -113,6 +113,17 @@ START_TEST(unknown_and_unsupported_devices)
 	http_resp_release(&resp);
 	ck_assert_int_eq(get("/devices/gpu:3/checks", &resp), 404);
 	ck_assert_str_eq(check_member(&resp, "reason"), "UNKNOWN_DEVICE");
+	http_resp_release(&resp);
+	ck_assert_int_eq(get("/devices/gpu:3/checks/chk-none", &resp), 404);
+	ck_assert_str_eq(check_member(&resp, "reason"), "UNKNOWN_DEVICE");
+	http_resp_release(&resp);
+	/* a malformed id is the 400 of the path parameter, before the body is read */
+	ck_assert_int_eq(post("cpu0", "{\"levle\": 1}", &resp), 400);
+	ck_assert_str_eq(check_member(&resp, "reason"), "INVALID_PARAMETER");
+	ck_assert_str_eq(check_member(&resp, "parameter"), "id");
+	http_resp_release(&resp);
+	ck_assert_int_eq(get("/devices/cpu0/checks", &resp), 400);
+	ck_assert_str_eq(check_member(&resp, "parameter"), "id");
 	http_resp_release(&resp);
 	ck_assert_int_eq(get("/devices/cpu:0/checks/chk-none", &resp), 404);
 	ck_assert_str_eq(check_member(&resp, "reason"), "CHECK_NOT_FOUND");

@@ -57,7 +57,13 @@ START_TEST(cost_answers)
 
 	check_req_init(&r, HTTP_GET, "/cost?device=gpu:9", NULL);
 	ck_assert_int_eq(check_call(&app, &r, &resp), 404);
-	ck_assert_str_eq(check_member(&resp, "parameter"), "device");
+	ck_assert_str_eq(check_member(&resp, "reason"), "UNKNOWN_DEVICE");
+	ck_assert_str_eq(check_member(&resp, "device"), "gpu:9");
+	http_resp_release(&resp);
+
+	check_req_init(&r, HTTP_GET, "/cost/estimate?device=gpu:9&seconds=1", NULL);
+	ck_assert_int_eq(check_call(&app, &r, &resp), 404);
+	ck_assert_str_eq(check_member(&resp, "reason"), "UNKNOWN_DEVICE");
 	http_resp_release(&resp);
 }
 END_TEST
@@ -65,13 +71,15 @@ END_TEST
 START_TEST(estimate_parameters)
 {
 	expect_400(HTTP_GET, "/cost/estimate", NULL, "MISSING_PARAMETER", "seconds");
-	expect_400(HTTP_GET, "/cost/estimate?seconds=5&kernel=dot", NULL, "MISSING_PARAMETER", "kernel");
+	expect_400(HTTP_GET, "/cost/estimate?seconds=5&kernel=dot", NULL, "INVALID_PARAMETER", "kernel");
 	expect_400(HTTP_GET, "/cost/estimate?seconds=-1", NULL, "INVALID_PARAMETER", "seconds");
 	expect_400(HTTP_GET, "/cost/estimate?seconds=1&n=4", NULL, "INVALID_PARAMETER", "n");
 	expect_400(HTTP_GET, "/cost/estimate?kernel=fft&n=4", NULL, "INVALID_PARAMETER", "kernel");
 	expect_400(HTTP_GET, "/cost/estimate?kernel=sgemm&m=4&n=4", NULL, "MISSING_PARAMETER", "k");
 	expect_400(HTTP_GET, "/cost/estimate?kernel=dot&n=4&m=2", NULL, "INVALID_PARAMETER", "m");
 	expect_400(HTTP_GET, "/cost/estimate?kernel=dot&n=0", NULL, "INVALID_PARAMETER", "n");
+	expect_400(HTTP_GET, "/cost/estimate?device=cpu0&seconds=1", NULL, "INVALID_PARAMETER", "device");
+	expect_400(HTTP_GET, "/cost?device=cpu0", NULL, "INVALID_PARAMETER", "device");
 }
 END_TEST
 
@@ -110,6 +118,9 @@ START_TEST(prices_faults_are_structured)
 	expect_fault("[]", "INVALID_TYPE", "$");
 	expect_fault("{\"prices\":[{\"device\":7,\"usd_per_hour\":1}]}", "INVALID_TYPE", "$.prices[0].device");
 	expect_fault("{\"prices\":[{\"device\":\"\",\"usd_per_hour\":1}]}", "INVALID_VALUE", "$.prices[0].device");
+	/* a price names a device id, which need not be here (prices outlive devices) but must be one */
+	expect_fault("{\"prices\":[{\"device\":\"gpu0\",\"usd_per_hour\":1}]}", "INVALID_VALUE", "$.prices[0].device");
+	expect_fault("{\"currency\":1,\"prices\":[]}", "INVALID_TYPE", "$.currency");
 	expect_fault("{\"prices\":[{\"type\":\"cpu\",\"usd_per_hour\":-1}]}", "INVALID_VALUE",
 		     "$.prices[0].usd_per_hour");
 	expect_fault("{\"prices\":[{\"type\":\"fpga\",\"usd_per_hour\":1}]}", "INVALID_VALUE", "$.prices[0].type");
@@ -132,9 +143,29 @@ START_TEST(prices_put_answers_as_get)
 	ck_assert_uint_eq(json_array_size(json_object_get(resp.json, "overrides")), 1);
 	http_resp_release(&resp);
 
+	/* the names a field takes, as every problem lists them */
+	check_req_init(&r, HTTP_PUT, "/cost/prices", "{\"prices\":[{\"type\":\"fpga\",\"usd_per_hour\":2}]}");
+	ck_assert_int_eq(check_call(&app, &r, &resp), 400);
+	ck_assert_str_eq(check_member(&resp, "detail"), "$.prices[0].type: 'fpga' is not one of cpu, gpu, tpu");
+	ck_assert_uint_eq(json_array_size(json_object_get(resp.json, "accepted")), 3);
+	http_resp_release(&resp);
+	check_req_init(&r, HTTP_PUT, "/cost/prices", "{\"prices\":[{\"type\":\"cpu\",\"usd_per_hour\":2,\"x\":1}]}");
+	ck_assert_int_eq(check_call(&app, &r, &resp), 400);
+	ck_assert_uint_eq(json_array_size(json_object_get(resp.json, "accepted")), 8);
+	http_resp_release(&resp);
+
+	check_req_init(&r, HTTP_PUT, "/cost/prices", "{\"prices\":[{\"device\":\"gpu:9\",\"usd_per_hour\":2}]}");
+	ck_assert_int_eq(check_call(&app, &r, &resp), 200);
+	http_resp_release(&resp);
+
 	check_req_init(&r, HTTP_PUT, "/cost/prices?x=1", "{\"prices\":[]}");
 	ck_assert_int_eq(check_call(&app, &r, &resp), 400);
 	ck_assert_str_eq(check_member(&resp, "reason"), "UNKNOWN_PARAMETER");
+	http_resp_release(&resp);
+
+	check_req_init(&r, HTTP_PUT, "/cost/prices?prices=1", "{\"prices\":[]}");
+	ck_assert_int_eq(check_call(&app, &r, &resp), 400);
+	ck_assert_ptr_nonnull(strstr(check_member(&resp, "detail"), "field of the JSON body"));
 	http_resp_release(&resp);
 }
 END_TEST

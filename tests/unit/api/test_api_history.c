@@ -71,7 +71,13 @@ START_TEST(answers)
 
 	check_req_init(&r, HTTP_GET, "/history?device=gpu:3", NULL);
 	ck_assert_int_eq(check_call(&app, &r, &resp), 404);
-	ck_assert_str_eq(check_member(&resp, "reason"), "NOT_FOUND");
+	ck_assert_str_eq(check_member(&resp, "reason"), "UNKNOWN_DEVICE");
+	ck_assert_str_eq(check_member(&resp, "device"), "gpu:3");
+	http_resp_release(&resp);
+
+	check_req_init(&r, HTTP_GET, "/history?device=gpu-3", NULL);
+	ck_assert_int_eq(check_call(&app, &r, &resp), 400);
+	ck_assert_str_eq(check_member(&resp, "reason"), "INVALID_PARAMETER");
 	ck_assert_str_eq(check_member(&resp, "parameter"), "device");
 	http_resp_release(&resp);
 }

@@ -40,53 +40,58 @@ static void expect(const char *body, int status, const char *reason, const char 
 START_TEST(bodies_are_checked_field_by_field)
 {
 	expect("[1]", 400, "INVALID_TYPE", "$");
-	expect("{\"n\": 3}", 400, "MISSING_FIELD", "kernel");
-	expect("{\"kernel\": \"fft\", \"n\": 3}", 400, "INVALID_VALUE", "kernel");
-	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"colour\": 1}", 400, "UNKNOWN_FIELD", "colour");
-	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"k\": 2}", 400, "NOT_APPLICABLE", "k");
-	expect("{\"kernel\": \"dot\", \"n\": 3, \"alpha\": 2}", 400, "NOT_APPLICABLE", "alpha");
-	expect("{\"kernel\": \"saxpy\", \"n\": 2.5}", 400, "INVALID_TYPE", "n");
-	expect("{\"kernel\": \"saxpy\", \"n\": 0}", 400, "OUT_OF_RANGE", "n");
-	expect("{\"kernel\": \"saxpy\"}", 400, "MISSING_FIELD", "n");
-	expect("{\"kernel\": \"softmax\", \"n\": 3}", 400, "MISSING_FIELD", "m");
-	expect("{\"kernel\": \"sgemm\", \"n\": 3, \"m\": 3}", 400, "MISSING_FIELD", "k");
-	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"alpha\": \"NaN\"}", 400, "NOT_A_NUMBER", "alpha");
-	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"alpha\": 1e39}", 400, "OUT_OF_RANGE", "alpha");
-	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"verify\": 1}", 400, "INVALID_TYPE", "verify");
-	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"return\": \"all\"}", 400, "INVALID_VALUE", "return");
-	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"timeout_ms\": 0}", 400, "OUT_OF_RANGE", "timeout_ms");
-	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"backend\": \"cuda\"}", 400, "INVALID_VALUE", "backend");
+	expect("{\"n\": 3}", 400, "MISSING_FIELD", "$.kernel");
+	expect("{\"kernel\": \"fft\", \"n\": 3}", 400, "INVALID_VALUE", "$.kernel");
+	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"colour\": 1}", 400, "UNKNOWN_FIELD", "$.colour");
+	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"k\": 2}", 400, "NOT_APPLICABLE", "$.k");
+	expect("{\"kernel\": \"dot\", \"n\": 3, \"alpha\": 2}", 400, "NOT_APPLICABLE", "$.alpha");
+	expect("{\"kernel\": \"saxpy\", \"n\": 2.5}", 400, "INVALID_TYPE", "$.n");
+	expect("{\"kernel\": \"saxpy\", \"n\": 0}", 400, "OUT_OF_RANGE", "$.n");
+	expect("{\"kernel\": \"saxpy\"}", 400, "MISSING_FIELD", "$.n");
+	expect("{\"kernel\": \"softmax\", \"n\": 3}", 400, "MISSING_FIELD", "$.m");
+	expect("{\"kernel\": \"sgemm\", \"n\": 3, \"m\": 3}", 400, "MISSING_FIELD", "$.k");
+	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"alpha\": \"NaN\"}", 400, "NOT_A_NUMBER", "$.alpha");
+	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"alpha\": 1e39}", 400, "OUT_OF_RANGE", "$.alpha");
+	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"verify\": 1}", 400, "INVALID_TYPE", "$.verify");
+	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"return\": \"all\"}", 400, "INVALID_VALUE", "$.return");
+	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"timeout_ms\": 0}", 400, "OUT_OF_RANGE", "$.timeout_ms");
+	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"backend\": \"cuda\"}", 400, "INVALID_VALUE", "$.backend");
 	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"device\": \"cpu:0\", \"prefer\": \"gpu\"}", 400,
-	       "CONFLICTING_FIELDS", "prefer");
-	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"device\": \"cpu0\"}", 400, "INVALID_VALUE", "device");
+	       "CONFLICTING_FIELDS", "$.prefer");
+	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"device\": \"cpu0\"}", 400, "INVALID_VALUE", "$.device");
+	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"device\": 0}", 400, "INVALID_TYPE", "$.device");
+	expect("{\"kernel\": 7, \"n\": 3}", 400, "INVALID_TYPE", "$.kernel");
+	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"timeout_ms\": \"1s\"}", 400, "INVALID_TYPE", "$.timeout_ms");
 	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"generate\": {\"seed\": -1}}", 400, "INVALID_VALUE",
-	       "generate.seed");
-	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"generate\": {\"salt\": 1}}", 400, "UNKNOWN_FIELD", "generate");
+	       "$.generate.seed");
+	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"generate\": {\"salt\": 1}}", 400, "UNKNOWN_FIELD",
+	       "$.generate.salt");
 	expect("{\"kernel\": \"saxpy\", \"generate\": {}, \"inputs\": {\"x\": [1], \"y\": [1]}}", 400,
-	       "CONFLICTING_FIELDS", "generate");
+	       "CONFLICTING_FIELDS", "$.generate");
 	/* inline inputs: lengths, rows, types */
 	expect("{\"kernel\": \"saxpy\", \"inputs\": {\"x\": [1, 2, 3], \"y\": [1, 2]}}", 400, "LENGTH_MISMATCH",
-	       "inputs.y");
+	       "$.inputs.y");
 	expect("{\"kernel\": \"saxpy\", \"inputs\": {\"x\": [1, \"a\"], \"y\": [1, 2]}}", 400, "INVALID_TYPE",
-	       "inputs.x[1]");
-	expect("{\"kernel\": \"saxpy\", \"inputs\": {\"x\": [1]}}", 400, "MISSING_FIELD", "inputs.y");
+	       "$.inputs.x[1]");
+	expect("{\"kernel\": \"saxpy\", \"inputs\": {\"x\": [1]}}", 400, "MISSING_FIELD", "$.inputs.y");
 	expect("{\"kernel\": \"saxpy\", \"inputs\": {\"x\": [1], \"y\": [1], \"z\": [1]}}", 400, "UNKNOWN_FIELD",
-	       "inputs.z");
+	       "$.inputs.z");
 	expect("{\"kernel\": \"softmax\", \"inputs\": {\"x\": [[1, 2], [3]]}}", 400, "ROW_LENGTH_MISMATCH",
-	       "inputs.x[1]");
+	       "$.inputs.x[1]");
 	expect("{\"kernel\": \"sgemm\", \"inputs\": {\"a\": [1, 2, 3, 4], \"b\": [1, 2]}}", 400, "MISSING_FIELD",
-	       "inputs.a");
+	       "$.inputs.a");
 }
 END_TEST
 
 /* The fields /select takes place a job the same way, and are checked the same way. */
 START_TEST(placement_fields)
 {
-	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"policy\": \"fast\"}", 400, "INVALID_VALUE", "policy");
-	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"policy\": 1}", 400, "INVALID_TYPE", "policy");
-	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"allow_tpu\": \"no\"}", 400, "INVALID_TYPE", "allow_tpu");
-	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"prefer\": \"fpga\"}", 400, "INVALID_VALUE", "prefer");
-	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"min_memory_bytes\": -1}", 400, "INVALID_VALUE", "min_memory_bytes");
+	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"policy\": \"fast\"}", 400, "INVALID_VALUE", "$.policy");
+	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"policy\": 1}", 400, "INVALID_TYPE", "$.policy");
+	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"allow_tpu\": \"no\"}", 400, "INVALID_TYPE", "$.allow_tpu");
+	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"prefer\": \"fpga\"}", 400, "INVALID_VALUE", "$.prefer");
+	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"min_memory_bytes\": -1}", 400, "INVALID_VALUE",
+	       "$.min_memory_bytes");
 	/* the fake CPU has 8 GiB: 16 GiB is more than any device has */
 	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"min_memory_bytes\": 17179869184}", 409, "NO_MATCHING_DEVICE",
 	       NULL);
@@ -153,6 +158,69 @@ START_TEST(queued_job_is_read_back)
 }
 END_TEST
 
+/* Messages repeat the value they refuse; a body field sent in the query string is said to belong in the body. */
+START_TEST(messages_name_what_is_wrong)
+{
+	struct check_req r;
+	struct http_resp resp;
+
+	check_req_init(&r, HTTP_POST, "/run", "{\"kernel\": \"sgem\", \"n\": 3}");
+	ck_assert_int_eq(check_call(&app, &r, &resp), 400);
+	ck_assert_str_eq(check_member(&resp, "detail"),
+			 "$.kernel: 'sgem' is not one of saxpy, triad, dot, sgemm, softmax");
+	ck_assert_uint_eq(json_array_size(json_object_get(resp.json, "accepted")), 5);
+	http_resp_release(&resp);
+
+	check_req_init(&r, HTTP_POST, "/run?wait=false", "{\"kernel\": \"saxpy\", \"n\": 3}");
+	ck_assert_int_eq(check_call(&app, &r, &resp), 400);
+	ck_assert_str_eq(check_member(&resp, "reason"), "UNKNOWN_PARAMETER");
+	ck_assert_str_eq(check_member(&resp, "parameter"), "wait");
+	ck_assert_ptr_nonnull(strstr(check_member(&resp, "detail"), "field of the JSON body"));
+	http_resp_release(&resp);
+
+	/* n is the kernel's own n: sgemm's needs m and k beside it, and the answer says what each is */
+	check_req_init(&r, HTTP_POST, "/run", "{\"kernel\": \"sgemm\", \"n\": 1024}");
+	ck_assert_int_eq(check_call(&app, &r, &resp), 400);
+	ck_assert_str_eq(check_member(&resp, "detail"),
+			 "$.m: sgemm takes m, n and k: C[m x n] = A[m x k] x B[k x n]");
+	http_resp_release(&resp);
+}
+END_TEST
+
+/* GET /run lists summaries: a job of return=full shows its output in GET /run/{id} only. */
+START_TEST(the_list_carries_no_outputs)
+{
+	struct check_req r;
+	struct http_resp resp;
+	struct exec_job *job;
+	json_t *listed;
+	char path[96];
+
+	check_req_init(&r, HTTP_POST, "/run",
+		       "{\"kernel\": \"saxpy\", \"n\": 1000, \"return\": \"full\", \"wait\": false}");
+	ck_assert_int_eq(check_call(&app, &r, &resp), 202);
+	snprintf(path, sizeof(path), "/run/%s", check_member(&resp, "id"));
+	job = exec_get(app.exec, check_member(&resp, "id"));
+	http_resp_release(&resp);
+	ck_assert_ptr_nonnull(job);
+	exec_job_wait(job);
+	exec_job_unref(job);
+
+	check_req_init(&r, HTTP_GET, path, NULL);
+	ck_assert_int_eq(check_call(&app, &r, &resp), 200);
+	ck_assert_uint_eq(json_array_size(json_object_get(json_object_get(resp.json, "result"), "output")), 1000);
+	http_resp_release(&resp);
+
+	check_req_init(&r, HTTP_GET, "/run", NULL);
+	ck_assert_int_eq(check_call(&app, &r, &resp), 200);
+	listed = json_array_get(json_object_get(resp.json, "jobs"), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(listed, "return")), "full");
+	ck_assert_ptr_nonnull(json_object_get(json_object_get(listed, "result"), "checksum"));
+	ck_assert_ptr_null(json_object_get(json_object_get(listed, "result"), "output"));
+	http_resp_release(&resp);
+}
+END_TEST
+
 START_TEST(no_executor_is_503)
 {
 	struct app bare;
@@ -178,6 +246,8 @@ Suite *make_suite(void)
 	tcase_add_test(tc, bodies_are_checked_field_by_field);
 	tcase_add_test(tc, placement_fields);
 	tcase_add_test(tc, queued_job_is_read_back);
+	tcase_add_test(tc, messages_name_what_is_wrong);
+	tcase_add_test(tc, the_list_carries_no_outputs);
 	tcase_add_test(tc, no_executor_is_503);
 	suite_add_tcase(s, tc);
 	return s;

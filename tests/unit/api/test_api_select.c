@@ -38,11 +38,22 @@ START_TEST(get_bad_values_name_the_parameter)
 
 	expect(&resp, HTTP_GET, "/select?prefer=fpga", NULL, 400, "INVALID_PARAMETER");
 	ck_assert_str_eq(check_member(&resp, "parameter"), "prefer");
-	ck_assert_ptr_nonnull(check_member(&resp, "accepted"));
+	ck_assert_str_eq(check_member(&resp, "detail"), "prefer: 'fpga' is not one of auto, cpu, gpu, tpu");
+	/* accepted: the one shape, an array of the names */
+	ck_assert_uint_eq(json_array_size(json_object_get(resp.json, "accepted")), 4);
+	ck_assert_str_eq(json_string_value(json_array_get(json_object_get(resp.json, "accepted"), 3)), "tpu");
 	http_resp_release(&resp);
 
+	/* a value from no set of names: no accepted, the detail says what is */
 	expect(&resp, HTTP_GET, "/select?min_memory_bytes=lots", NULL, 400, "INVALID_PARAMETER");
 	ck_assert_str_eq(check_member(&resp, "parameter"), "min_memory_bytes");
+	ck_assert_ptr_null(json_object_get(resp.json, "accepted"));
+	ck_assert_ptr_nonnull(strstr(check_member(&resp, "detail"), "'lots' is not a size"));
+	http_resp_release(&resp);
+
+	/* the one rule for device ids: malformed is a 400 naming the parameter, unknown a 404 naming the device */
+	expect(&resp, HTTP_GET, "/select?device=gpu1", NULL, 400, "INVALID_PARAMETER");
+	ck_assert_str_eq(check_member(&resp, "parameter"), "device");
 	http_resp_release(&resp);
 
 	expect(&resp, HTTP_GET, "/select?colour=red", NULL, 400, "UNKNOWN_PARAMETER");
@@ -55,10 +66,12 @@ START_TEST(post_types_fields_and_values)
 {
 	struct http_resp resp;
 
-	/* one name for a wrong JSON type across the API: INVALID_TYPE (was WRONG_TYPE here) */
+	/* one name for a wrong JSON type across the API: INVALID_TYPE (was WRONG_TYPE here); a body field is named
+	 * by its JSONPath, never as a parameter */
 	expect(&resp, HTTP_POST, "/select", "{\"allow_tpu\": \"yes\"}", 400, "INVALID_TYPE");
-	ck_assert_str_eq(check_member(&resp, "parameter"), "allow_tpu");
+	ck_assert_ptr_null(json_object_get(resp.json, "parameter"));
 	ck_assert_str_eq(check_member(&resp, "path"), "$.allow_tpu");
+	ck_assert_str_eq(check_member(&resp, "detail"), "$.allow_tpu: expected a boolean");
 	http_resp_release(&resp);
 
 	expect(&resp, HTTP_POST, "/select", "{\"min_memory_bytes\": 1.5}", 400, "INVALID_TYPE");
@@ -71,17 +84,31 @@ START_TEST(post_types_fields_and_values)
 
 	expect(&resp, HTTP_POST, "/select", "{\"colour\": 1, \"size\": 2}", 400, "UNKNOWN_FIELD");
 	ck_assert_uint_eq(json_array_size(json_object_get(resp.json, "fields")), 2);
+	ck_assert_str_eq(check_member(&resp, "path"), "$.colour");
+	ck_assert_uint_eq(json_array_size(json_object_get(resp.json, "accepted")), 9);
 	http_resp_release(&resp);
 
-	expect(&resp, HTTP_POST, "/select", "{\"min_memory_bytes\": -1}", 400, "INVALID_PARAMETER");
-	ck_assert_str_eq(check_member(&resp, "parameter"), "min_memory_bytes");
+	expect(&resp, HTTP_POST, "/select", "{\"min_memory_bytes\": -1}", 400, "INVALID_VALUE");
+	ck_assert_str_eq(check_member(&resp, "path"), "$.min_memory_bytes");
+	ck_assert_ptr_nonnull(strstr(check_member(&resp, "detail"), "$.min_memory_bytes: '-1' is not"));
 	http_resp_release(&resp);
 
-	expect(&resp, HTTP_POST, "/select", "{\"policy\": \"random\"}", 400, "INVALID_PARAMETER");
-	ck_assert_str_eq(check_member(&resp, "parameter"), "policy");
+	expect(&resp, HTTP_POST, "/select", "{\"policy\": \"random\"}", 400, "INVALID_VALUE");
+	ck_assert_str_eq(check_member(&resp, "path"), "$.policy");
+	ck_assert_uint_eq(json_array_size(json_object_get(resp.json, "accepted")), 4);
 	http_resp_release(&resp);
 
+	expect(&resp, HTTP_POST, "/select", "{\"device\": \"gpu1\"}", 400, "INVALID_VALUE");
+	ck_assert_str_eq(check_member(&resp, "path"), "$.device");
+	http_resp_release(&resp);
+
+	expect(&resp, HTTP_POST, "/select", "{\"device\": \"gpu:7\"}", 404, "UNKNOWN_DEVICE");
+	ck_assert_str_eq(check_member(&resp, "device"), "gpu:7");
+	http_resp_release(&resp);
+
+	/* a body field sent in the query string: said so */
 	expect(&resp, HTTP_POST, "/select?prefer=cpu", "{}", 400, "UNKNOWN_PARAMETER");
+	ck_assert_ptr_nonnull(strstr(check_member(&resp, "detail"), "field of the JSON body"));
 	http_resp_release(&resp);
 
 	expect(&resp, HTTP_POST, "/select", "{\"prefer\":", 400, "MALFORMED_JSON");
@@ -100,8 +127,8 @@ START_TEST(answers)
 	expect(&resp, HTTP_POST, "/select", "{\"prefer\": \"cpu\", \"kernel\": null}", 200, NULL);
 	http_resp_release(&resp);
 
-	expect(&resp, HTTP_GET, "/select?device=gpu:7", NULL, 404, "NOT_FOUND");
-	ck_assert_str_eq(check_member(&resp, "parameter"), "device");
+	expect(&resp, HTTP_GET, "/select?device=gpu:7", NULL, 404, "UNKNOWN_DEVICE");
+	ck_assert_str_eq(check_member(&resp, "device"), "gpu:7");
 	http_resp_release(&resp);
 
 	expect(&resp, HTTP_GET, "/select?min_memory_bytes=1024GiB", NULL, 409, "NO_MATCHING_DEVICE");

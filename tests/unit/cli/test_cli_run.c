@@ -118,7 +118,7 @@ START_TEST(argument_errors)
 	RUN("triad", "--n", "4", "--s", "1x");
 	usage_error("invalid --s");
 	RUN("sgemm", "--square", "4", "--precision", "fp8");
-	usage_error("invalid --precision 'fp8'; accepted: highest|tf32|bf16");
+	usage_error("invalid --precision 'fp8'; accepted: highest, tf32, bf16");
 	RUN("saxpy", "--n", "4", "--backend", "cuda");
 	usage_error("invalid --backend 'cuda'; accepted: native");
 	RUN("saxpy", "--n", "4", "--timeout-ms", "0");
@@ -126,7 +126,7 @@ START_TEST(argument_errors)
 	RUN("saxpy", "--n", "4", "--seed", "-1");
 	usage_error("invalid --seed");
 	RUN("saxpy", "--n", "4", "--device", "cpu0");
-	usage_error("invalid --device 'cpu0'; accepted: a device id such as cpu:0");
+	usage_error("invalid --device 'cpu0'; accepted: " DEVICE_ID_SYNTAX);
 	/* the settings are checked like every command's */
 	RUN("saxpy", "--n", "4", "--colour", "red");
 	usage_error("unknown option '--colour'");

@@ -212,7 +212,7 @@ START_TEST(select_usage)
 	SELECT("--policy");
 	usage_error("select", "option --policy needs a value");
 	SELECT("--policy", "fast");
-	usage_error("select", "invalid --policy 'fast'; accepted: priority|fastest|cheapest|efficient");
+	usage_error("select", "invalid --policy 'fast'; accepted: priority, fastest, cheapest, efficient");
 	SELECT("--format", "yaml");
 	usage_error("select", "format");
 	SELECT("--kernel", "fft");
@@ -322,7 +322,7 @@ START_TEST(batch_failures)
 	BATCH("--dtype", "fp16");
 	usage_error("batch", "--dtype applies to --params");
 	BATCH("--mode", "serve");
-	usage_error("batch", "invalid --mode 'serve'; accepted: infer|train");
+	usage_error("batch", "invalid --mode 'serve'; accepted: infer, train");
 	BATCH("--policy", "fastest"); /* a select field, not a batch one */
 	usage_error("batch", "unknown option '--policy'");
 

@@ -63,7 +63,7 @@ static enum acceld_err parse_prices(const char *text, char *path, char *why)
 	struct store_price *v = NULL;
 	size_t n = 0;
 	json_t *doc = parse(text);
-	enum acceld_err e = cost_parse_prices(doc, &v, &n, NULL, path, 128, why, 160);
+	enum acceld_err e = cost_parse_prices(doc, &v, &n, NULL, NULL, path, 128, why, 160);
 
 	json_decref(doc);
 	free(v);
@@ -81,7 +81,8 @@ START_TEST(prices_document_is_validated)
 	ck_assert_int_eq(parse_prices("{\"prices\":[{\"device\":\"gpu:0\",\"usd_per_hour\":2,\"colour\":1}]}", path, why),
 			 ACCELD_EINVAL);
 	ck_assert_str_eq(path, "$.prices[0].colour");
-	ck_assert_str_eq(why, "unknown field");
+	ck_assert_str_eq(why, "unknown field; accepted: device, accelerator_type, type, instance_type, usd_per_hour, "
+			 "usd_per_hour_spot, unit, note");
 	ck_assert_int_eq(parse_prices("{\"prices\":[{\"device\":\"gpu:0\",\"usd_per_hour\":\"2\"}]}", path, why),
 			 ACCELD_EINVAL);
 	ck_assert_str_eq(path, "$.prices[0].usd_per_hour");
@@ -91,11 +92,16 @@ START_TEST(prices_document_is_validated)
 			 ACCELD_EINVAL);
 	ck_assert_int_eq(parse_prices("{\"prices\":[{\"device\":\"a\",\"usd_per_hour\":-1}]}", path, why),
 			 ACCELD_EINVAL);
-	ck_assert_int_eq(parse_prices("{\"prices\":[{\"device\":\"a\",\"usd_per_hour\":1},{\"device\":\"a\","
+	ck_assert_int_eq(parse_prices("{\"prices\":[{\"device\":\"gpu:0\",\"usd_per_hour\":1},{\"device\":\"gpu:0\","
 				      "\"usd_per_hour\":2}]}",
 				      path, why),
 			 ACCELD_EINVAL);
 	ck_assert_str_eq(path, "$.prices[1]");
+	/* a device selector is a device id, here or not */
+	ck_assert_int_eq(parse_prices("{\"prices\":[{\"device\":\"a\",\"usd_per_hour\":1}]}", path, why),
+			 ACCELD_EINVAL);
+	ck_assert_str_eq(path, "$.prices[0].device");
+	ck_assert_str_eq(why, "'a' is not a device id (cpu:N, gpu:N or tpu:N)");
 	ck_assert_int_eq(parse_prices("{\"currency\":\"EUR\",\"prices\":[]}", path, why), ACCELD_EINVAL);
 	ck_assert_str_eq(path, "$.currency");
 	ck_assert_int_eq(parse_prices("{\"prices\":{}}", path, why), ACCELD_EINVAL);

@@ -132,6 +132,21 @@ START_TEST(names_and_strings)
 }
 END_TEST
 
+/* The one syntax of a device id: a type, a colon, 1 to 6 digits. */
+START_TEST(device_ids)
+{
+	static const char *const good[] = {"cpu:0", "gpu:12", "tpu:255", "gpu:999999", "gpu:01"};
+	static const char *const bad[] = {"", "cpu", "cpu0", "cpu:", ":0", "GPU:1", "xpu:1", "gpu:1234567", "gpu:-1",
+					  "gpu:1a", "gpu:1 ", " gpu:1", "gpuu:1", "gpu:1:2", "cpu:0'; rm -rf /"};
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		ck_assert_msg(device_id_valid(good[i]), "%s", good[i]);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(!device_id_valid(bad[i]), "%s", bad[i]);
+	ck_assert(!device_id_valid(NULL));
+}
+END_TEST
+
 START_TEST(hardware_strings_are_trimmed)
 {
 	struct device d;
@@ -193,6 +208,7 @@ Suite *make_suite(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, unknown_fields_are_absent);
+	tcase_add_test(tc, device_ids);
 	tcase_add_test(tc, known_fields_are_shown);
 	tcase_add_test(tc, tpu_and_cpu_members);
 	tcase_add_test(tc, names_and_strings);

@@ -411,6 +411,22 @@ START_TEST(dot_value_and_outputs)
 	ck_assert_double_eq(json_number_value(json_array_get(res, 2)), -2.0);
 	ck_assert_ptr_null(json_object_get(json_object_get(o, "result"), "value"));
 	json_decref(o);
+
+	/* in a list (GET /run) a job is its summary: no output, whatever return asked, dot's value included */
+	d.full = true;
+	d.listed = true;
+	o = jobdoc_json(&d);
+	ck_assert_ptr_nonnull(json_object_get(json_object_get(o, "result"), "checksum"));
+	ck_assert_ptr_null(json_object_get(json_object_get(o, "result"), "output"));
+	ck_assert_str_eq(json_string_value(json_object_get(o, "return")), "full");
+	json_decref(o);
+	d.kernel = KERNEL_DOT;
+	d.output = NULL;
+	d.dot = 3.25;
+	o = jobdoc_json(&d);
+	ck_assert_ptr_null(json_object_get(json_object_get(o, "result"), "output"));
+	ck_assert_double_eq(num(json_object_get(o, "result"), "value"), 3.25);
+	json_decref(o);
 }
 END_TEST
 

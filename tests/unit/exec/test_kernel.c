@@ -17,6 +17,11 @@ START_TEST(names_parse_both_ways)
 	ck_assert(!kernel_parse("fft", &k));
 	ck_assert(!kernel_parse(NULL, &k));
 	ck_assert_str_eq(kernel_name(KERNEL_COUNT), "?");
+	/* what the sizes mean, n always the kernel's own n */
+	ck_assert_str_eq(kernel_sizes_text(KERNEL_SAXPY), "n, the vector length");
+	ck_assert_str_eq(kernel_sizes_text(KERNEL_SGEMM), "m, n and k: C[m x n] = A[m x k] x B[k x n]");
+	ck_assert_ptr_nonnull(strstr(kernel_sizes_text(KERNEL_SOFTMAX), "n is the row length"));
+	ck_assert_str_eq(kernel_sizes_text(KERNEL_COUNT), "?");
 }
 END_TEST
 

@@ -102,6 +102,78 @@ START_TEST(bad_parameter_helper)
 }
 END_TEST
 
+/* The one way to refuse a body field: `path` is a JSONPath from the root and starts the detail. */
+START_TEST(bad_field_and_value_helpers)
+{
+	struct http_resp resp;
+	json_t *acc;
+
+	http_resp_init(&resp, "r");
+	ck_assert(!http_resp_bad_field(&resp, REASON_OUT_OF_RANGE, "$.n", "%d is not from 1 to %d", 0, 9));
+	ck_assert_int_eq(resp.status, 400);
+	ck_assert_str_eq(json_string_value(json_object_get(resp.json, "reason")), "OUT_OF_RANGE");
+	ck_assert_str_eq(json_string_value(json_object_get(resp.json, "path")), "$.n");
+	ck_assert_str_eq(json_string_value(json_object_get(resp.json, "detail")), "$.n: 0 is not from 1 to 9");
+	ck_assert_ptr_null(json_object_get(resp.json, "parameter"));
+	http_resp_release(&resp);
+
+	/* a bad value: a body field's JSONPath is INVALID_VALUE with path, a parameter INVALID_PARAMETER */
+	http_resp_init(&resp, "r");
+	ck_assert(!http_resp_bad_value(&resp, "$.level", "'%s' is not one of %s", "x", "quick, long"));
+	ck_assert(!http_resp_accepted(&resp, "quick, long"));
+	ck_assert_str_eq(json_string_value(json_object_get(resp.json, "reason")), "INVALID_VALUE");
+	ck_assert_str_eq(json_string_value(json_object_get(resp.json, "path")), "$.level");
+	acc = json_object_get(resp.json, "accepted");
+	ck_assert_uint_eq(json_array_size(acc), 2);
+	ck_assert_str_eq(json_string_value(json_array_get(acc, 0)), "quick");
+	ck_assert_str_eq(json_string_value(json_array_get(acc, 1)), "long");
+	http_resp_release(&resp);
+
+	http_resp_init(&resp, "r");
+	ck_assert(!http_resp_bad_value(&resp, "device", "'%s' is not a device id", "cpu0"));
+	ck_assert_str_eq(json_string_value(json_object_get(resp.json, "reason")), "INVALID_PARAMETER");
+	ck_assert_str_eq(json_string_value(json_object_get(resp.json, "parameter")), "device");
+	ck_assert_str_eq(json_string_value(json_object_get(resp.json, "detail")), "device: 'cpu0' is not a device id");
+	ck_assert_ptr_null(json_object_get(resp.json, "path"));
+	http_resp_release(&resp);
+
+	/* with no problem to add to, accepted is dropped rather than leaked */
+	http_resp_init(&resp, "r");
+	ck_assert(!http_resp_accepted(&resp, "a, b"));
+	ck_assert_ptr_null(resp.json);
+}
+END_TEST
+
+START_TEST(body_fields_are_checked)
+{
+	static const char *const fields[] = {"level", "wait", NULL};
+	struct http_req req = make_req("application/json", "");
+	struct http_resp resp;
+
+	req.json = json_pack("{s:s, s:b}", "level", "quick", "wait", 1);
+	http_resp_init(&resp, "r");
+	ck_assert(http_req_check_body(&req, &resp, fields));
+	json_decref(req.json);
+
+	req.json = json_pack("{s:s, s:i, s:i}", "level", "quick", "colour", 1, "size", 2);
+	ck_assert(!http_req_check_body(&req, &resp, fields));
+	ck_assert_str_eq(json_string_value(json_object_get(resp.json, "reason")), "UNKNOWN_FIELD");
+	ck_assert_str_eq(json_string_value(json_object_get(resp.json, "path")), "$.colour");
+	ck_assert_uint_eq(json_array_size(json_object_get(resp.json, "fields")), 2);
+	ck_assert_uint_eq(json_array_size(json_object_get(resp.json, "accepted")), 2);
+	json_decref(req.json);
+	http_resp_release(&resp);
+
+	req.json = json_pack("[i]", 1);
+	http_resp_init(&resp, "r");
+	ck_assert(!http_req_check_body(&req, &resp, fields));
+	ck_assert_str_eq(json_string_value(json_object_get(resp.json, "reason")), "INVALID_TYPE");
+	ck_assert_str_eq(json_string_value(json_object_get(resp.json, "path")), "$");
+	json_decref(req.json);
+	http_resp_release(&resp);
+}
+END_TEST
+
 START_TEST(error_codes_answer_their_reason)
 {
 	struct http_resp resp;
@@ -197,12 +269,42 @@ START_TEST(query_checks)
 	ck_assert_int_eq(resp.status, 400);
 	ck_assert_str_eq(json_string_value(json_object_get(resp.json, "parameter")), "zz");
 	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(resp.json, "detail")), "accepted: a, b"));
+	ck_assert_uint_eq(json_array_size(json_object_get(resp.json, "accepted")), 2);
 	http_resp_release(&resp);
 
 	req.query[2] = (struct http_kv){"a", "2"};
 	http_resp_init(&resp, "r");
 	ck_assert(!http_req_check_query(&req, &resp, allowed));
 	ck_assert_str_eq(json_string_value(json_object_get(resp.json, "reason")), "DUPLICATE_PARAMETER");
+	http_resp_release(&resp);
+}
+END_TEST
+
+/* A route with a body: a query parameter that is one of its body's fields is said to belong there. */
+START_TEST(query_parameter_of_the_body)
+{
+	static const char *const none[] = {NULL};
+	static const char *const body[] = {"kernel", "wait", NULL};
+	struct http_req req = make_req(NULL, "");
+	struct http_resp resp;
+
+	req.path = "/run";
+	req.query[0] = (struct http_kv){"wait", "false"};
+	req.nquery = 1;
+	http_resp_init(&resp, "r");
+	ck_assert(!http_req_check_query_body(&req, &resp, none, body));
+	ck_assert_str_eq(json_string_value(json_object_get(resp.json, "reason")), "UNKNOWN_PARAMETER");
+	ck_assert_str_eq(json_string_value(json_object_get(resp.json, "parameter")), "wait");
+	ck_assert_str_eq(json_string_value(json_object_get(resp.json, "detail")),
+			 "'wait' is not a query parameter of POST /run: it is a field of the JSON body "
+			 "({\"wait\": ...})");
+	http_resp_release(&resp);
+
+	req.query[0] = (struct http_kv){"zz", "1"};
+	http_resp_init(&resp, "r");
+	ck_assert(!http_req_check_query_body(&req, &resp, none, body));
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(resp.json, "detail")), "accepted: none"));
+	ck_assert_ptr_null(json_object_get(resp.json, "accepted"));
 	http_resp_release(&resp);
 }
 END_TEST
@@ -384,12 +486,15 @@ Suite *make_suite(void)
 
 	tcase_add_test(tc, problem_has_every_member);
 	tcase_add_test(tc, bad_parameter_helper);
+	tcase_add_test(tc, bad_field_and_value_helpers);
+	tcase_add_test(tc, body_fields_are_checked);
 	tcase_add_test(tc, error_codes_answer_their_reason);
 	tcase_add_test(tc, retry_after_on_429_and_503);
 	tcase_add_test(tc, invalid_utf8_detail_still_answers);
 	tcase_add_test(tc, json_body_checks);
 	tcase_add_test(tc, json_depth_scanner);
 	tcase_add_test(tc, query_checks);
+	tcase_add_test(tc, query_parameter_of_the_body);
 	tcase_add_test(tc, request_ids);
 	tcase_add_test(tc, methods_by_name);
 	tcase_add_test(tc, shared_body_released_once);

@@ -344,7 +344,9 @@ START_TEST(request_fields)
 	ck_assert_int_eq(batch_request_set(&r, "dtype", "fp8", err, sizeof(err)), ACCELD_OK);
 	ck_assert_int_eq(r.dtype, BATCH_FP8);
 	ck_assert_int_eq(batch_request_set(&r, "dtype", "fp64", err, sizeof(err)), ACCELD_EINVAL);
-	ck_assert_msg(strstr(err, "fp32|fp16|bf16|int8|fp8") != NULL, "%s", err);
+	ck_assert_str_eq(err, "dtype: 'fp64' is not one of fp32, fp16, bf16, int8, fp8");
+	ck_assert_ptr_nonnull(batch_param_values("dtype"));
+	ck_assert_ptr_null(batch_param_values("base"));
 	ck_assert_int_eq(batch_request_set(&r, "mode", "train", err, sizeof(err)), ACCELD_OK);
 	ck_assert_int_eq(batch_request_set(&r, "mode", "serve", err, sizeof(err)), ACCELD_EINVAL);
 	ck_assert_int_eq(batch_request_set(&r, "reserve", "0.25", err, sizeof(err)), ACCELD_OK);
@@ -360,6 +362,8 @@ START_TEST(request_fields)
 	ck_assert_int_eq(batch_request_set(&r, "reserve", "nan", err, sizeof(err)), ACCELD_EINVAL);
 	ck_assert_int_eq(batch_request_set(&r, "device", "tpu:3", err, sizeof(err)), ACCELD_OK);
 	ck_assert_int_eq(batch_request_set(&r, "device", "tpu", err, sizeof(err)), ACCELD_EINVAL);
+	ck_assert_int_eq(batch_request_set(&r, "device", "npu:3", err, sizeof(err)), ACCELD_EINVAL);
+	ck_assert_str_eq(err, "device: 'npu:3' is not a device id (cpu:N, gpu:N or tpu:N)");
 	ck_assert_int_eq(batch_request_set(&r, "size", "1", err, sizeof(err)), ACCELD_ENOTFOUND);
 
 	batch_request_init(&r, NULL);

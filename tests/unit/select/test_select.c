@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "exec/kernel.h"
 #include "select/select.h"
 
 #define GIB (1024ull * 1024ull * 1024ull)
@@ -517,7 +518,10 @@ START_TEST(request_fields)
 	ck_assert_int_eq(select_request_set(&r, "prefer", "gpu", err, sizeof(err)), ACCELD_OK);
 	ck_assert_int_eq(r.prefer, PREFER_GPU);
 	ck_assert_int_eq(select_request_set(&r, "prefer", "fpga", err, sizeof(err)), ACCELD_EINVAL);
-	ck_assert_msg(strstr(err, "prefer") && strstr(err, "auto|cpu|gpu|tpu"), "%s", err);
+	ck_assert_str_eq(err, "prefer: 'fpga' is not one of auto, cpu, gpu, tpu");
+	ck_assert_str_eq(select_param_values("prefer"), "auto, cpu, gpu, tpu");
+	ck_assert_str_eq(select_param_values("kernel"), kernel_names_text());
+	ck_assert_ptr_null(select_param_values("device"));
 	ck_assert_int_eq(select_request_set(&r, "policy", "efficient", err, sizeof(err)), ACCELD_OK);
 	ck_assert_int_eq(r.policy, SELECT_EFFICIENT);
 	ck_assert_int_eq(select_request_set(&r, "policy", "", err, sizeof(err)), ACCELD_EINVAL);
@@ -539,6 +543,8 @@ START_TEST(request_fields)
 	ck_assert_int_eq(select_request_set(&r, "device", "gpu:", err, sizeof(err)), ACCELD_EINVAL);
 	ck_assert_int_eq(select_request_set(&r, "device", "GPU:1", err, sizeof(err)), ACCELD_EINVAL);
 	ck_assert_int_eq(select_request_set(&r, "device", "gpu:1'; rm -rf /", err, sizeof(err)), ACCELD_EINVAL);
+	ck_assert_int_eq(select_request_set(&r, "device", "xpu:1", err, sizeof(err)), ACCELD_EINVAL);
+	ck_assert_int_eq(select_request_set(&r, "device", "gpu:1234567", err, sizeof(err)), ACCELD_EINVAL);
 	ck_assert_int_eq(select_request_set(&r, "format", "env", err, sizeof(err)), ACCELD_OK);
 	ck_assert_int_eq(select_request_set(&r, "tpu_scope", "host", err, sizeof(err)), ACCELD_OK);
 	ck_assert_int_eq(select_request_set(&r, "colour", "blue", err, sizeof(err)), ACCELD_ENOTFOUND);
