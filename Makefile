@@ -46,7 +46,7 @@ CFLAGS     ?= -O2 -g
 DEFINES    := -std=c11 -D_GNU_SOURCE -DCL_TARGET_OPENCL_VERSION=300 -DACCELD_VERSION='"$(VERSION)"' -Isrc
 ALL_CFLAGS := $(DEFINES) $(WARN) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -pthread
 LDLIBS     := $(PKG_LIBS) -ldl -lm -pthread
-# the accelerator and machine tables (db/*.csv) are embedded at build time as generated headers
+# the accelerator and price tables (db/*.csv, db/prices/*.csv) are embedded at build time as generated headers
 ALL_CFLAGS += -I$(BUILD)/gen
 ifneq ($(SANITIZE),)
 ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -136,10 +136,10 @@ $(BUILD)/obj/core/version.o: ALL_CFLAGS += -DACCELD_COMMIT='"$(GIT_COMMIT)"' -DA
 $(BUILD)/obj/core/version.o: .git/index $(wildcard .git/HEAD)
 .git/index:
 
-# Data files built into the binary, so a user needs no file beside it: the spec and machine tables (db/*.csv) and
-# the dashboard (static/index.html) become generated headers, each a NUL-terminated byte array
-# (unsigned: the page holds UTF-8) named after the file (accelerators_csv, machines_csv, static_index_html; its length
-# is sizeof - 1).
+# Data files built into the binary, so a user needs no file beside it: the spec table (db/accelerators.csv), the
+# price tables (db/prices/*.csv) and the dashboard (static/index.html) become generated headers, each a
+# NUL-terminated byte array (unsigned: the page holds UTF-8) named after the file (accelerators_csv, aws_csv,
+# static_index_html; its length is sizeof - 1).
 $(BUILD)/gen/%.h:
 	@mkdir -p $(@D)
 	{ echo '/* generated from $(firstword $^); do not edit */'; \
@@ -148,11 +148,21 @@ $(BUILD)/gen/%.h:
 	  echo '0x00};'; } > $@
 
 $(BUILD)/gen/accelerators_csv.h: db/accelerators.csv
-$(BUILD)/gen/machines_csv.h: db/machines.csv
+$(BUILD)/gen/aws_csv.h: db/prices/aws.csv
+$(BUILD)/gen/azure_csv.h: db/prices/azure.csv
+$(BUILD)/gen/gce_shapes_csv.h: db/prices/gce_shapes.csv
+$(BUILD)/gen/gce_rates_csv.h: db/prices/gce_rates.csv
+$(BUILD)/gen/gce_gpus_csv.h: db/prices/gce_gpus.csv
+$(BUILD)/gen/tpu_chips_csv.h: db/prices/tpu_chips.csv
+$(BUILD)/gen/sources_csv.h: db/prices/sources.csv
+$(BUILD)/gen/regions_csv.h: db/prices/regions.csv
 $(BUILD)/gen/static_index_html.h: static/index.html
 
 $(BUILD)/obj/detect/specs.o: $(BUILD)/gen/accelerators_csv.h
-$(BUILD)/obj/cost/machines.o: $(BUILD)/gen/machines_csv.h
+$(BUILD)/obj/cost/machines.o: $(BUILD)/gen/aws_csv.h $(BUILD)/gen/azure_csv.h $(BUILD)/gen/gce_shapes_csv.h
+$(BUILD)/obj/cost/pricebook.o: $(BUILD)/gen/gce_rates_csv.h $(BUILD)/gen/gce_gpus_csv.h $(BUILD)/gen/tpu_chips_csv.h \
+			       $(BUILD)/gen/sources_csv.h
+$(BUILD)/obj/cost/regions.o: $(BUILD)/gen/regions_csv.h
 $(BUILD)/obj/api/api_static.o: $(BUILD)/gen/static_index_html.h
 
 # the native kernels need -O3 for GCC to vectorise their loops; OpenBLAS is loaded at run time (exec_cpu.c)
@@ -244,7 +254,10 @@ $(FUZZ_DIR)/obj/%.o: src/%.c
 	$(call say,FUZZCC,$<)clang $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link,address,undefined -MMD -MP -c $< -o $@
 
 $(FUZZ_DIR)/obj/detect/specs.o: $(FUZZ_DIR)/gen/accelerators_csv.h
-$(FUZZ_DIR)/obj/cost/machines.o: $(FUZZ_DIR)/gen/machines_csv.h
+$(FUZZ_DIR)/obj/cost/machines.o: $(FUZZ_DIR)/gen/aws_csv.h $(FUZZ_DIR)/gen/azure_csv.h $(FUZZ_DIR)/gen/gce_shapes_csv.h
+$(FUZZ_DIR)/obj/cost/pricebook.o: $(FUZZ_DIR)/gen/gce_rates_csv.h $(FUZZ_DIR)/gen/gce_gpus_csv.h \
+				  $(FUZZ_DIR)/gen/tpu_chips_csv.h $(FUZZ_DIR)/gen/sources_csv.h
+$(FUZZ_DIR)/obj/cost/regions.o: $(FUZZ_DIR)/gen/regions_csv.h
 $(FUZZ_DIR)/obj/store/store.o: $(FUZZ_DIR)/gen/migrations.h
 $(FUZZ_DIR)/obj/api/api_static.o: $(FUZZ_DIR)/gen/static_index_html.h
 
@@ -254,7 +267,14 @@ $(FUZZ_DIR)/gen/%.h:
 # regenerated when their sources change, like the build's own copies
 $(FUZZ_DIR)/gen/migrations.h: $(MIGRATIONS) db/embed.sh
 $(FUZZ_DIR)/gen/accelerators_csv.h: db/accelerators.csv
-$(FUZZ_DIR)/gen/machines_csv.h: db/machines.csv
+$(FUZZ_DIR)/gen/aws_csv.h: db/prices/aws.csv
+$(FUZZ_DIR)/gen/azure_csv.h: db/prices/azure.csv
+$(FUZZ_DIR)/gen/gce_shapes_csv.h: db/prices/gce_shapes.csv
+$(FUZZ_DIR)/gen/gce_rates_csv.h: db/prices/gce_rates.csv
+$(FUZZ_DIR)/gen/gce_gpus_csv.h: db/prices/gce_gpus.csv
+$(FUZZ_DIR)/gen/tpu_chips_csv.h: db/prices/tpu_chips.csv
+$(FUZZ_DIR)/gen/sources_csv.h: db/prices/sources.csv
+$(FUZZ_DIR)/gen/regions_csv.h: db/prices/regions.csv
 $(FUZZ_DIR)/gen/static_index_html.h: static/index.html
 
 $(FUZZ_DIR)/libacceld.a: $(FUZZ_OBJ)

@@ -363,6 +363,12 @@ static void host_price_locked(struct cost *c, struct hostprice *h)
 		return;
 	h->usd_per_hour = o->usd_per_hour;
 	h->usd_per_hour_spot = o->usd_per_hour_spot;
+	/* the override is the price: no table's source, date, bound or hint stands beside it (the shape and its
+	 * accelerators stay, to split it) */
+	memset(h->sources, 0, sizeof(h->sources));
+	h->as_of[0] = h->hint_region[0] = '\0';
+	h->hint_usd_per_hour = h->hint_usd_per_hour_spot = NAN;
+	h->lower_bound = false;
 	snprintf(h->source, sizeof(h->source), "%s (instance_type %s)%s%.160s", origin, o->value, o->note[0] ? ": " : "",
 		 o->note);
 }
@@ -374,7 +380,7 @@ static void unpriced_cpu_source(struct cost *c, char *out, size_t outsz)
 
 	host_price_locked(c, &h);
 	if (c->host.state == CLOUD_KNOWN && !isfinite(h.usd_per_hour))
-		snprintf(out, outsz, "%.210s", h.source);
+		snprintf(out, outsz, "%s", h.source);
 	else
 		snprintf(out, outsz, "none: the host price is unknown (%s); set one with PUT /cost/prices "
 			 "({\"type\": \"cpu\", ...}) or ACCELD_PRICES_FILE", cloud_state_name(c->host.state));

@@ -76,7 +76,7 @@ struct cost_price {
 	double applied;             /* what the host is billed: Spot on a Spot host where known, else on demand */
 	char billing[12];           /* "spot" or "on_demand" */
 	char unit[16];
-	char source[220];           /* e.g. "api override (accelerator_type H100)", "built-in table: GCP ..." */
+	char source[320];           /* e.g. "api override (accelerator_type H100)", "built-in table: GCP ..." */
 };
 
 /*

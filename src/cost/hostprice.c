@@ -1,4 +1,4 @@
-/* hostprice: the host's price from the machine table and its split over the devices (rule in hostprice.h). */
+/* hostprice: the host's price from the price tables, and its split over the devices (rules in hostprice.h). */
 #include "cost/hostprice.h"
 
 #include <math.h>
@@ -7,51 +7,143 @@
 #include <string.h>
 
 #include "core/jsonval.h"
-#include "cost/machines.h"
 #include "core/mem.h"
+#include "cost/gcetype.h"
+#include "cost/machines.h"
+#include "cost/pricebook.h"
+#include "cost/regions.h"
 #include "detect/specs.h"
 
-static void nan_price(struct hostprice *h)
+void hostprice_init(struct hostprice *h)
 {
 	memset(h, 0, sizeof(*h));
 	h->usd_per_hour = NAN;
 	h->usd_per_hour_spot = NAN;
+	h->accelerator_usd_per_hour = NAN;
+	h->accelerator_usd_per_hour_spot = NAN;
+	h->vcpus = NAN;
+	h->memory_gib = NAN;
+	h->hint_usd_per_hour = NAN;
+	h->hint_usd_per_hour_spot = NAN;
+}
+
+void hostprice_add_source(struct hostprice *h, const char *id, const char *as_of)
+{
+	size_t i = 0;
+
+	while (i < HOSTPRICE_SOURCES && h->sources[i][0] != '\0' && strcmp(h->sources[i], id) != 0)
+		i++;
+	if (i < HOSTPRICE_SOURCES && h->sources[i][0] == '\0')
+		snprintf(h->sources[i], sizeof(h->sources[i]), "%s", id);
+	/* ISO dates order as strings */
+	if (as_of[0] != '\0' && (h->as_of[0] == '\0' || strcmp(as_of, h->as_of) < 0))
+		snprintf(h->as_of, sizeof(h->as_of), "%.10s", as_of);
+}
+
+/* What the tables say of a shape in a region (gcetype.h's codes, for every cloud). */
+enum found { PRICED, NOT_HERE, UNKNOWN };
+
+/* The host's shape priced in region, into out (set whole); why not in out->source. */
+static enum found price_in(const struct cloud_host *host, const char *region, struct hostprice *out)
+{
+	static const enum found of_gce[] = {[GCETYPE_PRICED] = PRICED, [GCETYPE_NOT_HERE] = NOT_HERE,
+					    [GCETYPE_UNKNOWN] = UNKNOWN};
+	const char *cloud = cloud_kind_name(host->cloud);
+	const struct machine *m;
+	int known;
+
+	if (host->cloud == CLOUD_GCE)
+		return of_gce[gcetype_price(host->instance_type, region, host->pci_gpus,
+					    host->npci_gpus < CLOUD_GPU_KINDS ? host->npci_gpus : CLOUD_GPU_KINDS, out)];
+	m = machines_find(cloud, host->instance_type, region);
+	if (m != NULL) {
+		machines_price(m, out);
+		return PRICED;
+	}
+	hostprice_init(out);
+	known = machines_knows_type(cloud, host->instance_type);
+	snprintf(out->source, sizeof(out->source), "none: the price tables have no %s %.60s%s%.60s", cloud,
+		 host->instance_type, known ? " in " : " (in any region), region ", region);
+	return known ? NOT_HERE : UNKNOWN;
+}
+
+struct candidate {
+	double km;
+	const char *region;
+};
+
+static int nearer(const void *a, const void *b)
+{
+	const struct candidate *x = a, *y = b;
+
+	return (x->km > y->km) - (x->km < y->km);
+}
+
+/* The nearest other region where the tables price the host's shape, as out's hint (words appended). */
+static void add_hint(const struct cloud_host *host, struct hostprice *out)
+{
+	const char *cloud = cloud_kind_name(host->cloud);
+	size_t n, k = 0, len = strlen(out->source);
+	const struct region *t = regions_table(&n);
+	struct candidate *c = xcalloc(n ? n : 1, sizeof(*c));
+	struct hostprice there;
+
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(t[i].cloud, cloud) == 0 && strcmp(t[i].name, host->region) != 0)
+			c[k++] = (struct candidate){regions_distance(cloud, host->region, t[i].name), t[i].name};
+	qsort(c, k, sizeof(*c), nearer);
+	for (size_t i = 0; i < k; i++) {
+		if (price_in(host, c[i].region, &there) != PRICED)
+			continue;
+		snprintf(out->hint_region, sizeof(out->hint_region), "%s", c[i].region);
+		out->hint_usd_per_hour = there.usd_per_hour;
+		out->hint_usd_per_hour_spot = there.usd_per_hour_spot;
+		if (regions_placed(cloud, host->region, c[i].region))
+			snprintf(out->source + len, sizeof(out->source) - len, "; nearest region priced: %s (%.0f km), "
+				 "%.4f USD/h, a hint, not this host's price", c[i].region, c[i].km, there.usd_per_hour);
+		else
+			snprintf(out->source + len, sizeof(out->source) - len, "; nearest region priced (by name): %s, "
+				 "%.4f USD/h, a hint, not this host's price", c[i].region, there.usd_per_hour);
+		break;
+	}
+	free(c);
 }
 
 void hostprice_from_table(const struct cloud_host *host, struct hostprice *out)
 {
-	const struct machine *m;
-	const char *cloud = cloud_kind_name(host->cloud);
+	enum found found;
+	size_t len;
 
-	nan_price(out);
+	hostprice_init(out);
 	if (host->state != CLOUD_KNOWN) {
 		snprintf(out->source, sizeof(out->source), "none: the host is not a known cloud VM (%s); set a price "
 			 "with PUT /cost/prices or ACCELD_PRICES_FILE", cloud_state_name(host->state));
 		return;
 	}
-	m = machines_find(cloud, host->instance_type, host->region);
-	if (m == NULL) {
-		snprintf(out->source, sizeof(out->source), "none: the machine table has no %s %.60s%s%.60s; set a price "
-			 "with an instance_type entry in PUT /cost/prices", cloud, host->instance_type,
-			 machines_knows_type(cloud, host->instance_type) ? " in " : " (in any region), region ",
-			 host->region);
+	found = price_in(host, host->region, out);
+	if (found == PRICED)
 		return;
-	}
-	out->usd_per_hour = m->usd_per_hour;
-	out->usd_per_hour_spot = m->usd_per_hour_spot;
-	out->accelerators = m->accelerators;
-	snprintf(out->accelerator_key, sizeof(out->accelerator_key), "%s", m->accelerator_key);
-	snprintf(out->source, sizeof(out->source), "built-in table: %s %s %s: %.150s, as of %s", cloud,
-		 m->instance_type, m->region, m->source, m->as_of);
+	if (found == NOT_HERE)
+		add_hint(host, out);
+	len = strlen(out->source);
+	snprintf(out->source + len, sizeof(out->source) - len, "; set a price with an instance_type entry in PUT "
+		 "/cost/prices");
 }
 
-/* The accelerator table's on-demand price of a device, or NAN. */
-static double table_weight(const struct device *d)
+/*
+ * A device's weight (rule 1): the cloud's price of one accelerator of the shape when the device is one of them and
+ * the tables give that price, else its accelerator table price; NAN when neither is known. *cloud says which.
+ */
+static double weight_of(const struct hostprice *h, const struct device *d, bool *cloud)
 {
 	const struct spec *s = specs_find_key(d->spec_key);
 
 	if (s == NULL)
 		s = specs_for_device(d);
+	*cloud = s != NULL && h->accelerator_key[0] != '\0' && strcmp(s->key, h->accelerator_key) == 0 &&
+		 isfinite(h->accelerator_usd_per_hour);
+	if (*cloud)
+		return h->accelerator_usd_per_hour;
 	return s != NULL ? s->usd_per_hour : NAN;
 }
 
@@ -68,9 +160,12 @@ void hostprice_split(const struct cloud_host *host, const struct hostprice *h, c
 	struct hostprice_split s = {.scale = NAN, .cpu_usd_per_hour = NAN, .accelerators_usd_per_hour = NAN,
 				    .unlisted_usd_per_hour = NAN, .devices_usd_per_hour = NAN};
 	double *w = xcalloc(n ? n : 1, sizeof(*w));
+	bool *by_cloud = xcalloc(n ? n : 1, sizeof(*by_cloud));
 	double listed = 0, part, f, hod = h->usd_per_hour, cpu;
 	const struct spec *shape = specs_find_key(h->accelerator_key);
-	unsigned naccel = 0;
+	double unit = isfinite(h->accelerator_usd_per_hour) ? h->accelerator_usd_per_hour :
+			shape != NULL ? shape->usd_per_hour : NAN;
+	bool any_cloud = false;
 	long cpu_index = -1;
 
 	for (size_t i = 0; i < n; i++)
@@ -85,19 +180,19 @@ void hostprice_split(const struct cloud_host *host, const struct hostprice *h, c
 				cpu_index = (long)i;
 			continue;
 		}
-		w[i] = table_weight(&devs[i]);
-		naccel++;
+		w[i] = weight_of(h, &devs[i], &by_cloud[i]);
+		any_cloud = any_cloud || by_cloud[i];
 		if (!isfinite(w[i])) {
-			snprintf(s.rule, sizeof(s.rule), "no split: accelerator %s (%.40s) has no table price to weigh it",
+			snprintf(s.rule, sizeof(s.rule),
+				 "no split: accelerator %s (%.40s) has no table price to weigh it",
 				 devs[i].id, devs[i].model[0] ? devs[i].model : devs[i].accelerator_type);
 			goto out;
 		}
 		listed += w[i];
 	}
 	part = listed;
-	if (h->accelerators > 0 && shape != NULL && isfinite(shape->usd_per_hour) &&
-	    h->accelerators * shape->usd_per_hour > part)
-		part = h->accelerators * shape->usd_per_hour;
+	if (h->accelerators > 0 && isfinite(unit) && h->accelerators * unit > part)
+		part = h->accelerators * unit;
 	f = part > hod ? hod / part : 1.0;
 	cpu = hod - f * part;
 	if (cpu < 0)
@@ -108,9 +203,8 @@ void hostprice_split(const struct cloud_host *host, const struct hostprice *h, c
 	s.unlisted_usd_per_hour = f * (part - listed);
 	s.cpu_usd_per_hour = cpu_index >= 0 ? cpu : NAN;
 	s.devices_usd_per_hour = f * listed + (cpu_index >= 0 ? cpu : 0);
-	snprintf(s.rule, sizeof(s.rule),
-		 "accelerators at their table prices%s, the rest (%.4f USD/h) to the CPU%s",
-		 f < 1 ? " scaled to fit the host price" : "", cpu,
+	snprintf(s.rule, sizeof(s.rule), "accelerators at their %s prices%s, the rest (%.4f USD/h) to the CPU%s",
+		 any_cloud ? "cloud" : "table", f < 1 ? " scaled to fit the host price" : "", cpu,
 		 part > listed ? "; the shape's accelerators acceld does not list keep their part" : "");
 	for (size_t i = 0; i < n; i++) {
 		double v;
@@ -123,9 +217,11 @@ void hostprice_split(const struct cloud_host *host, const struct hostprice *h, c
 		snprintf(shares[i].unit, sizeof(shares[i].unit), "host share");
 		snprintf(shares[i].source, sizeof(shares[i].source), "share of host %s %.60s (%.40s): %s",
 			 cloud_kind_name(host->cloud), host->instance_type, host->region,
-			 devs[i].type == DEVICE_CPU ? "what the accelerators leave" : "accelerator table price");
+			 devs[i].type == DEVICE_CPU ? "what the accelerators leave" :
+			 by_cloud[i] ? "the cloud's price of one" : "accelerator table price");
 	}
 out:
+	free(by_cloud);
 	free(w);
 	if (info != NULL)
 		*info = s;
@@ -139,6 +235,27 @@ double hostprice_applied(int spot, double usd_per_hour, double usd_per_hour_spot
 	}
 	*billing = "on_demand";
 	return usd_per_hour;
+}
+
+/* The sources of h spelled out (db/prices/sources.csv); an id the table lacks stands alone. */
+static json_t *sources_json(const struct hostprice *h)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < HOSTPRICE_SOURCES && h->sources[i][0] != '\0'; i++) {
+		const struct pricebook_source *src = pricebook_source(h->sources[i]);
+		json_t *o = json_pack("{s:s}", "source", h->sources[i]);
+
+		if (src != NULL) {
+			json_object_set_new(o, "description", json_string(src->description));
+			if (src->url[0] != '\0')
+				json_object_set_new(o, "url", json_string(src->url));
+			json_object_set_new(o, "version", json_string(src->version));
+			json_object_set_new(o, "as_of", json_string(src->as_of));
+		}
+		json_array_append_new(a, o);
+	}
+	return a;
 }
 
 json_t *hostprice_json(const struct cloud_host *host, const struct hostprice *h, const struct hostprice_split *s)
@@ -157,10 +274,31 @@ json_t *hostprice_json(const struct cloud_host *host, const struct hostprice *h,
 	if (host->spot == 1 && !isfinite(h->usd_per_hour_spot) && isfinite(h->usd_per_hour))
 		json_object_set_new(p, "note", json_string("Spot host without a known Spot price: on-demand applied"));
 	json_object_set_new(p, "source", json_string(h->source));
+	if (h->as_of[0] != '\0')
+		json_object_set_new(p, "as_of", json_string(h->as_of));
+	if (h->sources[0][0] != '\0')
+		json_object_set_new(p, "sources", sources_json(h));
+	if (isfinite(h->vcpus))
+		json_object_set_new(p, "vcpus", json_real(h->vcpus));
+	if (isfinite(h->memory_gib))
+		json_object_set_new(p, "memory_gib", json_real(h->memory_gib));
+	if (h->lower_bound)
+		json_object_set_new(p, "lower_bound", json_true());
 	if (h->accelerators > 0) {
 		json_object_set_new(p, "accelerators", json_integer(h->accelerators));
 		json_object_set_new(p, "accelerator", json_string(h->accelerator_key));
+		if (isfinite(h->accelerator_usd_per_hour)) {
+			json_object_set_new(p, "accelerator_usd_per_hour", json_real(h->accelerator_usd_per_hour));
+			json_object_set_new(p, "accelerator_usd_per_hour_spot",
+					    jsonval_num(h->accelerator_usd_per_hour_spot));
+		}
 	}
+	if (h->hint_region[0] != '\0')
+		json_object_set_new(p, "hint", json_pack("{s:s, s:o, s:o, s:s}", "region", h->hint_region,
+							 "usd_per_hour", jsonval_num(h->hint_usd_per_hour),
+							 "usd_per_hour_spot", jsonval_num(h->hint_usd_per_hour_spot),
+							 "note", "the nearest region the tables price this shape in: "
+							 "not this host's price"));
 	json_object_set_new(o, "price", p);
 	json_object_set_new(x, "rule", json_string(s->rule));
 	json_object_set_new(x, "cpu_usd_per_hour", jsonval_num(s->cpu_usd_per_hour));

@@ -1,14 +1,21 @@
 /*
  * hostprice: what the whole host costs an hour, and how that price is split over the devices acceld lists.
  *
- * The host price of a cloud VM comes from the machine table (machines.h) by cloud, instance type and region, or
- * from an override naming the instance type (cost.c). The split:
+ * The host price of a cloud VM comes from the built-in price tables (db/prices/, refreshed by
+ * tools/prices/build.sh) by cloud, instance type and region: an EC2 or Azure row (machines.h), or a GCE machine
+ * type priced the way Google bills it (gcetype.h: a row of its own, TPU chips, or the family's vCPU and GiB rates,
+ * plus the GPUs attached to an n1). Or from an override naming the instance type (cost.c), which wins over all.
+ * Every figure names its sources (ids spelled out in db/prices/sources.csv) and their date. Where the tables lack
+ * the shape or its region the price is unknown, and says so; when they price the shape in another region, the
+ * nearest such region (regions.h) and its price are named as a hint, never taken as the price.
  *
- *   1. Each accelerator weighs its on-demand price in the accelerator table (db/accelerators.csv). When a listed
- *      accelerator has no table price there is no stated weight: no device gets a share (the host price still
- *      shows), and each keeps its own table price, if any.
- *   2. The shape's accelerator part P is what its accelerators cost at those prices: the count and kind the
- *      machine table names (8 x H100 for a3-highgpu-8g), or, where it names none, the listed accelerators.
+ * The split:
+ *   1. Each accelerator weighs the cloud's own price of one accelerator of the shape where the tables give it
+ *      apart (GCE: the GPU's price in the region, a TPU chip's), else its on-demand price in the accelerator table
+ *      (db/accelerators.csv). When a listed accelerator has neither there is no stated weight: no device gets a
+ *      share (the host price still shows), and each keeps its own table price, if any.
+ *   2. The shape's accelerator part P is what its accelerators cost at those prices: the count and kind the tables
+ *      name (8 x H100 for a3-highgpu-8g, the GPUs attached to an n1), or, where they name none, the listed ones.
  *   3. When P exceeds the host price H, every accelerator share is scaled by f = H / P; otherwise f = 1.
  *   4. Each listed accelerator gets f x its weight; the CPU (cpu:0) gets the rest, H - f x P, never below 0.
  *      Accelerators of the shape that acceld does not list (hidden by CUDA_VISIBLE_DEVICES, or not granted to
@@ -32,9 +39,17 @@
 /* struct hostprice and struct hostprice_split, the records these functions fill, are cloud.h's (detection
  * carries them in its snapshots without knowing how they are worked out). */
 
+/* Sets h to "nothing known": prices, figures and hint NAN, no accelerators, no sources, empty words. */
+void hostprice_init(struct hostprice *h);
+
+/* Adds a source id and its date to h->sources (once each; past HOSTPRICE_SOURCES left out), keeping the oldest
+ * date in h->as_of. */
+void hostprice_add_source(struct hostprice *h, const char *id, const char *as_of);
+
 /*
- * The built-in price of the host from the machine table. Without a known host (not a cloud, metadata failed) or
- * without a row for its type and region, the prices stay NAN and source says why.
+ * The built-in price of the host from the price tables (see above), into out (set whole). Without a known host
+ * (not a cloud, metadata failed) or a price for its shape in its region, the prices stay NAN and source says why,
+ * with the nearest region's price as a hint (hint_*) where the tables price the shape elsewhere.
  */
 void hostprice_from_table(const struct cloud_host *host, struct hostprice *out);
 
@@ -53,9 +68,11 @@ void hostprice_split(const struct cloud_host *host, const struct hostprice *h, c
 double hostprice_applied(int spot, double usd_per_hour, double usd_per_hour_spot, const char **billing);
 
 /*
- * The host object of the API (a new object): cloud_host_json's members, "billing", and "price" (usd_per_hour,
- * usd_per_hour_spot, applied_usd_per_hour, source, accelerators) and "split" (the rule and totals; null members
- * where unknown).
+ * The host object of the API (a new object): cloud_host_json's members, "billing", "price" and "split" (the rule
+ * and totals; null members where unknown). "price": usd_per_hour, usd_per_hour_spot, applied_usd_per_hour, source
+ * (in words), and where known: as_of, sources (each id spelled out: description, url, version, as_of), vcpus and
+ * memory_gib of the shape, accelerators and accelerator (their key) with accelerator_usd_per_hour(_spot),
+ * lower_bound (true: a GCE custom shape), hint (region, usd_per_hour, usd_per_hour_spot: not this host's price).
  */
 json_t *hostprice_json(const struct cloud_host *host, const struct hostprice *h, const struct hostprice_split *s);
 

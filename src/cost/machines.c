@@ -1,47 +1,51 @@
-/* machines: the embedded machine price table (db/machines.csv) and its lookup. */
+/* machines: the embedded per-shape price tables (db/prices/aws.csv, azure.csv, gce_shapes.csv) and their lookup. */
 #include "cost/machines.h"
 
 #include <math.h>
 #include <pthread.h>
-#include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
+#include "aws_csv.h"
+#include "azure_csv.h"
 #include "core/csv.h"
-#include "machines_csv.h"
+#include "core/mem.h"
+#include "cost/hostprice.h"
+#include "gce_shapes_csv.h"
 
-#define MACHINES_MAX 512
-#define MACHINES_COLS 11
+enum col { C_TYPE, C_REGION, C_VCPUS, C_MEMORY, C_ACCELS, C_ACCEL_KEY, C_USD, C_USD_SPOT, C_SOURCE, C_AS_OF, C_COLS };
 
-enum col {
-	C_CLOUD, C_TYPE, C_REGION, C_VCPUS, C_MEMORY, C_ACCELS, C_ACCEL_KEY, C_USD, C_USD_SPOT, C_SOURCE, C_AS_OF
-};
-
-/* Parsed once; the strings point into text, a writable copy of the embedded CSV. */
-static char text[sizeof(machines_csv)];
-static struct machine rows[MACHINES_MAX];
+/* Parsed once; the strings point into writable copies of the embedded CSVs. */
+static char aws_text[sizeof(aws_csv)], azure_text[sizeof(azure_csv)], gce_text[sizeof(gce_shapes_csv)];
+static struct machine *rows;
 static size_t nrows;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-static void parse_table(void)
+static size_t lines_of(const char *text)
 {
-	char *p = text;
-	char *cols[MACHINES_COLS];
-	size_t n;
-	int header = 1;
+	size_t n = 1;
 
-	memcpy(text, machines_csv, sizeof(text));
-	while (*p && nrows < MACHINES_MAX) {
+	for (const char *p = text; *p; p++)
+		n += *p == '\n';
+	return n;
+}
+
+/* Appends the rows of one cloud's table (its header first) to rows. */
+static void parse_cloud(const char *cloud, char *text)
+{
+	char *cols[C_COLS + 1];
+	char *p = text;
+	size_t n;
+
+	p = csv_split_record(p, cols, C_COLS + 1, &n);
+	while (*p) {
 		struct machine *m = &rows[nrows];
 
-		p = csv_split_record(p, cols, MACHINES_COLS, &n);
-		if (header) {
-			header = 0;
+		p = csv_split_record(p, cols, C_COLS + 1, &n);
+		if (n != C_COLS || cols[C_TYPE][0] == '\0' || cols[C_REGION][0] == '\0')
 			continue;
-		}
-		if (n != MACHINES_COLS || cols[C_CLOUD][0] == '\0' || cols[C_TYPE][0] == '\0' || cols[C_REGION][0] == '\0')
-			continue;
-		m->cloud = cols[C_CLOUD];
+		m->cloud = cloud;
 		m->instance_type = cols[C_TYPE];
 		m->region = cols[C_REGION];
 		m->vcpus = csv_number(cols[C_VCPUS]);
@@ -56,9 +60,20 @@ static void parse_table(void)
 	}
 }
 
+static void parse_tables(void)
+{
+	memcpy(gce_text, gce_shapes_csv, sizeof(gce_text));
+	memcpy(aws_text, aws_csv, sizeof(aws_text));
+	memcpy(azure_text, azure_csv, sizeof(azure_text));
+	rows = xcalloc(lines_of(gce_text) + lines_of(aws_text) + lines_of(azure_text), sizeof(*rows));
+	parse_cloud("gce", gce_text);
+	parse_cloud("aws", aws_text);
+	parse_cloud("azure", azure_text);
+}
+
 const struct machine *machines_table(size_t *n)
 {
-	pthread_once(&once, parse_table);
+	pthread_once(&once, parse_tables);
 	*n = nrows;
 	return rows;
 }
@@ -71,8 +86,8 @@ const struct machine *machines_find(const char *cloud, const char *instance_type
 	if (cloud == NULL || instance_type == NULL || region == NULL)
 		return NULL;
 	for (size_t i = 0; i < n; i++)
-		if (strcmp(t[i].cloud, cloud) == 0 && strcasecmp(t[i].instance_type, instance_type) == 0 &&
-		    strcasecmp(t[i].region, region) == 0)
+		if (strcasecmp(t[i].instance_type, instance_type) == 0 && strcasecmp(t[i].region, region) == 0 &&
+		    strcmp(t[i].cloud, cloud) == 0)
 			return &t[i];
 	return NULL;
 }
@@ -83,7 +98,21 @@ int machines_knows_type(const char *cloud, const char *instance_type)
 	const struct machine *t = machines_table(&n);
 
 	for (size_t i = 0; cloud != NULL && instance_type != NULL && i < n; i++)
-		if (strcmp(t[i].cloud, cloud) == 0 && strcasecmp(t[i].instance_type, instance_type) == 0)
+		if (strcasecmp(t[i].instance_type, instance_type) == 0 && strcmp(t[i].cloud, cloud) == 0)
 			return 1;
 	return 0;
+}
+
+void machines_price(const struct machine *m, struct hostprice *out)
+{
+	hostprice_init(out);
+	out->usd_per_hour = m->usd_per_hour;
+	out->usd_per_hour_spot = m->usd_per_hour_spot;
+	out->vcpus = m->vcpus;
+	out->memory_gib = m->memory_gib;
+	out->accelerators = m->accelerators;
+	snprintf(out->accelerator_key, sizeof(out->accelerator_key), "%s", m->accelerator_key);
+	hostprice_add_source(out, m->source, m->as_of);
+	snprintf(out->source, sizeof(out->source), "built-in table: %s %.60s %.60s: %.60s, as of %.12s", m->cloud,
+		 m->instance_type, m->region, m->source, m->as_of);
 }

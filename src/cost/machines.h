@@ -1,19 +1,27 @@
 /*
- * machines: the price table of cloud machine shapes (what a whole VM costs an hour, on demand and Spot, per
- * region), embedded at build time from db/machines.csv, and the lookup by cloud, instance type and region.
+ * machines: the price tables of cloud machine shapes priced one row per shape and region (what a whole VM costs an
+ * hour, on demand and Spot), embedded at build time from db/prices/ (tools/prices/build.sh rebuilds them from
+ * public sources; tools/prices/README.md says which, and what they lack):
  *
- * The table is parsed once, on first use, into static storage; every pointer handed out lives as long as the
- * process. Unknown figures are NAN: an empty cell is never read as 0. Each row names its source and the date
- * the figure was taken from it.
+ *   aws.csv         EC2 instance types, Linux on demand and Spot
+ *   azure.csv       Azure sizes, Linux pay-as-you-go and Spot
+ *   gce_shapes.csv  the GCE shapes not computed from rates (gcetype.h): shared-core e2, shapes bundling GPUs or
+ *                   disks, TPU hosts
+ *
+ * The tables are parsed once, on first use, into storage that lives as long as the process; every pointer handed
+ * out lives as long. Unknown figures are NAN: an empty cell is never read as 0. Each row names its source (an id
+ * spelled out in db/prices/sources.csv, pricebook.h) and the date the figure was taken from it.
  */
 #ifndef ACCELD_MACHINES_H
 #define ACCELD_MACHINES_H
 
 #include <stddef.h>
 
+#include "detect/cloud.h"
+
 struct machine {
 	const char *cloud;            /* "gce", "aws", "azure" */
-	const char *instance_type;    /* as the metadata service names it: "n2d-standard-16", "m7i.large" */
+	const char *instance_type;    /* as the metadata service names it: "g2-standard-16", "m7i.large" */
 	const char *region;           /* "us-central1", "us-east-1", "eastus" */
 	double vcpus;                 /* NAN unknown */
 	double memory_gib;
@@ -21,11 +29,11 @@ struct machine {
 	const char *accelerator_key;  /* their row in db/accelerators.csv ("nvidia-l4"); "" none */
 	double usd_per_hour;          /* the whole VM, on demand; NAN unknown */
 	double usd_per_hour_spot;     /* NAN unknown */
-	const char *source;
+	const char *source;           /* an id of db/prices/sources.csv */
 	const char *as_of;            /* "2026-11-24" */
 };
 
-/* Every row of the table; *n receives the count. Never fails (a malformed row is left out). */
+/* Every row of the tables, cloud by cloud; *n receives the count. Never fails (a malformed row is left out). */
 const struct machine *machines_table(size_t *n);
 
 /*
@@ -34,7 +42,10 @@ const struct machine *machines_table(size_t *n);
  */
 const struct machine *machines_find(const char *cloud, const char *instance_type, const char *region);
 
-/* Whether the table has the instance type in any region (to tell "unknown shape" from "unknown region"). */
+/* Whether the tables have the instance type in any region (to tell "unknown shape" from "unknown region"). */
 int machines_knows_type(const char *cloud, const char *instance_type);
+
+/* Sets out whole (hostprice_init, then the row's prices, shape, accelerators, source and date, and words). */
+void machines_price(const struct machine *m, struct hostprice *out);
 
 #endif

@@ -6,6 +6,7 @@
 #include "detect/cloud.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -270,6 +271,41 @@ out:
 	return rc;
 }
 
+/* --- the GPUs on the PCI bus --- */
+
+void cloud_pci_gpus(const char *sysfs_root, struct cloud_host *h)
+{
+	char path[HWFILE_PATH_MAX];
+	DIR *d;
+
+	h->npci_gpus = 0;
+	if (snprintf(path, sizeof(path), "%s/bus/pci/devices", sysfs_root) >= (int)sizeof(path))
+		return;
+	d = opendir(path);
+	if (d == NULL)
+		return;
+	for (struct dirent *e = readdir(d); e != NULL; e = readdir(d)) {
+		uint64_t vendor, device, pci_class;
+		unsigned k = 0;
+
+		if (e->d_name[0] == '.' || hwfile_read_u64(&vendor, "%s/%s/vendor", path, e->d_name) != 0 ||
+		    vendor != CLOUD_PCI_NVIDIA || hwfile_read_u64(&pci_class, "%s/%s/class", path, e->d_name) != 0 ||
+		    (pci_class >> 16) != 0x03 || hwfile_read_u64(&device, "%s/%s/device", path, e->d_name) != 0 ||
+		    device > 0xffff)
+			continue;
+		while (k < h->npci_gpus && h->pci_gpus[k].device != device)
+			k++;
+		if (k == h->npci_gpus) {
+			if (k == CLOUD_GPU_KINDS)
+				continue;
+			h->pci_gpus[k] = (struct cloud_gpus){.vendor = (unsigned)vendor, .device = (unsigned)device};
+			h->npci_gpus++;
+		}
+		h->pci_gpus[k].count++;
+	}
+	closedir(d);
+}
+
 /* --- the services --- */
 
 /* One request's shared state: the budget's start and the answer buffer. */
@@ -428,6 +464,9 @@ void cloud_learn(const struct config *cfg, struct cloud_host *out)
 	}
 	if (rc == 0) {
 		out->state = CLOUD_KNOWN;
+		/* GCE bills GPUs attached to an n1 apart from its machine type, and no metadata path lists them */
+		if (out->cloud == CLOUD_GCE)
+			cloud_pci_gpus(cfg->sysfs_root, out);
 	} else {
 		/* nothing half-learned is kept: a type without its region prices nothing */
 		out->state = CLOUD_FAILED;
@@ -452,6 +491,19 @@ json_t *cloud_host_json(const struct cloud_host *h)
 		json_object_set_new(o, "detected_by", json_string(h->detected_by));
 	if (h->note[0])
 		json_object_set_new(o, "note", json_string(h->note));
+	if (h->npci_gpus > 0) {
+		json_t *a = json_array();
+
+		for (unsigned k = 0; k < h->npci_gpus && k < CLOUD_GPU_KINDS; k++) {
+			char id[16];
+
+			snprintf(id, sizeof(id), "%04x:%04x", h->pci_gpus[k].vendor & 0xffff,
+				 h->pci_gpus[k].device & 0xffff);
+			json_array_append_new(a, json_pack("{s:s, s:I}", "pci_id", id, "count",
+							   (json_int_t)h->pci_gpus[k].count));
+		}
+		json_object_set_new(o, "pci_gpus", a);
+	}
 	return o;
 }
 

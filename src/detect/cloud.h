@@ -7,13 +7,15 @@
  * <sysfs>/class/dmi/id as the clouds' own tools read them (or where ACCELD_CLOUD names the cloud), within one
  * small time budget for all requests together, in a short-lived thread of its own after start (never on a
  * request's path), and never again once it has run. A service that fails, answers slowly or answers garbage
- * leaves a note and an unknown instance type; it is not an error.
+ * leaves a note and an unknown instance type; it is not an error. On GCE the NVIDIA GPUs on the VM's PCI bus are
+ * counted too (sysfs, no request), since GCE bills GPUs attached to an n1 apart and its metadata does not list them.
  *
  * The parsers below are pure and bounded so they can be tested and fuzzed on their own.
  */
 #ifndef ACCELD_CLOUD_H
 #define ACCELD_CLOUD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <jansson.h>
@@ -22,6 +24,8 @@
 
 #define CLOUD_BUDGET_MS 1000 /* every metadata request of one host together */
 #define CLOUD_NAME_MAX 64    /* instance types, regions, zones: [A-Za-z0-9._-], at most 63 bytes */
+#define CLOUD_GPU_KINDS 4    /* kinds of GPU told apart on one host's PCI bus */
+#define CLOUD_PCI_NVIDIA 0x10de
 
 enum cloud_kind { CLOUD_NONE, CLOUD_GCE, CLOUD_AWS, CLOUD_AZURE };
 
@@ -31,6 +35,13 @@ enum cloud_state {
 	CLOUD_FAILED,      /* a cloud host whose metadata service failed, was slow or answered garbage (see note) */
 	CLOUD_NOT_A_CLOUD, /* the DMI names no cloud: bare metal or another hypervisor; nothing was asked */
 	CLOUD_OFF,         /* ACCELD_CLOUD=none: nothing was asked */
+};
+
+/* GPUs of one kind on the host's PCI bus. */
+struct cloud_gpus {
+	unsigned vendor;                    /* PCI vendor id: CLOUD_PCI_NVIDIA */
+	unsigned device;                    /* PCI device id: 0x1eb8 (T4) */
+	unsigned count;
 };
 
 /* What acceld knows of the host it runs on. Strings are "" when unknown. */
@@ -43,6 +54,10 @@ struct cloud_host {
 	int spot;                           /* 1 Spot (or preemptible), 0 on demand, -1 unknown */
 	char detected_by[160];              /* "DMI sys_vendor 'Amazon EC2'", "ACCELD_CLOUD=gce" */
 	char note[256];                     /* why something is unknown; "" when all is known */
+	/* the GPUs on the VM's PCI bus, all of them whatever the container was granted: GCE bills GPUs attached to
+	 * an n1 apart from its machine type, and its metadata server does not list them (GCE hosts only) */
+	struct cloud_gpus pci_gpus[CLOUD_GPU_KINDS];
+	unsigned npci_gpus;                 /* kinds in pci_gpus */
 };
 
 /* "none", "gce", "aws", "azure". */
@@ -85,6 +100,13 @@ int cloud_parse_aws_lifecycle(const char *text, size_t len, int *spot);
 /* Azure's instance/compute document: vmSize, location, zone and priority ("Spot" -> 1, "Regular"/"Low"/"" -> 0). */
 int cloud_parse_azure_compute(const char *text, size_t len, struct cloud_host *h);
 
+/*
+ * Counts the NVIDIA GPUs (PCI class 0x03, display controllers; not their audio functions or NVSwitches) under
+ * sysfs_root/bus/pci/devices into h->pci_gpus, by device id, in the order first seen; kinds past CLOUD_GPU_KINDS
+ * are left out. A bus that cannot be read counts nothing.
+ */
+void cloud_pci_gpus(const char *sysfs_root, struct cloud_host *h);
+
 /* --- learning --- */
 
 /*
@@ -93,7 +115,10 @@ int cloud_parse_azure_compute(const char *text, size_t len, struct cloud_host *h
  */
 void cloud_learn(const struct config *cfg, struct cloud_host *out);
 
-/* The host as JSON (a new object): cloud, state, instance_type, region, zone, spot, detected_by, note. */
+/*
+ * The host as JSON (a new object): cloud, state, instance_type, region, zone, spot, detected_by, note, and pci_gpus
+ * ([{"pci_id": "10de:1eb8", "count": 2}], only where there are any).
+ */
 json_t *cloud_host_json(const struct cloud_host *h);
 
 /* Learning in the background: one short-lived thread, started once. */
@@ -114,13 +139,26 @@ void cloud_get(struct cloud *c, struct cloud_host *out);
 /* Waits for the thread (at most the budget) and frees; NULL is allowed. */
 void cloud_free(struct cloud *c);
 
-/* The host's price and where it came from. */
+#define HOSTPRICE_SOURCES 2 /* price sources one host price may combine: a VM part and its GPUs */
+
+/* The host's price and where it came from (hostprice.h fills it). */
 struct hostprice {
 	double usd_per_hour;          /* the whole host on demand; NAN unknown */
 	double usd_per_hour_spot;     /* NAN unknown */
-	unsigned accelerators;        /* accelerators of the shape (machine table); 0 none or unknown */
+	unsigned accelerators;        /* accelerators of the shape, or attached to it (GCE n1); 0 none or unknown */
 	char accelerator_key[32];     /* their accelerator table row, "" unknown */
-	char source[240];             /* "built-in table: <source> as of <date>", "api override (instance_type x)" */
+	double accelerator_usd_per_hour;      /* the cloud's own price of one of them where the price tables give it
+					       * apart (GCE GPUs, TPU chips); NAN elsewhere */
+	double accelerator_usd_per_hour_spot; /* NAN unknown */
+	double vcpus;                 /* the shape's vCPUs and memory (from its name or row); NAN unknown */
+	double memory_gib;
+	bool lower_bound;             /* a GCE custom shape priced at predefined rates: Google bills it higher */
+	char sources[HOSTPRICE_SOURCES][48]; /* ids of the price sources used (db/prices/sources.csv); "" none */
+	char as_of[16];               /* the oldest date of the figures used, "2026-02-24"; "" none */
+	char hint_region[CLOUD_NAME_MAX];   /* price unknown here: the nearest region the tables price the shape in */
+	double hint_usd_per_hour;     /* the shape's prices there: a hint, never this host's price; NAN none */
+	double hint_usd_per_hour_spot;
+	char source[320];             /* "built-in table: ...", "built-in rates: ...", "api override (...)" */
 };
 
 /* How a host price was split. */

@@ -345,8 +345,12 @@ START_TEST(estimates_count_the_work_jobs_record)
 }
 END_TEST
 
-/* A g2-standard-4 (one L4) in us-central1: the L4 takes its table price, the CPU the rest, Spot by the same
- * fractions; an instance_type override replaces the host price and the split follows. */
+/* A g2-standard-4 (one L4) in us-central1: the L4 takes GCE's price of one L4 there, the CPU the rest, Spot by the
+ * same fractions; an instance_type override replaces the host price (and the table's sources and date) and the split
+ * follows. */
+#define G2_4 0.7068323   /* db/prices/gce_shapes.csv, g2-standard-4 us-central1 */
+#define G2_4_SPOT 0.281836
+#define L4 0.5600402     /* db/prices/gce_gpus.csv, nvidia-l4 us-central1 */
 START_TEST(host_price_is_split_and_spot_applied)
 {
 	struct cost *c = NULL;
@@ -376,25 +380,32 @@ START_TEST(host_price_is_split_and_spot_applied)
 	doc = cost_prices_json(c, d, 2);
 	list = json_object_get(doc, "prices");
 	hp = json_object_get(json_object_get(doc, "host"), "price");
-	ck_assert_double_eq_tol(json_real_value(json_object_get(hp, "usd_per_hour")), 0.70683, 1e-9);
-	ck_assert_double_eq_tol(json_real_value(json_object_get(hp, "applied_usd_per_hour")), 0.28184, 1e-9);
-	ck_assert_double_eq_tol(json_real_value(json_object_get(json_array_get(list, 1), "usd_per_hour")), 0.56, 1e-9);
-	ck_assert_double_eq_tol(json_real_value(json_object_get(json_array_get(list, 0), "usd_per_hour")),
-				0.70683 - 0.56, 1e-9);
+	ck_assert_double_eq_tol(json_real_value(json_object_get(hp, "usd_per_hour")), G2_4, 1e-9);
+	ck_assert_double_eq_tol(json_real_value(json_object_get(hp, "applied_usd_per_hour")), G2_4_SPOT, 1e-9);
+	ck_assert_str_eq(json_string_value(json_object_get(hp, "as_of")), "2026-02-24");
+	ck_assert_double_eq_tol(json_real_value(json_object_get(json_array_get(list, 1), "usd_per_hour")), L4, 1e-9);
+	ck_assert_double_eq_tol(json_real_value(json_object_get(json_array_get(list, 0), "usd_per_hour")), G2_4 - L4,
+				1e-9);
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(list, 0), "billing")), "spot");
 	json_decref(doc);
 	/* the applied shares add up to the applied host price */
 	cost_applied_prices(c, d, 2, usd, &host);
-	ck_assert_double_eq_tol(usd[0] + usd[1], 0.28184, 1e-9);
-	ck_assert_double_eq_tol(host.usd_per_hour, 0.28184, 1e-9);
+	ck_assert_double_eq_tol(usd[0] + usd[1], G2_4_SPOT, 1e-9);
+	ck_assert_double_eq_tol(host.usd_per_hour, G2_4_SPOT, 1e-9);
 	ck_assert_str_eq(host.billing, "spot");
 	/* an override of the instance type: no Spot figure, so on demand applies to host and shares */
 	cost_set_overrides(c, &o, 1);
 	cost_applied_prices(c, d, 2, usd, &host);
 	ck_assert_double_eq_tol(host.usd_per_hour, 1.0, 1e-9);
 	ck_assert_str_eq(host.billing, "on_demand");
-	ck_assert_double_eq_tol(usd[1], 0.56, 1e-9);
-	ck_assert_double_eq_tol(usd[0], 0.44, 1e-9);
+	ck_assert_double_eq_tol(usd[1], L4, 1e-9);
+	ck_assert_double_eq_tol(usd[0], 1.0 - L4, 1e-9);
+	doc = cost_prices_json(c, d, 2);
+	hp = json_object_get(json_object_get(doc, "host"), "price");
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(hp, "source")), "api override (instance_type"));
+	ck_assert_ptr_null(json_object_get(hp, "as_of"));
+	ck_assert_ptr_null(json_object_get(hp, "sources"));
+	json_decref(doc);
 	/* a device override still wins over the share */
 	o = (struct store_price){.selector = "device", .value = "cpu:0", .usd_per_hour = 0.1, .usd_per_hour_spot = NAN};
 	cost_set_overrides(c, &o, 1);

