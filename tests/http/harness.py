@@ -173,7 +173,7 @@ class Server:
         self.stop()
         self.tmp.cleanup()
 
-    def conn(self, timeout=10):
+    def conn(self, timeout=60):
         return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
 
     def request(self, method, path, body=None, headers=None, conn=None, json_body=None):

@@ -261,7 +261,7 @@ class RunQueueAndTimeouts(ServerTestCase):
         r = post(self.server, {"kernel": "softmax", "m": 2048, "n": 2048, "timeout_ms": 2})
         doc = self.assertProblem(r, 504, "TIMED_OUT")
         self.assertEqual(doc["job"]["state"], "timed_out")
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120
         while self.server.get("/run/" + doc["job"]["id"]).json().get("timing", {}).get("kernel_ms") is None:
             self.assertLess(time.monotonic(), deadline)
             time.sleep(0.05)
