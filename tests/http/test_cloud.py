@@ -303,11 +303,11 @@ class Azure(unittest.TestCase):
             self.assertNotIn("sources", price)
 
     def test_unknown_shape_says_so(self):
-        with FakeAzure(vm_size="Standard_D8s_v5") as az, Server(env=env_for("azure-vm", azure=az)) as s:
+        with FakeAzure(vm_size="Standard_D8s_v6") as az, Server(env=env_for("azure-vm", azure=az)) as s:
             learned(s)
             price = prices(s)[0]["host"]["price"]
             self.assertIsNone(price["usd_per_hour"])
-            self.assertIn("no azure Standard_D8s_v5 (in any region)", price["source"])
+            self.assertIn("no azure Standard_D8s_v6 (in any region)", price["source"])
             self.assertNotIn("hint", price)
 
     def test_garbage(self):

@@ -132,24 +132,32 @@ def expand_region(region):
 def read_tx(path):
     """Rows of a transcribed extract (*.tx, see README.md): one line per instance type,
     'InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB;region=price/spot;...'.
-    '*' stands for every region named on the last '#regions' line. A price or Spot price left empty
-    means the source row had none."""
+    '*' stands for every region named on the last '#regions' line; 'r1,r2,r3=price/spot' gives several
+    regions the same prices; '#alias short=region ...' lines name short forms of regions for the lines
+    after them. A price or Spot price left empty means the source row had none."""
     star = []
+    alias = {}
     with open(path) as f:
         for line in f:
             line = line.strip()
             if line.startswith("#regions"):
                 star = line.split()[1:]
                 continue
+            if line.startswith("#alias"):
+                alias.update(a.split("=", 1) for a in line.split()[1:])
+                continue
             if not line or line.startswith("#"):
                 continue
             head, *cells = line.split(";")
             it, acc, cnt, vcpus, mem = (head.split(",") + [""] * 5)[:5]
             for cell in cells:
-                region, _, ps = cell.partition("=")
+                regions, _, ps = cell.partition("=")
                 price, _, spot = ps.partition("/")
-                region = expand_region(region)
-                for rg in (star if region == "*" else [region]):
+                rgs = []
+                for region in regions.split(","):
+                    region = expand_region(alias.get(region, region))
+                    rgs += star if region == "*" else [region]
+                for rg in rgs:
                     yield {"InstanceType": it, "AcceleratorName": acc, "AcceleratorCount": cnt,
                            "vCPUs": vcpus, "MemoryGiB": mem, "Price": price, "SpotPrice": spot, "Region": rg}
 
@@ -455,7 +463,7 @@ AWS_REGIONS = {"us-east-1", "us-east-2", "us-west-2", "eu-west-1", "eu-central-1
                "ap-southeast-1"}
 AWS_ACCEL_FAMILY = re.compile(r"^(p\d|g\d|gr\d|inf\d|trn\d|dl\d|f\d|vt\d)")
 AZURE_REGIONS = {"eastus", "eastus2", "westus2", "westus3", "westeurope", "northeurope", "southeastasia",
-                 "japaneast"}
+                 "japaneast", "centralus", "northcentralus", "southcentralus", "westcentralus", "westus"}
 AZURE_ACCEL = re.compile(r"^(Standard_)?(NC|ND|NV|NG|NP)", re.I)
 
 

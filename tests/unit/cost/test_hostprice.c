@@ -157,6 +157,9 @@ START_TEST(hosts_on_each_cloud)
 		 "Standard_F8s_v2"},
 		{CLOUD_AZURE, "Standard_NC24ads_A100_v4", "eastus", 3.673, 0.444433, "skypilot-azure@098741e7",
 		 "azure"},
+		{CLOUD_AZURE, "Standard_D8s_v5", "southcentralus", 0.461, 0.054951, "skypilot-azure@098741e7",
+		 "Standard_D8s_v5"},
+		{CLOUD_AZURE, "Standard_E4ds_v5", "eastus2", 0.288, 0.03744, "skypilot-azure@098741e7", "azure"},
 		/* GCE: predefined from rates, shared-core and bundled rows, a vCPU-only family, a TPU host */
 		{CLOUD_GCE, "n2-standard-2", "us-central1", 2 * 0.031611 + 8 * 0.004237, 2 * 0.01119 + 8 * 0.001499,
 		 "cocalc-gcp@1.17.0", "= 2 vCPU x 0.031611 + 8 GiB x 0.004237 USD/h (n2 rates"},
@@ -446,7 +449,7 @@ START_TEST(unknowns_name_the_nearest_region)
 	}
 	/* names the tables cannot price anywhere: no hint to give */
 	static const char *const unknown[][2] = {{"aws", "m99z.large"}, {"gce", "n2-standard-4-lssd"},
-						 {"gce", "zz9-standard-4"}, {"azure", "Standard_D8s_v5"}};
+						 {"gce", "zz9-standard-4"}, {"azure", "Standard_D8s_v6"}};
 	for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {
 		struct cloud_host h = host_of(strcmp(unknown[i][0], "aws") == 0 ? CLOUD_AWS :
 					      strcmp(unknown[i][0], "gce") == 0 ? CLOUD_GCE : CLOUD_AZURE,
