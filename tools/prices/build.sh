@@ -23,6 +23,7 @@ if [ $# -eq 0 ]; then
 		--gcp "$here/src/skypilot-gcp-v7-017e2502-gpu-tpu.csv" \
 		--aws "$here/src/skypilot-aws-v7-001367d2.tx" \
 		--aws "$here/src/skypilot-aws-v7-001367d2-b.tx" \
+		--aws "$here/src/skypilot-aws-v7-001367d2-c.tx" \
 		--aws-karpenter "$here/src/karpenter-aws-031e72b6.txt" \
 		--azure "$here/src/skypilot-azure-v6-098741e7.tx" \
 		--azure "$here/src/skypilot-azure-v6-098741e7-b.tx"
