@@ -4,7 +4,7 @@
  * write(2) has handed to the kernel survives the process (kill -9, the OOM killer, a fault in acceld), so an
  * answered job is a recorded job at the cost of one system call rather than of a commit (tens of microseconds of
  * page writes for the jobs table and its indexes, per transaction). The journal is not synced: power loss keeps
- * what the database had committed and synced (see the README's "what survives what").
+ * what the database had committed and synced (see docs/operations.md, "what survives what").
  *
  * Files, next to the database at PATH: PATH-redo takes the appends; once it holds JOURNAL_SEAL_BYTES and no sealed
  * file waits, it is renamed PATH-redo.1 (sealed) and a new PATH-redo is started. Each record carries the store's

@@ -102,13 +102,16 @@ class Browser:
                 return m
             self.events.append(m)
 
-    def open(self, url):
+    def open(self, url, init_script=None):
+        """Opens url in a new tab; init_script, when given, runs in the page before any of its own scripts."""
         target = self.send("Target.createTarget", {"url": "about:blank"}, session=False)["targetId"]
         self.session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True},
                                  session=False)["sessionId"]
         self.send("Runtime.enable")
         self.send("Page.enable")
         self.send("Log.enable")
+        if init_script:
+            self.send("Page.addScriptToEvaluateOnNewDocument", {"source": init_script})
         self.send("Page.navigate", {"url": url})
         self.wait_event("Page.loadEventFired")
 

@@ -1,11 +1,14 @@
 """The dashboard in a real headless Chromium (Debian's chromium) against a running acceld: the page loads with no
 console errors; the device table, the history and cost charts (with time and value axes) and the recent jobs
-render; each device shows its last health check; jobs are told apart by id; nothing overflows sideways at 1400, 1000
-and 420 px; the job form runs a job.
+render; each device shows its last health check, where it was seen (seen_by) and its job backends (backends); jobs
+are told apart by id; nothing overflows sideways at 1400, 1000 and 420 px; the job form runs a job with the
+kernel's own sizes (n is the kernel's n: sgemm sends m, n and k); unknown money reads "unknown"; the page reads only
+members the contract (api/openapi.yaml) declares, and no job's output from the list.
 
 The database is given a day of CPU samples before acceld serves it (as a sampler would have written them, with a
 gap where acceld was down) and the CPU a price, so the charts have history to draw. UPDATE_SCREENSHOT=1 also
 writes docs/dashboard.png (the whole page at 1400 px)."""
+import json
 import math
 import os
 import re
@@ -15,6 +18,7 @@ import unittest
 
 from cdp import Browser, chromium_path
 from harness import ROOT, Server
+from test_contract import redocly
 
 SERVER_ARGS = ["--sample-interval", "200ms", "--telemetry-interval", "200ms"]
 JOBS = [
@@ -22,6 +26,32 @@ JOBS = [
     {"kernel": "dot", "n": 65536, "generate": {"seed": 2}, "verify": True},
     {"kernel": "sgemm", "m": 64, "n": 64, "k": 64, "generate": {"seed": 3}, "verify": True},
 ]
+# Runs before the page's own script: every JSON document a GET answers is wrapped so that each member the page
+# reads is noted as [method, path, status, [member, "[]" for an array element, ...]] in window.__apiReads.
+RECORD_READS = r"""
+(() => {
+  const reads = window.__apiReads = [], seen = new Set(), fetch0 = window.fetch;
+  const ignored = k => typeof k !== "string" || k === "then" || k === "toJSON" || k in Object.prototype;
+  function wrap(v, note, at) {
+    if (v === null || typeof v !== "object") return v;
+    return new Proxy(v, { get(o, k, r) {
+      const x = Reflect.get(o, k, r);
+      if (ignored(k)) return x;
+      if (Array.isArray(o)) return /^[0-9]+$/.test(k) ? wrap(x, note, at.concat("[]")) : x;
+      const path = at.concat(k), key = JSON.stringify(path);
+      if (!seen.has(key)) { seen.add(key); note(path); }
+      return wrap(x, note, path);
+    } });
+  }
+  window.fetch = async (input, init) => {
+    const r = await fetch0(input, init), method = ((init && init.method) || "GET").toUpperCase();
+    if (method !== "GET") return r;
+    const url = new URL(r.url), json = r.json.bind(r);
+    r.json = async () => wrap(await json(), path => reads.push([method, url.pathname, r.status, path]), []);
+    return r;
+  };
+})();
+"""
 HHMM = re.compile(r"^([01]\d|2[0-3]):[0-5]\d$")
 DAY = re.compile(r"^(Sun|Mon|Tue|Wed|Thu|Fri|Sat) \d{1,2}$")
 MiB = 1 << 20
@@ -64,6 +94,37 @@ def seed_history(db, now_ms):
         con.close()
 
 
+def declares(schema, member):
+    """Whether schema (dereferenced) declares the member path (names, "[]" for an array's elements)."""
+    if not member:
+        return True
+    for key in ("allOf", "oneOf", "anyOf"):
+        if any(declares(s, member) for s in schema.get(key, [])):
+            return True
+    head, rest = member[0], member[1:]
+    if head == "[]":
+        return "items" in schema and declares(schema["items"], rest)
+    if head in schema.get("properties", {}):
+        return declares(schema["properties"][head], rest)
+    extra = schema.get("additionalProperties")
+    return isinstance(extra, dict) and declares(extra, rest)
+
+
+def collect_names(node, names):
+    """Every member name, parameter name and string value (enums, defaults) the contract declares."""
+    if isinstance(node, dict):
+        names.update(node.get("properties", {}).keys())
+        if node.get("in") in ("query", "path") and isinstance(node.get("name"), str):
+            names.add(node["name"])
+        for v in node.values():
+            collect_names(v, names)
+    elif isinstance(node, list):
+        for v in node:
+            collect_names(v, names)
+    elif isinstance(node, str):
+        names.add(node)
+
+
 class Dashboard(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -91,7 +152,7 @@ class Dashboard(unittest.TestCase):
             assert r.status == 200, r
             cls.job_ids.append(r.json()["id"])
         cls.browser = Browser(width=1400, height=900)
-        cls.browser.open(f"http://127.0.0.1:{cls.server.port}/")
+        cls.browser.open(f"http://127.0.0.1:{cls.server.port}/", init_script=RECORD_READS)
         cls.browser.set_viewport(1400, 900)
 
     @classmethod
@@ -143,6 +204,14 @@ class Dashboard(unittest.TestCase):
         self.assertEqual(link[1], "/devices/cpu%3A0/checks/" + check["id"])
         self.assertIn({"pass": "ok", "warn": "warn", "fail": "bad"}[check["verdict"]], link[2])
         self.assertRegex(cells[7], r"GFLOP/s · [0-9.]+ GB/s")
+        # where the device was seen and which job backends serve it, under the API's own names
+        heads = b.eval("[...document.querySelectorAll('#devices thead th')].map(t => t.textContent)")
+        self.assertEqual(heads[8:], ["seen_by", "backends"])
+        self.assertEqual(heads[3], "utilization")
+        cpu = self.server.request("GET", "/devices/cpu:0").json()
+        self.assertIn("hwloc", cpu["seen_by"])
+        self.assertEqual(cells[8], ", ".join(cpu["seen_by"]))
+        self.assertEqual(cells[9], ", ".join(cpu["backends"]) if cpu["backends"] else "none")
         b.wait_until("document.getElementById('ready').textContent === 'ready'")
 
     def test_2_history_chart_has_axes_and_data(self):
@@ -159,7 +228,7 @@ class Dashboard(unittest.TestCase):
             self.assertRegex(label, HHMM)
         self.assertEqual(len(set(x)), len(x), x)
         self.assertGreaterEqual(b.eval("document.querySelectorAll('#hist-chart line.grid').length"), 6)
-        self.assertIn("utilisation of cpu:0", b.eval("document.getElementById('hist-chart').getAttribute('aria-label')"))
+        self.assertIn("utilization of cpu:0", b.eval("document.getElementById('hist-chart').getAttribute('aria-label')"))
         self.assert_x_labels_apart("hist-chart")
 
         # memory in binary units (MiB or GiB, as the host's own use goes); a week labelled by days
@@ -238,8 +307,9 @@ class Dashboard(unittest.TestCase):
             self.assertEqual(r["cells"][1], job["kernel"])
             self.assertEqual(r["cells"][3].split()[0], "cpu:0")
             self.assertTrue(r["cells"][4].startswith("succeeded"), r["cells"])
+        # sizes by their names, n being the kernel's own n
         self.assertEqual(by_id[self.job_ids[0]]["cells"][2], "n 4,096")
-        self.assertEqual(by_id[self.job_ids[2]]["cells"][2], "64×64×64")
+        self.assertEqual(by_id[self.job_ids[2]]["cells"][2], "m 64, n 64, k 64")
         shown = [r["shown"] for r in rows]
         self.assertEqual(len(set(shown)), len(shown), shown)
         # the link leads to the job's record
@@ -285,18 +355,112 @@ class Dashboard(unittest.TestCase):
         self.assertGreaterEqual(boxes["jobs"][0], boxes["hist"][1])
         self.assertGreater(boxes["jobs"][1], 0.9 * boxes["main"])
 
-    def test_7_job_form_runs_a_job(self):
+    def run_form(self, kernel, sizes):
+        """Chooses kernel in the job form, checks that it asks for exactly its own sizes, fills them in and runs
+        the job; returns the answer shown."""
         b = self.browser
-        b.eval("document.querySelector('#job-form [name=kernel]').value = 'dot';"
-               "document.querySelector('#job-form [name=n]').value = '10000';"
+        b.eval("{ const k = document.querySelector('#job-form [name=kernel]');"
+               f" k.value = '{kernel}'; k.dispatchEvent(new Event('change')); }} true")
+        shown = b.eval("[...document.querySelectorAll('#job-form label[data-size]')].filter(l => !l.hidden)"
+                       ".map(l => l.dataset.size)")
+        self.assertEqual(shown, list(sizes), kernel)
+        fill = "".join(f"document.querySelector('#job-form [name={k}]').value = '{v}';" for k, v in sizes.items())
+        b.eval("document.getElementById('job-result').textContent = '';" + fill +
                "document.querySelector('#job-form button[type=submit]').click(); true")
-        b.wait_until("document.getElementById('job-result').textContent.includes('\"kernel\": \"dot\"')")
-        text = b.eval("document.getElementById('job-result').textContent")
-        self.assertIn('"verified": true', text)
+        b.wait_until(f"document.getElementById('job-result').textContent.includes('\"kernel\": \"{kernel}\"')")
         self.assertNotIn("error", b.eval("document.getElementById('job-result').className"))
-        b.wait_until("document.querySelectorAll('#jobs tbody a.jid').length >= 4")
+        return b.eval("JSON.parse(document.getElementById('job-result').textContent)")
 
-    def test_8_no_console_errors(self):
+    def test_7_job_form_runs_a_job(self):
+        job = self.run_form("dot", {"n": 10000})
+        self.assertTrue(job["verified"])
+        self.assertEqual(job["sizes"], {"n": 10000})
+        # softmax is m rows of n; n is sgemm's own n, beside m and k (no cube of a total count)
+        job = self.run_form("softmax", {"m": 3, "n": 1000})
+        self.assertEqual(job["sizes"], {"m": 3, "n": 1000})
+        job = self.run_form("sgemm", {"m": 24, "n": 40, "k": 16})
+        self.assertEqual(job["sizes"], {"m": 24, "n": 40, "k": 16})
+        self.assertTrue(job["verified"])
+        self.browser.wait_until("document.querySelectorAll('#jobs tbody a.jid').length >= 6")
+
+    def test_8_unknown_money_reads_unknown(self):
+        """/cost totals and a device's price that are null (no price known) read "unknown", never 0 or $0.00."""
+        b = self.browser
+        b.eval("document.getElementById('auto').checked = false; true")
+        try:
+            got = b.eval("""(async () => {
+                const real = window.fetch;
+                const answer = doc => new Response(JSON.stringify(doc), { headers: { "Content-Type": "application/json" } });
+                window.fetch = async (input, init) => {
+                    const path = new URL(input, location.href).pathname;
+                    const doc = await (await real(input, init)).json();
+                    if (path === "/cost") {
+                        Object.assign(doc.totals, { allocated_usd: null, utilized_usd: null, jobs_usd: null, complete: false });
+                        for (const g of doc.totals.groups) Object.assign(g, { allocated_usd: null, utilized_usd: null });
+                    }
+                    if (path === "/cost/prices")
+                        for (const p of doc.prices) Object.assign(p, { usd_per_hour: null, usd_per_hour_spot: null, applied_usd_per_hour: null });
+                    return answer(doc);
+                };
+                try { await loadDevices(); await loadCost(); } finally { window.fetch = real; }
+                const cells = [...document.querySelectorAll('#devices tr[data-id="cpu:0"] td')].map(t => t.textContent);
+                return { note: document.getElementById('cost-note').textContent, price: cells[6],
+                         bars: document.querySelectorAll('#cost-chart rect.col').length,
+                         label: document.getElementById('cost-chart').getAttribute('aria-label') };
+            })()""")
+        finally:
+            b.eval("document.getElementById('auto').checked = true; refresh().then(() => true)")
+        self.assertEqual(got["price"], "unknown")
+        self.assertIn("total allocated unknown, utilized unknown, jobs unknown", got["note"])
+        self.assertIn("incomplete", got["note"])
+        self.assertIn("allocated unknown USD", got["label"])
+        self.assertEqual(got["bars"], 0)
+        self.assertNotRegex(got["note"], r"\$?0\.0+\b")
+        # with the real answers back, the price and totals are figures again
+        b.wait_until("document.querySelector('#devices tr[data-id=\"cpu:0\"] td:nth-child(7)').textContent === '0.12'")
+        b.wait_until("document.querySelectorAll('#cost-chart rect.col').length >= 20")
+
+    def test_9a_page_reads_only_what_the_contract_declares(self):
+        """Every member the page read of a GET's answer is declared by that answer's schema in api/openapi.yaml;
+        the job list is read without outputs; every snake_case member name in the script is a name the contract
+        declares (a member, a parameter or one of their values)."""
+        b = self.browser
+        b.wait_until("document.querySelectorAll('#jobs tbody a.jid').length >= 3")
+        b.eval("refresh().then(() => true)")
+        reads = b.eval("window.__apiReads")
+        r = redocly("bundle", os.path.join("api", "openapi.yaml"), "--dereferenced", "--ext", "json")
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        contract = json.loads(r.stdout)
+        templates = [(re.compile("^" + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(p)) + "$"), item)
+                     for p, item in contract["paths"].items()]
+        read_paths = set()
+        undeclared = []
+        for method, path, status, member in reads:
+            read_paths.add(path)
+            item = next((item for rx, item in templates if rx.match(path)), None)
+            self.assertIsNotNone(item, f"{path} is not in the contract")
+            responses = item[method.lower()]["responses"]
+            response = responses.get(str(status)) or responses.get("default")
+            self.assertIsNotNone(response, f"{method} {path} answered {status}, which the contract does not list")
+            content = response.get("content", {})
+            media = content.get("application/json") or content.get("application/problem+json")
+            if not declares(media["schema"], member):
+                undeclared.append(f"{method} {path} {status}: {'.'.join(member)}")
+            if path == "/run":
+                self.assertNotEqual(member[:4], ["jobs", "[]", "result", "output"], "the job list carries no outputs")
+        self.assertEqual(undeclared, [])
+        for path in ("/devices", "/cost", "/cost/prices", "/history", "/run", "/version"):
+            self.assertIn(path, read_paths)
+
+        names = set()
+        collect_names(contract, names)
+        with open(os.path.join(ROOT, "static", "index.html"), encoding="utf-8") as f:
+            script = f.read().split("<script>", 1)[1]
+        used = set(re.findall(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b", script))
+        self.assertTrue({"utilization_ratio", "seen_by", "applied_usd_per_hour"} <= used, used)
+        self.assertEqual(sorted(used - names), [], "snake_case names in the dashboard's script the contract lacks")
+
+    def test_9b_no_console_errors(self):
         time.sleep(0.5)
         self.assertEqual(self.browser.errors(), [])
         if os.environ.get("UPDATE_SCREENSHOT"):

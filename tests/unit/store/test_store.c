@@ -1094,7 +1094,7 @@ END_TEST
  * becomes one rollup row however many samples it had, so the file holds exactly what a month at 1 s leaves
  * behind. The last 26 hours are fed at 1 s, so the raw tier is full and 1 s rows are already being deleted and
  * their pages reused. ACCELD_STORE_MONTH_DENSE=1 feeds the whole month at 1 s (about a minute).
- * Documented bound: 64 MiB for 8 devices (README, "History and cost").
+ * Documented bound: 64 MiB for 8 devices (docs/operations.md, "History").
  */
 #define MONTH_DEVICES 8
 #define MONTH_DAYS 30
