@@ -43,7 +43,7 @@ static void run_help(FILE *out)
 		     "Kernels and their sizes, as POST /run takes them:\n"
 		     "  saxpy, triad, dot   --n N              vectors of N elements\n"
 		     "  sgemm               --m M --n N --k K  an M x K matrix times a K x N one (M x N out)\n"
-		     "  softmax             --m M --n N        M rows of N, each row normalised\n"
+		     "  softmax             --m M --n N        M rows of N, each row normalized\n"
 		     "  --square N          sgemm and softmax: N x N matrices (M, N and K all N)\n"
 		     "Options:\n"
 		     "  --device ID         this device (cpu:0, gpu:1) and no other; default: the best, falling back\n"
