@@ -24,6 +24,7 @@ if [ $# -eq 0 ]; then
 		--aws "$here/src/skypilot-aws-v7-001367d2.tx" \
 		--aws "$here/src/skypilot-aws-v7-001367d2-b.tx" \
 		--aws "$here/src/skypilot-aws-v7-001367d2-c.tx" \
+		--aws "$here/src/skypilot-aws-v7-001367d2-d.tx" \
 		--aws-karpenter "$here/src/karpenter-aws-031e72b6.txt" \
 		--azure "$here/src/skypilot-azure-v6-098741e7.tx" \
 		--azure "$here/src/skypilot-azure-v6-098741e7-b.tx"
