@@ -290,9 +290,10 @@ static enum gcetype_found from_chips(const char *name, const char *region, const
 	snprintf(out->accelerator_key, sizeof(out->accelerator_key), "%s", t->tpu_key);
 	out->accelerator_usd_per_hour = u->usd_per_hour;
 	out->accelerator_usd_per_hour_spot = u->usd_per_hour_spot;
-	hostprice_add_source(out, u->source, u->as_of);
+	hostprice_add_source(out, u->source);
 	snprintf(out->source, sizeof(out->source), "built-in rates: gce %.60s %.60s = %u chips x %g USD/h (%s: %.60s, "
-		 "as of %.12s)", name, region, t->tpu_chips, u->usd_per_hour, t->tpu_key, u->source, u->as_of);
+		 "as of %.12s)", name, region, t->tpu_chips, u->usd_per_hour, t->tpu_key, u->source,
+		 pricebook_as_of(u->source));
 	return GCETYPE_PRICED;
 }
 
@@ -326,9 +327,9 @@ static enum gcetype_found attach(const char *region, const struct cloud_gpus *gp
 			out->accelerator_usd_per_hour = out->accelerator_usd_per_hour_spot = NAN;
 		}
 		out->accelerators += gpus[k].count;
-		hostprice_add_source(out, u->source, u->as_of);
+		hostprice_add_source(out, u->source);
 		append(words, wordsz, used, " + %u x %s x %g USD/h (%.40s, as of %.12s)", gpus[k].count, s->key,
-		       u->usd_per_hour, u->source, u->as_of);
+		       u->usd_per_hour, u->source, pricebook_as_of(u->source));
 	}
 	return GCETYPE_PRICED;
 }
@@ -361,14 +362,15 @@ enum gcetype_found gcetype_price(const char *name, const char *region, const str
 	out->lower_bound = t.custom;
 	out->usd_per_hour = t.vcpus * r->usd_per_vcpu_hour + t.memory_gib * r->usd_per_gib_hour;
 	out->usd_per_hour_spot = t.vcpus * r->usd_per_vcpu_hour_spot + t.memory_gib * r->usd_per_gib_hour_spot;
-	hostprice_add_source(out, r->source, r->as_of);
+	hostprice_add_source(out, r->source);
 	append(words, sizeof(words), &used, "built-in rates%s: gce %.60s %.60s = %g vCPU x %g", t.custom ?
 	       ", a lower bound" : "", name, region, t.vcpus, r->usd_per_vcpu_hour);
 	if (strcmp(r->fit, "vcpu-only") == 0)
 		append(words, sizeof(words), &used, " USD/h, memory included");
 	else
 		append(words, sizeof(words), &used, " + %g GiB x %g USD/h", t.memory_gib, r->usd_per_gib_hour);
-	append(words, sizeof(words), &used, " (%s rates: %.40s, as of %.12s)", t.family, r->source, r->as_of);
+	append(words, sizeof(words), &used, " (%s rates: %.40s, as of %.12s)", t.family, r->source,
+	       pricebook_as_of(r->source));
 	if (t.attach_gpus) {
 		found = attach(region, gpus, ngpus, out, words, sizeof(words), &used, detail, sizeof(detail));
 		if (found != GCETYPE_PRICED)

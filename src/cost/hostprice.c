@@ -27,8 +27,9 @@ void hostprice_init(struct hostprice *h)
 	h->hint_usd_per_hour_spot = NAN;
 }
 
-void hostprice_add_source(struct hostprice *h, const char *id, const char *as_of)
+void hostprice_add_source(struct hostprice *h, const char *id)
 {
+	const char *as_of = pricebook_as_of(id);
 	size_t i = 0;
 
 	while (i < HOSTPRICE_SOURCES && h->sources[i][0] != '\0' && strcmp(h->sources[i], id) != 0)

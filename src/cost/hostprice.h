@@ -42,9 +42,9 @@
 /* Sets h to "nothing known": prices, figures and hint NAN, no accelerators, no sources, empty words. */
 void hostprice_init(struct hostprice *h);
 
-/* Adds a source id and its date to h->sources (once each; past HOSTPRICE_SOURCES left out), keeping the oldest
- * date in h->as_of. */
-void hostprice_add_source(struct hostprice *h, const char *id, const char *as_of);
+/* Adds a source id to h->sources (once each; past HOSTPRICE_SOURCES left out), keeping the oldest of their dates
+ * (sources.csv) in h->as_of. */
+void hostprice_add_source(struct hostprice *h, const char *id);
 
 /*
  * The built-in price of the host from the price tables (see above), into out (set whole). Without a known host

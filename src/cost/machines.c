@@ -12,9 +12,10 @@
 #include "core/csv.h"
 #include "core/mem.h"
 #include "cost/hostprice.h"
+#include "cost/pricebook.h"
 #include "gce_shapes_csv.h"
 
-enum col { C_TYPE, C_REGION, C_VCPUS, C_MEMORY, C_ACCELS, C_ACCEL_KEY, C_USD, C_USD_SPOT, C_SOURCE, C_AS_OF, C_COLS };
+enum col { C_TYPE, C_REGION, C_VCPUS, C_MEMORY, C_ACCELS, C_ACCEL_KEY, C_USD, C_USD_SPOT, C_SOURCE, C_COLS };
 
 /* Parsed once; the strings point into writable copies of the embedded CSVs. */
 static char aws_text[sizeof(aws_csv)], azure_text[sizeof(azure_csv)], gce_text[sizeof(gce_shapes_csv)];
@@ -55,7 +56,6 @@ static void parse_cloud(const char *cloud, char *text)
 		m->usd_per_hour = csv_number(cols[C_USD]);
 		m->usd_per_hour_spot = csv_number(cols[C_USD_SPOT]);
 		m->source = cols[C_SOURCE];
-		m->as_of = cols[C_AS_OF];
 		nrows++;
 	}
 }
@@ -112,7 +112,7 @@ void machines_price(const struct machine *m, struct hostprice *out)
 	out->memory_gib = m->memory_gib;
 	out->accelerators = m->accelerators;
 	snprintf(out->accelerator_key, sizeof(out->accelerator_key), "%s", m->accelerator_key);
-	hostprice_add_source(out, m->source, m->as_of);
+	hostprice_add_source(out, m->source);
 	snprintf(out->source, sizeof(out->source), "built-in table: %s %.60s %.60s: %.60s, as of %.12s", m->cloud,
-		 m->instance_type, m->region, m->source, m->as_of);
+		 m->instance_type, m->region, m->source, pricebook_as_of(m->source));
 }

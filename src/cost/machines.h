@@ -29,8 +29,7 @@ struct machine {
 	const char *accelerator_key;  /* their row in db/accelerators.csv ("nvidia-l4"); "" none */
 	double usd_per_hour;          /* the whole VM, on demand; NAN unknown */
 	double usd_per_hour_spot;     /* NAN unknown */
-	const char *source;           /* an id of db/prices/sources.csv */
-	const char *as_of;            /* "2026-11-24" */
+	const char *source;           /* an id of db/prices/sources.csv, which dates it */
 };
 
 /* Every row of the tables, cloud by cloud; *n receives the count. Never fails (a malformed row is left out). */

@@ -14,10 +14,10 @@
 #define MAX_COLS 12
 
 enum rate_col {
-	R_FAMILY, R_REGION, R_VCPU, R_GIB, R_VCPU_SPOT, R_GIB_SPOT, R_FIT, R_SHAPES, R_SOURCE, R_AS_OF, R_COLS
+	R_FAMILY, R_REGION, R_VCPU, R_GIB, R_VCPU_SPOT, R_GIB_SPOT, R_FIT, R_SHAPES, R_SOURCE, R_COLS
 };
-enum gpu_col { G_KEY, G_REGION, G_USD, G_USD_SPOT, G_NAME, G_SOURCE, G_AS_OF, G_COLS };
-enum chip_col { T_KEY, T_REGION, T_USD, T_USD_SPOT, T_SLICE, T_SOURCE, T_AS_OF, T_COLS };
+enum gpu_col { G_KEY, G_REGION, G_USD, G_USD_SPOT, G_NAME, G_SOURCE, G_COLS };
+enum chip_col { T_KEY, T_REGION, T_USD, T_USD_SPOT, T_SLICE, T_SOURCE, T_COLS };
 enum source_col { S_ID, S_DESCRIPTION, S_URL, S_PATH, S_VERSION, S_AS_OF, S_COLS };
 
 /* Parsed once; the strings point into writable copies of the embedded CSVs. */
@@ -75,7 +75,6 @@ static void parse_rates(void)
 		r->usd_per_gib_hour_spot = csv_number(cols[R_GIB_SPOT]);
 		r->fit = cols[R_FIT];
 		r->source = cols[R_SOURCE];
-		r->as_of = cols[R_AS_OF];
 		nrates++;
 	}
 }
@@ -97,7 +96,6 @@ static size_t parse_units(char *text, const unsigned char *csv, size_t size, str
 		u[count].usd_per_hour = csv_number(cols[G_USD]);
 		u[count].usd_per_hour_spot = csv_number(cols[G_USD_SPOT]);
 		u[count].source = cols[G_SOURCE];
-		u[count].as_of = cols[G_AS_OF];
 		count++;
 	}
 	*out = u;
@@ -203,4 +201,11 @@ const struct pricebook_source *pricebook_source(const char *id)
 		if (strcmp(t[i].id, id) == 0)
 			return &t[i];
 	return NULL;
+}
+
+const char *pricebook_as_of(const char *id)
+{
+	const struct pricebook_source *s = pricebook_source(id);
+
+	return s != NULL ? s->as_of : "";
 }

@@ -27,8 +27,7 @@ struct pricebook_rate {
 	double usd_per_vcpu_hour_spot;
 	double usd_per_gib_hour_spot;
 	const char *fit;              /* "vcpu+gib" or "vcpu-only" */
-	const char *source;           /* an id of sources.csv */
-	const char *as_of;            /* "2026-02-24" */
+	const char *source;           /* an id of sources.csv, which dates it */
 };
 
 /* One accelerator's price in one region: a GCE GPU (gce_gpus.csv) or a TPU chip (tpu_chips.csv). */
@@ -37,8 +36,7 @@ struct pricebook_unit {
 	const char *region;
 	double usd_per_hour;          /* one GPU or chip, on demand; NAN unknown */
 	double usd_per_hour_spot;     /* NAN unknown */
-	const char *source;
-	const char *as_of;
+	const char *source;           /* an id of sources.csv, which dates it */
 };
 
 /* A price source (sources.csv). */
@@ -67,5 +65,9 @@ const struct pricebook_unit *pricebook_tpu_chip(const char *key, const char *reg
 
 /* The source with this id, or NULL. */
 const struct pricebook_source *pricebook_source(const char *id);
+
+/* The date of the figures of the source with this id ("2026-11-24"), "" for an id sources.csv lacks: a row's date
+ * is its source's, said once there. */
+const char *pricebook_as_of(const char *id);
 
 #endif

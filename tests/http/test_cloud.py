@@ -25,6 +25,11 @@ def table(name):
         return list(csv.DictReader(f))
 
 
+def as_of(row):
+    """A table row's date: its source's, in sources.csv."""
+    return next(s["as_of"] for s in table("sources") if s["source"] == row["source"])
+
+
 def row(name, key, region, column="instance_type"):
     """The row of a price table for a key and region (None when there is none)."""
     return next((r for r in table(name) if r[column] == key and r["region"] == region), None)
@@ -398,7 +403,7 @@ class Shapes(unittest.TestCase):
                 od, od_spot = float(r["usd_per_hour"]), float(r["usd_per_hour_spot"])
                 n = int(r["accelerators"] or 0)
                 gpu = gce_gpu(r["accelerator_key"], zone[:-2])[0] if n else 0
-                price = self.check(doc, od, od_spot, f"built-in table: gce {machine_type}", r["as_of"],
+                price = self.check(doc, od, od_spot, f"built-in table: gce {machine_type}", as_of(r),
                                    od - n * gpu, unlisted=n * gpu)
                 self.assertEqual(doc["host"]["billing"], "spot" if spot else "on_demand")
                 self.assertEqual(price["applied_usd_per_hour"], od_spot if spot else od)
@@ -445,7 +450,7 @@ class Shapes(unittest.TestCase):
                 od = float(r["usd_per_hour"])
                 spot = float(r["usd_per_hour_spot"]) if r["usd_per_hour_spot"] else None
                 self.assertEqual(r["source"], source)
-                price = self.check(doc, od, spot, source, r["as_of"], od - gpu, unlisted=gpu)
+                price = self.check(doc, od, spot, source, as_of(r), od - gpu, unlisted=gpu)
                 applied = spot if life == "spot" else od
                 self.assertEqual(price["applied_usd_per_hour"], applied)
                 self.assertNotIn("accelerator_usd_per_hour", price)  # EC2 bundles them: the table weighs

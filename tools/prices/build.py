@@ -302,7 +302,7 @@ def build_gce(args, out):
             rate_rows.append([
                 fam, region, fnum(od[0]), fnum(od[1]),
                 fnum(sp[0]) if sp else "", fnum(sp[1]) if sp else "",
-                od[2], len(rows), SRC_COCALC, AS_OF[SRC_COCALC],
+                od[2], len(rows), SRC_COCALC,
             ])
         gpus = gce_gpu_from_cocalc(data)
         # bundled shapes: the package prices the VM part; add count x the shape's GPU price per region
@@ -325,11 +325,11 @@ def build_gce(args, out):
                 total = p + cnt * gp[1]
                 total_s = (s + cnt * gp[2]) if (s is not None and gp[2] is not None) else None
             shape_rows.append([name, region, fcount(v), fcount(g), cnt or "", acc,
-                               fnum(total), fnum(total_s), SRC_COCALC, AS_OF[SRC_COCALC]])
+                               fnum(total), fnum(total_s), SRC_COCALC])
         for (key, region), (name, p, s) in sorted(gpus.items()):
             if p is None:
                 continue
-            gpu_rows.append([key, region, fnum(p), fnum(s), "cocalc:" + name, SRC_COCALC, AS_OF[SRC_COCALC]])
+            gpu_rows.append([key, region, fnum(p), fnum(s), "cocalc:" + name, SRC_COCALC])
     tpu_rows = []
     if args.gcp:
         sp = read_skypilot(args.gcp)
@@ -347,7 +347,7 @@ def build_gce(args, out):
                 best[(key, region)] = (n, acc, r["price"] / n, (r["spot"] / n) if r["spot"] else None)
         for (key, region), (n, acc, p, s) in sorted(best.items()):
             gpu_rows.append([key, region, fnum(p), fnum(s), "skypilot:%s x%s" % (acc, fcount(n)),
-                             SRC_SP_GCP, AS_OF[SRC_SP_GCP]])
+                             SRC_SP_GCP])
         # TPU VMs: the slice's price over its chips. tpu-v2/v3/v4/v5p-N name TensorCores (2 per chip);
         # v5litepod-N, v6e-N and tpu7x-N name chips.
         for (it, acc, cnt, region), r in sorted(sp.items()):
@@ -382,7 +382,7 @@ def build_gce(args, out):
             if od is None:
                 continue
             row = [fam, region, fnum(od[0]), fnum(od[1]), fnum(spf[0]) if spf else "",
-                   fnum(spf[1]) if spf else "", od[2], len(rows), SRC_SP_GCP, AS_OF[SRC_SP_GCP]]
+                   fnum(spf[1]) if spf else "", od[2], len(rows), SRC_SP_GCP]
             if i is None:
                 rate_rows.append(row)
             else:
@@ -392,11 +392,11 @@ def build_gce(args, out):
     if rate_rows:
         write_csv(os.path.join(out, "gce_rates.csv"),
                   ["family", "region", "usd_per_vcpu_hour", "usd_per_gib_hour", "usd_per_vcpu_hour_spot",
-                   "usd_per_gib_hour_spot", "fit", "shapes", "source", "as_of"], rate_rows)
+                   "usd_per_gib_hour_spot", "fit", "shapes", "source"], rate_rows)
     if gpu_rows:
         write_csv(os.path.join(out, "gce_gpus.csv"),
                   ["accelerator_key", "region", "usd_per_gpu_hour", "usd_per_gpu_hour_spot", "source_name",
-                   "source", "as_of"], gpu_rows)
+                   "source"], gpu_rows)
     if tpu_rows:
         # one row per generation and region: the smallest slice priced there (per-chip prices of
         # larger slices are the same in the catalog)
@@ -411,11 +411,10 @@ def build_gce(args, out):
         for (g, region), (n, p, acc) in sorted(best.items()):
             s = best_s.get((g, region))
             name = acc if not s or s[2] == acc else "%s (Spot: %s)" % (acc, s[2])
-            rows.append(["tpu-" + g, region, fnum(p), fnum(s[1]) if s else "", name, SRC_SP_GCP,
-                         AS_OF[SRC_SP_GCP]])
+            rows.append(["tpu-" + g, region, fnum(p), fnum(s[1]) if s else "", name, SRC_SP_GCP])
         write_csv(os.path.join(out, "tpu_chips.csv"),
                   ["accelerator_key", "region", "usd_per_chip_hour", "usd_per_chip_hour_spot", "slice",
-                   "source", "as_of"], rows)
+                   "source"], rows)
         # TPU VM host machine types (GKE and Compute Engine names): chips x the per-chip price
         hosts = {"v3": [("ct3-hightpu-4t", 4), ("ct3p-hightpu-4t", 4)], "v4": [("ct4p-hightpu-4t", 4)],
                  "v5e": [("ct5lp-hightpu-1t", 1), ("ct5lp-hightpu-4t", 4), ("ct5lp-hightpu-8t", 8)],
@@ -425,7 +424,7 @@ def build_gce(args, out):
             s = best_s.get((g, region))
             for name, chips in hosts.get(g, []):
                 shape_rows.append([name, region, "", "", chips, "tpu-" + g, fnum(chips * p),
-                                   fnum(chips * s[1]) if s else "", SRC_SP_GCP, AS_OF[SRC_SP_GCP]])
+                                   fnum(chips * s[1]) if s else "", SRC_SP_GCP])
 
     if have_cocalc and args.reference:
         write_reference(data, gpus, bundle, args.reference)
@@ -433,7 +432,7 @@ def build_gce(args, out):
         shape_rows.sort(key=lambda r: (r[0], r[1]))
         write_csv(os.path.join(out, "gce_shapes.csv"),
                   ["instance_type", "region", "vcpus", "memory_gib", "accelerators", "accelerator_key",
-                   "usd_per_hour", "usd_per_hour_spot", "source", "as_of"], shape_rows)
+                   "usd_per_hour", "usd_per_hour_spot", "source"], shape_rows)
 
 def write_reference(data, gpus, bundle, path):
     """The source's own price of every (shape, region) it lists, for the C side's test over the whole GCE table
@@ -482,10 +481,10 @@ def build_vm_table(paths, cloud, src, keep, out, fname):
         if cloud == "azure" and key == "nvidia-h100-sxm" and it.startswith("Standard_NC"):
             key = "nvidia-h100-pcie"  # NCads H100 v5 carry the PCIe (NVL) H100; ND H100 v5 the SXM one
         rows.append([it, region, fcount(r["vcpus"]), fcount(r["mem"]), fcount(cnt) if acc else "",
-                     key, fnum(r["price"]), fnum(spot), src, AS_OF[src]])
+                     key, fnum(r["price"]), fnum(spot), src])
     write_csv(os.path.join(out, fname),
               ["instance_type", "region", "vcpus", "memory_gib", "accelerators", "accelerator_key",
-               "usd_per_hour", "usd_per_hour_spot", "source", "as_of"], rows)
+               "usd_per_hour", "usd_per_hour_spot", "source"], rows)
 
 
 
@@ -649,11 +648,11 @@ def build_aws(args, out):
                 spot = None  # a catalog "Spot" above the (rescaled) on-demand list price is not a Spot price
             v, m, acc, cnt = spec(it)
             out_rows.append([it, region, v, m, fcount(cnt) if acc else "", accel_key(acc),
-                             fnum(round(price, 5)), fnum(spot), src, AS_OF[src]])
+                             fnum(round(price, 5)), fnum(spot), src])
             counts[src] += 1
     write_csv(os.path.join(out, "aws.csv"),
               ["instance_type", "region", "vcpus", "memory_gib", "accelerators", "accelerator_key",
-               "usd_per_hour", "usd_per_hour_spot", "source", "as_of"], out_rows)
+               "usd_per_hour", "usd_per_hour_spot", "source"], out_rows)
     print("  rows by source: %s" % ", ".join("%s %d" % kv for kv in counts.items()))
     wide = sorted(k for k, v in spread.items() if v > 0.01)
     print("  catalog/Karpenter us-east-1 disagreements (rescaled): %s" %
