@@ -1,6 +1,6 @@
 /*
  * csv: the RFC 4180 record splitter for the data tables embedded at build time (db/accelerators.csv,
- * db/prices/*.csv). One copy, used by specs.c, machines.c, pricebook.c and regions.c.
+ * the tables of db/prices/). One copy, used by specs.c, machines.c, pricebook.c and regions.c.
  */
 #ifndef ACCELD_CSV_H
 #define ACCELD_CSV_H
