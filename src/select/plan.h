@@ -208,8 +208,10 @@ struct plan_result {
 void plan_request_init(struct plan_request *req);
 
 /*
- * Checks a request's ranges and combinations. Returns ACCELD_OK, or ACCELD_EINVAL with a message in err and the
- * offending field's name (static, e.g. "model.heads", "devices.per_host") in *param.
+ * Checks a request's ranges and combinations. Returns ACCELD_OK, or ACCELD_EINVAL with the offending field's name
+ * as GET /plan takes it (static: "heads", "global_batch"; "devices" for anything of the devices) in *param and a
+ * message in err that does not repeat it ("hidden 4095 is not a multiple of heads 32; give head_dim"): the caller
+ * names the field, as a parameter or a JSONPath.
  */
 enum acceld_err plan_request_check(const struct plan_request *req, const char **param, char *err, size_t errsz);
 
@@ -236,8 +238,8 @@ uint64_t plan_params_from_shape(const struct plan_model *m, uint64_t *expert, ui
 
 /*
  * The answer as a new JSON object: fits, the request's resolved settings, model, devices (with usable_bytes and
- * reserve_ppm), mesh and batch (null when nothing fits), memory ({bytes, formula} per term, remat, total_bytes;
- * the closest mesh's when nothing fits), rejected (every other candidate: mesh, fits, reason, total_bytes),
+ * reserve_ppm), mesh and batch (null when nothing fits), reason (why the mesh won, or why nothing fits), memory
+ * ({bytes, formula} per term, remat, total_bytes; the closest mesh's when nothing fits), rejected (every other candidate: mesh, fits, reason, total_bytes),
  * suggestions ({kind, value, mesh, text}) and detail when nothing fits. Integers in bytes, formulas and reasons
  * as strings, no floating-point numbers; a figure past 2^63 is null.
  */
