@@ -558,6 +558,44 @@ fail:
 	return NULL;
 }
 
+static unsigned gcd(unsigned a, unsigned b)
+{
+	while (b != 0) {
+		unsigned t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/*
+ * The fast-link domain of GPUs named by id: of each NVLink domain of the host, the GPUs named in it (one alone where
+ * the domain is unknown), and the greatest divisor those counts share, so that tensor groups of that size each sit
+ * inside one domain (gpu:0 and gpu:2 of a board joined in pairs share none).
+ */
+static unsigned named_domain(const struct device *named, size_t n)
+{
+	unsigned g = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned same = 0;
+		bool first = true;
+
+		for (size_t j = 0; j < n; j++) {
+			bool together = i == j || (named[i].gpu.nvlink_group != 0 && named[i].gpu.nvlink_domain > 1 &&
+						   named[j].gpu.nvlink_group == named[i].gpu.nvlink_group);
+
+			same += together;
+			if (together && j < i)
+				first = false;
+		}
+		if (first)
+			g = gcd(g, same);
+	}
+	return g ? g : 1;
+}
+
 enum acceld_err plan_params_devices(const struct plan_params *p, const struct device *devs, size_t n,
 				    struct plan_devices *out, struct plan_devices_origin *origin, const char **param,
 				    char *why, size_t whysz)
@@ -578,6 +616,16 @@ enum acceld_err plan_params_devices(const struct plan_params *p, const struct de
 		named = named_devices(p, devs, n, &nnamed, param, &rc, why, whysz);
 		if (named != NULL)
 			rc = plan_devices_from_registry(named, nnamed, &named[0].type, out, origin, why, whysz);
+		if (named != NULL && rc == ACCELD_OK && out->kind == PLAN_GPU) {
+			out->fast_domain = named_domain(named, nnamed);
+			plan_put(origin->text, sizeof(origin->text), "%u x %s named by id, %s", out->count,
+				 origin->model, out->fast_domain > 1 ? "joined by NVLink" : "without NVLink between them");
+			if (out->fast_domain > 1 && out->fast_domain < out->count)
+				plan_put(text, sizeof(text), "%s in groups of %u", origin->text, out->fast_domain);
+			else
+				plan_put(text, sizeof(text), "%s", origin->text);
+			plan_put(origin->text, sizeof(origin->text), "%s", text);
+		}
 	} else {
 		rc = plan_devices_from_registry(devs, n, NULL, out, origin, why, whysz);
 	}

@@ -35,8 +35,12 @@ static void gpu_host(unsigned n, const char *model, uint64_t memory, unsigned do
 {
 	ndevs = 0;
 	add(DEVICE_CPU, "Test Xeon", 64 * GIB);
-	for (unsigned i = 0; i < n; i++)
-		add(DEVICE_GPU, model, memory)->gpu.nvlink_domain = domain;
+	for (unsigned i = 0; i < n; i++) {
+		struct device *d = add(DEVICE_GPU, model, memory);
+
+		d->gpu.nvlink_domain = domain;
+		d->gpu.nvlink_group = domain > 1 ? i / domain + 1 : 0;
+	}
 }
 
 /* cpu:0 and the four chips tpu:0..3 of a v5p-128 worker (its slice's type and topology as the registry has them). */
@@ -325,6 +329,25 @@ START_TEST(devices_from_the_host_ids_and_shapes)
 	ck_assert_uint_eq(d.count, 2);
 	ck_assert_uint_eq(d.memory_bytes, 40 * GIB);
 	ck_assert_ptr_nonnull(strstr(o.text, "as given"));
+	/* half the board: tensor parallelism within the four named */
+	ck_assert_int_eq(set("devices", "gpu:0,gpu:1,gpu:2,gpu:3"), ACCELD_OK);
+	ck_assert_int_eq(plan_params_devices(&p, devs, ndevs, &d, &o, &param, why, sizeof(why)), ACCELD_OK);
+	ck_assert_uint_eq(d.fast_domain, 4);
+	ck_assert_ptr_nonnull(strstr(o.text, "4 x NVIDIA H100 80GB HBM3 named by id, joined by NVLink"));
+	/* GPUs bridged in pairs: two of one pair are joined, one of each pair are not */
+	gpu_host(4, "NVIDIA A100-SXM4-40GB", 40 * GIB, 2);
+	ck_assert_int_eq(set("devices", "gpu:0,gpu:1"), ACCELD_OK);
+	ck_assert_int_eq(plan_params_devices(&p, devs, ndevs, &d, &o, &param, why, sizeof(why)), ACCELD_OK);
+	ck_assert_uint_eq(d.fast_domain, 2);
+	ck_assert_int_eq(set("devices", "gpu:0,gpu:2"), ACCELD_OK);
+	ck_assert_int_eq(plan_params_devices(&p, devs, ndevs, &d, &o, &param, why, sizeof(why)), ACCELD_OK);
+	ck_assert_uint_eq(d.fast_domain, 1);
+	ck_assert_ptr_nonnull(strstr(o.text, "without NVLink between them"));
+	ck_assert_int_eq(set("devices", "gpu:0,gpu:1,gpu:2,gpu:3"), ACCELD_OK);
+	ck_assert_int_eq(plan_params_devices(&p, devs, ndevs, &d, &o, &param, why, sizeof(why)), ACCELD_OK);
+	ck_assert_uint_eq(d.fast_domain, 2);
+	ck_assert_ptr_nonnull(strstr(o.text, "in groups of 2"));
+	gpu_host(8, "NVIDIA H100 80GB HBM3", 80 * GIB, 8);
 	/* an id of no device here; ids of two kinds */
 	ck_assert_int_eq(set("devices", "gpu:0,gpu:9"), ACCELD_OK);
 	ck_assert_int_eq(plan_params_devices(&p, devs, ndevs, &d, &o, &param, why, sizeof(why)), ACCELD_ENOTFOUND);
