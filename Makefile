@@ -74,6 +74,8 @@ TEST_DEB_PKGS += prometheus yamllint shellcheck systemd
 TEST_DEB_PKGS += valgrind
 # the sources of a decimal-comma locale (de_DE), compiled into a temporary folder by tests/http/test_hostile_env.py
 TEST_DEB_PKGS += locales
+# answers checked against the contract's schemas (tests/http/test_contract.py)
+TEST_DEB_PKGS += python3-jsonschema
 
 # libFuzzer harnesses (tests/fuzz/fuzz_*.c), built with clang, ASan, UBSan and the build's warnings ($(WARN)) against
 # the library compiled the same way ($(BUILD)/fuzz). `make fuzz` runs each for FUZZ_SECONDS over its seed corpus
