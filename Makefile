@@ -74,6 +74,11 @@ TEST_DEB_PKGS += prometheus yamllint shellcheck systemd
 TEST_DEB_PKGS += valgrind
 # the sources of a decimal-comma locale (de_DE), compiled into a temporary folder by tests/http/test_hostile_env.py
 TEST_DEB_PKGS += locales
+# answers checked against the contract's schemas (tests/http/test_contract.py)
+TEST_DEB_PKGS += python3-jsonschema
+# the tests run on Debian's python3, the one whose modules test-deps installs (a python3 earlier on PATH, from pyenv
+# or a virtual environment, may lack them)
+PYTHON     := /usr/bin/python3
 
 # libFuzzer harnesses (tests/fuzz/fuzz_*.c), built with clang, ASan, UBSan and the build's warnings ($(WARN)) against
 # the library compiled the same way ($(BUILD)/fuzz). `make fuzz` runs each for FUZZ_SECONDS over its seed corpus
@@ -211,7 +216,7 @@ NPROC      := $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
 test: test-deps
 	@$(MAKE) --no-print-directory $(if $(findstring -j,$(MAKEFLAGS)),,-j$(NPROC)) all unit fuzz-bins
 	@ACCELD_BIN=$(BUILD)/acceld ACCELD_BUILD=$(BUILD) ACCELD_FUZZ_DIR=$(FUZZ_DIR) \
-	    FUZZ_SECONDS=$(FUZZ_TEST_SECONDS) python3 tests/run.py
+	    FUZZ_SECONDS=$(FUZZ_TEST_SECONDS) $(PYTHON) tests/run.py
 
 # What CI (.ci/run) runs under ASan and UBSan after `make test`, as the whole suite twice does not fit its 10
 # minutes on two cores: every unit test and the black-box files that drive the most of the binary's code in the
@@ -291,4 +296,4 @@ fuzz-build:
 	@$(MAKE) --no-print-directory $(FUZZ_BIN)
 
 fuzz: fuzz-build
-	@ACCELD_FUZZ_DIR=$(FUZZ_DIR) FUZZ_SECONDS=$(FUZZ_SECONDS) python3 tests/run.py --fuzz-only
+	@ACCELD_FUZZ_DIR=$(FUZZ_DIR) FUZZ_SECONDS=$(FUZZ_SECONDS) $(PYTHON) tests/run.py --fuzz-only

@@ -11,6 +11,7 @@
 #include "app.h"
 #include "cli/cli.h"
 #include "cli/cli_check.h"
+#include "cli/cli_plan.h"
 #include "cli/cli_run.h"
 #include "cli/cli_select.h"
 #include "core/clock.h"
@@ -229,6 +230,7 @@ static const struct command {
 	{"report", report_main, "the devices found: a table, --json as GET /devices, --nfd PATH as NFD labels"},
 	{"select", cli_select_main, "the device to use and the environment to export (--format env)"},
 	{"batch", cli_batch_main, "the batch size for a device, step by step (--json for scripts)"},
+	{"plan", cli_plan_main, "lay a model over devices: mesh, memory per device, batch, multi-host env"},
 	{"run", cli_run_main, "run a kernel once: run saxpy --n 1048576, run sgemm --m 512 --n 512 --k 512"},
 	{"check", cli_check_main, "health-check devices: exit 0 all pass, 1 a warning or a failure, 2 none could run"},
 	{"version", cmd_version, "version, commit, build time and library versions (JSON)"},

@@ -50,6 +50,10 @@ void api_select_get(struct app *app, struct http_req *req, struct http_resp *res
 void api_select_post(struct app *app, struct http_req *req, struct http_resp *resp);
 void api_batch_config(struct app *app, struct http_req *req, struct http_resp *resp);
 
+/* api_plan.c */
+void api_plan_get(struct app *app, struct http_req *req, struct http_resp *resp);
+void api_plan_post(struct app *app, struct http_req *req, struct http_resp *resp);
+
 /* api_history.c, api_cost.c */
 void api_history(struct app *app, struct http_req *req, struct http_resp *resp);
 void api_cost(struct app *app, struct http_req *req, struct http_resp *resp);

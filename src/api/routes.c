@@ -25,6 +25,9 @@ static const struct route table[] = {
 	{HTTP_GET, "/select", api_select_get, ROUTE_DETECT},
 	{HTTP_POST, "/select", api_select_post, ROUTE_JSON | ROUTE_DETECT},
 	{HTTP_GET, "/batch-config", api_batch_config, ROUTE_DETECT},
+	/* parallel plans (api_plan.c) */
+	{HTTP_GET, "/plan", api_plan_get, ROUTE_DETECT},
+	{HTTP_POST, "/plan", api_plan_post, ROUTE_JSON | ROUTE_DETECT},
 	/* history and cost (api_history.c, api_cost.c) */
 	{HTTP_GET, "/history", api_history, ROUTE_STORE},
 	{HTTP_GET, "/cost", api_cost, ROUTE_COST | ROUTE_STORE},

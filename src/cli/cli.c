@@ -2,11 +2,16 @@
 #include "cli/cli.h"
 
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "core/jsonval.h"
 #include "core/log.h"
+#include "core/mem.h"
 #include "detect/detect.h"
 #include "exec/backend.h"
+
+#define SIZE_ACCEPTED "a size such as 16GiB, 16GB or 17179869184 (" CONFIG_SIZE_UNITS ")"
 
 bool cli_help_asked(int argc, char **argv)
 {
@@ -134,4 +139,151 @@ struct detect *cli_detect_new(const struct config *cfg)
 	detect_set_executable(det, backend_serves_any, NULL);
 	detect_set_describe(det, backend_describe_device, NULL);
 	return det;
+}
+
+static bool in_list(const char *const *list, const char *name)
+{
+	for (size_t i = 0; list[i]; i++)
+		if (strcmp(list[i], name) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Takes the request fields (--min-memory-bytes X, --kernel=sgemm) out of argv into fields/values and puts every
+ * other argument, in order, into rest. A flag named in bools may stand alone (meaning true). Returns 0, or -1 with
+ * a message in err.
+ */
+static int split_args(int argc, char **argv, const char *const *flags, const char *const *bools, char **fields,
+		      const char **values, size_t *nfields, char **rest, int *nrest, char *err, size_t errsz)
+{
+	*nfields = 0;
+	*nrest = 0;
+	for (int i = 0; i < argc; i++) {
+		const char *arg = argv[i];
+		const char *eq = strchr(arg, '=');
+		size_t len;
+		char name[40];
+
+		if (strncmp(arg, "--", 2) != 0) {
+			rest[(*nrest)++] = argv[i];
+			continue;
+		}
+		len = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
+		if (len == 0 || len >= sizeof(name)) {
+			rest[(*nrest)++] = argv[i];
+			continue;
+		}
+		memcpy(name, arg + 2, len);
+		name[len] = '\0';
+		for (char *p = name; *p; p++)
+			if (*p == '-')
+				*p = '_';
+		if (!in_list(flags, name)) {
+			rest[(*nrest)++] = argv[i];
+			continue;
+		}
+		fields[*nfields] = xstrdup(name);
+		if (eq) {
+			values[*nfields] = eq + 1;
+		} else if (in_list(bools, name) && (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0)) {
+			values[*nfields] = "true";
+		} else if (i + 1 < argc) {
+			values[*nfields] = argv[++i];
+		} else {
+			snprintf(err, errsz, "option --%.40s needs a value", arg + 2);
+			(*nfields)++;
+			return -1;
+		}
+		(*nfields)++;
+	}
+	return 0;
+}
+
+/* Takes -v, --verbose and --json (when json is not NULL) out of argv[0..*argc), keeping the order of the rest. */
+static void take_switches(int *argc, char **argv, bool *verbose, bool *json)
+{
+	int n = 0;
+
+	for (int i = 0; i < *argc; i++) {
+		if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0)
+			*verbose = true;
+		else if (json != NULL && strcmp(argv[i], "--json") == 0)
+			*json = true;
+		else
+			argv[n++] = argv[i];
+	}
+	*argc = n;
+}
+
+int cli_request_start(struct cli_request *c, const struct cli_kind *k, int argc, char **argv, void *req)
+{
+	char **args = xcalloc((size_t)argc + 1, sizeof(*args));
+	char **rest = xcalloc((size_t)argc + 1, sizeof(*rest));
+	char err[1024] = "";
+	bool verbose = false;
+	int nrest;
+	int rc;
+	bool loaded;
+
+	memset(c, 0, sizeof(*c));
+	c->fields = xcalloc((size_t)argc + 1, sizeof(*c->fields));
+	c->values = xcalloc((size_t)argc + 1, sizeof(*c->values));
+	if (cli_help_asked(argc, argv)) {
+		k->help(stdout);
+		rc = CLI_EXIT_OK;
+		goto out;
+	}
+	memcpy(args, argv, (size_t)argc * sizeof(*args));
+	take_switches(&argc, args, &verbose, k->json ? &c->json : NULL);
+	rc = CLI_EXIT_USAGE;
+	if (split_args(argc, args, k->flags, k->bools, c->fields, c->values, &c->nfields, rest, &nrest, err,
+		       sizeof(err)) != 0) {
+		fprintf(stderr, "acceld %s: %s\n", k->name, err);
+		goto out;
+	}
+	loaded = cli_load_config(&c->cfg, k->name, nrest, rest, verbose ? CLI_LOG_VERBOSE : CLI_LOG_QUIET, &rc);
+	if (!loaded)
+		goto out;
+	k->init(req, &c->cfg);
+	for (size_t i = 0; i < c->nfields; i++) {
+		const char *name = c->fields[i];
+
+		if (k->set(req, name, c->values[i], err, sizeof(err)) != ACCELD_OK) {
+			/* the flag's own name and accepted values, not the API field's */
+			fprintf(stderr, "acceld %s: invalid --", k->name);
+			for (const char *p = name; *p != '\0'; p++)
+				fputc(*p == '_' ? '-' : *p, stderr);
+			fprintf(stderr, " '%.64s'; accepted: %s\n", c->values[i],
+				k->sizes != NULL && in_list(k->sizes, name) ? SIZE_ACCEPTED : k->accepted(name));
+			rc = CLI_EXIT_USAGE;
+			goto out;
+		}
+	}
+	c->det = cli_detect_new(&c->cfg);
+	c->snap = detect_acquire(c->det);
+	rc = -1;
+out:
+	free(args);
+	free(rest);
+	return rc;
+}
+
+void cli_request_finish(struct cli_request *c)
+{
+	if (c->snap)
+		detect_release(c->snap);
+	detect_free(c->det);
+	for (size_t i = 0; i < c->nfields; i++)
+		free(c->fields[i]);
+	free(c->fields);
+	free(c->values);
+	config_release(&c->cfg);
+}
+
+void cli_print_json(json_t *doc)
+{
+	jsonval_dumpf(doc, stdout, JSON_INDENT(2));
+	fputc('\n', stdout);
+	json_decref(doc);
 }

@@ -17,7 +17,13 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
 #include "core/config.h"
+#include "core/err.h"
+
+struct detect;
+struct detect_snapshot;
 
 enum cli_exit {
 	CLI_EXIT_OK = 0,
@@ -63,6 +69,49 @@ bool cli_load_config(struct config *cfg, const char *command, int argc, char **a
  * in single quotes (a value as given) is left alone; out is cut to outsz.
  */
 void cli_words(const char *msg, const char *const *fields, char *out, size_t outsz);
+
+/* --- the request commands (select, batch, plan): a request's fields as flags, then one probe of the devices --- */
+
+/* Sets one request field from text (select_request_set, batch_request_set, plan_params_set). */
+typedef enum acceld_err (*cli_set_fn)(void *req, const char *name, const char *value, char *err, size_t errsz);
+
+/* What a request command takes and does with it. */
+struct cli_kind {
+	const char *name;           /* "select", "batch", "plan" */
+	const char *const *flags;   /* the request fields taken as flags (--min-memory-bytes, --min_memory_bytes) */
+	const char *const *bools;   /* those of them that may stand alone, meaning true */
+	const char *const *sizes;   /* those that are sizes, said so when refused; NULL for none */
+	bool json;                  /* the command takes --json */
+	void (*init)(void *req, const struct config *cfg);
+	cli_set_fn set;
+	const char *(*accepted)(const char *field); /* a field's accepted values, for messages */
+	void (*help)(FILE *out);
+};
+
+/* A request command's state from cli_request_start to cli_request_finish. */
+struct cli_request {
+	struct config cfg;
+	struct detect *det;
+	const struct detect_snapshot *snap; /* the devices, probed once */
+	char **fields;
+	const char **values;
+	size_t nfields;
+	bool json;                  /* --json was given */
+};
+
+/*
+ * Starts a request command: answers --help (k->help), takes -v and --json out, the fields (as flags: --name V,
+ * --name=V, a bool alone) into req through k->init and k->set, the rest as settings (cli_load_config), then probes
+ * the devices. Returns -1 to go on, else the exit code (CLI_EXIT_OK after the help, CLI_EXIT_USAGE after
+ * "acceld NAME: ..." on stderr naming the flag and what it takes); cli_request_finish releases c either way.
+ */
+int cli_request_start(struct cli_request *c, const struct cli_kind *k, int argc, char **argv, void *req);
+
+/* Releases what cli_request_start took. */
+void cli_request_finish(struct cli_request *c);
+
+/* Prints doc (stolen) on stdout as indented JSON and a newline. */
+void cli_print_json(json_t *doc);
 
 /*
  * The device registry a command works from, without the service: the backends prepared (backend_prepare_all,

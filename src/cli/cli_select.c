@@ -8,9 +8,7 @@
 #include "select/batch.h"
 #include "cli/cli.h"
 #include "core/config.h"
-#include "core/jsonval.h"
 #include "detect/detect.h"
-#include "core/mem.h"
 #include "select/select.h"
 
 /* Request fields that are not settings; --prefer and --allow-tpu are settings, read by config_load. */
@@ -22,10 +20,6 @@ static const char *const size_fields[] = {"min_memory_bytes", "model_bytes", "sa
 
 /* The words of batch's messages that name its fields (batch.h), said as flags here. */
 static const char *const batch_words[] = {"model_bytes", "params", "dtype", "sample_bytes", NULL};
-
-#define SIZE_ACCEPTED "a size such as 16GiB, 16GB or 17179869184 (" CONFIG_SIZE_UNITS ")"
-
-typedef enum acceld_err (*set_fn)(void *req, const char *name, const char *value, char *err, size_t errsz);
 
 static bool in_list(const char *const *list, const char *name)
 {
@@ -55,57 +49,6 @@ static enum acceld_err set_batch(void *req, const char *name, const char *value,
 		value = digits;
 	}
 	return batch_request_set(req, name, value, err, errsz);
-}
-
-/*
- * Takes the request fields (--min-memory-bytes X, --kernel=sgemm) out of argv into fields/values and puts every
- * other argument, in order, into rest. A flag named in bools may stand alone (meaning true). Returns 0, or -1 with
- * a message in err.
- */
-static int split_args(int argc, char **argv, const char *const *flags, const char *const *bools, char **fields,
-		      const char **values, size_t *nfields, char **rest, int *nrest, char *err, size_t errsz)
-{
-	*nfields = 0;
-	*nrest = 0;
-	for (int i = 0; i < argc; i++) {
-		const char *arg = argv[i];
-		const char *eq = strchr(arg, '=');
-		size_t len;
-		char name[40];
-
-		if (strncmp(arg, "--", 2) != 0) {
-			rest[(*nrest)++] = argv[i];
-			continue;
-		}
-		len = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
-		if (len == 0 || len >= sizeof(name)) {
-			rest[(*nrest)++] = argv[i];
-			continue;
-		}
-		memcpy(name, arg + 2, len);
-		name[len] = '\0';
-		for (char *p = name; *p; p++)
-			if (*p == '-')
-				*p = '_';
-		if (!in_list(flags, name)) {
-			rest[(*nrest)++] = argv[i];
-			continue;
-		}
-		fields[*nfields] = xstrdup(name);
-		if (eq) {
-			values[*nfields] = eq + 1;
-		} else if (in_list(bools, name) && (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0)) {
-			values[*nfields] = "true";
-		} else if (i + 1 < argc) {
-			values[*nfields] = argv[++i];
-		} else {
-			snprintf(err, errsz, "option --%.40s needs a value", arg + 2);
-			(*nfields)++;
-			return -1;
-		}
-		(*nfields)++;
-	}
-	return 0;
 }
 
 static void select_help(FILE *out)
@@ -165,119 +108,6 @@ static void batch_help(FILE *out)
 	cli_help_settings(out, settings);
 }
 
-/* What a command of this file takes and does with it. */
-struct cli_kind {
-	const char *name;           /* "select", "batch" */
-	const char *const *flags;   /* the request fields taken as flags (--min-memory-bytes, --min_memory_bytes) */
-	const char *const *bools;   /* those of them that may stand alone, meaning true */
-	void (*init)(void *req, const struct config *cfg);
-	set_fn set;
-	const char *(*accepted)(const char *field); /* a field's accepted values, for messages */
-	void (*help)(FILE *out);
-};
-
-struct cli {
-	struct config cfg;
-	struct detect *det;
-	const struct detect_snapshot *snap;
-	char **fields;
-	const char **values;
-	size_t nfields;
-	bool json;                  /* --json (batch) */
-};
-
-/* Takes -v, --verbose and --json (when json is not NULL) out of argv[0..*argc), keeping the order of the rest. */
-static void take_switches(int *argc, char **argv, bool *verbose, bool *json)
-{
-	int n = 0;
-
-	for (int i = 0; i < *argc; i++) {
-		if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0)
-			*verbose = true;
-		else if (json != NULL && strcmp(argv[i], "--json") == 0)
-			*json = true;
-		else
-			argv[n++] = argv[i];
-	}
-	*argc = n;
-}
-
-/*
- * Answers --help, splits the arguments, loads the settings, applies the fields, probes. Returns -1 to go on, else
- * an exit code; cli_finish releases what it took either way.
- */
-static int cli_start(struct cli *c, const struct cli_kind *k, int argc, char **argv, void *req)
-{
-	char **args = xcalloc((size_t)argc + 1, sizeof(*args));
-	char **rest = xcalloc((size_t)argc + 1, sizeof(*rest));
-	char err[1024] = "";
-	bool verbose = false;
-	int nrest;
-	int rc;
-	bool loaded;
-
-	memset(c, 0, sizeof(*c));
-	c->fields = xcalloc((size_t)argc + 1, sizeof(*c->fields));
-	c->values = xcalloc((size_t)argc + 1, sizeof(*c->values));
-	if (cli_help_asked(argc, argv)) {
-		k->help(stdout);
-		rc = CLI_EXIT_OK;
-		goto out;
-	}
-	memcpy(args, argv, (size_t)argc * sizeof(*args));
-	take_switches(&argc, args, &verbose, strcmp(k->name, "batch") == 0 ? &c->json : NULL);
-	rc = CLI_EXIT_USAGE;
-	if (split_args(argc, args, k->flags, k->bools, c->fields, c->values, &c->nfields, rest, &nrest, err,
-		       sizeof(err)) != 0) {
-		fprintf(stderr, "acceld %s: %s\n", k->name, err);
-		goto out;
-	}
-	loaded = cli_load_config(&c->cfg, k->name, nrest, rest, verbose ? CLI_LOG_VERBOSE : CLI_LOG_QUIET, &rc);
-	if (!loaded)
-		goto out;
-	k->init(req, &c->cfg);
-	for (size_t i = 0; i < c->nfields; i++) {
-		const char *name = c->fields[i];
-
-		if (k->set(req, name, c->values[i], err, sizeof(err)) != ACCELD_OK) {
-			/* the flag's own name and accepted values, not the API field's */
-			fprintf(stderr, "acceld %s: invalid --", k->name);
-			for (const char *p = name; *p != '\0'; p++)
-				fputc(*p == '_' ? '-' : *p, stderr);
-			fprintf(stderr, " '%.64s'; accepted: %s\n", c->values[i],
-				in_list(size_fields, name) ? SIZE_ACCEPTED : k->accepted(name));
-			rc = CLI_EXIT_USAGE;
-			goto out;
-		}
-	}
-	c->det = cli_detect_new(&c->cfg);
-	c->snap = detect_acquire(c->det);
-	rc = -1;
-out:
-	free(args);
-	free(rest);
-	return rc;
-}
-
-static void cli_finish(struct cli *c)
-{
-	if (c->snap)
-		detect_release(c->snap);
-	detect_free(c->det);
-	for (size_t i = 0; i < c->nfields; i++)
-		free(c->fields[i]);
-	free(c->fields);
-	free(c->values);
-	config_release(&c->cfg);
-}
-
-static void print_json(json_t *doc)
-{
-	jsonval_dumpf(doc, stdout, JSON_INDENT(2));
-	fputc('\n', stdout);
-	json_decref(doc);
-}
-
 static void init_select(void *req, const struct config *cfg)
 {
 	select_request_init(req, cfg);
@@ -291,13 +121,13 @@ static void init_batch(void *req, const struct config *cfg)
 int cli_select_main(int argc, char **argv)
 {
 	static const char *const bools[] = {"executable", NULL};
-	static const struct cli_kind kind = {"select", select_flags, bools, init_select, set_select,
-					     select_param_accepted, select_help};
-	struct cli c;
+	static const struct cli_kind kind = {"select", select_flags, bools, size_fields, false, init_select,
+					     set_select, select_param_accepted, select_help};
+	struct cli_request c;
 	struct select_request req;
 	struct select_result res;
 	enum acceld_err err;
-	int rc = cli_start(&c, &kind, argc, argv, &req);
+	int rc = cli_request_start(&c, &kind, argc, argv, &req);
 
 	if (rc >= 0)
 		goto out;
@@ -305,7 +135,7 @@ int cli_select_main(int argc, char **argv)
 	if (err != ACCELD_OK) {
 		fprintf(stderr, "acceld select: %s\n", res.reason);
 		if (req.format == SELECT_FORMAT_JSON)
-			print_json(json_pack("{s:s, s:o}", "error", res.reason, "candidates",
+			cli_print_json(json_pack("{s:s, s:o}", "error", res.reason, "candidates",
 					     select_candidates_json(&res)));
 		rc = CLI_EXIT_FAIL;
 	} else if (req.format == SELECT_FORMAT_ENV) {
@@ -316,12 +146,12 @@ int cli_select_main(int argc, char **argv)
 		free(text);
 		rc = CLI_EXIT_OK;
 	} else {
-		print_json(select_result_to_json(&res, &req, c.snap));
+		cli_print_json(select_result_to_json(&res, &req, c.snap));
 		rc = CLI_EXIT_OK;
 	}
 	select_result_release(&res);
 out:
-	cli_finish(&c);
+	cli_request_finish(&c);
 	return rc;
 }
 
@@ -371,15 +201,15 @@ static void print_batch(const struct batch_result *res, const struct batch_reque
 int cli_batch_main(int argc, char **argv)
 {
 	static const char *const bools[] = {NULL};
-	static const struct cli_kind kind = {"batch", batch_param_names, bools, init_batch, set_batch,
-					     batch_param_accepted, batch_help};
-	struct cli c;
+	static const struct cli_kind kind = {"batch", batch_param_names, bools, size_fields, true, init_batch,
+					     set_batch, batch_param_accepted, batch_help};
+	struct cli_request c;
 	struct batch_request req;
 	struct batch_result res;
 	const struct device *d;
 	const char *param;
 	char msg[256];
-	int rc = cli_start(&c, &kind, argc, argv, &req);
+	int rc = cli_request_start(&c, &kind, argc, argv, &req);
 
 	if (rc >= 0)
 		goto out;
@@ -417,11 +247,11 @@ int cli_batch_main(int argc, char **argv)
 		goto out;
 	}
 	if (c.json)
-		print_json(batch_result_to_json(&res, &req, c.snap));
+		cli_print_json(batch_result_to_json(&res, &req, c.snap));
 	else
 		print_batch(&res, &req);
 	rc = CLI_EXIT_OK;
 out:
-	cli_finish(&c);
+	cli_request_finish(&c);
 	return rc;
 }

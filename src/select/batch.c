@@ -75,7 +75,7 @@ void batch_request_init(struct batch_request *req, const struct config *cfg)
 }
 
 /* "0.1", "0", "0.25", "1": digits, optionally a point and 1..6 decimals, as millionths. */
-static int parse_ppm(const char *text, unsigned *out)
+int batch_parse_ppm(const char *text, unsigned *out)
 {
 	size_t whole = strspn(text, "0123456789");
 	uint64_t v = 0;
@@ -152,7 +152,7 @@ enum acceld_err batch_request_set(struct batch_request *req, const char *name, c
 	} else if (strcmp(name, "reserve") == 0) {
 		unsigned ppm;
 
-		ok = parse_ppm(value, &ppm) == 0 && ppm <= BATCH_MAX_RESERVE_PPM;
+		ok = batch_parse_ppm(value, &ppm) == 0 && ppm <= BATCH_MAX_RESERVE_PPM;
 		if (ok)
 			req->reserve_ppm = ppm;
 	}

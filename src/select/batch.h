@@ -125,6 +125,10 @@ enum acceld_err batch_compute(const struct device *d, const struct batch_request
 /* Nearest power of two to x (x >= 1), ties up; 0 when the answer would not fit in 64 bits. */
 uint64_t batch_round_pow2(uint64_t x);
 
+/* A reserve as a decimal ("0.1", "0", "0.25": one or two digits, then up to 6 decimals) into millionths, at most
+ * 10^6. Returns 0, or -1 when malformed. /batch-config's reserve and /plan's read it alike. */
+int batch_parse_ppm(const char *text, unsigned *out);
+
 /* floor(bytes x (1 - ppm / 10^6)), exact for every 64-bit value. */
 uint64_t batch_usable_bytes(uint64_t bytes, unsigned reserve_ppm);
 

@@ -327,69 +327,69 @@ enum acceld_err plan_request_check(const struct plan_request *req, const char **
 	unsigned per_host = d->per_host ? d->per_host : d->count;
 
 	if ((unsigned)req->dtype > PLAN_INT4)
-		FAIL("dtype", "dtype is not one of f32, bf16, f16, fp8, int8, int4");
+		FAIL("dtype", "not one of f32, bf16, f16, fp8, int8, int4");
 	if ((unsigned)req->kv_dtype > PLAN_INT4)
-		FAIL("kv_dtype", "kv_dtype is not one of f32, bf16, f16, fp8, int8, int4");
+		FAIL("kv_dtype", "not one of f32, bf16, f16, fp8, int8, int4");
 	if ((unsigned)req->mode > PLAN_TRAIN)
-		FAIL("mode", "mode is not infer or train");
+		FAIL("mode", "not infer or train");
 	if ((unsigned)req->optimizer > PLAN_ADAFACTOR)
-		FAIL("optimizer", "optimizer is not adam, sgd_momentum, sgd or adafactor");
+		FAIL("optimizer", "not adam, sgd_momentum, sgd or adafactor");
 	if ((unsigned)req->remat > PLAN_REMAT_AUTO)
-		FAIL("remat", "remat is not none, selective, full or auto");
+		FAIL("remat", "not none, selective, full or auto");
 	if ((unsigned)d->kind > PLAN_TPU)
-		FAIL("devices.kind", "devices.kind is not cpu, gpu or tpu");
+		FAIL("devices", "the kind is not cpu, gpu or tpu");
 	if (req->mode == PLAN_TRAIN && (req->dtype == PLAN_INT8 || req->dtype == PLAN_INT4))
 		FAIL("dtype", "training needs floating-point weights (f32, bf16, f16 or fp8); %s is for inference",
 		     plan_dtype_name(req->dtype));
 	if (m->params > PLAN_MAX_PARAMS)
-		FAIL("model.params", "model.params must be at most %llu", ULL(PLAN_MAX_PARAMS));
+		FAIL("params", "must be at most %llu", ULL(PLAN_MAX_PARAMS));
 	if (m->layers > PLAN_MAX_LAYERS)
-		FAIL("model.layers", "model.layers must be at most %u", PLAN_MAX_LAYERS);
+		FAIL("layers", "must be at most %u", PLAN_MAX_LAYERS);
 	if (m->hidden > PLAN_MAX_HIDDEN || m->ffn > 16 * PLAN_MAX_HIDDEN || m->head_dim > PLAN_MAX_HIDDEN)
-		FAIL("model.hidden", "model.hidden and head_dim must be at most %u, ffn at most %u", PLAN_MAX_HIDDEN,
+		FAIL("hidden", "hidden and head_dim must be at most %u, ffn at most %u", PLAN_MAX_HIDDEN,
 		     16 * PLAN_MAX_HIDDEN);
 	if (m->heads > PLAN_MAX_HEADS || m->kv_heads > m->heads)
-		FAIL("model.heads", "model.heads must be at most %u and kv_heads at most heads", PLAN_MAX_HEADS);
+		FAIL("heads", "heads must be at most %u and kv_heads at most heads", PLAN_MAX_HEADS);
 	if (m->vocab > PLAN_MAX_VOCAB)
-		FAIL("model.vocab", "model.vocab must be at most %u", PLAN_MAX_VOCAB);
+		FAIL("vocab", "must be at most %u", PLAN_MAX_VOCAB);
 	if (m->experts > PLAN_MAX_EXPERTS || m->experts_per_token > (m->experts > 1 ? m->experts : 1))
-		FAIL("model.experts", "model.experts must be at most %u and experts_per_token at most experts",
+		FAIL("experts", "experts must be at most %u and experts_per_token at most experts",
 		     PLAN_MAX_EXPERTS);
 	if ((m->layers || m->hidden || m->heads) && !shape_complete(m))
-		FAIL("model.layers", "a model shape needs layers, hidden and heads together");
+		FAIL("layers", "a model shape needs layers, hidden and heads together");
 	if (m->heads && m->kv_heads && m->heads % m->kv_heads)
-		FAIL("model.kv_heads", "model.heads %u is not a multiple of kv_heads %u", m->heads, m->kv_heads);
+		FAIL("kv_heads", "heads %u is not a multiple of kv_heads %u", m->heads, m->kv_heads);
 	if (m->heads && m->head_dim == 0 && m->hidden % m->heads)
-		FAIL("model.heads", "model.hidden %u is not a multiple of heads %u; give head_dim", m->hidden,
+		FAIL("heads", "hidden %u is not a multiple of heads %u; give head_dim", m->hidden,
 		     m->heads);
 	if (m->params == 0 && plan_params_from_shape(m, NULL, NULL) == 0)
-		FAIL("model.params", "give model.params, or layers, hidden, heads and vocab to derive them (at most "
+		FAIL("params", "give params, or layers, hidden, heads and vocab to derive them (at most "
 		     "%llu)", ULL(PLAN_MAX_PARAMS));
 	if (req->seq_len == 0 || req->seq_len > PLAN_MAX_SEQ)
-		FAIL("seq_len", "seq_len must be from 1 to %u", PLAN_MAX_SEQ);
+		FAIL("seq_len", "must be from 1 to %u", PLAN_MAX_SEQ);
 	if (req->global_batch && req->per_device_batch)
 		FAIL("global_batch", "give global_batch or per_device_batch, not both");
 	if (req->global_batch > PLAN_MAX_BATCH || req->per_device_batch > PLAN_MAX_BATCH)
 		FAIL("global_batch", "a batch must be at most %llu", ULL(PLAN_MAX_BATCH));
 	if (req->reserve_ppm > PLAN_MAX_RESERVE_PPM)
-		FAIL("reserve", "reserve must be at most 0.9");
+		FAIL("reserve", "must be at most 0.9");
 	if (d->count == 0 || d->count > PLAN_MAX_DEVICES)
-		FAIL("devices.count", "devices.count must be from 1 to %u", PLAN_MAX_DEVICES);
+		FAIL("devices", "the device count must be from 1 to %u", PLAN_MAX_DEVICES);
 	if (d->memory_bytes == 0)
-		FAIL("devices.memory_bytes", "devices.memory_bytes must be given (the memory of one device)");
+		FAIL("devices", "the memory of one device is not known (give memory_bytes)");
 	if (per_host > d->count || d->count % per_host)
-		FAIL("devices.per_host", "devices.per_host %u does not divide the count %u", per_host, d->count);
+		FAIL("devices", "%u a host does not divide the count %u", per_host, d->count);
 	if (d->kind != PLAN_TPU && d->fast_domain && (d->fast_domain > per_host || per_host % d->fast_domain))
-		FAIL("devices.fast_domain", "devices.fast_domain %u does not divide the %u devices of a host",
+		FAIL("devices", "a fast-link domain of %u does not divide the %u devices of a host",
 		     d->fast_domain, per_host);
 	if (d->kind == PLAN_TPU && d->torus[0]) {
 		unsigned chips = torus_chips(d->torus);
 
 		for (int i = 0; i < 3; i++)
 			if (d->torus[i] > 1024 || (i > 0 && d->torus[i] && !d->torus[i - 1]))
-				FAIL("devices.torus", "devices.torus must be up to three dimensions of 1 to 1024");
+				FAIL("devices", "the torus must be up to three dimensions of 1 to 1024");
 		if (d->count % chips || chips % per_host)
-			FAIL("devices.torus", "a torus of %u chips must hold whole hosts of %u and divide the count %u",
+			FAIL("devices", "a torus of %u chips must hold whole hosts of %u and divide the count %u",
 			     chips, per_host, d->count);
 	}
 	return ACCELD_OK;
@@ -772,10 +772,10 @@ static size_t divisors(unsigned n, unsigned *out, size_t max)
 	return k;
 }
 
-static const char *remat_phrase(enum plan_remat r)
+const char *plan_remat_phrase(enum plan_remat r)
 {
-	return r == PLAN_REMAT_NONE ? "no rematerialisation" : r == PLAN_REMAT_SELECTIVE ? "selective rematerialisation"
-											 : "full rematerialisation";
+	return r == PLAN_REMAT_NONE ? "no rematerialization" : r == PLAN_REMAT_SELECTIVE ? "selective rematerialization"
+											 : "full rematerialization";
 }
 
 /* One candidate's figures (and, with text, its memory reason). */
@@ -799,7 +799,7 @@ static void judge(const struct ctx *c, struct plan_candidate *cd, bool text)
 		fmt_gib(need, sizeof(need), cd->total_bytes);
 		fmt_gib(have, sizeof(have), c->usable);
 		plan_put(cd->why, sizeof(cd->why), "does not fit: needs %s of %s usable%s%s", need, have,
-		    c->r.mode == PLAN_TRAIN ? " with " : "", c->r.mode == PLAN_TRAIN ? remat_phrase(cd->remat) : "");
+		    c->r.mode == PLAN_TRAIN ? " with " : "", c->r.mode == PLAN_TRAIN ? plan_remat_phrase(cd->remat) : "");
 	}
 }
 
@@ -863,10 +863,10 @@ static void rank_reasons(const struct ctx *c, struct cands *cs, const struct pla
 				    "parallelism)");
 			else if (cd->mesh.tensor == 1)
 				plan_put(cd->why, sizeof(cd->why), "chosen: sharded (%s) without tensor parallelism, %s",
-				    cd->mesh.expert > 1 ? "expert parallelism" : "FSDP", remat_phrase(cd->remat));
+				    cd->mesh.expert > 1 ? "expert parallelism" : "FSDP", plan_remat_phrase(cd->remat));
 			else
 				plan_put(cd->why, sizeof(cd->why), "chosen: tensor %u is the least tensor parallelism that "
-				    "fits, %s", cd->mesh.tensor, remat_phrase(cd->remat));
+				    "fits, %s", cd->mesh.tensor, plan_remat_phrase(cd->remat));
 			continue;
 		}
 		prefer(cd, best, &why);
@@ -879,8 +879,8 @@ static void rank_reasons(const struct ctx *c, struct cands *cs, const struct pla
 			plan_put(rule, sizeof(rule), "pure data parallelism fits");
 			break;
 		case 2:
-			plan_put(rule, sizeof(rule), "it needs %s, the chosen mesh %s", remat_phrase(cd->remat),
-			    remat_phrase(best->remat));
+			plan_put(rule, sizeof(rule), "it needs %s, the chosen mesh %s", plan_remat_phrase(cd->remat),
+			    plan_remat_phrase(best->remat));
 			break;
 		case 3:
 			plan_put(rule, sizeof(rule), "its sharded axes leave the fast-link domain of %u", c->fast_inner);
@@ -994,9 +994,9 @@ static void describe(const struct ctx *c, const struct sizes *z, struct plan_mem
 		    "%llu x (%s) / tensor %u (a forward pass keeps nothing for a backward one; Korthikanti et al. "
 		    "2022 eq. 1)", c->r.seq_len, ULL(out->per_device_batch), lt, m->tensor);
 		plan_put(out->activations_selective.formula, sizeof(out->activations_selective.formula), "%s",
-		    "inference: the same as without rematerialisation");
+		    "inference: the same as without rematerialization");
 		plan_put(out->activations_full.formula, sizeof(out->activations_full.formula), "%s",
-		    "inference: the same as without rematerialisation");
+		    "inference: the same as without rematerialization");
 		if (z->kv_dev * m->tensor > c->kvh)
 			plan_put(out->kv_cache.formula, sizeof(out->kv_cache.formula), "2 x %u layers x 1 KV head (%u "
 			    "replicated over tensor %u) x %u head_dim x s %u x b %llu x %s B (%s)",
@@ -1196,7 +1196,7 @@ static void hint_memory_savers(const struct ctx *c, struct plan_result *out)
 		r.remat = PLAN_REMAT_AUTO;
 		if (fits_with(&r, &best) && (h = add_hint(out, PLAN_HINT_REMAT, best.remat, &best.mesh))) {
 			mesh_text(&best.mesh, ms, sizeof(ms));
-			plan_put(h->text, sizeof(h->text), "%s: %s", remat_phrase(best.remat), ms);
+			plan_put(h->text, sizeof(h->text), "%s: %s", plan_remat_phrase(best.remat), ms);
 		}
 		r.remat = c->r.remat;
 	}
@@ -1264,7 +1264,7 @@ enum acceld_err plan_compute(const struct plan_request *req, struct plan_result 
 	memset(out, 0, sizeof(*out));
 	out->req = *req;
 	if (plan_request_check(req, &param, err, sizeof(err)) != ACCELD_OK) {
-		plan_put(out->detail, sizeof(out->detail), "%s", err);
+		plan_put(out->detail, sizeof(out->detail), "%s: %s", param, err);
 		return ACCELD_EINVAL;
 	}
 	resolve(req, c);
@@ -1358,6 +1358,15 @@ static void set_uint(json_t *o, const char *key, uint64_t v)
 		json_object_set_new(o, key, bytes_json(v));
 }
 
+/* Why the chosen mesh won (its candidate's text), or why nothing fits. */
+static const char *chosen_reason(const struct plan_result *res)
+{
+	for (size_t i = 0; res->fits && i < res->ncandidates; i++)
+		if (memcmp(&res->candidates[i].mesh, &res->memory.mesh, sizeof(res->memory.mesh)) == 0)
+			return res->candidates[i].why;
+	return res->detail;
+}
+
 json_t *plan_json(const struct plan_result *res)
 {
 	const struct plan_request *r = &res->req;
@@ -1418,6 +1427,7 @@ json_t *plan_json(const struct plan_result *res)
 	json_object_set_new(o, "devices", dev);
 
 	json_object_set_new(o, "mesh", res->fits ? mesh_json(&res->memory.mesh) : json_null());
+	json_object_set_new(o, "reason", json_string(chosen_reason(res)));
 	json_object_set_new(o, "batch", res->fits ? json_pack("{s:o, s:o}", "per_device",
 							      bytes_json(res->memory.per_device_batch), "global",
 							      bytes_json(res->memory.global_batch))

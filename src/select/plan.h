@@ -27,14 +27,14 @@
  * keeps.
  *
  * The chosen mesh is the first that fits in this order: the least tensor parallelism; pure data parallelism;
- * the least rematerialisation (auto); the fsdp, expert and tensor axes inside the fast links (the NVLink island,
+ * the least rematerialization (auto); the fsdp, expert and tensor axes inside the fast links (the NVLink island,
  * the TPU slice); the widest sharding (FSDP over the whole fast-link domain, as MaxText's ici_fsdp_parallelism -1
  * and PyTorch's hybrid sharding do); then expert before fsdp. Tensor parallelism never crosses hosts (GPU, CPU),
  * never splits a fast-link domain and stays inside one TPU slice (whose ICI torus does join its hosts); it needs
  * the heads (and KV heads, FFN width) divisible. Expert parallelism is for MoE models whose expert count it
  * divides. Inference has no fsdp axis (serving shards weights by tensor parallelism instead of gathering them for
  * every token). Every other mesh comes back with why it lost; when nothing fits, what would: more devices, a
- * smaller dtype, rematerialisation, flash attention, a smaller per-device batch.
+ * smaller dtype, rematerialization, flash attention, a smaller per-device batch.
  *
  * Not counted: framework and runtime overheads (CUDA context, XLA scratch, allocator fragmentation: the reserve
  * is for them), FSDP's all-gather buffers of one or two layers' full weights, pipeline parallelism, and biases
@@ -208,8 +208,10 @@ struct plan_result {
 void plan_request_init(struct plan_request *req);
 
 /*
- * Checks a request's ranges and combinations. Returns ACCELD_OK, or ACCELD_EINVAL with a message in err and the
- * offending field's name (static, e.g. "model.heads", "devices.per_host") in *param.
+ * Checks a request's ranges and combinations. Returns ACCELD_OK, or ACCELD_EINVAL with the offending field's name
+ * as GET /plan takes it (static: "heads", "global_batch"; "devices" for anything of the devices) in *param and a
+ * message in err that does not repeat it ("hidden 4095 is not a multiple of heads 32; give head_dim"): the caller
+ * names the field, as a parameter or a JSONPath.
  */
 enum acceld_err plan_request_check(const struct plan_request *req, const char **param, char *err, size_t errsz);
 
@@ -236,8 +238,8 @@ uint64_t plan_params_from_shape(const struct plan_model *m, uint64_t *expert, ui
 
 /*
  * The answer as a new JSON object: fits, the request's resolved settings, model, devices (with usable_bytes and
- * reserve_ppm), mesh and batch (null when nothing fits), memory ({bytes, formula} per term, remat, total_bytes;
- * the closest mesh's when nothing fits), rejected (every other candidate: mesh, fits, reason, total_bytes),
+ * reserve_ppm), mesh and batch (null when nothing fits), reason (why the mesh won, or why nothing fits), memory
+ * ({bytes, formula} per term, remat, total_bytes; the closest mesh's when nothing fits), rejected (every other candidate: mesh, fits, reason, total_bytes),
  * suggestions ({kind, value, mesh, text}) and detail when nothing fits. Integers in bytes, formulas and reasons
  * as strings, no floating-point numbers; a figure past 2^63 is null.
  */
@@ -250,6 +252,8 @@ const char *plan_dtype_name(enum plan_dtype d);
 const char *plan_mode_name(enum plan_mode m);
 const char *plan_optimizer_name(enum plan_optimizer o);
 const char *plan_remat_name(enum plan_remat r);
+/* In words: "no rematerialization", "selective rematerialization", "full rematerialization". */
+const char *plan_remat_phrase(enum plan_remat r);
 const char *plan_hint_name(enum plan_hint_kind h);
 
 /* Parsers of those names (the dtype also takes fp32, fp16 and float32-style aliases; the optimizer adamw, momentum).

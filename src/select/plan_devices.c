@@ -181,39 +181,50 @@ enum acceld_err plan_devices_parse(const char *text, struct plan_devices *out, s
 				   char *err, size_t errsz)
 {
 	char model[PLAN_DEVICES_TEXT_MAX];
+	char trimmed[PLAN_DEVICES_TEXT_MAX + 1];
 	unsigned count = 0;
 	const struct spec *s = NULL;
 	const char *kind = NULL;
+	size_t len;
 
 	memset(origin, 0, sizeof(*origin));
-	if (text == NULL || text[0] == '\0' || strlen(text) > PLAN_DEVICES_TEXT_MAX) {
-		snprintf(err, errsz, "devices: a shape of at most %d characters, such as H100x8, tpu:v5p-128 or cpu",
+	/* blanks around the shape and after its kind ("tpu: v5p-128") are the way people write it */
+	while (text != NULL && (*text == ' ' || *text == '\t'))
+		text++;
+	len = text != NULL ? strlen(text) : 0;
+	while (len > 0 && (text[len - 1] == ' ' || text[len - 1] == '\t'))
+		len--;
+	if (len == 0 || len > PLAN_DEVICES_TEXT_MAX) {
+		snprintf(err, errsz, "a shape of at most %d characters, such as H100x8 or tpu:v5p-128",
 			 PLAN_DEVICES_TEXT_MAX);
 		return ACCELD_EINVAL;
 	}
+	memcpy(trimmed, text, len);
+	trimmed[len] = '\0';
+	text = trimmed;
 	if (strncasecmp(text, "gpu:", 4) == 0 || strncasecmp(text, "tpu:", 4) == 0) {
 		kind = text;
-		text += 4;
+		text += 4 + strspn(text + 4, " \t");
 	}
 	if (strcasecmp(text, "cpu") == 0 && kind == NULL) {
-		snprintf(err, errsz, "devices: cpu plans for this host's CPU; leave devices out");
+		snprintf(err, errsz, "cpu is this host's: name it by its id (cpu:0)");
 		return ACCELD_EINVAL;
 	}
 	if ((kind == NULL || tolower((unsigned char)kind[0]) == 't') && strchr(text, '-') != NULL &&
 	    !model_and_count(text, model, sizeof(model), &count))
 		return tpu_slice(text, NULL, 0, out, origin, err, errsz);
 	if (!model_and_count(text, model, sizeof(model), &count)) {
-		snprintf(err, errsz, "devices: '%s' is not a shape: GPUs as MODELxCOUNT (H100x8, L4x4), a TPU slice as "
-			 "GCP names it (v5p-128, v6e-8)", text);
+		snprintf(err, errsz, "'%s' is not a shape: GPUs as MODELxCOUNT (H100x8, L4x4), a TPU slice as "
+			 "GCP names it (v5p-128, v6e-8), or device ids (gpu:0,gpu:1)", text);
 		return ACCELD_EINVAL;
 	}
 	if (count > PLAN_MAX_DEVICES) {
-		snprintf(err, errsz, "devices: at most %u", PLAN_MAX_DEVICES);
+		snprintf(err, errsz, "at most %u devices", PLAN_MAX_DEVICES);
 		return ACCELD_EINVAL;
 	}
 	s = gpu_spec(model);
 	if (s == NULL || s->memory_gib <= 0) {
-		snprintf(err, errsz, "devices: the spec table has no GPU '%s' (db/accelerators.csv: T4, L4, A10G, "
+		snprintf(err, errsz, "the spec table has no GPU '%s' (db/accelerators.csv: T4, L4, A10G, "
 			 "A100 40GB, A100 80GB, H100, H100 PCIe, H200, B200, MI250X, MI300X)", model);
 		return ACCELD_EINVAL;
 	}

@@ -26,6 +26,7 @@
  *   FAKE_NVML_RETIRED_PENDING=1   every GPU has retired pages waiting for a reset
  *   FAKE_NVML_HGX=N               the host holds N (1 to 8) H100s instead, as an HGX board does (UUIDs
  *                                 GPU-00000000-0000-0000-0000-00000000000N, buses 0x18, 0x2a, 0x3a, ...)
+ *   FAKE_NVML_HGX_GPU=K           ... or N copies of GPU K of the four (1: a host of L4 cards, as a GCE g2 has)
  *   FAKE_NVML_NVLINK=all|pairs    nvmlDeviceGetP2PStatus says NVLink joins every GPU (an NVSwitch board) or
  *                                 GPUs 0-1, 2-3, ... (bridges); otherwise no pair (PCIe only)
  * Calls for FAKE_NVML_FAIL and FAKE_NVML_NOT_SUPPORTED also include: clock_now throttle ecc retired remap threshold.
@@ -180,7 +181,7 @@ static unsigned env_uint(const char *name, unsigned dflt)
 	return *end == '\0' ? (unsigned)n : dflt;
 }
 
-/* FAKE_NVML_HGX's board: N copies of the H100 entry with their own names on the bus */
+/* FAKE_NVML_HGX's board: N copies of one entry (the H100's unless FAKE_NVML_HGX_GPU) with their own names on the bus */
 #define HGX_MAX 8
 static struct fake_gpu hgx[HGX_MAX];
 static char hgx_uuid[HGX_MAX][48];
@@ -209,7 +210,7 @@ static struct fake_gpu *gpu_at(unsigned i)
 
 	if (hgx_count() == 0)
 		return &gpus[i];
-	hgx[i] = gpus[0];
+	hgx[i] = gpus[env_uint("FAKE_NVML_HGX_GPU", 0) % 4];
 	snprintf(hgx_uuid[i], sizeof(hgx_uuid[i]), "GPU-00000000-0000-0000-0000-%012u", i);
 	snprintf(hgx_bus[i], sizeof(hgx_bus[i]), "00000000:%02X:00.0", buses[i]);
 	hgx[i].uuid = hgx_uuid[i];

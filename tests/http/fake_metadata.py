@@ -73,13 +73,15 @@ class _Fake:
 
 
 class FakeGce(_Fake):
-    """GCE's metadata server: machine-type, zone and scheduling under /computeMetadata/v1/instance/."""
+    """GCE's metadata server: machine-type, zone and scheduling under /computeMetadata/v1/instance/, and on a TPU VM
+    (tpu_env, accelerator_type given) the attributes tpu-env (KEY: 'value' lines) and accelerator-type."""
 
     def __init__(self, machine_type="n2d-standard-16", zone="europe-west4-b", preemptible="FALSE",
-                 provisioning_model=None, mode="ok"):
+                 provisioning_model=None, mode="ok", tpu_env=None, accelerator_type=None):
         super().__init__(mode)
         self.machine_type, self.zone = machine_type, zone
         self.preemptible, self.provisioning_model = preemptible, provisioning_model
+        self.tpu_env, self.accelerator_type = tpu_env, accelerator_type
 
     @property
     def url(self):
@@ -100,6 +102,10 @@ class FakeGce(_Fake):
             if self.provisioning_model:
                 doc["provisioningModel"] = self.provisioning_model
             return 200, json.dumps(doc)
+        if path == base + "attributes/tpu-env" and self.tpu_env is not None:
+            return 200, self.tpu_env
+        if path == base + "attributes/accelerator-type" and self.accelerator_type is not None:
+            return 200, self.accelerator_type
         return 404, "not found"
 
 

@@ -21,11 +21,12 @@ CONFIGURED = {
     "report": ("--json",),
     "select": (),
     "batch": (),
+    "plan": ("--params", "100M"),
     "run": ("saxpy", "--n", "64", "--db", ":memory:"),
 }
 
 # every command
-COMMANDS = ("serve", "report", "select", "batch", "run", "check", "version", "routes", "reasons", "help")
+COMMANDS = ("serve", "report", "select", "batch", "plan", "run", "check", "version", "routes", "reasons", "help")
 
 # thresholds no CPU can miss, so a quick check passes wherever the tests run
 PASSING_CHECK = ("--level", "quick", "--check-warn-percent", "0", "--check-fail-percent", "0")
@@ -37,6 +38,7 @@ HUMAN = {
     "select": ("select",),
     "select --format env": ("select", "--format", "env"),
     "batch": ("batch", "--params", "1000", "--sample-bytes", "1KB"),
+    "plan": ("plan", "--params", "100M"),
     "run --verify": ("run", "saxpy", "--n", "4096", "--verify", "--db", ":memory:"),
     "run sgemm --verify": ("run", "sgemm", "--m", "16", "--n", "8", "--k", "4", "--verify", "--db", ":memory:"),
     "check": ("check",) + PASSING_CHECK,

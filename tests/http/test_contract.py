@@ -14,7 +14,9 @@ import re
 import subprocess
 import unittest
 
-from harness import ROOT, run_cli
+from harness import FAKES, ROOT, Server, run_cli
+
+import jsonschema  # Debian's python3-jsonschema (make test-deps)
 
 REDOCLY = os.path.join(ROOT, "tests", "contract", "node_modules", ".bin", "redocly")
 CONTRACT = os.path.join("api", "openapi.yaml")
@@ -66,7 +68,8 @@ class Contract(unittest.TestCase):
         ops = openapi_operations()
         for key in [("GET", "/livez"), ("GET", "/readyz"), ("GET", "/healthz"), ("GET", "/version"),
                     ("GET", "/devices"), ("GET", "/devices/{id}"), ("POST", "/devices/refresh"),
-                    ("GET", "/select"), ("POST", "/select"), ("GET", "/batch-config"), ("GET", "/cost"),
+                    ("GET", "/select"), ("POST", "/select"), ("GET", "/batch-config"), ("GET", "/plan"),
+                    ("POST", "/plan"), ("GET", "/cost"),
                     ("GET", "/cost/estimate"), ("GET", "/cost/prices"), ("PUT", "/cost/prices"),
                     ("GET", "/history"), ("POST", "/run"), ("GET", "/run"), ("GET", "/run/{id}"),
                     ("DELETE", "/run/{id}"), ("GET", "/metrics"), ("GET", "/")]:
@@ -140,6 +143,28 @@ class ServiceAgrees(unittest.TestCase):
                     else:
                         self.assertEqual(op["security"], [])
                     self.assertTrue(any(code.startswith("4") for code in op["responses"]), "no 4xx response")
+
+    def validator(self, name):
+        """A validator of components.schemas.<name>, its $refs resolved within the bundled contract."""
+        schema = {"$ref": f"#/components/schemas/{name}", "components": self.doc["components"]}
+        return jsonschema.Draft202012Validator(schema)
+
+    def test_plan_answers_match_the_schema(self):
+        """GET /plan's answers, fitting or not, on eight H100s with NVLink and on named shapes, are what the Plan
+        schema says."""
+        v = self.validator("Plan")
+        env = {"ACCELD_NVML_LIBRARY": os.path.join(FAKES, "libnvml.so"), "FAKE_NVML_HGX": "8",
+               "FAKE_NVML_NVLINK": "all", "JOB_COMPLETION_INDEX": "1", "HOSTNAME": "train-1", "JOBSET_NAME": "j"}
+        queries = ("model=llama-2-70b&seq_len=4096", "model=llama-2-70b&mode=train",
+                   "model=llama-2-70b&mode=train&hosts=2", "model=mixtral-8x7b&mode=train&optimizer=adafactor",
+                   "params=7B&devices=tpu:v5p-128", "model=llama-3.1-405b&devices=L4x4", "params=1T&devices=cpu:0")
+        with Server(env=env) as s:
+            for q in queries:
+                with self.subTest(query=q):
+                    r = s.get("/plan?" + q)
+                    self.assertEqual(r.status, 200, r)
+                    errors = [f"{'/'.join(map(str, e.path))}: {e.message}" for e in v.iter_errors(r.json())]
+                    self.assertEqual(errors, [])
 
 
 if __name__ == "__main__":
