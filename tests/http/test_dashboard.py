@@ -3,7 +3,9 @@ console errors; the device table, the history and cost charts (with time and val
 render; each device shows its last health check, where it was seen (seen_by) and its job backends (backends); jobs
 are told apart by id; nothing overflows sideways at 1400, 1000 and 420 px; the job form runs a job with the
 kernel's own sizes (n is the kernel's n: sgemm sends m, n and k); unknown money reads "unknown"; the page reads only
-members the contract (api/openapi.yaml) declares, and no job's output from the list.
+members the contract (api/openapi.yaml) declares, and no job's output from the list. The plan form, on a host of eight
+H100s joined by NVLink (the fake NVML): Llama 2 70B inference fits as data 4 x tensor 2, its training does not and
+says what would, two hosts fit and give the environment, and a refusal shows at the field it names.
 
 The database is given a day of CPU samples before acceld serves it (as a sampler would have written them, with a
 gap where acceld was down) and the CPU a price, so the charts have history to draw. UPDATE_SCREENSHOT=1 also
@@ -17,7 +19,7 @@ import time
 import unittest
 
 from cdp import Browser, chromium_path
-from harness import ROOT, Server
+from harness import FAKES, ROOT, Server
 from test_contract import redocly
 
 SERVER_ARGS = ["--sample-interval", "200ms", "--telemetry-interval", "200ms"]
@@ -26,11 +28,12 @@ JOBS = [
     {"kernel": "dot", "n": 65536, "generate": {"seed": 2}, "verify": True},
     {"kernel": "sgemm", "m": 64, "n": 64, "k": 64, "generate": {"seed": 3}, "verify": True},
 ]
-# Runs before the page's own script: every JSON document a GET answers is wrapped so that each member the page
-# reads is noted as [method, path, status, [member, "[]" for an array element, ...]] in window.__apiReads.
+# Runs before the page's own script: every JSON document a GET answers, and POST /plan's, is wrapped so that each
+# member the page reads is noted as [method, path, status, [member, "[]" for an array element, ...]] in
+# window.__apiReads; the bodies POST /plan was sent are kept in window.__planSent.
 RECORD_READS = r"""
 (() => {
-  const reads = window.__apiReads = [], seen = new Set(), fetch0 = window.fetch;
+  const reads = window.__apiReads = [], sent = window.__planSent = [], seen = new Set(), fetch0 = window.fetch;
   const ignored = k => typeof k !== "string" || k === "then" || k === "toJSON" || k in Object.prototype;
   function wrap(v, note, at) {
     if (v === null || typeof v !== "object") return v;
@@ -38,16 +41,23 @@ RECORD_READS = r"""
       const x = Reflect.get(o, k, r);
       if (ignored(k)) return x;
       if (Array.isArray(o)) return /^[0-9]+$/.test(k) ? wrap(x, note, at.concat("[]")) : x;
-      const path = at.concat(k), key = JSON.stringify(path);
-      if (!seen.has(key)) { seen.add(key); note(path); }
+      const path = at.concat(k);
+      note(path);
       return wrap(x, note, path);
     } });
   }
   window.fetch = async (input, init) => {
     const r = await fetch0(input, init), method = ((init && init.method) || "GET").toUpperCase();
-    if (method !== "GET") return r;
     const url = new URL(r.url), json = r.json.bind(r);
-    r.json = async () => wrap(await json(), path => reads.push([method, url.pathname, r.status, path]), []);
+    if (method === "POST" && url.pathname === "/plan") sent.push(JSON.parse(init.body));
+    else if (method !== "GET") return r;
+    // each member noted once per method, path and status (not once for every answer: one path's reads never
+    // hide another's)
+    const note = path => {
+      const read = [method, url.pathname, r.status, path], key = JSON.stringify(read);
+      if (!seen.has(key)) { seen.add(key); reads.push(read); }
+    };
+    r.json = async () => wrap(await json(), note, []);
     return r;
   };
 })();
@@ -123,6 +133,40 @@ def collect_names(node, names):
             collect_names(v, names)
     elif isinstance(node, str):
         names.add(node)
+
+
+CONTRACT = []
+
+
+def contract():
+    """api/openapi.yaml, bundled with every $ref resolved (once a run)."""
+    if not CONTRACT:
+        r = redocly("bundle", os.path.join("api", "openapi.yaml"), "--dereferenced", "--ext", "json")
+        assert r.returncode == 0, r.stderr[-2000:]
+        CONTRACT.append(json.loads(r.stdout))
+    return CONTRACT[0]
+
+
+def assert_reads_declared(test, reads):
+    """Every member the page read (window.__apiReads) is declared by the schema of that answer (its method, path
+    and status) in the contract; returns the (method, path, status) read."""
+    templates = [(re.compile("^" + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(p)) + "$"), item)
+                 for p, item in contract()["paths"].items()]
+    answers = set()
+    undeclared = []
+    for method, path, status, member in reads:
+        answers.add((method, path, status))
+        item = next((item for rx, item in templates if rx.match(path)), None)
+        test.assertIsNotNone(item, f"{path} is not in the contract")
+        responses = item[method.lower()]["responses"]
+        response = responses.get(str(status)) or responses.get("default")
+        test.assertIsNotNone(response, f"{method} {path} answered {status}, which the contract does not list")
+        content = response.get("content", {})
+        media = content.get("application/json") or content.get("application/problem+json")
+        if not declares(media["schema"], member):
+            undeclared.append(f"{method} {path} {status}: {'.'.join(member)}")
+    test.assertEqual(undeclared, [])
+    return answers
 
 
 class Dashboard(unittest.TestCase):
@@ -420,6 +464,16 @@ class Dashboard(unittest.TestCase):
         b.wait_until("document.querySelector('#devices tr[data-id=\"cpu:0\"] td:nth-child(7)').textContent === '0.12'")
         b.wait_until("document.querySelectorAll('#cost-chart rect.col').length >= 20")
 
+    def test_8b_plan_form_plans_for_this_host(self):
+        """The plan form with devices left empty plans for this host: its CPU, with the memory given."""
+        got = plan_in_form(self.browser, {"model": "llama-2-7b", "memory_bytes": "32GiB"})
+        self.assertEqual(got["sent"], {"model": "llama-2-7b", "memory_bytes": 32 << 30})
+        self.assertEqual(got["fits"], "fits")
+        self.assertEqual(got["mesh"], {"data": 1, "fsdp": 1, "tensor": 1, "expert": 1})
+        self.assertIn("on this host", got["facts"]["devices"])
+        self.assertIn("1 cpu on 1 host (1 a host) · memory 32.0 GiB a device", got["facts"]["devices"])
+        self.assertEqual([row[0] for row in got["memory"]], ["weights", "activations", "kv_cache"])
+
     def test_9a_page_reads_only_what_the_contract_declares(self):
         """Every member the page read of a GET's answer is declared by that answer's schema in api/openapi.yaml;
         the job list is read without outputs; every snake_case member name in the script is a name the contract
@@ -428,32 +482,15 @@ class Dashboard(unittest.TestCase):
         b.wait_until("document.querySelectorAll('#jobs tbody a.jid').length >= 3")
         b.eval("refresh().then(() => true)")
         reads = b.eval("window.__apiReads")
-        r = redocly("bundle", os.path.join("api", "openapi.yaml"), "--dereferenced", "--ext", "json")
-        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
-        contract = json.loads(r.stdout)
-        templates = [(re.compile("^" + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(p)) + "$"), item)
-                     for p, item in contract["paths"].items()]
-        read_paths = set()
-        undeclared = []
         for method, path, status, member in reads:
-            read_paths.add(path)
-            item = next((item for rx, item in templates if rx.match(path)), None)
-            self.assertIsNotNone(item, f"{path} is not in the contract")
-            responses = item[method.lower()]["responses"]
-            response = responses.get(str(status)) or responses.get("default")
-            self.assertIsNotNone(response, f"{method} {path} answered {status}, which the contract does not list")
-            content = response.get("content", {})
-            media = content.get("application/json") or content.get("application/problem+json")
-            if not declares(media["schema"], member):
-                undeclared.append(f"{method} {path} {status}: {'.'.join(member)}")
             if path == "/run":
                 self.assertNotEqual(member[:4], ["jobs", "[]", "result", "output"], "the job list carries no outputs")
-        self.assertEqual(undeclared, [])
+        read_paths = {path for _, path, _ in assert_reads_declared(self, reads)}
         for path in ("/devices", "/cost", "/cost/prices", "/history", "/run", "/version"):
             self.assertIn(path, read_paths)
 
         names = set()
-        collect_names(contract, names)
+        collect_names(contract(), names)
         with open(os.path.join(ROOT, "static", "index.html"), encoding="utf-8") as f:
             script = f.read().split("<script>", 1)[1]
         used = set(re.findall(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b", script))
@@ -468,6 +505,280 @@ class Dashboard(unittest.TestCase):
             self.settle()
             self.browser.eval("document.getElementById('job-result').scrollTop = 0; true")
             self.browser.screenshot(os.path.join(ROOT, "docs", "dashboard.png"), full_page=True)
+
+
+# Eight H100s on an NVSwitch board (the fake NVML's HGX, NVLink between every pair) in the pod of a Kubernetes
+# indexed Job (JOB_COMPLETION_INDEX 1, its JobSet 'llama'), as tests/http/test_plan_api.py's HgxH100 builds it
+HGX_H100 = {"ACCELD_NVML_LIBRARY": os.path.join(FAKES, "libnvml.so"), "FAKE_NVML_HGX": "8", "FAKE_NVML_NVLINK": "all",
+            "JOB_COMPLETION_INDEX": "1", "HOSTNAME": "llama-train-1", "JOBSET_NAME": "llama"}
+# What a plan shows, read from the page: the verdict, the facts, the memory rows, suggestions, rejected meshes,
+# the environment, and each field's refusal.
+READ_PLAN = """(() => {
+    const q = s => document.querySelector(s), text = s => q(s) ? q(s).textContent : null;
+    const cells = tr => [...tr.children].map(c => c.textContent);
+    return {
+        result: text('#plan-status') + ' ' + text('#plan-result'), fits: text('#plan-fits'),
+        fits_class: q('#plan-fits') && q('#plan-fits').className,
+        mesh: Object.fromEntries([...document.querySelectorAll('#plan-result [data-fact=mesh] [data-axis]')]
+            .map(a => [a.dataset.axis, Number(a.textContent.split(' ')[1])])),
+        facts: Object.fromEntries([...document.querySelectorAll('#plan-result dd[data-fact]')]
+            .map(d => [d.dataset.fact, d.textContent])),
+        caption: text('#plan-memory caption'),
+        memory: [...document.querySelectorAll('#plan-memory tbody tr[data-term]')]
+            .map(tr => [tr.dataset.term, ...cells(tr).slice(1)]),
+        suggestions: [...document.querySelectorAll('#plan-suggestions li')]
+            .map(li => [li.dataset.kind, li.textContent]),
+        rejected: [...document.querySelectorAll('#plan-rejected tbody tr')].map(cells),
+        rejected_open: q('#plan-rejected') ? q('#plan-rejected').open : null,
+        env: text('#plan-env pre'), env_text: text('#plan-env'),
+        env_link: q('#plan-env-link') && q('#plan-env-link').getAttribute('href'),
+        errors: Object.fromEntries([...document.querySelectorAll('#plan-form .field .error')]
+            .map(e => [e.id, e.textContent])),
+        invalid: [...document.querySelectorAll('#plan-form [aria-invalid=true]')]
+            .map(c => [c.name, c.getAttribute('aria-describedby')]),
+        focused: document.activeElement && document.activeElement.name,
+        sent: window.__planSent.length ? window.__planSent[window.__planSent.length - 1] : null,
+    };
+})()"""
+
+
+def plan_in_form(b, values):
+    """Resets the plan form, fills in values by field name (a select's option, a checkbox's state, an input's text; in
+    the order given, model and mode first as they show the fields that depend on them), presses Plan and waits for
+    the answer; returns what the page shows (READ_PLAN)."""
+    b.eval("""(() => {
+        const f = document.getElementById('plan-form');
+        f.reset(); showPlanFields(f);
+        document.getElementById('plan-status').textContent = '';
+        return true;
+    })()""")
+    for name, value in values.items():
+        b.eval(f"""(() => {{
+            const c = document.getElementById('plan-form').elements[{json.dumps(name)}];
+            if (c.type === 'checkbox') c.checked = {json.dumps(value)}; else c.value = {json.dumps(str(value))};
+            c.dispatchEvent(new Event('change'));
+            return true;
+        }})()""")
+    b.eval("document.querySelector('#plan-form button[type=submit]').click(); true")
+    b.wait_until("(t => t !== '' && t !== 'planning…')(document.getElementById('plan-status').textContent)")
+    return b.eval(READ_PLAN)
+
+
+class PlanForm(unittest.TestCase):
+    """The plan form against a host of eight H100s joined by NVLink, checked against what the API answers."""
+
+    @classmethod
+    def setUpClass(cls):
+        if chromium_path() is None:
+            raise AssertionError("chromium is not installed (make test installs it)")
+        cls.server = Server(env=HGX_H100).start()
+        cls.browser = Browser(width=1400, height=900)
+        cls.browser.open(f"http://127.0.0.1:{cls.server.port}/", init_script=RECORD_READS)
+        cls.browser.set_viewport(1400, 900)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.browser.close()
+        cls.server.stop()
+        cls.server.tmp.cleanup()
+
+    def api(self, body):
+        r = self.server.request("POST", "/plan", json_body=body)
+        self.assertEqual(r.status, 200, r)
+        return r.json()
+
+    def plan(self, **values):
+        return plan_in_form(self.browser, values)
+
+    def shown_fields(self):
+        return self.browser.eval("[...document.querySelectorAll('#plan-form .field')].filter(d => !d.hidden)"
+                                 ".map(d => d.querySelector('[name]').name)")
+
+    def test_1_inference_fits_with_tensor_parallelism_inside_nvlink(self):
+        got = self.plan(model="llama-2-70b", seq_len=4096)
+        self.assertEqual(got["sent"], {"model": "llama-2-70b", "seq_len": 4096})  # only what differs from the default
+        doc = self.api(got["sent"])
+        self.assertTrue(doc["fits"])
+        self.assertEqual(got["fits"], "fits")
+        self.assertIn("ok", got["fits_class"])
+        self.assertIn(doc["reason"], got["result"])
+        self.assertEqual(got["mesh"], {"data": 4, "fsdp": 1, "tensor": 2, "expert": 1})
+        self.assertEqual(got["facts"]["mesh"], "data 4 × fsdp 1 × tensor 2 × expert 1")
+        self.assertEqual(got["facts"]["batch"], "1 per device, 4 in all")
+        self.assertIn("8 x NVIDIA H100 80GB HBM3 on this host, joined by NVLink", got["facts"]["devices"])
+        self.assertIn("8 gpu on 1 host (8 a host)", got["facts"]["devices"])
+        self.assertIn("79.6 GiB a device, 71.7 GiB usable (10% kept back)", got["facts"]["devices"])
+        self.assertIn("llama-2-70b: 68,976,648,192 parameters", got["facts"]["model"])
+        # inference: the weights, the activations without rematerialization and the KV cache, each with its formula
+        self.assertEqual([row[0] for row in got["memory"]], ["weights", "activations", "kv_cache"])
+        for term, exact, size, formula in got["memory"]:
+            self.assertEqual(exact, f"{doc['memory'][term]['bytes']:,}")
+            self.assertRegex(size, r"^\d+(\.\d)? (B|KiB|MiB|GiB)$")
+            self.assertEqual(formula, doc["memory"][term]["formula"])
+        total = self.browser.eval("[...document.querySelectorAll('#plan-memory tfoot td')].map(c => c.textContent)")
+        self.assertEqual(total[0], f"{doc['memory']['total_bytes']:,}")
+        self.assertEqual(total[1], "68.0 GiB")
+        self.assertIn(f"of 71.7 GiB usable (usable_bytes {doc['memory']['usable_bytes']:,}) fits", total[2])
+        self.assertEqual(sum(doc["memory"][t]["bytes"] for t in ("weights", "activations", "kv_cache")),
+                         doc["memory"]["total_bytes"])
+        # every other mesh, with why it lost, folded away
+        self.assertFalse(got["rejected_open"])
+        self.assertEqual(len(got["rejected"]), len(doc["rejected"]))
+        self.assertEqual(got["rejected"][0][:3], ["data 2 × fsdp 1 × tensor 4 × expert 1", "fits", "34.0 GiB"])
+        self.assertIn("more tensor parallelism", got["rejected"][0][3])
+        self.assertIn(["data 1 × fsdp 8 × tensor 1 × expert 1", "no", "–"],
+                      [r[:3] for r in got["rejected"]])
+        self.assertIsNone(got["env_text"])  # one host: no environment to export
+        self.assertEqual(self.shown_fields(), ["model", "mode", "dtype", "seq_len", "per_device_batch",
+                                               "global_batch", "devices", "hosts", "memory_bytes", "flash_attention"])
+
+    def test_2_training_does_not_fit_and_says_what_would(self):
+        got = self.plan(model="llama-2-70b", mode="train")
+        self.assertEqual(got["sent"], {"model": "llama-2-70b", "mode": "train"})
+        doc = self.api(got["sent"])
+        self.assertFalse(doc["fits"])
+        self.assertEqual(got["fits"], "does not fit")
+        self.assertIn("bad", got["fits_class"])
+        self.assertIn("needs 128.8 GiB of 71.7 GiB usable", got["result"])
+        self.assertEqual(got["mesh"], {})
+        self.assertEqual(got["facts"]["mesh"], "none fits")
+        self.assertEqual(got["facts"]["batch"], "–")
+        self.assertIn("train · bf16 · seq_len 2048 · adam, mixed precision · remat auto", got["facts"]["work"])
+        # what would: 16 GPUs first (two hosts of eight), or pure bf16 training
+        self.assertEqual([k for k, _ in got["suggestions"]], [s["kind"] for s in doc["suggestions"]])
+        self.assertEqual(got["suggestions"][0][0], "devices")
+        self.assertIn("devices 16 16 GPUs (2 hosts of 8): data 1 x fsdp 16", got["suggestions"][0][1])
+        self.assertIn(("dtype", "dtype bf16 " + next(s["text"] for s in doc["suggestions"] if s["kind"] == "dtype")),
+                      [tuple(x) for x in got["suggestions"]])
+        # the closest mesh's memory: training's terms, the activations as full rematerialization counts them
+        self.assertIn("closest mesh", got["caption"])
+        self.assertEqual(doc["memory"]["remat"], "full")
+        self.assertEqual([row[0] for row in got["memory"]], ["weights", "gradients", "optimizer", "activations_full"])
+        for term, exact, _, formula in got["memory"]:
+            self.assertEqual(exact, f"{doc['memory'][term]['bytes']:,}")
+            self.assertEqual(formula, doc["memory"][term]["formula"])
+        self.assertIn("128.8 GiB", self.browser.eval("document.querySelector('#plan-memory tfoot').textContent"))
+        self.assertIn("does not fit", self.browser.eval("document.querySelector('#plan-memory tfoot').textContent"))
+        self.assertEqual(len(got["rejected"]), len(doc["rejected"]))
+        self.assertEqual(self.shown_fields(), ["model", "mode", "optimizer", "remat", "dtype", "seq_len",
+                                               "per_device_batch", "global_batch", "devices", "hosts",
+                                               "memory_bytes", "mixed_precision", "flash_attention"])
+
+    def test_3_two_hosts_fit_and_give_the_environment(self):
+        got = self.plan(model="llama-2-70b", mode="train", hosts=2, flash_attention=True, mixed_precision=True)
+        self.assertEqual(got["sent"], {"model": "llama-2-70b", "mode": "train", "hosts": 2, "flash_attention": True})
+        self.assertEqual(got["fits"], "fits")
+        self.assertEqual(got["mesh"], {"data": 1, "fsdp": 16, "tensor": 1, "expert": 1})
+        self.assertIn("16 gpu on 2 hosts (8 a host)", got["facts"]["devices"])
+        self.assertEqual(got["facts"]["batch"], "1 per device, 16 in all")
+        self.assertEqual(got["env"], "export JAX_COORDINATOR_ADDRESS='llama-train-0.llama:8476'\n"
+                                     "export JAX_NUM_PROCESSES='2'\nexport JAX_PROCESS_ID='1'")
+        self.assertIn("source k8s", got["env_text"])
+        self.assertEqual(got["env_link"], "/plan?model=llama-2-70b&mode=train&hosts=2&flash_attention=true&format=env")
+        lines = self.browser.eval("fetch(document.getElementById('plan-env-link').href).then(r => r.text())")
+        self.assertEqual(lines, self.server.get(got["env_link"]).text)
+        self.assertIn("export JAX_PROCESS_ID='1'", lines)
+        # a preset's absence asks for a parameter count instead
+        got = self.plan(model="", params="6.7B", dtype="f16", per_device_batch=4, devices="gpu:0,gpu:1")
+        self.assertEqual(got["sent"], {"params": "6.7B", "dtype": "f16", "per_device_batch": 4,
+                                       "devices": "gpu:0,gpu:1"})
+        self.assertEqual(got["fits"], "fits")
+        self.assertIn("params: 6,700,000,000 parameters", got["facts"]["model"])
+        self.assertEqual(got["facts"]["batch"], "4 per device, 8 in all")
+        got = self.plan(model="llama-2-7b", memory_bytes="16GiB")
+        self.assertEqual(got["sent"], {"model": "llama-2-7b", "memory_bytes": 16 << 30})
+        self.assertIn("16.0 GiB a device", got["facts"]["devices"])
+
+    def test_4_a_refusal_shows_at_its_field(self):
+        b = self.browser
+        got = self.plan(model="llama-2-70b", devices="H999x8")
+        self.assertEqual(list(got["errors"]), ["plan-error-devices"])
+        self.assertTrue(got["errors"]["plan-error-devices"].startswith("$.devices: the spec table has no GPU 'H999'"),
+                        got["errors"])
+        self.assertEqual(got["invalid"], [["devices", "plan-error-devices"]])
+        self.assertEqual(got["focused"], "devices")
+        self.assertIn("Not planned", got["result"])
+        # a device id of no device here (404, `device`) is devices' too
+        got = self.plan(model="llama-2-70b", devices="gpu:99")
+        self.assertEqual(got["errors"],
+                         {"plan-error-devices": "no device 'gpu:99' on this host; GET /devices lists them"})
+        # a choice the API does not take: the detail, then the choices it does
+        b.eval("document.querySelector('#plan-form [name=mode]').append(new Option('serve')); true")
+        try:
+            got = self.plan(model="llama-2-70b", mode="serve")
+        finally:
+            b.eval("[...document.querySelectorAll('#plan-form [name=mode] option')]"
+                   ".find(o => o.value === 'serve').remove(); true")
+        # the detail, then its accepted line
+        self.assertEqual(got["errors"],
+                         {"plan-error-mode": "$.mode: 'serve' is not one of infer, trainaccepted: infer, train"})
+        # fields that do not go together: the API names the one at fault
+        got = self.plan(model="llama-2-70b", per_device_batch=2, global_batch=16)
+        self.assertEqual(list(got["errors"]), ["plan-error-global_batch"])
+        # what the form cannot send is refused before it asks
+        sent = b.eval("window.__planSent.length")
+        got = self.plan(model="llama-2-70b", memory_bytes="lots")
+        self.assertEqual(got["errors"], {"plan-error-memory_bytes":
+                                         "memory_bytes: 'lots' is not a size such as 85899345920, 80GiB or 40GB"})
+        self.assertEqual(b.eval("window.__planSent.length"), sent)
+        # the next plan clears them
+        got = self.plan(model="llama-2-7b")
+        self.assertEqual((got["errors"], got["invalid"], got["fits"]), ({}, [], "fits"))
+
+    def test_5_nothing_overflows_sideways(self):
+        b = self.browser
+        self.plan(model="llama-2-70b", mode="train")
+        b.eval("document.getElementById('plan-rejected').open = true; true")
+        for width, height in ((1400, 900), (1000, 800), (420, 800)):
+            b.set_viewport(width, height)
+            b.eval("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))")
+            sizes = b.eval("""(() => {
+                const d = document.documentElement, p = document.getElementById('plan');
+                return { page: [d.scrollWidth, d.clientWidth], plan: [p.scrollWidth, p.clientWidth] };
+            })()""")
+            self.assertLessEqual(sizes["page"][0], sizes["page"][1], (width, sizes))
+            self.assertLessEqual(sizes["plan"][0], sizes["plan"][1], (width, sizes))
+        b.set_viewport(1400, 900)
+        # at 1400 px the plan spans the page, below the charts and "Run a job"
+        boxes = b.eval("""(() => {
+            const r = id => document.getElementById(id).getBoundingClientRect();
+            return { plan: [r('plan').top, r('plan').width], run: r('run-section').bottom,
+                     main: document.querySelector('main').clientWidth };
+        })()""")
+        self.assertGreaterEqual(boxes["plan"][0], boxes["run"])
+        self.assertGreater(boxes["plan"][1], 0.9 * boxes["main"])
+
+    def test_6_the_form_and_what_it_reads_are_the_contracts(self):
+        """The form's choices are the contract's (the presets, the modes, remat), its defaults the API's; every member
+        the page read of POST /plan's answers, plans and problems alike, is declared."""
+        body = contract()["paths"]["/plan"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+        params = {p["name"]: p["schema"] for p in contract()["paths"]["/plan"]["get"]["parameters"]}
+        options = self.browser.eval("""Object.fromEntries([...document.querySelectorAll('#plan-form select')].map(s =>
+            [s.name, { values: [...s.options].map(o => o.value), default: s.dataset.default || null }]))""")
+        self.assertEqual(options["model"]["values"], [m for m in body["properties"]["model"]["enum"] if m] + [""])
+        for name in ("mode", "optimizer", "remat", "dtype"):
+            self.assertLessEqual(set(options[name]["values"]), set(body["properties"][name]["enum"]), name)
+            self.assertEqual(options[name]["default"], params[name]["default"], name)
+        self.assertEqual(options["mode"]["values"], params["mode"]["enum"])
+        self.assertEqual(options["remat"]["values"], params["remat"]["enum"])
+        self.assertEqual(options["dtype"]["values"], params["dtype"]["enum"])
+        names = self.browser.eval("[...document.querySelectorAll('#plan-form [name]')].map(c => c.name)")
+        self.assertLessEqual(set(names), set(body["properties"]))
+
+        self.plan(model="llama-2-70b", seq_len=4096)
+        self.plan(model="llama-2-70b", mode="train")
+        self.plan(model="llama-2-70b", mode="train", hosts=2)
+        self.plan(model="llama-2-70b", devices="H999x8")
+        self.plan(model="llama-2-70b", devices="gpu:99")
+        answers = assert_reads_declared(self, self.browser.eval("window.__apiReads"))
+        for status in (200, 400, 404):
+            self.assertIn(("POST", "/plan", status), answers)
+
+    def test_7_no_console_errors(self):
+        """None but Chromium's note of each refusal the tests asked for (a 400 or 404 answer to POST /plan)."""
+        time.sleep(0.2)
+        refused = re.compile(r"^Failed to load resource: the server responded with a status of 40[04] ")
+        self.assertEqual([e for e in self.browser.errors() if not refused.match(e)], [])
 
 
 if __name__ == "__main__":
