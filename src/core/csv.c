@@ -62,7 +62,16 @@ unsigned csv_uint(const char *s, int base, unsigned long max)
 	return (unsigned)v;
 }
 
-double csv_number(const char *s)
+size_t csv_records(const char *text)
+{
+	size_t n = 1;
+
+	for (const char *p = text; *p; p++)
+		n += *p == '\n';
+	return n;
+}
+
+double csv_number_in(const char *s, double lo, double hi)
 {
 	char *end;
 	double v;
@@ -71,7 +80,12 @@ double csv_number(const char *s)
 		return NAN;
 	errno = 0;
 	v = strtod(s, &end);
-	if (errno != 0 || *end != '\0' || !(v >= 0))
+	if (errno != 0 || *end != '\0' || !(v >= lo && v <= hi))
 		return NAN;
 	return v;
+}
+
+double csv_number(const char *s)
+{
+	return csv_number_in(s, 0, INFINITY);
 }

@@ -14,7 +14,14 @@
  */
 char *csv_split_record(char *p, char **cols, size_t maxcols, size_t *ncols);
 
-/* A non-negative decimal number filling the whole field, or NAN (empty or malformed: unknown, never 0). */
+/* Lines in text (its line ends plus one): an upper bound on the records of a table, to size its array. */
+size_t csv_records(const char *text);
+
+/* A decimal number filling the whole field within [lo, hi], or NAN (empty, malformed or out of range: unknown,
+ * never 0). */
+double csv_number_in(const char *field, double lo, double hi);
+
+/* A non-negative decimal number filling the whole field, or NAN: csv_number_in(field, 0, INFINITY). */
 double csv_number(const char *field);
 
 /* An unsigned integer in base (10 or 16, no prefix) filling the whole field, at most max; 0 when the field is empty

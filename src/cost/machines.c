@@ -23,15 +23,6 @@ static struct machine *rows;
 static size_t nrows;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-static size_t lines_of(const char *text)
-{
-	size_t n = 1;
-
-	for (const char *p = text; *p; p++)
-		n += *p == '\n';
-	return n;
-}
-
 /* Appends the rows of one cloud's table (its header first) to rows. */
 static void parse_cloud(const char *cloud, char *text)
 {
@@ -65,7 +56,7 @@ static void parse_tables(void)
 	memcpy(gce_text, gce_shapes_csv, sizeof(gce_text));
 	memcpy(aws_text, aws_csv, sizeof(aws_text));
 	memcpy(azure_text, azure_csv, sizeof(azure_text));
-	rows = xcalloc(lines_of(gce_text) + lines_of(aws_text) + lines_of(azure_text), sizeof(*rows));
+	rows = xcalloc(csv_records(gce_text) + csv_records(aws_text) + csv_records(azure_text), sizeof(*rows));
 	parse_cloud("gce", gce_text);
 	parse_cloud("aws", aws_text);
 	parse_cloud("azure", azure_text);

@@ -29,16 +29,6 @@ static struct pricebook_source *sources;
 static size_t nrates, ngpus, nchips, nsources;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-/* Lines in an embedded table: an upper bound on its records. */
-static size_t lines_of(const char *text)
-{
-	size_t n = 1;
-
-	for (const char *p = text; *p; p++)
-		n += *p == '\n';
-	return n;
-}
-
 /*
  * The next record of text after *p with exactly want fields whose first two are not empty, into cols; false at the
  * end. The header is the caller's to skip.
@@ -62,7 +52,7 @@ static void parse_rates(void)
 	size_t n;
 
 	memcpy(rates_text, gce_rates_csv, sizeof(rates_text));
-	rates = xcalloc(lines_of(rates_text), sizeof(*rates));
+	rates = xcalloc(csv_records(rates_text), sizeof(*rates));
 	p = csv_split_record(p, cols, MAX_COLS, &n); /* the header */
 	while (next_record(&p, cols, R_COLS)) {
 		struct pricebook_rate *r = &rates[nrates];
@@ -88,7 +78,7 @@ static size_t parse_units(char *text, const unsigned char *csv, size_t size, str
 	struct pricebook_unit *u;
 
 	memcpy(text, csv, size);
-	u = xcalloc(lines_of(text), sizeof(*u));
+	u = xcalloc(csv_records(text), sizeof(*u));
 	p = csv_split_record(p, cols, MAX_COLS, &n);
 	while (next_record(&p, cols, G_COLS)) {
 		u[count].key = cols[G_KEY];
@@ -109,7 +99,7 @@ static void parse_sources(void)
 	size_t n;
 
 	memcpy(sources_text, sources_csv, sizeof(sources_text));
-	sources = xcalloc(lines_of(sources_text), sizeof(*sources));
+	sources = xcalloc(csv_records(sources_text), sizeof(*sources));
 	p = csv_split_record(p, cols, MAX_COLS, &n);
 	while (next_record(&p, cols, S_COLS)) {
 		sources[nsources] = (struct pricebook_source){.id = cols[S_ID], .description = cols[S_DESCRIPTION],

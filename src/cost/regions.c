@@ -1,10 +1,8 @@
 /* regions: the embedded region table (db/prices/regions.csv) and distances between regions. */
 #include "cost/regions.h"
 
-#include <errno.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "core/csv.h"
@@ -23,39 +21,22 @@ static struct region *rows;
 static size_t nrows;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-/* A signed decimal filling the whole field within [-limit, limit], or NAN (csv_number takes no sign). */
-static double degrees_of(const char *s, double limit)
-{
-	char *end;
-	double v;
-
-	if (*s == '\0')
-		return NAN;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno != 0 || *end != '\0' || !(v >= -limit && v <= limit))
-		return NAN;
-	return v;
-}
-
 static void parse_table(void)
 {
 	char *cols[C_COLS + 1];
 	char *p = text;
-	size_t n, lines = 1;
+	size_t n;
 
 	memcpy(text, regions_csv, sizeof(text));
-	for (const char *q = text; *q; q++)
-		lines += *q == '\n';
-	rows = xcalloc(lines, sizeof(*rows));
+	rows = xcalloc(csv_records(text), sizeof(*rows));
 	p = csv_split_record(p, cols, C_COLS + 1, &n); /* the header */
 	while (*p) {
 		p = csv_split_record(p, cols, C_COLS + 1, &n);
 		if (n != C_COLS || cols[C_CLOUD][0] == '\0' || cols[C_REGION][0] == '\0')
 			continue;
 		rows[nrows] = (struct region){.cloud = cols[C_CLOUD], .name = cols[C_REGION],
-					      .latitude = degrees_of(cols[C_LATITUDE], 90),
-					      .longitude = degrees_of(cols[C_LONGITUDE], 180), .place = cols[C_PLACE]};
+					      .latitude = csv_number_in(cols[C_LATITUDE], -90, 90),
+					      .longitude = csv_number_in(cols[C_LONGITUDE], -180, 180), .place = cols[C_PLACE]};
 		nrows++;
 	}
 }
