@@ -19,14 +19,11 @@
  * (400 INVALID_VALUE at its JSONPath), with `accepted` where its values form a set. */
 static void refuse(struct http_resp *resp, bool body, const char *name, const char *msg)
 {
-	char path[80];
-
 	if (body) {
-		snprintf(path, sizeof(path), "$.%s", name);
-		http_resp_bad_field(resp, REASON_INVALID_VALUE, path, "%s", msg);
-	} else {
-		http_resp_bad_param(resp, name, "%s: %s", name, msg);
+		http_resp_bad_member(resp, name, NULL, plan_param_values(name), msg);
+		return;
 	}
+	http_resp_bad_param(resp, name, "%s: %s", name, msg);
 	if (plan_param_values(name) != NULL)
 		http_resp_accepted(resp, plan_param_values(name));
 }
@@ -156,18 +153,10 @@ void api_plan_post(struct app *app, struct http_req *req, struct http_resp *resp
 	plan_params_init(&p);
 	json_object_foreach(req->json, key, value) {
 		const char *expected;
-		char path[80];
 
 		if (plan_params_set_json(&p, key, value, &expected, err, sizeof(err)) == ACCELD_OK)
 			continue;
-		snprintf(path, sizeof(path), "$.%s", key);
-		if (expected != NULL) {
-			http_resp_bad_field(resp, REASON_INVALID_TYPE, path, "%s", err);
-			return;
-		}
-		http_resp_bad_field(resp, REASON_INVALID_VALUE, path, "%s", err);
-		if (plan_param_values(key) != NULL)
-			http_resp_accepted(resp, plan_param_values(key));
+		http_resp_bad_member(resp, key, expected, plan_param_values(key), err);
 		return;
 	}
 	answer(app, &p, true, resp);

@@ -287,18 +287,11 @@ static bool parse_placement(json_t *body, struct select_request *sreq, struct ht
 	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
 		json_t *v = json_object_get(body, fields[i]);
 		const char *expected;
-		char path[32];
 		char err[256];
 
 		if (v == NULL || select_request_set_json(sreq, fields[i], v, &expected, err, sizeof(err)) == ACCELD_OK)
 			continue;
-		snprintf(path, sizeof(path), "$.%s", fields[i]);
-		if (expected != NULL)
-			return http_resp_bad_field(resp, REASON_INVALID_TYPE, path, "%s", err);
-		http_resp_bad_field(resp, REASON_INVALID_VALUE, path, "%s", err);
-		if (select_param_values(fields[i]) != NULL)
-			http_resp_accepted(resp, select_param_values(fields[i]));
-		return false;
+		return http_resp_bad_member(resp, fields[i], expected, select_param_values(fields[i]), err);
 	}
 	return true;
 }

@@ -104,18 +104,10 @@ void api_select_post(struct app *app, struct http_req *req, struct http_resp *re
 	select_request_init(&sreq, &app->cfg);
 	json_object_foreach(req->json, key, value) {
 		const char *expected;
-		char path[80];
 
 		if (select_request_set_json(&sreq, key, value, &expected, err, sizeof(err)) == ACCELD_OK)
 			continue;
-		snprintf(path, sizeof(path), "$.%s", key);
-		if (expected != NULL) {
-			http_resp_bad_field(resp, REASON_INVALID_TYPE, path, "%s", err);
-			return;
-		}
-		http_resp_bad_field(resp, REASON_INVALID_VALUE, path, "%s", err);
-		if (select_param_values(key) != NULL)
-			http_resp_accepted(resp, select_param_values(key));
+		http_resp_bad_member(resp, key, expected, select_param_values(key), err);
 		return;
 	}
 	answer(app, &sreq, resp);

@@ -243,6 +243,15 @@ bool http_resp_bad_value(struct http_resp *resp, const char *where, const char *
  */
 bool http_resp_accepted(struct http_resp *resp, const char *names);
 
+/*
+ * A top-level body member that its domain parser refused, err its message: at "$.name", INVALID_TYPE when expected
+ * names the type wanted (non-NULL), otherwise INVALID_VALUE with `accepted` from values (a ", "-separated list;
+ * NULL where the values form no set). What every "each member through the domain module" loop answers. Returns
+ * false.
+ */
+bool http_resp_bad_member(struct http_resp *resp, const char *name, const char *expected, const char *values,
+			  const char *err);
+
 /* --- deferred answers --- */
 
 /*

@@ -344,6 +344,20 @@ bool http_resp_accepted(struct http_resp *resp, const char *names)
 	return false;
 }
 
+bool http_resp_bad_member(struct http_resp *resp, const char *name, const char *expected, const char *values,
+			  const char *err)
+{
+	char path[80];
+
+	snprintf(path, sizeof(path), "$.%s", name);
+	if (expected != NULL)
+		return http_resp_bad_field(resp, REASON_INVALID_TYPE, path, "%s", err);
+	http_resp_bad_field(resp, REASON_INVALID_VALUE, path, "%s", err);
+	if (values != NULL)
+		http_resp_accepted(resp, values);
+	return false;
+}
+
 /* --- deferred answers --- */
 
 struct http_deferred *http_resp_defer(struct http_resp *resp)

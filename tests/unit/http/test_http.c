@@ -137,6 +137,25 @@ START_TEST(bad_field_and_value_helpers)
 	ck_assert_ptr_null(json_object_get(resp.json, "path"));
 	http_resp_release(&resp);
 
+	/* a member its domain parser refused: INVALID_TYPE when a type was expected, else INVALID_VALUE and accepted */
+	http_resp_init(&resp, "r");
+	ck_assert(!http_resp_bad_member(&resp, "policy", "a string", "priority, fastest", "policy: not a string"));
+	ck_assert_str_eq(json_string_value(json_object_get(resp.json, "reason")), "INVALID_TYPE");
+	ck_assert_str_eq(json_string_value(json_object_get(resp.json, "path")), "$.policy");
+	ck_assert_ptr_null(json_object_get(resp.json, "accepted"));
+	http_resp_release(&resp);
+	http_resp_init(&resp, "r");
+	ck_assert(!http_resp_bad_member(&resp, "policy", NULL, "priority, fastest", "'x' is not one of priority, fastest"));
+	ck_assert_str_eq(json_string_value(json_object_get(resp.json, "reason")), "INVALID_VALUE");
+	ck_assert_str_eq(json_string_value(json_object_get(resp.json, "detail")),
+			 "$.policy: 'x' is not one of priority, fastest");
+	ck_assert_uint_eq(json_array_size(json_object_get(resp.json, "accepted")), 2);
+	http_resp_release(&resp);
+	http_resp_init(&resp, "r");
+	ck_assert(!http_resp_bad_member(&resp, "device", NULL, NULL, "'cpu0' is not a device id"));
+	ck_assert_ptr_null(json_object_get(resp.json, "accepted"));
+	http_resp_release(&resp);
+
 	/* with no problem to add to, accepted is dropped rather than leaked */
 	http_resp_init(&resp, "r");
 	ck_assert(!http_resp_accepted(&resp, "a, b"));
