@@ -96,19 +96,21 @@ bool device_id_valid(const char *text)
 	return device_type_parse(type, &t) == 0 && num > 0 && num <= 6 && colon[1 + num] == '\0';
 }
 
-static const struct {
+/* A flag word's bits and their names, listed in /devices in this order. */
+struct bit_name {
 	unsigned bit;
 	const char *name;
-} source_names[] = {
+};
+
+#define NBITS(t) (sizeof(t) / sizeof((t)[0]))
+
+static const struct bit_name source_names[] = {
 	{SOURCE_OPENCL, "opencl"}, {SOURCE_NVML, "nvml"}, {SOURCE_SYSFS, "sysfs"},	 {SOURCE_HWLOC, "hwloc"},
 	{SOURCE_PCI, "pci"},	   {SOURCE_DEVNODE, "devnode"}, {SOURCE_ENV, "env"},	 {SOURCE_METADATA, "metadata"},
 	{SOURCE_CGROUP, "cgroup"},
 };
 
-static const struct {
-	unsigned bit;
-	const char *name;
-} throttle_names[] = {
+static const struct bit_name throttle_names[] = {
 	{DEVICE_THROTTLE_IDLE, "idle"},
 	{DEVICE_THROTTLE_APP_CLOCKS, "applications_clocks"},
 	{DEVICE_THROTTLE_SW_POWER_CAP, "sw_power_cap"},
@@ -120,14 +122,20 @@ static const struct {
 	{DEVICE_THROTTLE_DISPLAY_CLOCKS, "display_clocks"},
 };
 
-json_t *device_throttle_json(unsigned bits)
+/* The names of the bits set in bits, as a JSON array in the table's order. */
+static json_t *bits_json(const struct bit_name *t, size_t n, unsigned bits)
 {
 	json_t *a = json_array();
 
-	for (size_t i = 0; i < sizeof(throttle_names) / sizeof(throttle_names[0]); i++)
-		if (bits & throttle_names[i].bit)
-			json_array_append_new(a, json_string(throttle_names[i].name));
+	for (size_t i = 0; i < n; i++)
+		if (bits & t[i].bit)
+			json_array_append_new(a, json_string(t[i].name));
 	return a;
+}
+
+json_t *device_throttle_json(unsigned bits)
+{
+	return bits_json(throttle_names, NBITS(throttle_names), bits);
 }
 
 void device_throttle_text(unsigned bits, char *out, size_t outsz)
@@ -137,19 +145,14 @@ void device_throttle_text(unsigned bits, char *out, size_t outsz)
 	if (outsz == 0)
 		return;
 	out[0] = '\0';
-	for (size_t i = 0; i < sizeof(throttle_names) / sizeof(throttle_names[0]); i++)
+	for (size_t i = 0; i < NBITS(throttle_names); i++)
 		if ((bits & throttle_names[i].bit) && len < outsz)
 			len += (size_t)snprintf(out + len, outsz - len, "%s%s", len ? ", " : "", throttle_names[i].name);
 }
 
 json_t *device_sources_json(unsigned sources)
 {
-	json_t *a = json_array();
-
-	for (size_t i = 0; i < sizeof(source_names) / sizeof(source_names[0]); i++)
-		if (sources & source_names[i].bit)
-			json_array_append_new(a, json_string(source_names[i].name));
-	return a;
+	return bits_json(source_names, NBITS(source_names), sources);
 }
 
 void device_set_str(char *dst, size_t dstsz, const char *src)
