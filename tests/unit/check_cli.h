@@ -13,6 +13,7 @@
 
 #include <check.h>
 #include <ftw.h>
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,6 +232,17 @@ static inline void check_cli_release(struct check_cli_run *r)
 	free(r->out);
 	free(r->err);
 	r->out = r->err = NULL;
+}
+
+/* A command's stdout parsed as JSON into *doc (the document before it released), failing the test when it is not. */
+static inline json_t *check_cli_json(const struct check_cli_run *r, json_t **doc)
+{
+	json_error_t e;
+
+	json_decref(*doc);
+	*doc = json_loads(r->out, 0, &e);
+	ck_assert_msg(*doc != NULL, "%s: %.300s", e.text, r->out);
+	return *doc;
 }
 
 #endif

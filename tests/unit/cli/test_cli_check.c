@@ -43,12 +43,7 @@ static void teardown(void)
 
 static json_t *parsed(void)
 {
-	json_error_t e;
-
-	json_decref(doc);
-	doc = json_loads(r.out, 0, &e);
-	ck_assert_msg(doc != NULL, "%s: %.300s", e.text, r.out);
-	return doc;
+	return check_cli_json(&r, &doc);
 }
 
 static const char *str(const json_t *o, const char *key)

@@ -38,12 +38,7 @@ static void teardown(void)
 /* Parses what the last command printed as JSON into doc. */
 static json_t *parsed(void)
 {
-	json_error_t e;
-
-	json_decref(doc);
-	doc = json_loads(r.out, 0, &e);
-	ck_assert_msg(doc != NULL, "%s: %.300s", e.text, r.out);
-	return doc;
+	return check_cli_json(&r, &doc);
 }
 
 static json_t *member(const json_t *o, const char *a, const char *b)
