@@ -134,6 +134,9 @@ const char *config_prefer_name(int prefer);
 /* How a size is written, for messages: the units config_parse_size reads, said once. */
 #define CONFIG_SIZE_UNITS "KiB, MiB, GiB, TiB count in 1024s; KB, MB, GB, TB in 1000s"
 
+/* The words config_parse_bool reads, for a problem's `accepted`. */
+#define CONFIG_BOOL_VALUES "true, false, 1, 0, yes, no, on, off"
+
 int config_parse_duration_ms(const char *text, uint64_t *ms);  /* "30", "30s", "500ms", "2m", "1h" */
 int config_parse_size(const char *text, uint64_t *bytes);       /* "1048576", "64KiB", "64k", "2GB", "1TiB" */
 int config_parse_bool(const char *text, bool *out);             /* true|false|1|0|yes|no|on|off */

@@ -14,7 +14,6 @@
 #include "select/plan_int.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-#define BOOL_VALUES "true, false, 1, 0, yes, no, on, off"
 #define DTYPE_VALUES "f32, bf16, f16, fp8, int8, int4"
 
 /*
@@ -79,17 +78,17 @@ static const struct field {
 	{"kv_heads", 'i', NULL, "an integer from 1 to 8192", PLAN_MAX_HEADS, true},
 	{"head_dim", 'i', NULL, "an integer from 1 to 1048576", PLAN_MAX_HIDDEN, true},
 	{"ffn", 'i', NULL, "an integer from 1 to 16777216", 16ull * PLAN_MAX_HIDDEN, true},
-	{"gated_ffn", 'b', BOOL_VALUES, NULL, 0, true},
+	{"gated_ffn", 'b', CONFIG_BOOL_VALUES, NULL, 0, true},
 	{"vocab", 'i', NULL, "an integer from 1 to 16777216", PLAN_MAX_VOCAB, true},
-	{"tied_embeddings", 'b', BOOL_VALUES, NULL, 0, true},
+	{"tied_embeddings", 'b', CONFIG_BOOL_VALUES, NULL, 0, true},
 	{"experts", 'i', NULL, "an integer from 1 to 4096", PLAN_MAX_EXPERTS, true},
 	{"experts_per_token", 'i', NULL, "an integer from 1 to 4096", PLAN_MAX_EXPERTS, true},
 	{"dtype", 's', DTYPE_VALUES, NULL, 0, false},
 	{"kv_dtype", 's', DTYPE_VALUES, NULL, 0, false},
 	{"mode", 's', "infer, train", NULL, 0, false},
 	{"optimizer", 's', "adam, adamw, sgd_momentum, sgd, adafactor", NULL, 0, false},
-	{"mixed_precision", 'b', BOOL_VALUES, NULL, 0, false},
-	{"flash_attention", 'b', BOOL_VALUES, NULL, 0, false},
+	{"mixed_precision", 'b', CONFIG_BOOL_VALUES, NULL, 0, false},
+	{"flash_attention", 'b', CONFIG_BOOL_VALUES, NULL, 0, false},
 	{"remat", 's', "auto, none, selective, full", NULL, 0, false},
 	{"seq_len", 'i', NULL, "an integer from 1 to 16777216", PLAN_MAX_SEQ, false},
 	{"global_batch", 'i', NULL, "an integer from 1 to 16777216", PLAN_MAX_BATCH, false},

@@ -35,8 +35,6 @@ static const char *const prefer_names[] = {"auto", "cpu", "gpu", "tpu"};
 const char *const select_param_names[] = {"prefer",	    "allow_tpu",  "policy", "device", "min_memory_bytes",
 					  "executable", "kernel", "format", "tpu_scope", NULL};
 
-#define BOOL_VALUES "true, false, 1, 0, yes, no, on, off"
-
 /* What each field takes: a set of names (", "-separated), or, where the values form no set, a phrase. */
 static const struct {
 	const char *name;
@@ -44,11 +42,11 @@ static const struct {
 	const char *what;
 } params[] = {
 	{"prefer", "auto, cpu, gpu, tpu", NULL},
-	{"allow_tpu", BOOL_VALUES, NULL},
+	{"allow_tpu", CONFIG_BOOL_VALUES, NULL},
 	{"policy", "priority, fastest, cheapest, efficient", NULL},
 	{"device", NULL, DEVICE_ID_SYNTAX},
 	{"min_memory_bytes", NULL, "a size in bytes from 0 to 9223372036854775807, such as 17179869184, 16GiB or 16GB (" CONFIG_SIZE_UNITS ")"},
-	{"executable", BOOL_VALUES, NULL},
+	{"executable", CONFIG_BOOL_VALUES, NULL},
 	{"kernel", NULL, NULL}, /* the kernel table's names */
 	{"format", "json, env", NULL},
 	{"tpu_scope", "chip, host", NULL},
