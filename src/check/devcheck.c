@@ -248,8 +248,9 @@ static void expected_basis(struct devcheck_run *run, const struct device *dev, s
 	pthread_mutex_unlock(&run->c->mu);
 }
 
-/* Updates the device's summary with a finished run; c->mu held. */
-static void summarise_device(struct devcheck *c, const struct devcheck_run *run)
+/* Updates the device's summary with a run that ends in state at finished_ms; c->mu held. */
+static void summarise_device(struct devcheck *c, const struct devcheck_run *run, enum devcheck_state state,
+			     int64_t finished_ms)
 {
 	struct devstate *ds = devstate_of(c, run->device, true);
 
@@ -260,10 +261,10 @@ static void summarise_device(struct devcheck *c, const struct devcheck_run *run)
 	ds->known = true;
 	snprintf(ds->s.id, sizeof(ds->s.id), "%s", run->id);
 	ds->s.level = run->req.level;
-	ds->s.state = run->state;
-	ds->s.has_verdict = devcheck_state_judged(run->state) && run->has_verdict;
+	ds->s.state = state;
+	ds->s.has_verdict = devcheck_state_judged(state) && run->has_verdict;
 	ds->s.verdict = run->verdict;
-	ds->s.finished_ms = run->finished_ms;
+	ds->s.finished_ms = finished_ms;
 	ds->s.sgemm_ratio = devcheck_usable(run->sgemm.expected) && run->sgemm.wrong == 0
 				    ? run->sgemm.best / run->sgemm.expected
 				    : NAN;
@@ -273,11 +274,11 @@ static void summarise_device(struct devcheck *c, const struct devcheck_run *run)
 	/* figures only from runs the reference confirmed */
 	if (run->sgemm.wrong == 0 && devcheck_usable(run->sgemm.best)) {
 		ds->s.gflops = run->sgemm.best;
-		ds->s.figures_ms = run->finished_ms;
+		ds->s.figures_ms = finished_ms;
 	}
 	if (run->triad.wrong == 0 && devcheck_usable(run->triad.best)) {
 		ds->s.gbytes_per_s = run->triad.best;
-		ds->s.figures_ms = run->finished_ms;
+		ds->s.figures_ms = finished_ms;
 	}
 	if (ds->s.has_verdict)
 		ds->s.finished[run->verdict]++;
@@ -290,16 +291,28 @@ static void finish(struct devcheck_run *run, enum devcheck_state state)
 	bool record_now;
 	devcheck_done_fn done;
 	void *arg;
-
 	enum devcheck_state final;
 	const char *verdict;
 	char rule[sizeof(run->rule)];
+	int64_t now = clock_real_ms();
+	bool stopped;
 
+	/*
+	 * The device's summary and snapshot first, the run's state after: whoever sees the run end (GET
+	 * /devices/{id}/checks/{check}, the waiter) then finds it in GET /devices too. devcheck_stop may interrupt the
+	 * run in between; its words win, as they would have before.
+	 */
+	pthread_mutex_lock(&c->mu);
+	stopped = run->state == DEVCHECK_INTERRUPTED;
+	if (!stopped)
+		summarise_device(c, run, state, now);
+	pthread_mutex_unlock(&c->mu);
+	if (!stopped)
+		changed(c, run->device);
 	pthread_mutex_lock(&c->mu);
 	if (run->state != DEVCHECK_INTERRUPTED) {
 		run->state = state;
-		run->finished_ms = clock_real_ms();
-		summarise_device(c, run);
+		run->finished_ms = now;
 	}
 	record_now = !run->final_recorded;
 	run->final_recorded = true;
@@ -309,7 +322,8 @@ static void finish(struct devcheck_run *run, enum devcheck_state state)
 	pthread_mutex_unlock(&c->mu);
 	if (record_now)
 		record(run);
-	changed(c, run->device);
+	if (stopped)
+		changed(c, run->device);
 	log_fields(strcmp(verdict, "pass") == 0 ? LOGL_INFO : LOGL_WARN, "check", "check finished",
 		   (struct log_field[]){LOG_S("id", run->id), LOG_S("device", run->device),
 					LOG_S("level", devcheck_level_name(run->req.level)),
@@ -428,7 +442,7 @@ void devcheck_stop(struct devcheck *c)
 		run->error_reason = REASON_INTERRUPTED;
 		snprintf(run->error, sizeof(run->error), "acceld stopped before the check finished");
 		run->final_recorded = true;
-		summarise_device(c, run);
+		summarise_device(c, run, run->state, run->finished_ms);
 		devcheck_run_ref(run);
 		interrupted[n++] = run;
 	}

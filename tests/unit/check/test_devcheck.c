@@ -220,12 +220,26 @@ static void on_record(void *ctx, const json_t *doc)
 	pthread_mutex_unlock(&rec_mu);
 }
 
+/* What the device's summary said, and what its run said, each time detection was told of a change */
+static char told_id[DEVCHECK_ID_MAX];
+static enum devcheck_state told_summary, told_run;
+
 static void on_changed(void *ctx, const char *device)
 {
+	struct devcheck_summary sum;
+	struct devcheck_run *run = NULL;
+
 	(void)ctx;
 	ck_assert_ptr_nonnull(device);
 	pthread_mutex_lock(&rec_mu);
 	nchanged++;
+	if (devcheck_summary_of(dc, device, &sum) && sum.id[0] != '\0') {
+		snprintf(told_id, sizeof(told_id), "%s", sum.id);
+		told_summary = sum.state;
+		run = devcheck_get(dc, sum.id);
+		told_run = run != NULL ? devcheck_run_state(run) : DEVCHECK_QUEUED;
+		devcheck_run_unref(run);
+	}
 	pthread_mutex_unlock(&rec_mu);
 }
 
@@ -286,6 +300,7 @@ static void setup(void)
 	DEVICE_SET(devs[1].id, "gpu:0");
 	nrecords = 0;
 	nchanged = 0;
+	told_id[0] = '\0';
 	last_doc = NULL;
 	ex = NULL;
 	dc = NULL;
@@ -830,6 +845,30 @@ START_TEST(figures_feed_selection_and_the_device_view)
 }
 END_TEST
 
+/*
+ * Whoever sees a run end finds it in the device view too: detection is told (and GET /devices rebuilt) while the
+ * run still says it runs. Under load CI once read GET /devices between the two and found no last check.
+ */
+START_TEST(the_device_view_knows_before_the_run_says_it_ended)
+{
+	struct devcheck_request req;
+	struct devcheck_refusal why;
+	struct devcheck_run *run = NULL;
+
+	devcheck_request_init(&req);
+	ck_assert_int_eq(devcheck_start(dc, "cpu:0", &req, NULL, NULL, &run, &why), ACCELD_OK);
+	while (devcheck_run_state(run) == DEVCHECK_QUEUED || devcheck_run_state(run) == DEVCHECK_RUNNING)
+		nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+	pthread_mutex_lock(&rec_mu);
+	ck_assert_str_eq(told_id, devcheck_run_id(run));
+	ck_assert_int_eq(told_summary, DEVCHECK_SUCCEEDED);
+	ck_assert_int_eq(told_run, DEVCHECK_RUNNING);
+	pthread_mutex_unlock(&rec_mu);
+	devcheck_run_wait(run);
+	devcheck_run_unref(run);
+}
+END_TEST
+
 START_TEST(seeded_from_the_history)
 {
 	struct devcheck_summary s;
@@ -914,6 +953,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, long_level_exposes_throttling);
 	tcase_add_test(tc, long_level_steady_passes);
 	tcase_add_test(tc, figures_feed_selection_and_the_device_view);
+	tcase_add_test(tc, the_device_view_knows_before_the_run_says_it_ended);
 	tcase_add_test(tc, seeded_from_the_history);
 	tcase_add_test(tc, words_are_never_cut);
 	tcase_add_test(tc, names);
