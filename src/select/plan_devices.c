@@ -242,6 +242,13 @@ enum acceld_err plan_devices_parse(const char *text, struct plan_devices *out, s
 	return ACCELD_OK;
 }
 
+const char *plan_devices_link_words(const struct plan_devices *d)
+{
+	if (d->count <= 1)
+		return "";
+	return d->fast_domain > 1 ? ", joined by NVLink" : ", without NVLink between them";
+}
+
 enum acceld_err plan_devices_from_registry(const struct device *devs, size_t n, const enum device_type *want,
 					   struct plan_devices *out, struct plan_devices_origin *origin, char *why,
 					   size_t whysz)
@@ -307,8 +314,8 @@ enum acceld_err plan_devices_from_registry(const struct device *devs, size_t n, 
 	out->fast_domain = domain ? domain : 1;
 	snprintf(origin->model, sizeof(origin->model), "%s", model);
 	if (type == DEVICE_GPU)
-		snprintf(origin->text, sizeof(origin->text), "%u x %s on this host, %s", count, model,
-			 out->fast_domain > 1 ? "joined by NVLink" : "without NVLink between them");
+		snprintf(origin->text, sizeof(origin->text), "%u x %s on this host%s", count, model,
+			 plan_devices_link_words(out));
 	else
 		snprintf(origin->text, sizeof(origin->text), "%u x %s on this host", count, model);
 	if (memory == 0) {

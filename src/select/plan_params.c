@@ -617,8 +617,8 @@ enum acceld_err plan_params_devices(const struct plan_params *p, const struct de
 			rc = plan_devices_from_registry(named, nnamed, &named[0].type, out, origin, why, whysz);
 		if (named != NULL && rc == ACCELD_OK && out->kind == PLAN_GPU) {
 			out->fast_domain = named_domain(named, nnamed);
-			plan_put(origin->text, sizeof(origin->text), "%u x %s named by id, %s", out->count,
-				 origin->model, out->fast_domain > 1 ? "joined by NVLink" : "without NVLink between them");
+			plan_put(origin->text, sizeof(origin->text), "%u x %s named by id%s", out->count,
+				 origin->model, plan_devices_link_words(out));
 			if (out->fast_domain > 1 && out->fast_domain < out->count)
 				plan_put(text, sizeof(text), "%s in groups of %u", origin->text, out->fast_domain);
 			else

@@ -85,9 +85,9 @@ def check(label, doc):
         total = d.get("memory", {}).get("total_bytes", 0) // (1024 * 1024)
         if abs(total - s["mib"]) > 1:
             failures.append(f"{label}: {s['uuid']} memory {total} MiB, nvidia-smi {s['mib']} MiB")
-        if "nvml" not in d.get("backends", []):
+        if "nvml" not in d.get("seen_by", []):
             failures.append(f"{label}: {s['uuid']} not seen by NVML")
-        if want_opencl and "opencl" not in d.get("backends", []):
+        if want_opencl and "opencl" not in d.get("seen_by", []):
             failures.append(f"{label}: {s['uuid']} not seen by the OpenCL probe (not merged by PCI bus id?)")
     for p in doc.get("probes", []):
         if p.get("name") in ("nvml", "opencl") and not p.get("ok", True):

@@ -88,7 +88,8 @@ for kernel, (body, want) in cases.items():
     got = np.ravel(np.array(doc.get("result", {}).get("output", np.nan), dtype=np.float64))
     ok = status == 200 and doc.get("verified") and got.shape == np.ravel(want).shape and np.allclose(got, np.ravel(want), rtol=1e-4,
                                                                                    atol=1e-4)
-    print(f"{kernel}: {'ok' if ok else 'FAILED'} (status {status}, verified {doc.get('verified')}) {doc.get('detail', '')}")
+    detail = (doc.get("error") or {}).get("detail", "")
+    print(f"{kernel}: {'ok' if ok else 'FAILED'} (status {status}, verified {doc.get('verified')}) {detail}")
     if not ok:
         failed.append(kernel)
 

@@ -184,6 +184,12 @@ START_TEST(gpus_of_the_host)
 		add(DEVICE_GPU, "NVIDIA L4", 24 * GIB)->gpu.nvlink_domain = 1;
 	ck_assert_int_eq(plan_devices_from_registry(devs, ndevs, NULL, &d, &o, why, sizeof(why)), ACCELD_OK);
 	ck_assert_uint_eq(d.fast_domain, 1);
+	ck_assert_str_eq(o.text, "4 x NVIDIA L4 on this host, without NVLink between them");
+	/* one GPU has nothing to be linked to (a real H100 once read "1 x ... without NVLink between them") */
+	host_cpu();
+	add(DEVICE_GPU, "NVIDIA H100 80GB HBM3", 85520809984ull)->gpu.nvlink_domain = 1;
+	ck_assert_int_eq(plan_devices_from_registry(devs, ndevs, NULL, &d, &o, why, sizeof(why)), ACCELD_OK);
+	ck_assert_str_eq(o.text, "1 x NVIDIA H100 80GB HBM3 on this host");
 	/* mixed GPUs: the most numerous model, each GPU's memory the smallest */
 	host_cpu();
 	add(DEVICE_GPU, "NVIDIA T4", 16 * GIB);
