@@ -295,20 +295,17 @@ static void finish(struct devcheck_run *run, enum devcheck_state state)
 	const char *verdict;
 	char rule[sizeof(run->rule)];
 	int64_t now = clock_real_ms();
-	bool stopped;
 
 	/*
 	 * The device's summary and snapshot first, the run's state after: whoever sees the run end (GET
-	 * /devices/{id}/checks/{check}, the waiter) then finds it in GET /devices too. devcheck_stop may interrupt the
-	 * run in between; its words win, as they would have before.
+	 * /devices/{id}/checks/{check}, the waiter) then finds it in GET /devices too. A run devcheck_stop interrupted
+	 * has its summary already; one it interrupts in between keeps the stop's words.
 	 */
 	pthread_mutex_lock(&c->mu);
-	stopped = run->state == DEVCHECK_INTERRUPTED;
-	if (!stopped)
+	if (run->state != DEVCHECK_INTERRUPTED)
 		summarise_device(c, run, state, now);
 	pthread_mutex_unlock(&c->mu);
-	if (!stopped)
-		changed(c, run->device);
+	changed(c, run->device);
 	pthread_mutex_lock(&c->mu);
 	if (run->state != DEVCHECK_INTERRUPTED) {
 		run->state = state;
@@ -322,8 +319,6 @@ static void finish(struct devcheck_run *run, enum devcheck_state state)
 	pthread_mutex_unlock(&c->mu);
 	if (record_now)
 		record(run);
-	if (stopped)
-		changed(c, run->device);
 	log_fields(strcmp(verdict, "pass") == 0 ? LOGL_INFO : LOGL_WARN, "check", "check finished",
 		   (struct log_field[]){LOG_S("id", run->id), LOG_S("device", run->device),
 					LOG_S("level", devcheck_level_name(run->req.level)),

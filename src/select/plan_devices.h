@@ -39,7 +39,10 @@ enum acceld_err plan_devices_from_registry(const struct device *devs, size_t n, 
 					   struct plan_devices *out, struct plan_devices_origin *origin, char *why,
 					   size_t whysz);
 
-/* How GPUs are linked, as the origin's text says it: ", joined by NVLink", ", without NVLink between them", or "" for one. */
+/*
+ * How GPUs are linked, as the origin's text says it: ", joined by NVLink", ", without NVLink between them", or ""
+ * for a single device.
+ */
 const char *plan_devices_link_words(const struct plan_devices *d);
 
 /* Parses a named shape (above). Returns ACCELD_OK, or ACCELD_EINVAL with a message that says what is accepted. */
