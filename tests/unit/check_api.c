@@ -135,3 +135,19 @@ const char *check_member(const struct http_resp *resp, const char *name)
 {
 	return json_string_value(json_object_get(resp->json, name));
 }
+
+void check_unavailable(unsigned services, enum http_method method, const char *target, const char *json,
+		       const char *service)
+{
+	struct app bare;
+	struct check_req r;
+	struct http_resp resp;
+
+	check_app_start(&bare, services);
+	check_req_init(&r, method, target, json);
+	ck_assert_int_eq(check_call(&bare, &r, &resp), 503);
+	ck_assert_str_eq(check_member(&resp, "reason"), "UNAVAILABLE");
+	ck_assert_str_eq(check_member(&resp, "service"), service);
+	http_resp_release(&resp);
+	check_app_stop(&bare);
+}

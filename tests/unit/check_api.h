@@ -40,4 +40,11 @@ int check_call(struct app *app, struct check_req *r, struct http_resp *resp);
 /* A string member of the answer's JSON document, or NULL. */
 const char *check_member(const struct http_resp *resp, const char *name);
 
+/*
+ * Asserts that, with only the given services started (check_app_start), method target (json the body, or NULL) is
+ * answered 503 UNAVAILABLE naming the missing service (the problem's `service`).
+ */
+void check_unavailable(unsigned services, enum http_method method, const char *target, const char *json,
+		       const char *service);
+
 #endif

@@ -173,29 +173,13 @@ END_TEST
 START_TEST(without_prices_or_database_the_dispatcher_answers_503)
 {
 	static const char *const targets[] = {"/cost", "/cost/estimate?seconds=1", "/cost/prices"};
-	struct app bare;
-	struct check_req r;
-	struct http_resp resp;
 
-	check_app_start(&bare, ROUTE_STORE); /* no price book */
-	for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
-		check_req_init(&r, HTTP_GET, targets[i], NULL);
-		ck_assert_int_eq(check_call(&bare, &r, &resp), 503);
-		ck_assert_str_eq(check_member(&resp, "reason"), "UNAVAILABLE");
-		ck_assert_str_eq(check_member(&resp, "service"), "prices");
-		http_resp_release(&resp);
-	}
-	check_req_init(&r, HTTP_PUT, "/cost/prices", "{\"prices\":[]}");
-	ck_assert_int_eq(check_call(&bare, &r, &resp), 503);
-	http_resp_release(&resp);
-	check_app_stop(&bare);
-
-	check_app_start(&bare, ROUTE_COST); /* a price book but no database */
-	check_req_init(&r, HTTP_GET, "/cost", NULL);
-	ck_assert_int_eq(check_call(&bare, &r, &resp), 503);
-	ck_assert_str_eq(check_member(&resp, "service"), "database");
-	http_resp_release(&resp);
-	check_app_stop(&bare);
+	/* no price book */
+	for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++)
+		check_unavailable(ROUTE_STORE, HTTP_GET, targets[i], NULL, "prices");
+	check_unavailable(ROUTE_STORE, HTTP_PUT, "/cost/prices", "{\"prices\":[]}", "prices");
+	/* a price book but no database */
+	check_unavailable(ROUTE_COST, HTTP_GET, "/cost", NULL, "database");
 }
 END_TEST
 

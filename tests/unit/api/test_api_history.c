@@ -85,17 +85,7 @@ END_TEST
 
 START_TEST(without_the_database_the_dispatcher_answers_503)
 {
-	struct app bare;
-	struct check_req r;
-	struct http_resp resp;
-
-	check_app_start(&bare, ROUTE_DETECT);
-	check_req_init(&r, HTTP_GET, "/history", NULL);
-	ck_assert_int_eq(check_call(&bare, &r, &resp), 503);
-	ck_assert_str_eq(check_member(&resp, "reason"), "UNAVAILABLE");
-	ck_assert_str_eq(check_member(&resp, "service"), "database");
-	http_resp_release(&resp);
-	check_app_stop(&bare);
+	check_unavailable(ROUTE_DETECT, HTTP_GET, "/history", NULL, "database");
 }
 END_TEST
 

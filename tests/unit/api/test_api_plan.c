@@ -210,19 +210,8 @@ END_TEST
 
 START_TEST(without_the_registry_the_dispatcher_answers_503)
 {
-	struct app bare;
-	struct check_req r;
-	struct http_resp resp;
-
-	check_app_start(&bare, 0);
-	check_req_init(&r, HTTP_GET, "/plan?params=1B", NULL);
-	ck_assert_int_eq(check_call(&bare, &r, &resp), 503);
-	ck_assert_str_eq(check_member(&resp, "service"), "devices");
-	http_resp_release(&resp);
-	check_req_init(&r, HTTP_POST, "/plan", "{}");
-	ck_assert_int_eq(check_call(&bare, &r, &resp), 503);
-	http_resp_release(&resp);
-	check_app_stop(&bare);
+	check_unavailable(0, HTTP_GET, "/plan?params=1B", NULL, "devices");
+	check_unavailable(0, HTTP_POST, "/plan", "{}", "devices");
 }
 END_TEST
 

@@ -223,17 +223,7 @@ END_TEST
 
 START_TEST(no_executor_is_503)
 {
-	struct app bare;
-	struct check_req r;
-	struct http_resp resp;
-
-	check_app_start(&bare, ROUTE_DETECT);
-	check_req_init(&r, HTTP_POST, "/run", "{\"kernel\": \"saxpy\", \"n\": 3}");
-	ck_assert_int_eq(check_call(&bare, &r, &resp), 503);
-	ck_assert_str_eq(check_member(&resp, "reason"), "UNAVAILABLE");
-	ck_assert_str_eq(check_member(&resp, "service"), "executor");
-	http_resp_release(&resp);
-	check_app_stop(&bare);
+	check_unavailable(ROUTE_DETECT, HTTP_POST, "/run", "{\"kernel\": \"saxpy\", \"n\": 3}", "executor");
 }
 END_TEST
 
