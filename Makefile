@@ -179,7 +179,7 @@ $(BUILD)/gen/migrations.h: $(MIGRATIONS) db/embed.sh
 	@mkdir -p $(@D)
 	sh db/embed.sh $(MIGRATIONS) > $@
 
-$(BUILD)/obj/store/store.o: $(BUILD)/gen/migrations.h
+$(BUILD)/obj/store/store_db.o: $(BUILD)/gen/migrations.h
 
 $(BUILD)/libacceld.a: $(LIB_OBJ)
 	@rm -f $@
@@ -263,7 +263,7 @@ $(FUZZ_DIR)/obj/cost/machines.o: $(FUZZ_DIR)/gen/aws_csv.h $(FUZZ_DIR)/gen/azure
 $(FUZZ_DIR)/obj/cost/pricebook.o: $(FUZZ_DIR)/gen/gce_rates_csv.h $(FUZZ_DIR)/gen/gce_gpus_csv.h \
 				  $(FUZZ_DIR)/gen/tpu_chips_csv.h $(FUZZ_DIR)/gen/sources_csv.h
 $(FUZZ_DIR)/obj/cost/regions.o: $(FUZZ_DIR)/gen/regions_csv.h
-$(FUZZ_DIR)/obj/store/store.o: $(FUZZ_DIR)/gen/migrations.h
+$(FUZZ_DIR)/obj/store/store_db.o: $(FUZZ_DIR)/gen/migrations.h
 $(FUZZ_DIR)/obj/api/api_static.o: $(FUZZ_DIR)/gen/static_index_html.h
 
 $(FUZZ_DIR)/gen/%.h:

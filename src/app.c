@@ -14,7 +14,6 @@
 #include "app.h"
 #include "core/clock.h"
 #include "core/version.h"
-#include "exec/backend/exec_cpu.h"
 #include "detect/cloud.h"
 #include "cost/cost.h"
 #include "cost/hostprice.h"
@@ -28,13 +27,9 @@
 #include "core/mem.h"
 #include "metrics/metrics.h"
 #include "core/pool.h"
-#include "api/routes.h"
 #include "store/sampler.h"
 #include "select/select.h"
 #include "store/store.h"
-
-/* Probes every few seconds and a scraper or two: a handful of connections, kept apart from the API's. */
-#define HEALTH_MAX_CONNECTIONS 16
 
 static void try_open_store(struct app *app)
 {
@@ -81,7 +76,7 @@ static void start_detect(struct app *app)
 }
 
 /* The store's row for an executor record. */
-static void job_row(const struct exec_job_record *rec, struct store_job *job)
+static void store_row_of(const struct exec_record *rec, struct store_job *job)
 {
 	*job = (struct store_job){.submitted_ms = rec->created_ms,
 				  .started_ms = rec->started_ms,
@@ -110,12 +105,12 @@ static void job_row(const struct exec_job_record *rec, struct store_job *job)
 }
 
 /* on_job_start: a running job has its row, so one that a crash cuts short is marked interrupted at the next start. */
-static void record_job_start(void *ctx, const struct exec_job_record *rec)
+static void record_started(void *ctx, const struct exec_record *rec)
 {
 	struct app *app = ctx;
 	struct store_job job;
 
-	job_row(rec, &job);
+	store_row_of(rec, &job);
 	store_job_record(app->store, &job);
 }
 
@@ -126,11 +121,11 @@ struct pending_record {
 };
 
 /* The store's completion of a job record: the job is answered now. */
-static void job_recorded(void *ctx, bool recorded)
+static void record_confirmed(void *ctx, bool recorded)
 {
 	struct pending_record *p = ctx;
 
-	exec_job_recorded(p->job, p->provisional, recorded);
+	exec_record_confirmed(p->job, p->provisional, recorded);
 	exec_job_unref(p->job);
 	free(p);
 }
@@ -139,20 +134,20 @@ static void job_recorded(void *ctx, bool recorded)
  * on_job_record: every finished job goes to the job metrics and to the history store, and is answered once its
  * record is durable (journaled, or committed; see store_job_record_notify).
  */
-static void record_job(void *ctx, const struct exec_job_record *rec)
+static void record_ended(void *ctx, const struct exec_record *rec)
 {
 	struct app *app = ctx;
 	struct store_job job;
 	struct pending_record *p = xcalloc(1, sizeof(*p));
 
-	job_row(rec, &job);
+	store_row_of(rec, &job);
 	if (!rec->provisional)
 		metrics_job_observe(app->metrics, rec->kernel, rec->device_id ? rec->device_id : "none", rec->state,
 				    rec->total_ms / 1000.0);
 	exec_job_ref(rec->job);
 	p->job = rec->job;
 	p->provisional = rec->provisional;
-	store_job_record_notify(app->store, &job, job_recorded, p);
+	store_job_record_notify(app->store, &job, record_confirmed, p);
 }
 
 /* The sampler's busy fraction for devices with no telemetry of their own: the executor's. */
@@ -226,9 +221,9 @@ static void start_exec(struct app *app)
 	exec_opts_from_config(&app->cfg, &eopts);
 	eopts.devices = snap->devices;
 	eopts.ndevices = snap->n;
-	eopts.on_job_record = record_job;
+	eopts.on_job_record = record_ended;
 	eopts.on_job_record_ctx = app;
-	eopts.on_job_start = record_job_start;
+	eopts.on_job_start = record_started;
 	eopts.on_job_start_ctx = app;
 	eopts.presence = exec_presence_of;
 	eopts.presence_ctx = app->detect;
@@ -425,41 +420,6 @@ void app_checks_interrupt(struct app *app)
 	devcheck_stop(app->devcheck);
 }
 
-void app_http_opts(struct app *app, struct http_server_opts *out)
-{
-	*out = (struct http_server_opts){
-		.host = app->cfg.listen_host,
-		.port = app->cfg.listen_port,
-		.threads = app->cfg.threads ? app->cfg.threads : pool_usable_cpus(),
-		.max_connections = app->cfg.max_connections,
-		.max_connections_per_ip = app->cfg.max_connections_per_ip,
-		.idle_timeout_s = (unsigned)((app->cfg.idle_timeout_ms + 999) / 1000),
-		.conn_memory = app->cfg.conn_memory,
-		.max_body = app->cfg.max_body,
-		.max_json_depth = app->cfg.max_json_depth,
-		.access_log = app->cfg.access_log,
-		.tls_cert_pem = app->cfg.tls_cert_pem,
-		.tls_key_pem = app->cfg.tls_key_pem,
-		.dispatch = routes_dispatch,
-		.ctx = app,
-		.observe = metrics_http_hook,
-		.observe_ctx = app->metrics,
-	};
-}
-
-void app_health_http_opts(struct app *app, struct http_server_opts *out)
-{
-	app_http_opts(app, out);
-	out->host = app->cfg.health_listen_host;
-	out->port = app->cfg.health_listen_port;
-	out->threads = 1;
-	out->max_connections = HEALTH_MAX_CONNECTIONS;
-	out->max_connections_per_ip = 0; /* the kubelet probes from one address */
-	out->tls_cert_pem = NULL;
-	out->tls_key_pem = NULL;
-	out->dispatch = routes_dispatch_health;
-}
-
 /* What the host is, once learned: detection prices its devices by it, the price book applies its Spot status. */
 static void on_cloud(void *ctx, const struct cloud_host *host)
 {
@@ -527,18 +487,13 @@ json_t *app_version_json(void)
 {
 	unsigned hw = hwloc_get_api_version();
 	char hwloc[32];
-	char blas[128];
-	const char *cfg = exec_cpu_blas_config(); /* OpenBLAS is loaded at run time, not linked */
+	json_t *doc;
 
 	snprintf(hwloc, sizeof(hwloc), "%u.%u.%u", hw >> 16, (hw >> 8) & 0xff, hw & 0xff);
-	/* "OpenBLAS 0.3.21 DYNAMIC_ARCH ..." -> "0.3.21" */
-	snprintf(blas, sizeof(blas), "%s", cfg ? cfg : "unknown");
-	if (strncmp(blas, "OpenBLAS ", 9) == 0) {
-		memmove(blas, blas + 9, strlen(blas + 9) + 1);
-		blas[strcspn(blas, " ")] = '\0';
-	}
-	return json_pack("{s:s, s:s, s:s, s:{s:s, s:s, s:s, s:s, s:s}}", "version", version_string(), "commit",
-			 version_commit(), "build_time", version_build_time(), "libraries", "libmicrohttpd",
-			 http_library_version(), "jansson", jansson_version_str(), "sqlite", store_sqlite_version(),
-			 "hwloc", hwloc, "openblas", blas);
+	doc = json_pack("{s:s, s:s, s:s, s:{s:s, s:s, s:s, s:s}}", "version", version_string(), "commit",
+			version_commit(), "build_time", version_build_time(), "libraries", "libmicrohttpd",
+			http_library_version(), "jansson", jansson_version_str(), "sqlite", store_sqlite_version(),
+			"hwloc", hwloc);
+	backend_libraries(NULL, json_object_get(doc, "libraries"));
+	return doc;
 }

@@ -45,20 +45,6 @@ struct app {
 	struct devcheck_store *devcheck_store; /* their history (devcheck_store.c); NULL without a store */
 };
 
-struct http_server_opts;
-
-/*
- * The HTTP server's settings from app->cfg (threads: the usable CPUs when not set), dispatching to the route table
- * with app as context and reporting to app->metrics (create it first).
- */
-void app_http_opts(struct app *app, struct http_server_opts *out);
-
-/*
- * The health listener's settings (--health-listen, which must be set): the main listener's limits, one thread, a
- * small connection budget of its own, plain HTTP, and only the probe and metrics routes.
- */
-void app_health_http_opts(struct app *app, struct http_server_opts *out);
-
 /*
  * Starts the services on app->cfg (loaded) and app->metrics (may be NULL): opens the store (a database that cannot
  * be used yet is retried in the background), detects devices and starts the refresher, the executor, the price

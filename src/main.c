@@ -94,7 +94,7 @@ static int cmd_serve(int argc, char **argv)
 	json_decref(cfg_json);
 
 	app.metrics = metrics_new(); /* before the server, which reports every request to it */
-	app_http_opts(&app, &hopts);
+	routes_server_opts(&app, &hopts);
 	/* before any thread or OpenCL call: the backends' process-wide settings (PoCL's cache, OpenBLAS's core) */
 	backend_prepare_all(&app.cfg);
 	/* serve first, so /livez answers while start-up work runs */
@@ -112,7 +112,7 @@ static int cmd_serve(int argc, char **argv)
 		   5);
 	/* probes and scrapes on an address of their own, so a full API connection table never reaches them */
 	if (app.cfg.health_listen != NULL) {
-		app_health_http_opts(&app, &hopts);
+		routes_health_server_opts(&app, &hopts);
 		if (http_server_start(&hopts, &app.health_http, err, sizeof(err)) != 0) {
 			log_msg(LOGL_ERROR, "http", "health listener: %s", err);
 			http_server_stop(app.http);

@@ -12,7 +12,7 @@
 #include "core/config.h"
 #include "cost/cost.h"
 #include "detect/detect.h"
-#include "store/history.h"
+#include "api/api_window.h"
 #include "core/mem.h"
 #include "store/store.h"
 
@@ -40,7 +40,7 @@ void api_cost(struct app *app, struct http_req *req, struct http_resp *resp)
 	static const char *const allowed[] = {"device", "start_time", "end_time", "group_by", NULL};
 	const char *group = http_req_query(req, "group_by");
 	struct cost_query q = {.device = http_req_query(req, "device"), .bucket_ms = STORE_HOUR_MS};
-	struct history_window w;
+	struct api_window w;
 	const struct detect_snapshot *snap;
 	const struct device *devs;
 	const char *param;
@@ -63,18 +63,18 @@ void api_cost(struct app *app, struct http_req *req, struct http_resp *resp)
 	if (group != NULL && strcmp(group, "day") == 0)
 		q.bucket_ms = STORE_DAY_MS;
 	store_retention(app->store, &raw, &minute, &hour);
-	if (history_window_parse(http_req_query(req, "start_time"), http_req_query(req, "end_time"), clock_real_ms(),
+	if (api_window_parse(http_req_query(req, "start_time"), http_req_query(req, "end_time"), clock_real_ms(),
 				 DEFAULT_SPAN_MS, hour, &w, &param, &reason, why, sizeof(why)) != ACCELD_OK) {
 		http_resp_param_problem(resp, reason, param, "%s", why);
 		return;
 	}
 	q.start_ms = w.start_ms;
 	q.end_ms = w.end_ms;
-	if (history_buckets(&w, q.bucket_ms) > HISTORY_MAX_POINTS) {
+	if (api_window_buckets(&w, q.bucket_ms) > API_WINDOW_MAX_POINTS) {
 		json_t *p = http_resp_param_problem(resp, REASON_TOO_MANY_POINTS, "group_by",
-						    "the window holds more than %d groups", HISTORY_MAX_POINTS);
+						    "the window holds more than %d groups", API_WINDOW_MAX_POINTS);
 
-		json_object_set_new(p, "limit", json_integer(HISTORY_MAX_POINTS));
+		json_object_set_new(p, "limit", json_integer(API_WINDOW_MAX_POINTS));
 		return;
 	}
 	devs = present(app, &snap, &n);

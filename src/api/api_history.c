@@ -8,7 +8,7 @@
 #include "app.h"
 #include "core/clock.h"
 #include "detect/detect.h"
-#include "store/history.h"
+#include "api/api_window.h"
 #include "core/mem.h"
 #include "store/store.h"
 
@@ -102,7 +102,7 @@ void api_history(struct app *app, struct http_req *req, struct http_resp *resp)
 	const char *metric_text = http_req_query(req, "metric");
 	const char *step_text = http_req_query(req, "step");
 	enum store_metric metric = STORE_UTILIZATION;
-	struct history_window w;
+	struct api_window w;
 	const char *param;
 	enum reason reason;
 	char why[256];
@@ -126,13 +126,13 @@ void api_history(struct app *app, struct http_req *req, struct http_resp *resp)
 		return;
 	}
 	store_retention(app->store, &raw, &minute, &hour);
-	if (history_window_parse(http_req_query(req, "start_time"), http_req_query(req, "end_time"), now,
+	if (api_window_parse(http_req_query(req, "start_time"), http_req_query(req, "end_time"), now,
 				 DEFAULT_SPAN_MS, hour, &w, &param, &reason, why, sizeof(why)) != ACCELD_OK) {
 		http_resp_param_problem(resp, reason, param, "%s", why);
 		return;
 	}
 	if (step_text != NULL) {
-		if (history_step_parse(step_text, &step) != 0) {
+		if (api_window_step_parse(step_text, &step) != 0) {
 			http_resp_bad_value(resp, "step", "'%.64s' is not seconds (60, 0.5) or a duration (500ms, 5m, "
 					    "1h) up to 400 days", step_text);
 			return;
@@ -142,14 +142,14 @@ void api_history(struct app *app, struct http_req *req, struct http_resp *resp)
 		step = (w.end_ms - w.start_ms + DEFAULT_POINTS - 1) / DEFAULT_POINTS;
 		step = (step + 999) / 1000 * 1000;
 	}
-	if (history_buckets(&w, step) > HISTORY_MAX_POINTS) {
+	if (api_window_buckets(&w, step) > API_WINDOW_MAX_POINTS) {
 		json_t *p = http_resp_param_problem(resp, REASON_TOO_MANY_POINTS, "step",
 						    "the window holds %lld steps of %lld ms; the limit is %d points per "
 						    "answer: use a larger step or a shorter window",
-						    (long long)history_buckets(&w, step), (long long)step,
-						    HISTORY_MAX_POINTS);
+						    (long long)api_window_buckets(&w, step), (long long)step,
+						    API_WINDOW_MAX_POINTS);
 
-		json_object_set_new(p, "limit", json_integer(HISTORY_MAX_POINTS));
+		json_object_set_new(p, "limit", json_integer(API_WINDOW_MAX_POINTS));
 		return;
 	}
 	e = device_ids(app, device, &ids, &nids);

@@ -7,6 +7,11 @@
 #include "api/api.h"
 #include "app.h"
 #include "core/mem.h"
+#include "core/pool.h"
+#include "metrics/metrics.h"
+
+/* Probes every few seconds and a scraper or two: a handful of connections, kept apart from the API's. */
+#define HEALTH_MAX_CONNECTIONS 16
 
 static const struct route table[] = {
 	{HTTP_GET, "/livez", api_livez, ROUTE_EARLY | ROUTE_HEALTH},
@@ -246,4 +251,39 @@ void routes_dispatch_health(void *ctx, struct http_req *req, struct http_resp *r
 	http_resp_problem(resp, REASON_NOT_FOUND,
 			  "no resource at %.200s on the health listener, which serves /livez, /readyz, /healthz and "
 			  "/metrics only", req->path);
+}
+
+void routes_server_opts(struct app *app, struct http_server_opts *out)
+{
+	*out = (struct http_server_opts){
+		.host = app->cfg.listen_host,
+		.port = app->cfg.listen_port,
+		.threads = app->cfg.threads ? app->cfg.threads : pool_usable_cpus(),
+		.max_connections = app->cfg.max_connections,
+		.max_connections_per_ip = app->cfg.max_connections_per_ip,
+		.idle_timeout_s = (unsigned)((app->cfg.idle_timeout_ms + 999) / 1000),
+		.conn_memory = app->cfg.conn_memory,
+		.max_body = app->cfg.max_body,
+		.max_json_depth = app->cfg.max_json_depth,
+		.access_log = app->cfg.access_log,
+		.tls_cert_pem = app->cfg.tls_cert_pem,
+		.tls_key_pem = app->cfg.tls_key_pem,
+		.dispatch = routes_dispatch,
+		.ctx = app,
+		.observe = metrics_http_hook,
+		.observe_ctx = app->metrics,
+	};
+}
+
+void routes_health_server_opts(struct app *app, struct http_server_opts *out)
+{
+	routes_server_opts(app, out);
+	out->host = app->cfg.health_listen_host;
+	out->port = app->cfg.health_listen_port;
+	out->threads = 1;
+	out->max_connections = HEALTH_MAX_CONNECTIONS;
+	out->max_connections_per_ip = 0; /* the kubelet probes from one address */
+	out->tls_cert_pem = NULL;
+	out->tls_key_pem = NULL;
+	out->dispatch = routes_dispatch_health;
 }

@@ -62,6 +62,20 @@ void routes_dispatch(void *ctx, struct http_req *req, struct http_resp *resp);
  */
 void routes_dispatch_health(void *ctx, struct http_req *req, struct http_resp *resp);
 
+struct http_server_opts;
+
+/*
+ * The HTTP server's settings from app->cfg (threads: the usable CPUs when not set), dispatching to the route table
+ * with app as context and reporting to app->metrics (create it first).
+ */
+void routes_server_opts(struct app *app, struct http_server_opts *out);
+
+/*
+ * The health listener's settings (--health-listen, which must be set): the main listener's limits, one thread, a
+ * small connection budget of its own, plain HTTP, and only the probe and metrics routes.
+ */
+void routes_health_server_opts(struct app *app, struct http_server_opts *out);
+
 /* Constant-time check of an Authorization header against the token. */
 bool routes_token_ok(const char *authorization, const char *token);
 

@@ -29,57 +29,7 @@
 #include "core/names.h"
 #include "select/select.h"
 
-/* --- names --- */
-
-static const char *const level_names[DEVCHECK_LEVEL_COUNT] = {"quick", "long"};
-static const char *const state_names[DEVCHECK_STATE_COUNT] = {"queued", "running", "succeeded", "failed",
-								 "interrupted"};
-static const char *const verdict_names[DEVCHECK_VERDICT_COUNT] = {"pass", "warn", "fail"};
-
-const char *devcheck_level_name(enum devcheck_level l)
-{
-	return names_at(level_names, DEVCHECK_LEVEL_COUNT, l);
-}
-
-bool devcheck_level_parse(const char *text, enum devcheck_level *out)
-{
-	int i = names_find(level_names, DEVCHECK_LEVEL_COUNT, text);
-
-	if (i < 0)
-		return false;
-	*out = (enum devcheck_level)i;
-	return true;
-}
-
-const char *devcheck_state_name(enum devcheck_state s)
-{
-	return names_at(state_names, DEVCHECK_STATE_COUNT, s);
-}
-
-bool devcheck_state_parse(const char *text, enum devcheck_state *out)
-{
-	int i = names_find(state_names, DEVCHECK_STATE_COUNT, text);
-
-	if (i < 0)
-		return false;
-	*out = (enum devcheck_state)i;
-	return true;
-}
-
-const char *devcheck_verdict_name(enum devcheck_verdict v)
-{
-	return names_at(verdict_names, DEVCHECK_VERDICT_COUNT, v);
-}
-
-bool devcheck_verdict_parse(const char *text, enum devcheck_verdict *out)
-{
-	int i = names_find(verdict_names, DEVCHECK_VERDICT_COUNT, text);
-
-	if (i < 0)
-		return false;
-	*out = (enum devcheck_verdict)i;
-	return true;
-}
+/* --- settings --- */
 
 void devcheck_settings_from_config(const struct config *cfg, struct devcheck_settings *out)
 {
@@ -141,7 +91,7 @@ static struct devstate *devstate_of(struct devcheck *c, const char *id, bool cre
 	return &c->devs[c->ndevs++];
 }
 
-void devcheck_test_init(struct test *t, const char *name, const char *kind, const char *unit)
+void devcheck_test_init(struct devcheck_test *t, const char *name, const char *kind, const char *unit)
 {
 	memset(t, 0, sizeof(*t));
 	t->name = name;
@@ -341,7 +291,7 @@ static void finish(struct devcheck_run *run, enum devcheck_state state)
 }
 
 /* A test's expected figure: the spec peak, times what a healthy device reaches through the backend. c->mu held. */
-static void expect_one(struct test *t, double peak, const char *peak_source, const struct backend_ops *ops,
+static void expect_one(struct devcheck_test *t, double peak, const char *peak_source, const struct backend_ops *ops,
 		       double fraction, const char *why)
 {
 	t->expected = devcheck_usable(peak) ? peak * fraction : NAN;

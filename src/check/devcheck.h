@@ -1,41 +1,8 @@
 /*
- * devcheck: device health checks and calibration. Is a device as fast as it should be, does it compute right, and
- * does it stay fast under load?
- *
- * A check is a short diagnostic of one device, run as real jobs through the executor (exec.h: the device pinned,
- * the real kernels, verify=true), one job at a time, so the executor's queues, busy accounting, verification and
- * backends are the ones jobs use:
- *   sgemm  matrix throughput: square sizes doubling from 256 (512 on accelerators) until GFLOP/s stops growing
- *          (a plateau: under 5 % more from a doubling, with kernels of 20 ms or more), the size cap or the
- *          test's budget is reached; then repeated at that size. The figure is the best run at the final size.
- *   triad  memory bandwidth: STREAM's a = b + s*c, each array four times the CPU's last-level cache (all of its
- *          instances together; at least 16 MiB), or a 16th of an accelerator's memory; repeated, best run counts.
- *   sustained (long level only): sgemm at the final size back to back for the stated duration, throughput over
- *          time, to expose thermal or power throttling.
- *   telemetry: read before, between runs (at most every 500 ms) and after: temperature, power, the clock now,
- *          clock event reasons, ECC counts and pages waiting for retirement where NVML offers them, the cpufreq
- *          clock on CPUs.
- * Levels: quick (the default) gives sgemm 2 s and triad 1.6 s of device time, so a check stays under 5 s per
- * device; long adds the sustained phase (ACCELD_CHECK_LONG_DURATION, default 60 s, or the request's duration).
- * The budgets count the check's own runs; time spent waiting behind other jobs does not.
- *
- * Jobs are not starved: a check submits one run at a time, so jobs sent meanwhile queue behind at most the run in
- * progress and go before the check's next one (the check yields to queued jobs between runs). One check per
- * device at a time: a second is refused (409 CHECK_RUNNING).
- *
- * Verdicts (pass < warn < fail), each with the rule that decided it; the check's verdict is its worst test's:
- *   a wrong result (any run not verified against the double-precision reference) or no completed run: fail;
- *   measured / expected below ACCELD_CHECK_FAIL_PERCENT: fail; below ACCELD_CHECK_WARN_PERCENT: warn. The expected
- *   figure is the device's peak: its row of the spec table, or for a CPU its own computed peak (cores x clock x
- *   FLOP/cycle, probe_cpu.c); none known: the figure is recorded and the test passes when verified;
- *   uncorrectable ECC errors, or retired pages waiting for a reset: fail;
- *   clocks held down by heat or a hardware limit (clock event reasons), a temperature at or past the slowdown
- *   threshold, or a clock under load below ACCELD_CHECK_CLOCK_PERCENT of the maximum: warn;
- *   long: the last quarter's throughput below ACCELD_CHECK_THROTTLE_PERCENT of the first quarter's: warn.
- *
- * A check's figures feed back: GET /devices shows each device's last check (and a CPU's peak becomes the measured
- * one, peak.source saying so), /select ranks by them while the check is younger than ACCELD_CHECK_MAX_AGE, and
- * /metrics exports them. ACCELD_CHECK_INTERVAL runs quick checks of idle devices periodically.
+ * devcheck: device health checks. Is a device as fast as it should be, does it compute right, and does it stay fast
+ * under load? A check runs the real kernels as jobs through the executor (the device pinned, verify on), one run at
+ * a time so that jobs sent meanwhile go first, and judges each test against the device's peak with a rule that names
+ * itself. docs/checks.md has the tests, levels, budgets (struct devcheck_settings) and verdict rules.
  *
  * (The module is devcheck, not check, because <check.h> is the unit-test framework's header.)
  *

@@ -1,6 +1,7 @@
 /*
- * devcheck_doc: a check's document (api/openapi.yaml, HealthCheck): its tests, telemetry and sustained series as
- * JSON, read under the module's mutex so a reader sees a run as its thread last published it.
+ * devcheck_doc: the names of levels, states and verdicts, and a check's document (api/openapi.yaml, HealthCheck): its
+ * tests, telemetry and sustained series as JSON, read under the module's mutex so a reader sees a run as its thread
+ * last published it.
  */
 #include "check/devcheck_int.h"
 
@@ -10,13 +11,66 @@
 
 #include "core/clock.h"
 #include "core/jsonval.h"
+#include "core/names.h"
 #include "core/reason.h"
+
+/* --- names --- */
+
+static const char *const level_names[DEVCHECK_LEVEL_COUNT] = {"quick", "long"};
+static const char *const state_names[DEVCHECK_STATE_COUNT] = {"queued", "running", "succeeded", "failed",
+								 "interrupted"};
+static const char *const verdict_names[DEVCHECK_VERDICT_COUNT] = {"pass", "warn", "fail"};
+
+const char *devcheck_level_name(enum devcheck_level l)
+{
+	return names_at(level_names, DEVCHECK_LEVEL_COUNT, l);
+}
+
+bool devcheck_level_parse(const char *text, enum devcheck_level *out)
+{
+	int i = names_find(level_names, DEVCHECK_LEVEL_COUNT, text);
+
+	if (i < 0)
+		return false;
+	*out = (enum devcheck_level)i;
+	return true;
+}
+
+const char *devcheck_state_name(enum devcheck_state s)
+{
+	return names_at(state_names, DEVCHECK_STATE_COUNT, s);
+}
+
+bool devcheck_state_parse(const char *text, enum devcheck_state *out)
+{
+	int i = names_find(state_names, DEVCHECK_STATE_COUNT, text);
+
+	if (i < 0)
+		return false;
+	*out = (enum devcheck_state)i;
+	return true;
+}
+
+const char *devcheck_verdict_name(enum devcheck_verdict v)
+{
+	return names_at(verdict_names, DEVCHECK_VERDICT_COUNT, v);
+}
+
+bool devcheck_verdict_parse(const char *text, enum devcheck_verdict *out)
+{
+	int i = names_find(verdict_names, DEVCHECK_VERDICT_COUNT, text);
+
+	if (i < 0)
+		return false;
+	*out = (enum devcheck_verdict)i;
+	return true;
+}
 
 /*
  * A test's state in the words of a job's: queued until it starts, failed when a run of it failed (its failure says
  * how), interrupted when acceld stopped the check before the test ended.
  */
-static const char *test_state(const struct test *t, enum devcheck_state check)
+static const char *test_state(const struct devcheck_test *t, enum devcheck_state check)
 {
 	if (t->finished)
 		return t->failed ? "failed" : "succeeded";
@@ -26,7 +80,7 @@ static const char *test_state(const struct test *t, enum devcheck_state check)
 }
 
 /* One test as the document shows it; c->mu held. */
-static json_t *test_json(const struct test *t, enum devcheck_state check)
+static json_t *test_json(const struct devcheck_test *t, enum devcheck_state check)
 {
 	json_t *o = json_object();
 
@@ -96,7 +150,7 @@ static json_t *test_json(const struct test *t, enum devcheck_state check)
 	return o;
 }
 
-static json_t *tel_json(const struct tel *t)
+static json_t *tel_json(const struct devcheck_telemetry *t)
 {
 	json_t *o = json_object();
 

@@ -36,7 +36,7 @@ struct ramp_step {
 };
 
 /* One test of a check as its document shows it. */
-struct test {
+struct devcheck_test {
 	const char *name;           /* "sgemm", "triad", "sustained", "telemetry" */
 	const char *kind;           /* "matrix", "memory", "sustained", "telemetry" */
 	const char *unit;           /* "GFLOP/s", "GB/s"; NULL for telemetry */
@@ -69,7 +69,7 @@ struct test {
 };
 
 /* Telemetry gathered over a check. */
-struct tel {
+struct devcheck_telemetry {
 	unsigned samples;
 	const char *source;         /* "nvml", "cpufreq", "sysfs", NULL none */
 	double temp_first, temp_max;
@@ -106,8 +106,8 @@ struct devcheck_run {
 	uint64_t started_ns;
 	uint64_t sustained_ms;      /* the long level's phase */
 	uint64_t seed;
-	struct test sgemm, triad, sustained, telemetry;
-	struct tel tel;
+	struct devcheck_test sgemm, triad, sustained, telemetry;
+	struct devcheck_telemetry tel;
 	struct bucket buckets[BUCKETS];
 	bool has_verdict;
 	enum devcheck_verdict verdict;
@@ -130,10 +130,10 @@ static inline bool devcheck_usable(double v)
 }
 
 /* A test that has not started: its names (static strings; unit NULL for telemetry), no runs, every figure NAN. */
-void devcheck_test_init(struct test *t, const char *name, const char *kind, const char *unit);
+void devcheck_test_init(struct devcheck_test *t, const char *name, const char *kind, const char *unit);
 
 /* Telemetry with no sample yet: every figure NAN, retired pages unknown (-1). */
-void devcheck_tel_init(struct tel *t);
+void devcheck_tel_init(struct devcheck_telemetry *t);
 
 /*
  * Formatted text into out that is never cut inside a word: when it does not fit, it ends at the last whole word
@@ -197,13 +197,13 @@ void devcheck_test_sustained(struct devcheck_run *run, uint64_t duration_ms);
  * s->warn_percent warns, and a run that failed after good ones fails the test (a figure with no expected one to
  * compare with is not judged further). Sets t->verdict and t->rule.
  */
-void devcheck_judge_figure(const struct devcheck_settings *s, struct test *t);
+void devcheck_judge_figure(const struct devcheck_settings *s, struct devcheck_test *t);
 
 /*
  * The sustained test: a wrong result, no completed run or a failed run fails; under 8 runs pass (too few for a
  * trend); the last quarter's throughput below s->throttle_percent of the first quarter's warns.
  */
-void devcheck_judge_sustained(const struct devcheck_settings *s, struct test *t);
+void devcheck_judge_sustained(const struct devcheck_settings *s, struct devcheck_test *t);
 
 /*
  * The telemetry test from what was sampled (x): uncorrectable ECC errors or retired pages waiting for a reset fail;
@@ -211,7 +211,8 @@ void devcheck_judge_sustained(const struct devcheck_settings *s, struct test *t)
  * s->clock_percent of the rated maximum warn. The worst finding decides and the rule says every one. Marks t
  * started and finished.
  */
-void devcheck_judge_telemetry(const struct devcheck_settings *s, const struct tel *x, struct test *t);
+void devcheck_judge_telemetry(const struct devcheck_settings *s, const struct devcheck_telemetry *x,
+			      struct devcheck_test *t);
 
 /*
  * Judges every test of the run's level and gives the run its worst test's verdict (the first of equals, in the

@@ -10,10 +10,10 @@
 #include <stdio.h>
 #include <string.h>
 
-static void set_verdict(struct test *t, enum devcheck_verdict v, const char *fmt, ...)
+static void set_verdict(struct devcheck_test *t, enum devcheck_verdict v, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-static void set_verdict(struct test *t, enum devcheck_verdict v, const char *fmt, ...)
+static void set_verdict(struct devcheck_test *t, enum devcheck_verdict v, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -24,7 +24,7 @@ static void set_verdict(struct test *t, enum devcheck_verdict v, const char *fmt
 	va_end(ap);
 }
 
-void devcheck_judge_figure(const struct devcheck_settings *s, struct test *t)
+void devcheck_judge_figure(const struct devcheck_settings *s, struct devcheck_test *t)
 {
 	double pct;
 
@@ -62,7 +62,7 @@ void devcheck_judge_figure(const struct devcheck_settings *s, struct test *t)
 	}
 }
 
-void devcheck_judge_sustained(const struct devcheck_settings *s, struct test *t)
+void devcheck_judge_sustained(const struct devcheck_settings *s, struct devcheck_test *t)
 {
 	double pct;
 
@@ -95,10 +95,10 @@ void devcheck_judge_sustained(const struct devcheck_settings *s, struct test *t)
 }
 
 /* Adds a finding to a telemetry verdict: the worst verdict wins, every finding is said. */
-static void finding(struct test *t, enum devcheck_verdict v, const char *fmt, ...)
+static void finding(struct devcheck_test *t, enum devcheck_verdict v, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-static void finding(struct test *t, enum devcheck_verdict v, const char *fmt, ...)
+static void finding(struct devcheck_test *t, enum devcheck_verdict v, const char *fmt, ...)
 {
 	size_t len = strlen(t->rule);
 	va_list ap;
@@ -115,7 +115,8 @@ static void finding(struct test *t, enum devcheck_verdict v, const char *fmt, ..
 	va_end(ap);
 }
 
-void devcheck_judge_telemetry(const struct devcheck_settings *s, const struct tel *x, struct test *t)
+void devcheck_judge_telemetry(const struct devcheck_settings *s, const struct devcheck_telemetry *x,
+			      struct devcheck_test *t)
 {
 	char reasons[128];
 	double mean_clock = x->clock_n > 0 ? x->clock_sum / x->clock_n : NAN;
@@ -151,9 +152,9 @@ void devcheck_judge_telemetry(const struct devcheck_settings *s, const struct te
 
 void devcheck_judge(const struct devcheck_settings *s, struct devcheck_run *run)
 {
-	struct test *all[4];
+	struct devcheck_test *all[4];
 	size_t n = 0;
-	struct test *worst = NULL;
+	struct devcheck_test *worst = NULL;
 
 	devcheck_judge_figure(s, &run->sgemm);
 	devcheck_judge_figure(s, &run->triad);

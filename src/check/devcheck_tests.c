@@ -160,7 +160,7 @@ static void run_job_queued(struct devcheck_run *run, enum kernel_id k, uint64_t 
 
 /* --- telemetry --- */
 
-void devcheck_tel_init(struct tel *t)
+void devcheck_tel_init(struct devcheck_telemetry *t)
 {
 	memset(t, 0, sizeof(*t));
 	t->temp_first = NAN;
@@ -178,7 +178,7 @@ void devcheck_tel_init(struct tel *t)
 }
 
 /* Adds what the device says now to t. */
-static void tel_add(struct tel *t, const struct device *d)
+static void tel_add(struct devcheck_telemetry *t, const struct device *d)
 {
 	const struct device_telemetry *x = &d->telemetry;
 
@@ -342,7 +342,7 @@ static uint64_t triad_length(const struct devcheck *c, const struct backend_ops 
 
 /* --- the tests --- */
 
-static void publish_test(struct devcheck_run *run, struct test *dst, const struct test *src)
+static void publish_test(struct devcheck_run *run, struct devcheck_test *dst, const struct devcheck_test *src)
 {
 	pthread_mutex_lock(&run->c->mu);
 	*dst = *src;
@@ -378,7 +378,7 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* Best and median of the samples. */
-static void summarise(struct test *t)
+static void summarise(struct devcheck_test *t)
 {
 	double v[SAMPLES_MAX];
 
@@ -391,7 +391,7 @@ static void summarise(struct test *t)
 }
 
 /* Notes one completed run in t; false when it cannot count (failed or wrong), which ends the test. */
-static bool note_run(struct test *t, const struct run_result *r)
+static bool note_run(struct devcheck_test *t, const struct run_result *r)
 {
 	if (r->job[0] != '\0')
 		snprintf(t->last_job, sizeof(t->last_job), "%s", r->job);
@@ -432,7 +432,7 @@ static uint64_t run_timeout(uint64_t budget_ms)
 void devcheck_test_sgemm(struct devcheck_run *run, const struct device *dev, uint64_t budget_ms)
 {
 	struct devcheck *c = run->c;
-	struct test t = run->sgemm;
+	struct devcheck_test t = run->sgemm;
 	uint64_t start = dev->type == DEVICE_CPU ? SGEMM_START_CPU : SGEMM_START_ACCEL;
 	uint64_t cap = sgemm_cap(c, run_backend(run), dev, &start);
 	uint64_t n = start;
@@ -568,7 +568,7 @@ out:
 void devcheck_test_triad(struct devcheck_run *run, const struct device *dev, uint64_t budget_ms)
 {
 	struct devcheck *c = run->c;
-	struct test t = run->triad;
+	struct devcheck_test t = run->triad;
 	uint64_t n = triad_length(c, run_backend(run), dev, t.steady, sizeof(t.steady));
 	uint64_t wall0 = clock_mono_ns();
 	double last_run_ms = 0;
@@ -613,7 +613,7 @@ void devcheck_test_triad(struct devcheck_run *run, const struct device *dev, uin
 void devcheck_test_sustained(struct devcheck_run *run, uint64_t duration_ms)
 {
 	struct devcheck *c = run->c;
-	struct test t = run->sustained;
+	struct devcheck_test t = run->sustained;
 	uint64_t t0 = clock_mono_ns();
 	uint64_t n = run->sgemm.n;
 	double *figs = NULL;

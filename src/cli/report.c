@@ -18,7 +18,6 @@
 #include "cost/hostprice.h"
 #include "core/mem.h"
 #include "exec/backend.h"
-#include "exec/backend/pjrt_plugin.h"
 #include "select/select.h"
 
 #define GIB 1073741824.0
@@ -171,24 +170,37 @@ static void print_cpu_detail(const struct device *d, FILE *out)
 	fputc('\n', out);
 }
 
-/* The PJRT plugin of a TPU or NVIDIA GPU; verbosely loaded, so its API version (or its refusal) is known too. */
-static void print_pjrt(const struct device *d, bool verbose, FILE *out)
+/* A string member of o, or "" when it has none. */
+static const char *member(const json_t *o, const char *name)
 {
-	struct pjrt_view p;
+	const char *v = json_string_value(json_object_get(o, name));
 
-	if (!pjrt_plugin_view(d, &p))
-		return;
-	if (!p.found) {
-		fprintf(out, "  %s: pjrt: %s\n", d->id, p.why);
-		return;
+	return v != NULL ? v : "";
+}
+
+/*
+ * What each backend says of d (its describe: a PJRT plugin found, what loading it said, or why none serves d);
+ * verbosely what it says once loaded (its inspect), so its API version (or its refusal) is known too.
+ */
+static void print_backend_views(const struct device *d, bool verbose, FILE *out)
+{
+	for (size_t i = 0; backend_builtin[i] != NULL; i++) {
+		const struct backend_ops *b = backend_builtin[i];
+		json_t *v = verbose && b->inspect != NULL ? b->inspect(d) : b->describe != NULL ? b->describe(d) : NULL;
+		const char *api = member(v, "api_version");
+		const char *platform = member(v, "platform");
+		bool usable = json_is_true(json_object_get(v, "usable"));
+
+		if (v == NULL)
+			continue;
+		if (!json_is_true(json_object_get(v, "found")))
+			fprintf(out, "  %s: %s: %s\n", d->id, b->name, member(v, "why"));
+		else
+			fprintf(out, "  %s: %s: %s (from %s)%s%s%s%s%s%s\n", d->id, b->name, member(v, "plugin"),
+				member(v, "source"), api[0] ? ", PJRT API " : "", api, platform[0] ? ", platform " : "",
+				platform, !usable ? ": refused: " : "", !usable ? member(v, "why") : "");
+		json_decref(v);
 	}
-	if (verbose && p.usable) {
-		pjrt_plugin_load(p.plugin);
-		pjrt_plugin_status(&p);
-	}
-	fprintf(out, "  %s: pjrt: %s (from %s)%s%s%s%s%s%s\n", d->id, p.plugin, p.source,
-		p.api_version[0] ? ", PJRT API " : "", p.api_version, p.platform[0] ? ", platform " : "", p.platform,
-		!p.usable ? ": refused: " : "", !p.usable ? p.why : "");
 }
 
 /* The host: which cloud VM, its price (built-in table; overrides are the service's) and the split. */
@@ -270,7 +282,7 @@ static void print_table(const struct detect_snapshot *s, const struct config *cf
 		if (d->opencl.present)
 			fprintf(out, "  %s: OpenCL %s on %s (%s)\n", d->id, or_dash(d->opencl.name),
 				or_dash(d->opencl.platform), or_dash(d->opencl.version));
-		print_pjrt(d, verbose, out);
+		print_backend_views(d, verbose, out);
 		if (d->peak.source[0] != '\0')
 			fprintf(out, "  %s: peak from %s\n", d->id, d->peak.source);
 		if (!isnan(d->price.usd_per_hour))

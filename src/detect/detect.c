@@ -22,6 +22,10 @@
 #include "core/mem.h"
 #include "detect/specs.h"
 
+const struct probe_ops *const probe_builtin[] = {
+	&probe_cpu_ops, &probe_opencl_ops, &probe_nvml_ops, &probe_sysfs_gpu_ops, &probe_tpu_ops, NULL,
+};
+
 #define ETAG_LEN 40
 
 struct snap {

@@ -9,7 +9,6 @@
 #include "core/clock.h"
 #include "core/jsonval.h"
 #include "core/mem.h"
-#include "detect/probe.h"
 
 void device_init(struct device *d, enum device_type type)
 {

@@ -228,4 +228,16 @@ void device_set_str(char *dst, size_t dstsz, const char *src);
 #define DEVICE_SET_TRIMMED(field, src) device_set_trimmed((field), sizeof(field), (src))
 void device_set_trimmed(char *dst, size_t dstsz, const char *src);
 
+/* A growable list of devices (owned). */
+struct device_list {
+	struct device *v;
+	size_t n;
+	size_t cap;
+};
+
+void device_list_init(struct device_list *l);
+/* Appends a copy of d; returns the stored copy. */
+struct device *device_list_add(struct device_list *l, const struct device *d);
+void device_list_release(struct device_list *l);
+
 #endif

@@ -20,7 +20,3 @@ void probe_note(struct probe_result *res, const char *fmt, ...)
 	vsnprintf(res->why + len, sizeof(res->why) - len, fmt, ap);
 	va_end(ap);
 }
-
-const struct probe_ops *const probe_builtin[] = {
-	&probe_cpu_ops, &probe_opencl_ops, &probe_nvml_ops, &probe_sysfs_gpu_ops, &probe_tpu_ops, NULL,
-};

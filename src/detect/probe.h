@@ -15,18 +15,6 @@
 #include "core/config.h"
 #include "detect/device.h"
 
-/* A growable list of devices (owned). */
-struct device_list {
-	struct device *v;
-	size_t n;
-	size_t cap;
-};
-
-void device_list_init(struct device_list *l);
-/* Appends a copy of d; returns the stored copy. */
-struct device *device_list_add(struct device_list *l, const struct device *d);
-void device_list_release(struct device_list *l);
-
 struct probe_result {
 	bool ok;               /* the probe ran; false means it failed (why says how) */
 	bool available;        /* the source exists on this host (e.g. NVML loaded) */
@@ -60,8 +48,8 @@ extern const struct probe_ops probe_nvml_ops;
 extern const struct probe_ops probe_sysfs_gpu_ops;
 extern const struct probe_ops probe_tpu_ops;
 
-/* The built-in probes, NULL-terminated, in the order they run: the only list of them. A new probe is one file with
- * its ops and one line here. */
+/* The built-in probes, NULL-terminated, in the order they run: the only list of them (detect.c, the registry that
+ * runs them). A new probe is one file with its ops and one line there. */
 extern const struct probe_ops *const probe_builtin[];
 
 #endif

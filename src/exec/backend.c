@@ -55,6 +55,15 @@ void backend_prepare_all(const struct config *cfg)
 			backend_builtin[i]->prepare(cfg);
 }
 
+void backend_libraries(const struct backend_ops *const *list, json_t *out)
+{
+	if (list == NULL)
+		list = backend_builtin;
+	for (size_t i = 0; list[i] != NULL; i++)
+		if (list[i]->libraries != NULL)
+			list[i]->libraries(out);
+}
+
 double backend_reference(const struct backend_ops *ops, const struct device *dev, enum kernel_id k,
 			 const char **source)
 {

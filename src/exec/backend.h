@@ -4,8 +4,8 @@
  * A backend runs one kernel at a time on one device: the native CPU code (exec_cpu.c), PJRT (exec_pjrt.c), OpenCL
  * (exec_opencl.c), all in exec/backend/. It is an ops struct that says which devices it serves and how much it is
  * preferred (rank); the executor (exec/) gives each device a worker thread and, for each job, the default backend
- * of the device or the one the job names, and knows nothing of any backend by name. A new backend is one file with its ops and one line in
- * backend_builtin (backend.c). Backends include this header, never exec.h.
+ * of the device or the one the job names, and knows nothing of any backend by name. A new backend is one file with
+ * its ops and one line in backend_builtin (backend.c). Backends include this header, never exec.h.
  */
 #ifndef ACCELD_BACKEND_H
 #define ACCELD_BACKEND_H
@@ -99,6 +99,16 @@ struct backend_ops {
 	 * *source: what a health check expects of the device through this backend.
 	 */
 	double (*reference)(const struct device *dev, enum kernel_id k, const char **source);
+	/*
+	 * May be NULL. Adds the libraries the backend loads at run time to out, {name: version} ("openblas": "0.3.21";
+	 * "unknown" when it could not be told): GET /version's libraries.
+	 */
+	void (*libraries)(json_t *out);
+	/*
+	 * May be NULL (describe stands). As describe, after loading what the backend runs on (a plugin), so that what
+	 * loading it said is known too: for `acceld report -v`, in a command's own process; the service never calls it.
+	 */
+	json_t *(*inspect)(const struct device *dev);
 };
 
 /* The fraction of dev's spec peak that ops reaches for kernel k on a healthy device (1.0 when it says none). */
@@ -133,6 +143,9 @@ void backend_describe_device(void *list, const struct device *dev, json_t *doc);
 
 /* Whether a backend of list serves dev (detect_executable_fn-shaped; ctx: the list, NULL: backend_builtin). */
 bool backend_serves_any(void *list, const struct device *dev);
+
+/* Adds what every backend of list (NULL: backend_builtin) loads at run time to out, {name: version}. */
+void backend_libraries(const struct backend_ops *const *list, json_t *out);
 
 /* Calls every built-in backend's prepare with cfg; once per process, before other threads start. */
 void backend_prepare_all(const struct config *cfg);

@@ -1,11 +1,12 @@
 /*
- * exec: the executor's life cycle (start, stop, free), its names and options, and its devices: which run jobs, with
- * which backend, how loaded and how busy.
+ * exec: the executor's life cycle (start, stop, free), its options, and its devices: which run jobs, with which
+ * backend, how loaded and how busy.
  *
- * The executor's other parts are admission (exec_admit.c), the workers and the reaper (exec_worker.c), jobs with the
- * ring of recent jobs and the queues (exec_job.c) and a job as JSON (jobjson.c); exec_int.h holds what they share and
- * the locking rules. The backends are known only through their ops (backend.h); the data around a run (inputs,
- * summaries, verification) is jobdata's.
+ * The executor's other parts, each calling only those after it: admission (exec_admit.c), the workers and the
+ * reaper (exec_worker.c), jobs with their names, the ring of recent jobs and the queues, and a job as the API shows
+ * it (exec_job.c). exec_int.h holds what they share and the locking rules. The backends are known only through
+ * their ops (backend.h); the data around a run (inputs, summaries, verification) is jobdata's, a job's document
+ * jobdoc's.
  */
 #include "exec/exec.h"
 
@@ -25,55 +26,6 @@
 #include "core/pool.h"
 #include "exec/exec_int.h"
 
-/* --- names --- */
-
-static const char *const state_names[EXEC_STATE_COUNT] = {"queued", "running", "succeeded", "failed", "timed_out",
-							  "cancelled", "interrupted"};
-
-const char *exec_state_name(enum exec_state s)
-{
-	return names_at(state_names, EXEC_STATE_COUNT, s);
-}
-
-bool exec_state_parse(const char *name, enum exec_state *out)
-{
-	int i = names_find(state_names, EXEC_STATE_COUNT, name);
-
-	if (i < 0)
-		return false;
-	*out = (enum exec_state)i;
-	return true;
-}
-
-const char *exec_state_names_text(void)
-{
-	return "queued, running, succeeded, failed, timed_out, cancelled, interrupted";
-}
-
-void exec_request_init(struct exec_request *req)
-{
-	memset(req, 0, sizeof(*req));
-	req->alpha = 1.0f;
-	req->beta = 0.0f;
-	req->s = 1.0f;
-	req->seed = 1;
-	snprintf(req->trigger, sizeof(req->trigger), "api");
-}
-
-void exec_request_add_device(struct exec_request *req, const char *id)
-{
-	if (req->ndevices < EXEC_CHAIN_MAX)
-		snprintf(req->devices[req->ndevices++], sizeof(req->devices[0]), "%s", id);
-}
-
-void exec_request_release(struct exec_request *req)
-{
-	for (int i = 0; i < KERNEL_MAX_INPUTS; i++) {
-		free(req->inputs[i]);
-		req->inputs[i] = NULL;
-	}
-}
-
 void exec_opts_from_config(const struct config *cfg, struct exec_opts *opts)
 {
 	memset(opts, 0, sizeof(*opts));
@@ -85,41 +37,6 @@ void exec_opts_from_config(const struct config *cfg, struct exec_opts *opts)
 }
 
 /* --- devices and their backends --- */
-
-int exec_worker_backend_index(const struct worker *w, const struct backend_ops *ops)
-{
-	for (unsigned i = 0; i < w->nbe; i++)
-		if (w->be[i].ops == ops)
-			return (int)i;
-	return -1;
-}
-
-int exec_worker_default_index(const struct worker *w)
-{
-	int best = -1;
-
-	for (unsigned i = 0; i < w->nbe; i++)
-		if (!atomic_load(&w->be[i].failed) && (best < 0 || w->be[i].ops->rank < w->be[best].ops->rank))
-			best = (int)i;
-	return best;
-}
-
-const struct backend_ops *exec_worker_default(const struct worker *w)
-{
-	int b = w->started ? exec_worker_default_index(w) : -1;
-
-	return b >= 0 ? w->be[b].ops : NULL;
-}
-
-size_t exec_device_index(const struct exec *ex, const char *id)
-{
-	size_t d;
-
-	for (d = 0; d < ex->ndevices; d++)
-		if (strcmp(ex->devices[d].id, id) == 0)
-			break;
-	return d;
-}
 
 const struct device *exec_device(const struct exec *ex, const char *id)
 {
@@ -366,7 +283,7 @@ void exec_free(struct exec *ex)
 	}
 	if (ex->reaper_started)
 		pthread_join(ex->reaper, NULL);
-	/* records not answered yet will call exec_job_recorded: wait for them (the store answers within seconds) */
+	/* records not answered yet will call exec_record_confirmed: wait for them (the store answers within seconds) */
 	pthread_mutex_lock(&ex->mu);
 	for (int tries = 0; ex->unconfirmed > 0 && tries < 500; tries++) {
 		struct timespec tick = clock_deadline(CLOCK_REALTIME, 10 * 1000 * 1000);

@@ -54,7 +54,7 @@ enum exec_state {
  * What the history store keeps of a job that starts or finishes. Every pointer is borrowed for the callback's
  * duration.
  */
-struct exec_job_record {
+struct exec_record {
 	const char *id;
 	const char *kernel;
 	const char *device_id;
@@ -76,7 +76,7 @@ struct exec_job_record {
 	bool provisional;           /* a timed_out record written while the job's kernel still runs */
 };
 
-typedef void (*exec_record_fn)(void *ctx, const struct exec_job_record *rec);
+typedef void (*exec_record_fn)(void *ctx, const struct exec_record *rec);
 
 enum exec_presence {
 	EXEC_PRESENT,
@@ -99,7 +99,7 @@ struct exec_opts {
 	/*
 	 * May be NULL (a final job is answered at once). A job's final record, and the provisional timed_out record of
 	 * a job answered while its kernel still runs: the job reads as running (queued when it never ran) and its
-	 * waiter is not answered until exec_job_recorded(rec->job, rec->provisional, ok) is called, exactly once per
+	 * waiter is not answered until exec_record_confirmed(rec->job, rec->provisional, ok) is called, exactly once per
 	 * call, from any thread (from inside the callback too). Called without executor locks, after on_job_done.
 	 */
 	exec_record_fn on_job_record;
@@ -247,7 +247,7 @@ enum acceld_err exec_cancel(struct exec *ex, const char *id, exec_done_fn done, 
  * The completion of on_job_record: the record of job (provisional or final) is durable (recorded true: journaled
  * or committed) or could not be made durable now (false). Answers the job's waiter and shows its final state.
  */
-void exec_job_recorded(struct exec_job *job, bool provisional, bool recorded);
+void exec_record_confirmed(struct exec_job *job, bool provisional, bool recorded);
 
 /* Whether the job's final (or provisional timed_out) record was confirmed durable. */
 bool exec_job_was_recorded(struct exec_job *job);

@@ -295,7 +295,7 @@ enum acceld_err exec_submit(struct exec *ex, struct exec_request *req, exec_done
 	struct exec_job *job = xcalloc(1, sizeof(*job));
 	enum acceld_err rc;
 	struct worker *first = NULL;
-	struct exec_job *here = NULL; /* a tiny job this thread runs itself */
+	struct exec_job *inline_job = NULL; /* a tiny job this thread runs itself */
 	double est;
 
 	memset(why, 0, sizeof(*why));
@@ -347,7 +347,7 @@ enum acceld_err exec_submit(struct exec *ex, struct exec_request *req, exec_done
 	job->ops = job->chain_ops[0];
 	exec_job_ref(job); /* the queue's reference, or the inline run's */
 	if (runs_inline(first, job)) {
-		here = job;
+		inline_job = job;
 		job->state = EXEC_RUNNING;
 		job->started_ns = clock_mono_ns();
 		job->started_ms = clock_real_ms();
@@ -370,7 +370,7 @@ out:
 		job->done = NULL;
 		exec_job_unref(job);
 	}
-	if (here != NULL)
-		exec_worker_step(first, here, true);
+	if (inline_job != NULL)
+		exec_worker_step(first, inline_job, true);
 	return rc;
 }

@@ -1,11 +1,12 @@
 /*
  * exec_int: what the parts of the executor share; nothing outside src/exec/ includes it (exec.h is the interface).
  *
- *   exec.c         the executor's life cycle (start, stop, free), names and options, its devices and their backends
+ * Each part calls only those below it:
+ *   exec.c         the executor's life cycle (start, stop, free), its options, what it says of its devices
  *   exec_admit.c   admission: placement, limits and estimates, submit
- *   exec_worker.c  the workers (running a job, falling back to the next device) and the reaper of deadlines
- *   exec_job.c     jobs (references, states, records and their confirmation), the ring of recent jobs, the queues
- *   jobjson.c      a job and the recent jobs as the API shows them (rendered by jobdoc.c)
+ *   exec_worker.c  the workers (running a job, falling back to the next device), their backends, the reaper
+ *   exec_job.c     jobs (references, states and their names, records and their confirmation), requests, the ring
+ *                  of recent jobs, the queues, a job as the API shows it (rendered by jobdoc.c)
  *
  * One mutex (ex->mu) guards every queue, job state and the ring of recent jobs. A worker owns the job it runs:
  * the buffers and results of a running job are touched only by its worker until the job is finalised under the
@@ -36,7 +37,7 @@ struct exec_job {
 	size_t chain[EXEC_CHAIN_MAX];      /* worker indices */
 	const struct backend_ops *chain_ops[EXEC_CHAIN_MAX];
 	unsigned nchain;
-	unsigned at;                       /* position in the chain */
+	unsigned chain_pos;                /* where in the chain it runs now: chain[chain_pos] */
 	bool fell_back;
 	char fallback_from[DEVICE_ID_MAX];
 	char fallback_reason[512];
@@ -162,7 +163,7 @@ void exec_job_set_final(struct exec_job *job, enum exec_state s, enum reason rea
 void exec_job_notify(struct exec *ex, struct exec_job *job);
 
 /* What the history keeps of job as it stands; ex->mu held. */
-struct exec_job_record exec_job_record_of(const struct exec_job *job);
+struct exec_record exec_record_of(const struct exec_job *job);
 
 /*
  * The peak figures the job's throughput is a fraction of: those of the executor's copy of its device, fixed at
@@ -195,7 +196,7 @@ bool exec_queue_push(struct exec *ex, struct worker *w, struct exec_job *job);
 /* Takes the i-th job out of w's queue; its queue reference goes to the caller. ex->mu held. */
 void exec_queue_remove(struct worker *w, unsigned i);
 
-/* --- devices and their backends (exec.c) --- */
+/* --- devices and their backends (exec_worker.c) --- */
 
 /* The index of the device with this id, or ex->ndevices when the executor has none. */
 size_t exec_device_index(const struct exec *ex, const char *id);
@@ -212,10 +213,11 @@ const struct backend_ops *exec_worker_default(const struct worker *w);
 /* --- workers and the reaper (exec_worker.c) --- */
 
 /*
- * Runs a job the worker took from its queue, or (here) one the submitting thread runs inline, and finishes it.
+ * Runs a job the worker took from its queue, or (on_caller) one the submitting thread runs inline on its own
+ * thread, and finishes it.
  * Call without ex->mu; the job's queue or inline reference is the worker's.
  */
-void exec_worker_step(struct worker *w, struct exec_job *job, bool here);
+void exec_worker_step(struct worker *w, struct exec_job *job, bool on_caller);
 
 /* A worker's thread (arg: its struct worker): opens the device's default backend, then runs its queue until stop. */
 void *exec_worker_main(void *arg);

@@ -1,7 +1,7 @@
 /*
  * exec_job: a job of the executor, from its references and the state the API shows to the records that end it (a
  * final job is answered once its record is confirmed, or a second after it ended); the ring of recent jobs and the
- * devices' queues, and cancelling a queued job.
+ * devices' queues, and cancelling a queued job; a job as the API shows it.
  */
 #include "exec/exec.h"
 
@@ -14,8 +14,10 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/names.h"
 #include "core/reason.h"
 #include "exec/exec_int.h"
+#include "exec/jobdoc.h"
 #include "exec/kernel.h"
 
 /*
@@ -23,6 +25,55 @@
  * least once a second, so the answer comes 1 to 2 s after the job ended.
  */
 #define RECORD_WAIT_NS 1000000000ull
+
+/* --- names and requests --- */
+
+static const char *const state_names[EXEC_STATE_COUNT] = {"queued", "running", "succeeded", "failed", "timed_out",
+							  "cancelled", "interrupted"};
+
+const char *exec_state_name(enum exec_state s)
+{
+	return names_at(state_names, EXEC_STATE_COUNT, s);
+}
+
+bool exec_state_parse(const char *name, enum exec_state *out)
+{
+	int i = names_find(state_names, EXEC_STATE_COUNT, name);
+
+	if (i < 0)
+		return false;
+	*out = (enum exec_state)i;
+	return true;
+}
+
+const char *exec_state_names_text(void)
+{
+	return "queued, running, succeeded, failed, timed_out, cancelled, interrupted";
+}
+
+void exec_request_init(struct exec_request *req)
+{
+	memset(req, 0, sizeof(*req));
+	req->alpha = 1.0f;
+	req->beta = 0.0f;
+	req->s = 1.0f;
+	req->seed = 1;
+	snprintf(req->trigger, sizeof(req->trigger), "api");
+}
+
+void exec_request_add_device(struct exec_request *req, const char *id)
+{
+	if (req->ndevices < EXEC_CHAIN_MAX)
+		snprintf(req->devices[req->ndevices++], sizeof(req->devices[0]), "%s", id);
+}
+
+void exec_request_release(struct exec_request *req)
+{
+	for (int i = 0; i < KERNEL_MAX_INPUTS; i++) {
+		free(req->inputs[i]);
+		req->inputs[i] = NULL;
+	}
+}
 
 /* --- jobs --- */
 
@@ -123,19 +174,19 @@ void exec_job_notify(struct exec *ex, struct exec_job *job)
 
 void exec_job_peak(const struct exec_job *job, double *gflops, double *gbytes_per_s)
 {
-	const struct device *dev = &job->ex->workers[job->chain[job->at]].dev;
+	const struct device *dev = &job->ex->workers[job->chain[job->chain_pos]].dev;
 
 	*gflops = dev->peak.fp32_tflops * 1000.0;
 	*gbytes_per_s = dev->peak.memory_bandwidth_gbps;
 }
 
-struct exec_job_record exec_job_record_of(const struct exec_job *job)
+struct exec_record exec_record_of(const struct exec_job *job)
 {
 	bool final = exec_state_final(job->state);
 	double gflops, gbps;
 
 	exec_job_peak(job, &gflops, &gbps);
-	return (struct exec_job_record){
+	return (struct exec_record){
 		.id = job->id,
 		.kernel = kernel_name(job->req.kernel),
 		.device_id = job->device_id,
@@ -206,7 +257,7 @@ static void await_add(struct exec *ex, struct exec_job *job)
 	/* no wake-up per job: the reaper looks at least once a second */
 }
 
-void exec_job_recorded(struct exec_job *job, bool provisional, bool recorded)
+void exec_record_confirmed(struct exec_job *job, bool provisional, bool recorded)
 {
 	struct exec *ex = job->ex;
 	exec_done_fn cancel_done = NULL;
@@ -239,9 +290,9 @@ void exec_job_recorded(struct exec_job *job, bool provisional, bool recorded)
  * Hands the record of a final job (provisional: timed out while its kernel still runs) to on_job_record; the job is
  * answered when that is confirmed. Call without ex->mu; each kind once (later calls do nothing).
  */
-static void job_record(struct exec *ex, struct exec_job *job, bool provisional)
+static void record_send(struct exec *ex, struct exec_job *job, bool provisional)
 {
-	struct exec_job_record rec;
+	struct exec_record rec;
 
 	pthread_mutex_lock(&ex->mu);
 	if (job->final_sent || (provisional && job->provisional_sent)) {
@@ -252,7 +303,7 @@ static void job_record(struct exec *ex, struct exec_job *job, bool provisional)
 		job->provisional_sent = true;
 	else
 		job->final_sent = true;
-	rec = exec_job_record_of(job);
+	rec = exec_record_of(job);
 	rec.job = job;
 	rec.provisional = provisional;
 	ex->unconfirmed++;
@@ -263,7 +314,7 @@ static void job_record(struct exec *ex, struct exec_job *job, bool provisional)
 	if (ex->opts.on_job_record)
 		ex->opts.on_job_record(ex->opts.on_job_record_ctx, &rec);
 	else
-		exec_job_recorded(job, provisional, false);
+		exec_record_confirmed(job, provisional, false);
 	if (!provisional)
 		log_fields(job->state == EXEC_SUCCEEDED ? LOGL_INFO : LOGL_WARN, "exec", "job finished",
 			   (struct log_field[]){LOG_S("id", rec.id), LOG_S("kernel", rec.kernel),
@@ -275,7 +326,7 @@ static void job_record(struct exec *ex, struct exec_job *job, bool provisional)
 
 void exec_job_finished(struct exec *ex, struct exec_job *job, bool kernel_still_running)
 {
-	job_record(ex, job, kernel_still_running);
+	record_send(ex, job, kernel_still_running);
 }
 
 /* --- the ring of recent jobs --- */
@@ -368,4 +419,122 @@ enum acceld_err exec_cancel(struct exec *ex, const char *id, exec_done_fn done, 
 		exec_job_unref(job); /* the queue's reference */
 	}
 	return rc;
+}
+
+/* --- a job as the API shows it (jobdoc.c renders the document) --- */
+
+/* The job's document; listed leaves its output out (a summary for GET /run). */
+static json_t *job_json(struct exec_job *job, bool listed)
+{
+	struct exec *ex = job->ex;
+	const struct exec_request *r = &job->req;
+	struct jobdoc d;
+	uint64_t end;
+	bool pending;
+	json_t *o;
+
+	jobdoc_init(&d);
+	pthread_mutex_lock(&ex->mu);
+	/* a final job whose record is not confirmed yet shows as it was before it ended */
+	pending = exec_state_final(job->state) && !job->confirmed;
+	end = job->finished_ns && !pending ? job->finished_ns : clock_mono_ns();
+	d.id = job->id;
+	d.state = exec_state_name(exec_job_shown_state(job));
+	d.kernel = r->kernel;
+	d.shape = r->shape;
+	d.device = job->device_id;
+	d.backend = job->ops ? job->ops->name : NULL;
+	d.trigger = r->trigger;
+	d.check_id = r->check_id;
+	d.has_request = true;
+	d.alpha = r->alpha;
+	d.beta = r->beta;
+	d.s = r->s;
+	d.seed = r->seed;
+	d.inline_inputs = r->has_inputs;
+	d.full = r->full;
+	d.timeout_ms = job->timeout_ms;
+	d.placement = job->placement;
+	d.fell_back = job->fell_back;
+	d.fallback_from = job->fallback_from;
+	d.fallback_reason = job->fallback_reason;
+	d.created_ms = job->created_ms;
+	d.started_ms = job->started_ms;
+	d.finished_ms = pending ? 0 : job->finished_ms;
+	d.queued_ms = exec_ms_between(job->created_ns, job->started_ns ? job->started_ns : end);
+	d.precision_asked = r->precision;
+	d.precision = job->ran && !pending ? (int)job->precision : -1;
+	if (job->ran && !pending) {
+		d.prepare_ms = job->prepare_ms;
+		d.transfer_ms = job->transfer_ms;
+		d.kernel_ms = job->kernel_ms;
+		d.compile_ms = job->compile_ms;
+		d.cached = job->cached;
+		d.summary = &job->summary;
+		d.dot = job->dot;
+		d.output = listed ? NULL : job->output;
+		d.output_len = listed ? 0 : job->out_len;
+		d.verification = job->verify_done ? &job->verification : NULL;
+	}
+	if (job->finished_ns && !pending)
+		d.total_ms = exec_ms_between(job->created_ns, job->finished_ns);
+	d.listed = listed;
+	d.flops = job->flops;
+	d.bytes = job->bytes;
+	exec_job_peak(job, &d.peak_gflops, &d.peak_gbps);
+	if (exec_state_final(job->state) && !pending)
+		d.cost_usd = exec_job_cost(job);
+	if (job->error[0] && !pending) {
+		d.error_reason = reason_name(job->reason == REASON_COUNT ? REASON_INTERNAL : job->reason);
+		d.error_detail = job->error;
+	}
+	o = jobdoc_json(&d);
+	json_object_set_new(o, "recorded", json_boolean(job->recorded_ok));
+	pthread_mutex_unlock(&ex->mu);
+	return o;
+}
+
+json_t *exec_job_json(struct exec_job *job)
+{
+	return job_json(job, false);
+}
+
+json_t *exec_list_json(struct exec *ex, int state, unsigned page_size, uint64_t after)
+{
+	json_t *arr = json_array();
+	json_t *doc = json_object();
+	struct exec_job *picked[1000];
+	unsigned n = 0;
+	uint64_t last = 0;
+	bool more = false;
+
+	if (page_size == 0 || page_size > 1000)
+		page_size = 1000;
+	pthread_mutex_lock(&ex->mu);
+	for (unsigned i = 0; i < ex->ring_len; i++) {
+		struct exec_job *j = exec_ring_at(ex, i);
+
+		if ((after != 0 && j->seq >= after) || (state >= 0 && (int)exec_job_shown_state(j) != state))
+			continue;
+		if (n == page_size) {
+			more = true;
+			break;
+		}
+		exec_job_ref(j);
+		picked[n++] = j;
+		last = j->seq;
+	}
+	pthread_mutex_unlock(&ex->mu);
+	for (unsigned i = 0; i < n; i++) {
+		json_array_append_new(arr, job_json(picked[i], true));
+		exec_job_unref(picked[i]);
+	}
+	json_object_set_new(doc, "jobs", arr);
+	if (more) {
+		char tok[24];
+
+		snprintf(tok, sizeof(tok), "%llu", (unsigned long long)last);
+		json_object_set_new(doc, "next_page_token", json_string(tok));
+	}
+	return doc;
 }

@@ -22,6 +22,43 @@
 
 #define MEASURE_MIN_MS 10.0 /* jobs shorter than this do not teach the estimator a rate */
 
+/* --- devices and their backends: which backend of a worker runs a job --- */
+
+int exec_worker_backend_index(const struct worker *w, const struct backend_ops *ops)
+{
+	for (unsigned i = 0; i < w->nbe; i++)
+		if (w->be[i].ops == ops)
+			return (int)i;
+	return -1;
+}
+
+int exec_worker_default_index(const struct worker *w)
+{
+	int best = -1;
+
+	for (unsigned i = 0; i < w->nbe; i++)
+		if (!atomic_load(&w->be[i].failed) && (best < 0 || w->be[i].ops->rank < w->be[best].ops->rank))
+			best = (int)i;
+	return best;
+}
+
+const struct backend_ops *exec_worker_default(const struct worker *w)
+{
+	int b = w->started ? exec_worker_default_index(w) : -1;
+
+	return b >= 0 ? w->be[b].ops : NULL;
+}
+
+size_t exec_device_index(const struct exec *ex, const char *id)
+{
+	size_t d;
+
+	for (d = 0; d < ex->ndevices; d++)
+		if (strcmp(ex->devices[d].id, id) == 0)
+			break;
+	return d;
+}
+
 /* --- running a job --- */
 
 /* Opens a backend of the worker on first use; returns ACCELD_OK or the open error (message in err). */
@@ -160,12 +197,12 @@ static void learn(struct worker *w, const struct exec_job *job)
 /* Tells on_job_start that job runs now (so a job cut short by a crash is known afterwards); call without ex->mu. */
 static void job_started(struct exec *ex, struct exec_job *job)
 {
-	struct exec_job_record rec;
+	struct exec_record rec;
 
 	if (ex->opts.on_job_start == NULL)
 		return;
 	pthread_mutex_lock(&ex->mu);
-	rec = exec_job_record_of(job);
+	rec = exec_record_of(job);
 	pthread_mutex_unlock(&ex->mu);
 	ex->opts.on_job_start(ex->opts.on_job_start_ctx, &rec);
 }
@@ -184,14 +221,14 @@ static bool device_failure(enum acceld_err rc)
  */
 static unsigned next_in_chain(const struct exec_job *job, enum acceld_err rc)
 {
-	unsigned to = job->at + 1;
+	unsigned to = job->chain_pos + 1;
 
 	while (rc == ACCELD_EHELD && to < job->nchain && job->chain_ops[to] == job->ops)
 		to++;
 	return to;
 }
 
-void exec_worker_step(struct worker *w, struct exec_job *job, bool here)
+void exec_worker_step(struct worker *w, struct exec_job *job, bool on_caller)
 {
 	struct exec *ex = w->ex;
 	char err[640] = "";
@@ -202,11 +239,11 @@ void exec_worker_step(struct worker *w, struct exec_job *job, bool here)
 	double usd_per_hour;
 
 	job_started(ex, job);
-	rc = run_job(w, here ? ex->serial : ex->host, job, err, sizeof(err));
+	rc = run_job(w, on_caller ? ex->serial : ex->host, job, err, sizeof(err));
 	usd_per_hour = ex->opts.price ? ex->opts.price(ex->opts.price_ctx, &w->dev) : w->dev.price.usd_per_hour;
 
 	pthread_mutex_lock(&ex->mu);
-	if (here) {
+	if (on_caller) {
 		w->inline_running--;
 		w->busy_ns += clock_mono_ns() - job->started_ns;
 		pthread_cond_broadcast(&ex->final_cv); /* exec_stop may be waiting for it */
@@ -227,13 +264,13 @@ void exec_worker_step(struct worker *w, struct exec_job *job, bool here)
 		struct worker *next = &ex->workers[job->chain[to]];
 
 		if (next->qlen < ex->opts.queue_depth) {
-			job->at = to;
+			job->chain_pos = to;
 			job->fell_back = true;
 			snprintf(job->fallback_from, sizeof(job->fallback_from), "%s", w->dev.id);
 			snprintf(job->fallback_reason, sizeof(job->fallback_reason), "%s failed (%s): %.440s",
 				 w->dev.id, reason_name(acceld_err_to_reason(rc)), err);
 			snprintf(job->device_id, sizeof(job->device_id), "%s", next->dev.id);
-			job->ops = job->chain_ops[job->at];
+			job->ops = job->chain_ops[job->chain_pos];
 			job->state = EXEC_QUEUED;
 			job->started_ns = 0;
 			job->started_ms = 0;

@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store/store.h"
+#include "store/store_job.h"
 
 #define JOURNAL_LINE_MAX 4096            /* one encoded record, newline included */
 #define JOURNAL_SEAL_BYTES (1u << 20)    /* an active file this large is sealed once the sealed slot is free */

@@ -12,14 +12,6 @@
 #include "store/journal.h"
 #include "store/store_int.h"
 
-#include "migrations.h" /* generated from db/migrations by db/embed.sh */
-
-#define NMIGRATIONS ((int)(sizeof(store_migrations) / sizeof(store_migrations[0])))
-
-/* store_db.c applies them; the Makefile generates migrations.h before it compiles store.o */
-const struct store_migration *const store_migration_table = store_migrations;
-const int store_migration_count = NMIGRATIONS;
-
 static const char *const source_names[STORE_SRC_COUNT] = {"none", "proc_stat", "cgroup", "device", "executor"};
 static const char *const metric_names[STORE_METRIC_COUNT] = {"utilization_ratio", "memory_used_bytes",
 							      "temperature_celsius", "power_watts"};
@@ -53,11 +45,6 @@ const char *store_tier_name(enum store_tier t)
 const char *store_sqlite_version(void)
 {
 	return sqlite3_libversion();
-}
-
-int store_schema_version(void)
-{
-	return store_migrations[NMIGRATIONS - 1].version;
 }
 
 enum acceld_err store_open_opts(const struct store_opts *opts, struct store **out, char *err, size_t errsz)
@@ -201,11 +188,4 @@ void store_stats(struct store *st, struct store_stats *out)
 	out->backlog = store_backlog_locked(st);
 	out->open = atomic_load(&st->ready);
 	pthread_mutex_unlock(&st->mu);
-}
-
-void store_retention(const struct store *st, int64_t *raw_ms, int64_t *minute_ms, int64_t *hour_ms)
-{
-	*raw_ms = st ? st->opts.retention_raw_ms : STORE_RETENTION_RAW_MS;
-	*minute_ms = st ? st->opts.retention_minute_ms : STORE_RETENTION_MINUTE_MS;
-	*hour_ms = st ? st->opts.retention_hour_ms : STORE_RETENTION_HOUR_MS;
 }

@@ -38,6 +38,7 @@
 
 #include "detect/device.h"
 #include "core/err.h"
+#include "store/store_job.h"
 
 struct store;
 
@@ -129,33 +130,6 @@ void store_add_samples(struct store *st, const struct store_sample *v, size_t n)
  * uuid, the built-in price and first/last seen, so devices that disappear stay in history. Copies what it needs.
  */
 void store_devices_seen(struct store *st, const struct device *devs, size_t n, int64_t now_ms);
-
-/* A job as the jobs table keeps it. Unknown numbers are NAN (doubles) or 0 (times, sizes). */
-struct store_job {
-	char id[64];
-	char device[DEVICE_ID_MAX];
-	char kernel[16];
-	char backend[16];
-	char state[16];             /* exec_state_name: queued | running | succeeded | failed | timed_out | cancelled |
-				       interrupted */
-	int64_t submitted_ms;
-	int64_t started_ms;
-	int64_t finished_ms;
-	uint64_t n, m, k;
-	double flops;               /* floating-point operations performed */
-	double bytes;               /* bytes moved */
-	double queued_ms;           /* NAN unknown, as the durations below */
-	double transfer_ms;
-	double kernel_ms;
-	double total_ms;
-	double cost_usd;
-	char reason[48];            /* UPPER_SNAKE reason of an error; "" none */
-	char error[160];
-	char trigger[16];           /* who made it: "api", "cli", "check"; "" unknown (rows of earlier versions) */
-	char check_id[24];          /* the health check that made it; "" none */
-	double peak_gflops;         /* the device's peak figures its throughput was a fraction of; NAN unknown */
-	double peak_gbytes_per_s;
-};
 
 /* Queues an insert-or-update of the job with this id (a job is usually recorded when it starts and ends). */
 void store_job_record(struct store *st, const struct store_job *job);

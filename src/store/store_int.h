@@ -3,9 +3,10 @@
  * statement ids, struct store with its connections and queues, the bind and column helpers, and the functions one
  * part calls in another. Everything outside src/store/ goes through store.h.
  *
- * The parts: store_sql.c (every SQL text), store_db.c (connections, migrations, the writer's connection),
- * store_writer.c (the writer thread: batches, rollups, retention, checkpoints), store_queue.c (the queues that
- * writes go into, group commit), store_read.c (the queries), store.c (life cycle, health, names).
+ * The parts, each calling only those after it: store.c (life cycle, health, names), store_queue.c (the queues that
+ * writes go into, group commit), store_writer.c (the writer thread and its connection: batches, rollups,
+ * retention, checkpoints, the journal replayed), store_read.c (the queries), store_db.c (connections, the file,
+ * migrations), store_sql.c (every SQL text).
  */
 #ifndef ACCELD_STORE_INT_H
 #define ACCELD_STORE_INT_H
@@ -86,19 +87,15 @@ enum stmt_id {
 /* Every SQL text acceld runs against the store, by statement id (store_sql.c). */
 extern const char *const store_stmt_sql[S_COUNT];
 
-/* The migrations built in, oldest first (store.c, which includes the generated migrations.h). */
-extern const struct store_migration *const store_migration_table;
-extern const int store_migration_count;
-
 /* One connection with its cached prepared statements; lock guards both. */
-struct conn {
+struct store_conn {
 	pthread_mutex_t lock;
 	sqlite3 *db;
 	unsigned gen;               /* the writer generation it was opened under */
 	sqlite3_stmt *stmt[S_COUNT];
 };
 
-struct devrec {
+struct store_device_pending {
 	char id[DEVICE_ID_MAX];
 	char type[8];
 	char model[128];
@@ -112,13 +109,13 @@ struct devrec {
 	uint64_t written;           /* the version last committed */
 };
 
-struct keyrec {
+struct store_device_key {
 	char id[DEVICE_ID_MAX];
 	int64_t key;
 };
 
 /* A health check waiting for its commit, with its own copy of the document (row.doc is NULL). */
-struct checkrec {
+struct store_check_row {
 	struct store_check row;
 	char *doc;
 };
@@ -159,11 +156,11 @@ struct store {
 	uint64_t group_start_ns;    /* when the first of them was queued */
 	struct waiter pwait[PRICE_WAITERS]; /* completions of the pending price replacement */
 	size_t npwait;
-	struct checkrec checks[STORE_BACKLOG_CHECKS]; /* checks waiting for their commit, one per id */
+	struct store_check_row checks[STORE_BACKLOG_CHECKS]; /* checks waiting for their commit, one per id */
 	size_t nchecks;
 	struct waiter cwait[STORE_BACKLOG_CHECKS]; /* their completions */
 	size_t ncwait;
-	struct devrec devs[DEVICES_MAX];
+	struct store_device_pending devs[DEVICES_MAX];
 	size_t ndevs;
 	struct store_price *prices_pending; /* the latest replacement not yet committed, or NULL */
 	size_t nprices_pending;
@@ -184,23 +181,23 @@ struct store {
 	bool writer_started;
 
 	/* writer thread only */
-	struct conn w;
+	struct store_conn w;
 	uint64_t next_try_ns;
 	int64_t wm[3];              /* [STORE_MINUTE], [STORE_HOUR] used */
 	int64_t max_ts;             /* newest sample ts written: "now" for rollups and retention */
 	int64_t last_retention;
-	struct keyrec keys[KEYS_MAX];
+	struct store_device_key keys[KEYS_MAX];
 	size_t nkeys;
 	struct store_sample *wbuf;
 	struct store_job *jbuf;
-	struct devrec *dbuf;
-	struct checkrec *cbuf;      /* the checks of the batch being written (under w.lock) */
+	struct store_device_pending *dbuf;
+	struct store_check_row *cbuf;      /* the checks of the batch being written (under w.lock) */
 	struct waiters wbatch;      /* the completions of the batch being written (under w.lock) */
 	bool dirty;                 /* committed since the last checkpoint (under w.lock) */
 	uint64_t last_ckpt_ns;      /* writer thread only, as ckpt */
 	sqlite3 *ckpt;              /* the writer's checkpoint connection, so commits go on meanwhile */
 
-	struct conn readers[READERS];
+	struct store_conn readers[READERS];
 
 	/* store_throughput's recent answers: each commit would make a reader re-read the pages it needs */
 	pthread_mutex_t tp_mu;
@@ -281,21 +278,30 @@ static inline uint64_t store_backlog_locked(const struct store *st)
 	return (st->tail - st->head) + (st->jtail - st->jhead) + st->nchecks;
 }
 
-/* --- store_db.c: connections and the writer's connection --- */
+/* --- store_db.c: connections and the database file --- */
 
-void store_conn_init(struct conn *c);
+void store_conn_init(struct store_conn *c);
 
 /* Finalizes c's statements and closes its database (c->db NULL afterwards); the lock stays. */
-void store_conn_close(struct conn *c);
+void store_conn_close(struct store_conn *c);
 
 /* The cached statement id, reset and unbound; NULL with *rc set when it cannot be prepared. */
-sqlite3_stmt *store_conn_stmt(struct conn *c, enum stmt_id id, int *rc);
+sqlite3_stmt *store_conn_stmt(struct store_conn *c, enum stmt_id id, int *rc);
 
 /* Errors after which the connection is closed and opened again: the file itself is in trouble. */
 bool store_rc_needs_reopen(int rc);
 
 /* sqlite3_exec of sql; a failure's message goes into err. Returns the SQLite result code. */
 int store_exec_sql(sqlite3 *db, const char *sql, char *err, size_t errsz);
+
+/*
+ * Opens st's database file for writing (its folders created, WAL at the sync level asked for), checks it and
+ * migrates it to this build's schema (refusing a newer one). Returns SQLITE_OK with *out set, or an SQLite error
+ * with why in err.
+ */
+int store_db_open(const struct store *st, sqlite3 **out, char *err, size_t errsz);
+
+/* --- store_writer.c: the writer --- */
 
 /*
  * Opens, checks and migrates the database for the writer and replays its journal: on the writer thread (w.lock
@@ -305,8 +311,6 @@ int store_writer_open(struct store *st);
 
 /* Closes the writer's connection after a file-level error, so the next cycle opens it afresh; st->w.lock held. */
 void store_writer_drop_conn(struct store *st);
-
-/* --- store_writer.c: the writer --- */
 
 /* Upserts one job record on the writer's connection (inside the caller's transaction). */
 int store_write_job(struct store *st, const struct store_job *j);

@@ -41,7 +41,7 @@ void store_devices_seen(struct store *st, const struct device *devs, size_t n, i
 	pthread_mutex_lock(&st->mu);
 	for (size_t i = 0; i < n; i++) {
 		const struct device *d = &devs[i];
-		struct devrec *r = NULL;
+		struct store_device_pending *r = NULL;
 
 		for (size_t j = 0; j < st->ndevs && r == NULL; j++)
 			if (strcmp(st->devs[j].id, d->id) == 0)
@@ -263,7 +263,7 @@ void store_prices_replace(struct store *st, const struct store_price *v, size_t 
 void store_check_put_notify(struct store *st, const struct store_check *c, store_done_fn done, void *ctx)
 {
 	char *doc;
-	struct checkrec *r = NULL;
+	struct store_check_row *r = NULL;
 	bool now;
 
 	if (st == NULL) {

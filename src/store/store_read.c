@@ -32,9 +32,9 @@ static void records_settle(struct store *st)
 }
 
 /* A connection for reading, locked; release it with reader_release. */
-static enum acceld_err reader_acquire(struct store *st, struct conn **out)
+static enum acceld_err reader_acquire(struct store *st, struct store_conn **out)
 {
-	struct conn *c = NULL;
+	struct store_conn *c = NULL;
 	unsigned gen;
 
 	if (st == NULL || !atomic_load(&st->ready))
@@ -78,7 +78,7 @@ static enum acceld_err reader_acquire(struct store *st, struct conn **out)
 }
 
 /* Unlocks c; a connection that met a file-level error is closed so the next reader opens afresh. */
-static enum acceld_err reader_release(struct store *st, struct conn *c, int rc)
+static enum acceld_err reader_release(struct store *st, struct store_conn *c, int rc)
 {
 	if (rc != SQLITE_OK && rc != SQLITE_DONE && rc != SQLITE_ROW && store_rc_needs_reopen(rc) && c != &st->w)
 		store_conn_close(c);
@@ -90,7 +90,7 @@ static enum acceld_err reader_release(struct store *st, struct conn *c, int rc)
 }
 
 /* The key of a device id, or -1 when it was never seen. */
-static int reader_key(struct conn *c, const char *id, int64_t *key)
+static int reader_key(struct store_conn *c, const char *id, int64_t *key)
 {
 	int rc;
 	sqlite3_stmt *s = store_conn_stmt(c, S_DEVICE_KEY, &rc);
@@ -108,7 +108,7 @@ static int reader_key(struct conn *c, const char *id, int64_t *key)
 
 enum acceld_err store_devices_list(struct store *st, struct store_device_row **out, size_t *n)
 {
-	struct conn *c;
+	struct store_conn *c;
 	sqlite3_stmt *s;
 	struct store_device_row *v = NULL;
 	size_t len = 0, cap = 0;
@@ -171,7 +171,7 @@ struct acc {
 
 struct collect {
 	struct store *st;
-	struct conn *c;
+	struct store_conn *c;
 	enum stmt_id base;          /* S_USAGE, or the series statement of the metric at the raw tier */
 	bool series;
 	int64_t key, origin, step;
@@ -349,7 +349,7 @@ enum acceld_err store_usage(struct store *st, const char *device, int64_t start_
 enum acceld_err store_jobs_usage(struct store *st, const char *device, int64_t start_ms, int64_t end_ms,
 				 struct store_jobs_usage *out)
 {
-	struct conn *c;
+	struct store_conn *c;
 	sqlite3_stmt *s;
 	enum acceld_err e;
 	int rc;
@@ -380,7 +380,7 @@ enum acceld_err store_jobs_usage(struct store *st, const char *device, int64_t s
 enum acceld_err store_throughput(struct store *st, const char *device, const char *kernel, double *flops_per_s,
 				 unsigned *jobs)
 {
-	struct conn *c;
+	struct store_conn *c;
 	sqlite3_stmt *s;
 	enum acceld_err e = reader_acquire(st, &c);
 	int rc;
@@ -430,7 +430,7 @@ enum acceld_err store_throughput(struct store *st, const char *device, const cha
 
 enum acceld_err store_prices_load(struct store *st, struct store_price **out, size_t *n)
 {
-	struct conn *c;
+	struct store_conn *c;
 	sqlite3_stmt *s;
 	struct store_price *v = NULL;
 	size_t len = 0, cap = 0;
@@ -473,7 +473,7 @@ enum acceld_err store_prices_load(struct store *st, struct store_price **out, si
 
 enum acceld_err store_job_get(struct store *st, const char *id, struct store_job *out)
 {
-	struct conn *c;
+	struct store_conn *c;
 	sqlite3_stmt *s;
 	enum acceld_err e;
 	bool found = false;
@@ -540,7 +540,7 @@ void store_check_docs_release(struct store_check_docs *docs)
 static enum acceld_err check_docs(struct store *st, enum stmt_id id, const char *device, int64_t limit,
 				  const char *check_id, struct store_check_docs *out)
 {
-	struct conn *c;
+	struct store_conn *c;
 	sqlite3_stmt *s;
 	enum acceld_err e = reader_acquire(st, &c);
 	int rc;
@@ -617,4 +617,11 @@ enum acceld_err store_checks_unfinished(struct store *st, struct store_check_doc
 {
 	memset(out, 0, sizeof(*out));
 	return check_docs(st, S_CHECKS_UNFINISHED, NULL, -1, NULL, out);
+}
+
+void store_retention(const struct store *st, int64_t *raw_ms, int64_t *minute_ms, int64_t *hour_ms)
+{
+	*raw_ms = st ? st->opts.retention_raw_ms : STORE_RETENTION_RAW_MS;
+	*minute_ms = st ? st->opts.retention_minute_ms : STORE_RETENTION_MINUTE_MS;
+	*hour_ms = st ? st->opts.retention_hour_ms : STORE_RETENTION_HOUR_MS;
 }

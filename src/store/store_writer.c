@@ -1,6 +1,7 @@
 /* store_writer: the writer thread: batches taken from the queues and committed, rollups, retention, checkpoints. */
 #include "store/store_int.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -51,7 +52,7 @@ static int device_key(struct store *st, const char *id, int64_t ts, int64_t *key
 	return SQLITE_OK;
 }
 
-static int write_device(struct store *st, const struct devrec *d)
+static int write_device(struct store *st, const struct store_device_pending *d)
 {
 	int rc;
 	sqlite3_stmt *s = store_conn_stmt(&st->w, S_DEVICE_UPSERT, &rc);
@@ -130,7 +131,7 @@ static int write_prices(struct store *st, const struct store_price *v, size_t n)
 }
 
 /* Writes a check, then deletes the checks that finished longer than its retention before it. */
-static int write_check(struct store *st, const struct checkrec *r)
+static int write_check(struct store *st, const struct store_check_row *r)
 {
 	const struct store_check *c = &r->row;
 	int rc;
@@ -312,7 +313,7 @@ static void batch_take(struct store *st, struct batch *b, bool records_only)
  * A check whose batch failed goes back to the queue, unless a newer row of it came meanwhile (that one stays) or
  * the queue filled up (it is dropped, counted). mu held.
  */
-static void checks_put_back_locked(struct store *st, struct checkrec *r)
+static void checks_put_back_locked(struct store *st, struct store_check_row *r)
 {
 	for (size_t i = 0; i < st->nchecks; i++) {
 		if (strcmp(st->checks[i].row.id, r->row.id) == 0) {
@@ -711,4 +712,198 @@ void *store_writer_main(void *arg)
 	}
 	pthread_mutex_unlock(&st->mu);
 	return NULL;
+}
+
+/* --- the writer's connection: opened on the database file, where rollups stand, the journal replayed --- */
+
+static void set_open_error(struct store *st, const char *msg)
+{
+	pthread_mutex_lock(&st->mu);
+	if (strcmp(st->open_error, msg) != 0)
+		log_msg(LOGL_ERROR, "store", "%s; retrying every %u ms", msg, st->opts.retry_interval_ms);
+	snprintf(st->open_error, sizeof(st->open_error), "%s", msg);
+	snprintf(st->stats.last_error, sizeof(st->stats.last_error), "%s", msg);
+	pthread_mutex_unlock(&st->mu);
+}
+
+/* Runs a one-value query; *out is NULL-safe: it keeps def when the value is NULL. */
+static int query_i64(struct store_conn *c, enum stmt_id id, int64_t def, int64_t *out)
+{
+	int rc;
+	sqlite3_stmt *s = store_conn_stmt(c, id, &rc);
+
+	*out = def;
+	if (s == NULL)
+		return rc;
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
+		*out = sqlite3_column_int64(s, 0);
+	sqlite3_reset(s);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* Loads where rollups stand and the newest sample, so a restart carries on where the last run stopped. */
+static int load_watermarks(struct store *st)
+{
+	int64_t wm_min, wm_hour, first, last;
+	int rc = query_i64(&st->w, S_WM_MINUTE, -1, &wm_min);
+
+	if (rc == SQLITE_OK)
+		rc = query_i64(&st->w, S_WM_HOUR, -1, &wm_hour);
+	if (rc == SQLITE_OK)
+		rc = query_i64(&st->w, S_SAMPLES_MIN, -1, &first);
+	if (rc == SQLITE_OK)
+		rc = query_i64(&st->w, S_SAMPLES_MAX, 0, &last);
+	if (rc != SQLITE_OK)
+		return rc;
+	/* -1: nothing rolled up yet; the first samples written set the start */
+	if (wm_min >= 0)
+		st->wm[STORE_MINUTE] = wm_min + STORE_MINUTE_MS;
+	else
+		st->wm[STORE_MINUTE] = first >= 0 ? floor_to(first, STORE_MINUTE_MS) : -1;
+	if (wm_hour >= 0)
+		st->wm[STORE_HOUR] = wm_hour + STORE_HOUR_MS;
+	else if (first >= 0 || wm_min >= 0)
+		st->wm[STORE_HOUR] = floor_to(first >= 0 ? first : wm_min, STORE_HOUR_MS);
+	else
+		st->wm[STORE_HOUR] = -1;
+	st->max_ts = last;
+	st->last_retention = 0;
+	atomic_store(&st->pub_wm[STORE_MINUTE], st->wm[STORE_MINUTE] < 0 ? 0 : st->wm[STORE_MINUTE]);
+	atomic_store(&st->pub_wm[STORE_HOUR], st->wm[STORE_HOUR] < 0 ? 0 : st->wm[STORE_HOUR]);
+	return rc;
+}
+
+struct replay {
+	struct store *st;
+	int rc;
+};
+
+static int replay_one(void *ctx, const struct store_job *job)
+{
+	struct replay *r = ctx;
+
+	r->rc = store_write_job(r->st, job);
+	return r->rc != SQLITE_OK;
+}
+
+/*
+ * Writes every record of the journal (what a crash, or a failing database, left in it) into the database in one
+ * transaction, then starts it afresh, or, with ACCELD_DB_SYNC=full, releases it (records then wait for their
+ * commit). The writer's connection is open. Appends stop meanwhile, so nothing is added while it is read. Without
+ * the journal (another process owns it, its files cannot be read) job records wait for their commit.
+ */
+static int journal_recover(struct store *st, char *err, size_t errsz)
+{
+	struct replay r = {st, SQLITE_OK};
+	struct journal *j;
+	size_t skipped = 0;
+	long n;
+	int rc;
+
+	if (st->memory)
+		return SQLITE_OK;
+	pthread_mutex_lock(&st->mu);
+	j = st->journal;
+	st->journal = NULL;
+	atomic_store(&st->journaling, false);
+	pthread_mutex_unlock(&st->mu);
+	if (j == NULL && (j = journal_claim(st->path)) == NULL) {
+		log_fields(LOGL_WARN, "store",
+			   errno == EWOULDBLOCK
+				   ? "another acceld process owns the journal of this database: job answers wait for "
+				     "their commit"
+				   : "cannot claim the journal: job answers wait for their commit",
+			   (struct log_field[]){LOG_S("error", strerror(errno))}, 1);
+		return SQLITE_OK;
+	}
+	rc = store_exec_sql(st->w.db, "BEGIN IMMEDIATE", err, errsz);
+	if (rc != SQLITE_OK)
+		goto fail;
+	n = journal_replay(j, replay_one, &r, &skipped);
+	if (n < 0) {
+		if (r.rc != SQLITE_OK)
+			snprintf(err, errsz, "cannot replay the journal of %s: %s", st->path, sqlite3_errmsg(st->w.db));
+		else
+			snprintf(err, errsz, "cannot read the journal of %s: %s", st->path, strerror(errno));
+		sqlite3_exec(st->w.db, "ROLLBACK", NULL, NULL, NULL);
+		rc = r.rc != SQLITE_OK ? r.rc : SQLITE_IOERR;
+		goto fail;
+	}
+	rc = store_exec_sql(st->w.db, "COMMIT", err, errsz);
+	if (rc != SQLITE_OK) {
+		sqlite3_exec(st->w.db, "ROLLBACK", NULL, NULL, NULL);
+		goto fail;
+	}
+	if (n > 0 || skipped > 0)
+		log_fields(skipped ? LOGL_WARN : LOGL_INFO, "store", "job records replayed from the journal",
+			   (struct log_field[]){LOG_I("records", n), LOG_I("cut_short", skipped)}, 2);
+	if (st->opts.sync_full) {
+		journal_close(j, true);
+		return SQLITE_OK;
+	}
+	if (journal_start(j) != 0) {
+		/* what it held is committed: without it, answers wait for their commit */
+		log_fields(LOGL_WARN, "store", "cannot start the journal: job answers wait for their commit",
+			   (struct log_field[]){LOG_S("error", strerror(errno))}, 1);
+		journal_close(j, false);
+		return SQLITE_OK;
+	}
+	pthread_mutex_lock(&st->mu);
+	st->journal = j;
+	st->journal_failing = false;
+	atomic_store(&st->journaling, true);
+	pthread_mutex_unlock(&st->mu);
+	return SQLITE_OK;
+fail:
+	/* its files stay for the next attempt (the writer reopens the database) or the next start */
+	journal_close(j, false);
+	return rc;
+}
+
+int store_writer_open(struct store *st)
+{
+	char err[256] = "";
+	sqlite3 *db = NULL;
+
+	if (store_db_open(st, &db, err, sizeof(err)) != SQLITE_OK)
+		goto fail;
+	st->w.db = db;
+	st->nkeys = 0;
+	if (load_watermarks(st) != SQLITE_OK) {
+		snprintf(err, sizeof(err), "cannot read database %s: %s", st->path, sqlite3_errmsg(db));
+		store_conn_close(&st->w);
+		db = NULL;
+		goto fail;
+	}
+	if (journal_recover(st, err, sizeof(err)) != SQLITE_OK) {
+		store_conn_close(&st->w);
+		db = NULL;
+		goto fail;
+	}
+	st->w.gen = atomic_fetch_add(&st->gen, 1) + 1;
+	atomic_store(&st->ready, true);
+	pthread_mutex_lock(&st->mu);
+	if (st->open_error[0])
+		log_msg(LOGL_INFO, "store", "database %s usable again", st->path);
+	st->open_error[0] = '\0';
+	st->stats.reopens++;
+	st->stats.open = true;
+	pthread_mutex_unlock(&st->mu);
+	return 0;
+fail:
+	sqlite3_close(db);
+	set_open_error(st, err);
+	return -1;
+}
+
+void store_writer_drop_conn(struct store *st)
+{
+	store_conn_close(&st->w);
+	st->nkeys = 0;
+	atomic_store(&st->ready, false);
+	atomic_fetch_add(&st->gen, 1);
+	pthread_mutex_lock(&st->mu);
+	st->stats.open = false;
+	pthread_mutex_unlock(&st->mu);
 }

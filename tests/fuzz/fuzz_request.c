@@ -29,6 +29,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "api/routes.h"
 #include "app.h"
 #include "core/config.h"
 #include "exec/backend.h"
@@ -104,7 +105,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	log_set_level((enum log_level)app.cfg.log_level);
 	backend_prepare_all(&app.cfg);
 	app.metrics = metrics_new();
-	app_http_opts(&app, &hopts);
+	routes_server_opts(&app, &hopts);
 	if (http_server_start(&hopts, &app.http, err, sizeof(err)) != 0)
 		die(err);
 	port = http_server_port(app.http);

@@ -1,7 +1,5 @@
 /*
- * Unit tests for app.c, the wiring of the service, on this host's CPU and the tpu-v6e-8 fixture's chips: the HTTP
- * listeners' settings from the configuration (the health listener's own limits, plain HTTP and probe routes);
- * starting every service on a database file (what start-up logs, which devices run jobs) and stopping them all;
+ * Unit tests for app.c, the wiring of the service, on this host's CPU and the tpu-v6e-8 fixture's chips: starting every service on a database file (what start-up logs, which devices run jobs) and stopping them all;
  * a job's record reaching the history with its price in force (a prices file) and its figures, then counting for
  * app_select's fastest choice; what a crash left running (jobs, health checks) marked interrupted at the next
  * start; a database that cannot be used yet, and an in-memory one; stopping an app that never started.
@@ -108,65 +106,6 @@ static json_t *log_line(const char *msg)
 	ck_assert_ptr_nonnull(doc);
 	return doc;
 }
-
-START_TEST(http_settings)
-{
-	struct http_server_opts o;
-	char cert[] = "tests/fixtures/tls/cert.pem";
-	char key[] = "tests/fixtures/tls/key.pem";
-
-	configure((const char *const[]){"--listen", "127.0.0.1:8123", "--threads", "3", "--max-connections", "100",
-					"--max-connections-per-ip", "7", "--idle-timeout", "1500ms", "--conn-memory",
-					"64KiB", "--max-body", "2MiB", "--max-json-depth", "10", "--access-log=false",
-					NULL});
-	app.metrics = metrics_new();
-	app_http_opts(&app, &o);
-	ck_assert_str_eq(o.host, "127.0.0.1");
-	ck_assert_uint_eq(o.port, 8123);
-	ck_assert_uint_eq(o.threads, 3);
-	ck_assert_uint_eq(o.max_connections, 100);
-	ck_assert_uint_eq(o.max_connections_per_ip, 7);
-	ck_assert_uint_eq(o.idle_timeout_s, 2); /* 1.5 s rounds up */
-	ck_assert_uint_eq(o.conn_memory, 65536);
-	ck_assert_uint_eq(o.max_body, 2097152);
-	ck_assert_uint_eq(o.max_json_depth, 10);
-	ck_assert(!o.access_log);
-	ck_assert_ptr_null(o.tls_cert_pem);
-	ck_assert(o.dispatch == routes_dispatch);
-	ck_assert_ptr_eq(o.ctx, &app);
-	ck_assert(o.observe == metrics_http_hook);
-	ck_assert_ptr_eq(o.observe_ctx, app.metrics);
-	config_release(&app.cfg);
-
-	/* threads 0: one per usable CPU; whole seconds stay as they are; TLS from the files' contents */
-	configure((const char *const[]){"--idle-timeout", "30s", "--tls-cert", cert, "--tls-key", key,
-					"--health-listen", "127.0.0.1:8124", NULL});
-	app_http_opts(&app, &o);
-	ck_assert_uint_eq(o.threads, pool_usable_cpus());
-	ck_assert_uint_eq(o.idle_timeout_s, 30);
-	ck_assert_str_eq(o.host, "127.0.0.1");
-	ck_assert_uint_eq(o.port, 9470);
-	ck_assert_ptr_eq(o.tls_cert_pem, app.cfg.tls_cert_pem);
-	ck_assert_ptr_eq(o.tls_key_pem, app.cfg.tls_key_pem);
-	ck_assert_ptr_nonnull(strstr(o.tls_cert_pem, "BEGIN CERTIFICATE"));
-
-	/* the health listener: its address, one thread, a small budget, no per-address limit, plain HTTP, probes */
-	app_health_http_opts(&app, &o);
-	ck_assert_str_eq(o.host, "127.0.0.1");
-	ck_assert_uint_eq(o.port, 8124);
-	ck_assert_uint_eq(o.threads, 1);
-	ck_assert_uint_eq(o.max_connections, 16);
-	ck_assert_uint_eq(o.max_connections_per_ip, 0);
-	ck_assert_ptr_null(o.tls_cert_pem);
-	ck_assert_ptr_null(o.tls_key_pem);
-	ck_assert(o.dispatch == routes_dispatch_health);
-	/* the rest as the main listener's */
-	ck_assert_uint_eq(o.idle_timeout_s, 30);
-	ck_assert_uint_eq(o.max_body, app.cfg.max_body);
-	ck_assert_ptr_eq(o.ctx, &app);
-	ck_assert_ptr_eq(o.observe_ctx, app.metrics);
-}
-END_TEST
 
 START_TEST(services_start_and_stop)
 {
@@ -426,7 +365,6 @@ Suite *make_suite(void)
 	TCase *tc = tcase_create("app");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, http_settings);
 	tcase_add_test(tc, services_start_and_stop);
 	tcase_add_test(tc, jobs_reach_the_history);
 	tcase_add_test(tc, unpriced_jobs_cost_nothing_known);

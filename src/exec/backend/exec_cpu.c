@@ -613,6 +613,15 @@ static void native_close(void *state)
 	pool_free(state);
 }
 
+/* GET /version's "openblas": "0.3.21" of "OpenBLAS 0.3.21 DYNAMIC_ARCH ...", "unknown" when none is loaded. */
+static void native_libraries(json_t *out)
+{
+	const char *cfg = exec_cpu_blas_config(); /* OpenBLAS is loaded at run time, not linked */
+	const char *v = cfg != NULL && strncmp(cfg, "OpenBLAS ", 9) == 0 ? cfg + 9 : cfg;
+
+	json_object_set_new(out, "openblas", v != NULL ? json_stringn(v, strcspn(v, " ")) : json_string("unknown"));
+}
+
 const struct backend_ops backend_native = {
 	.name = "native",
 	.serves_what = "CPUs",
@@ -623,4 +632,5 @@ const struct backend_ops backend_native = {
 	.run = native_run,
 	.close = native_close,
 	.inline_tiny = true, /* tiny jobs stay below every parallel grain: no pool, no lock, no wait */
+	.libraries = native_libraries,
 };

@@ -1066,6 +1066,20 @@ static json_t *pj_describe(const struct device *dev)
 	return pjrt_plugin_view(dev, &v) ? pjrt_view_json(&v) : NULL;
 }
 
+/* As pj_describe, with the plugin loaded first (when one is found and not refused): its API version or refusal. */
+static json_t *pj_inspect(const struct device *dev)
+{
+	struct pjrt_view v;
+
+	if (!pjrt_plugin_view(dev, &v))
+		return NULL;
+	if (v.found && v.usable) {
+		pjrt_plugin_load(v.plugin);
+		pjrt_plugin_status(&v);
+	}
+	return pjrt_view_json(&v);
+}
+
 static void pj_prepare(const struct config *cfg)
 {
 	pjrt_plugin_configure(cfg);
@@ -1146,6 +1160,7 @@ const struct backend_ops backend_pjrt = {
 	.admit = pj_admit,
 	.attach = pj_attach,
 	.describe = pj_describe,
+	.inspect = pj_inspect,
 	.open = pj_open,
 	.run = pj_run,
 	.close = pj_close,

@@ -1,9 +1,13 @@
 /* Unit tests for routes.c: pattern matching and the dispatcher's shared answers, with a test route table. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "app.h"
 #include "check_main.h"
 #include "api/routes.h"
+#include "core/config.h"
+#include "core/pool.h"
+#include "metrics/metrics.h"
 
 static int calls;
 
@@ -296,6 +300,92 @@ START_TEST(health_listener_serves_probes_only)
 }
 END_TEST
 
+/* No environment: the settings come from the arguments and the defaults alone. */
+static const char *no_env(const char *name)
+{
+	(void)name;
+	return NULL;
+}
+
+/* Loads cfg from the settings given (NULL-terminated) and the defaults. */
+static void configure(struct config *cfg, const char *const *args)
+{
+	char *argv[32];
+	char msg[512];
+	int argc = 0;
+
+	for (; args[argc] != NULL; argc++) {
+		ck_assert_int_lt(argc, 32);
+		argv[argc] = strdup(args[argc]);
+	}
+	ck_assert_msg(config_load(cfg, argc, argv, no_env, msg, sizeof(msg)) == 0, "%s", msg);
+	for (int i = 0; i < argc; i++)
+		free(argv[i]);
+}
+
+START_TEST(server_settings)
+{
+	struct app app;
+	struct http_server_opts o;
+	char cert[] = "tests/fixtures/tls/cert.pem";
+	char key[] = "tests/fixtures/tls/key.pem";
+
+	memset(&app, 0, sizeof(app));
+	configure(&app.cfg, (const char *const[]){"--listen", "127.0.0.1:8123", "--threads", "3", "--max-connections",
+						  "100", "--max-connections-per-ip", "7", "--idle-timeout", "1500ms",
+						  "--conn-memory", "64KiB", "--max-body", "2MiB", "--max-json-depth", "10",
+						  "--access-log=false", NULL});
+	app.metrics = metrics_new();
+	routes_server_opts(&app, &o);
+	ck_assert_str_eq(o.host, "127.0.0.1");
+	ck_assert_uint_eq(o.port, 8123);
+	ck_assert_uint_eq(o.threads, 3);
+	ck_assert_uint_eq(o.max_connections, 100);
+	ck_assert_uint_eq(o.max_connections_per_ip, 7);
+	ck_assert_uint_eq(o.idle_timeout_s, 2); /* 1.5 s rounds up */
+	ck_assert_uint_eq(o.conn_memory, 65536);
+	ck_assert_uint_eq(o.max_body, 2097152);
+	ck_assert_uint_eq(o.max_json_depth, 10);
+	ck_assert(!o.access_log);
+	ck_assert_ptr_null(o.tls_cert_pem);
+	ck_assert(o.dispatch == routes_dispatch);
+	ck_assert_ptr_eq(o.ctx, &app);
+	ck_assert(o.observe == metrics_http_hook);
+	ck_assert_ptr_eq(o.observe_ctx, app.metrics);
+	config_release(&app.cfg);
+
+	/* threads 0: one per usable CPU; whole seconds stay as they are; TLS from the files' contents */
+	configure(&app.cfg, (const char *const[]){"--idle-timeout", "30s", "--tls-cert", cert, "--tls-key", key,
+						  "--health-listen", "127.0.0.1:8124", NULL});
+	routes_server_opts(&app, &o);
+	ck_assert_uint_eq(o.threads, pool_usable_cpus());
+	ck_assert_uint_eq(o.idle_timeout_s, 30);
+	ck_assert_str_eq(o.host, "127.0.0.1");
+	ck_assert_uint_eq(o.port, 9470);
+	ck_assert_ptr_eq(o.tls_cert_pem, app.cfg.tls_cert_pem);
+	ck_assert_ptr_eq(o.tls_key_pem, app.cfg.tls_key_pem);
+	ck_assert_ptr_nonnull(strstr(o.tls_cert_pem, "BEGIN CERTIFICATE"));
+
+	/* the health listener: its address, one thread, a small budget, no per-address limit, plain HTTP, probes */
+	routes_health_server_opts(&app, &o);
+	ck_assert_str_eq(o.host, "127.0.0.1");
+	ck_assert_uint_eq(o.port, 8124);
+	ck_assert_uint_eq(o.threads, 1);
+	ck_assert_uint_eq(o.max_connections, 16);
+	ck_assert_uint_eq(o.max_connections_per_ip, 0);
+	ck_assert_ptr_null(o.tls_cert_pem);
+	ck_assert_ptr_null(o.tls_key_pem);
+	ck_assert(o.dispatch == routes_dispatch_health);
+	/* the rest as the main listener's */
+	ck_assert_uint_eq(o.idle_timeout_s, 30);
+	ck_assert_uint_eq(o.max_body, app.cfg.max_body);
+	ck_assert_ptr_eq(o.ctx, &app);
+	ck_assert_ptr_eq(o.observe_ctx, app.metrics);
+	config_release(&app.cfg);
+	metrics_free(app.metrics);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("routes");
@@ -309,6 +399,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, missing_services_answer_503_unavailable);
 	tcase_add_test(tc, service_table_is_sane);
 	tcase_add_test(tc, health_listener_serves_probes_only);
+	tcase_add_test(tc, server_settings);
 	suite_add_tcase(s, tc);
 	return s;
 }

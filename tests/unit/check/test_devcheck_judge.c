@@ -19,7 +19,7 @@ static const struct devcheck_settings settings = {
 };
 
 /* sgemm as a ramp and its repeats leave it: runs verified runs, the best of them, against expected (NAN: none). */
-static void sgemm_ran(struct test *t, unsigned runs, double best, double expected)
+static void sgemm_ran(struct devcheck_test *t, unsigned runs, double best, double expected)
 {
 	devcheck_test_init(t, "sgemm", "matrix", "GFLOP/s");
 	t->started = true;
@@ -32,7 +32,7 @@ static void sgemm_ran(struct test *t, unsigned runs, double best, double expecte
 }
 
 /* The sustained phase after runs runs whose first quarter averaged first and whose last quarter averaged last. */
-static void sustained_ran(struct test *t, unsigned runs, double first, double last)
+static void sustained_ran(struct devcheck_test *t, unsigned runs, double first, double last)
 {
 	devcheck_test_init(t, "sustained", "sustained", "GFLOP/s");
 	t->started = true;
@@ -45,7 +45,7 @@ static void sustained_ran(struct test *t, unsigned runs, double first, double la
 }
 
 /* Telemetry of nsamples clean samples from source: no temperature, clock, ECC or throttle figure known. */
-static void tel_sampled(struct tel *x, unsigned nsamples, const char *source)
+static void tel_sampled(struct devcheck_telemetry *x, unsigned nsamples, const char *source)
 {
 	devcheck_tel_init(x);
 	x->samples = nsamples;
@@ -53,7 +53,7 @@ static void tel_sampled(struct tel *x, unsigned nsamples, const char *source)
 }
 
 /* The verdict of the telemetry test for x, its rule in t->rule. */
-static enum devcheck_verdict tel_verdict(const struct tel *x, struct test *t)
+static enum devcheck_verdict tel_verdict(const struct devcheck_telemetry *x, struct devcheck_test *t)
 {
 	devcheck_test_init(t, "telemetry", "telemetry", NULL);
 	devcheck_judge_telemetry(&settings, x, t);
@@ -64,7 +64,7 @@ static enum devcheck_verdict tel_verdict(const struct tel *x, struct test *t)
 
 START_TEST(figure_lines_pass_warn_fail)
 {
-	struct test t;
+	struct devcheck_test t;
 
 	sgemm_ran(&t, 5, 30, 100);
 	devcheck_judge_figure(&settings, &t);
@@ -97,7 +97,7 @@ END_TEST
 
 START_TEST(figure_triad_speaks_its_unit)
 {
-	struct test t;
+	struct devcheck_test t;
 
 	devcheck_test_init(&t, "triad", "memory", "GB/s");
 	t.runs = 3;
@@ -111,7 +111,7 @@ END_TEST
 
 START_TEST(wrong_result_fails_whatever_the_figure)
 {
-	struct test t;
+	struct devcheck_test t;
 
 	sgemm_ran(&t, 5, 120, 100);
 	t.wrong = 1;
@@ -133,7 +133,7 @@ END_TEST
 
 START_TEST(no_run_fails_with_the_reason)
 {
-	struct test t;
+	struct devcheck_test t;
 
 	/* stopped before its first run */
 	devcheck_test_init(&t, "sgemm", "matrix", "GFLOP/s");
@@ -159,7 +159,7 @@ END_TEST
 
 START_TEST(no_expected_figure_records_only)
 {
-	struct test t;
+	struct devcheck_test t;
 
 	sgemm_ran(&t, 5, 80, NAN);
 	devcheck_judge_figure(&settings, &t);
@@ -176,7 +176,7 @@ END_TEST
 
 START_TEST(failed_run_after_good_ones_fails)
 {
-	struct test t;
+	struct devcheck_test t;
 
 	sgemm_ran(&t, 3, 30, 100);
 	t.failed = true;
@@ -206,7 +206,7 @@ END_TEST
 
 START_TEST(sustained_throttle_rule)
 {
-	struct test t;
+	struct devcheck_test t;
 
 	sustained_ran(&t, 40, 100, 80);
 	devcheck_judge_sustained(&settings, &t);
@@ -243,7 +243,7 @@ END_TEST
 
 START_TEST(sustained_faults_fail)
 {
-	struct test t;
+	struct devcheck_test t;
 
 	sustained_ran(&t, 40, 100, 99);
 	t.wrong = 1;
@@ -267,8 +267,8 @@ END_TEST
 
 START_TEST(telemetry_without_findings_passes)
 {
-	struct tel x;
-	struct test t;
+	struct devcheck_telemetry x;
+	struct devcheck_test t;
 
 	tel_sampled(&x, 0, NULL);
 	ck_assert_int_eq(tel_verdict(&x, &t), DEVCHECK_PASS);
@@ -299,8 +299,8 @@ END_TEST
 
 START_TEST(telemetry_ecc_and_retired_pages_fail)
 {
-	struct tel x;
-	struct test t;
+	struct devcheck_telemetry x;
+	struct devcheck_test t;
 
 	tel_sampled(&x, 3, "nvml");
 	x.ecc_first = 1;
@@ -320,8 +320,8 @@ END_TEST
 
 START_TEST(telemetry_throttle_reasons_warn)
 {
-	struct tel x;
-	struct test t;
+	struct devcheck_telemetry x;
+	struct devcheck_test t;
 
 	tel_sampled(&x, 3, "nvml");
 	x.throttle_known = true;
@@ -340,8 +340,8 @@ END_TEST
 
 START_TEST(telemetry_slowdown_temperature_warns)
 {
-	struct tel x;
-	struct test t;
+	struct devcheck_telemetry x;
+	struct devcheck_test t;
 
 	tel_sampled(&x, 3, "nvml");
 	x.temp_first = 60;
@@ -360,8 +360,8 @@ END_TEST
 
 START_TEST(telemetry_clock_percent_warns)
 {
-	struct tel x;
-	struct test t;
+	struct devcheck_telemetry x;
+	struct devcheck_test t;
 
 	tel_sampled(&x, 2, "nvml");
 	x.clock_min = 700;
@@ -382,8 +382,8 @@ END_TEST
 
 START_TEST(telemetry_worst_finding_decides_and_every_one_is_said)
 {
-	struct tel x;
-	struct test t;
+	struct devcheck_telemetry x;
+	struct devcheck_test t;
 
 	tel_sampled(&x, 5, "nvml");
 	x.temp_max = 92;

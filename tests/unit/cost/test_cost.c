@@ -267,7 +267,7 @@ static int jobs_recorded;
 static pthread_mutex_t note_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t note_cv = PTHREAD_COND_INITIALIZER;
 
-static void note_job(void *ctx, const struct exec_job_record *rec)
+static void note_job(void *ctx, const struct exec_record *rec)
 {
 	(void)ctx;
 	pthread_mutex_lock(&note_mu);

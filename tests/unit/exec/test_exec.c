@@ -177,7 +177,7 @@ static int start_seq, record_seq, seq; /* the order in which the callbacks came 
 static char start_state[32];
 static char start_id[24];
 
-static void on_record(void *ctx, const struct exec_job_record *rec)
+static void on_record(void *ctx, const struct exec_record *rec)
 {
 	(void)ctx;
 	pthread_mutex_lock(&rec_mu);
@@ -192,7 +192,7 @@ static void on_record(void *ctx, const struct exec_job_record *rec)
 	pthread_mutex_unlock(&rec_mu);
 }
 
-static void on_start(void *ctx, const struct exec_job_record *rec)
+static void on_start(void *ctx, const struct exec_record *rec)
 {
 	(void)ctx;
 	pthread_mutex_lock(&rec_mu);
@@ -365,7 +365,7 @@ static const char *jstr(json_t *o, const char *key)
 /* on_job_record of a store whose commit stalls: keeps the job, confirms nothing. */
 static struct exec_job *stalled_job;
 
-static void stall_record(void *ctx, const struct exec_job_record *rec)
+static void stall_record(void *ctx, const struct exec_record *rec)
 {
 	(void)ctx;
 	if (!rec->provisional && stalled_job == NULL) {
@@ -399,7 +399,7 @@ START_TEST(stalled_record_is_answered_within_two_seconds)
 	ck_assert(json_is_false(json_object_get(doc, "recorded")));
 	json_decref(doc);
 	/* the commit comes later: the job says so */
-	exec_job_recorded(stalled_job, false, true);
+	exec_record_confirmed(stalled_job, false, true);
 	doc = exec_job_json(job);
 	ck_assert(json_is_true(json_object_get(doc, "recorded")));
 	json_decref(doc);

@@ -1,5 +1,5 @@
-/* history: the [start_time, end_time) windows and steps of GET /history and GET /cost. */
-#include "store/history.h"
+/* api_window: the [start_time, end_time) windows and steps of GET /history and GET /cost. */
+#include "api/api_window.h"
 
 #include <errno.h>
 #include <math.h>
@@ -18,8 +18,8 @@ static enum acceld_err fail(const char **param, enum reason *reason, const char 
 	return ACCELD_EINVAL;
 }
 
-enum acceld_err history_window_parse(const char *start, const char *end, int64_t now_ms, int64_t default_span_ms,
-				     int64_t retention_ms, struct history_window *out, const char **param,
+enum acceld_err api_window_parse(const char *start, const char *end, int64_t now_ms, int64_t default_span_ms,
+				     int64_t retention_ms, struct api_window *out, const char **param,
 				     enum reason *reason, char *why, size_t whysz)
 {
 	char t[CLOCK_RFC3339_LEN];
@@ -49,7 +49,7 @@ enum acceld_err history_window_parse(const char *start, const char *end, int64_t
 	return ACCELD_OK;
 }
 
-int history_step_parse(const char *text, int64_t *ms)
+int api_window_step_parse(const char *text, int64_t *ms)
 {
 	uint64_t v;
 	char *end = NULL;
@@ -73,7 +73,7 @@ int history_step_parse(const char *text, int64_t *ms)
 	return 0;
 }
 
-int64_t history_buckets(const struct history_window *w, int64_t step_ms)
+int64_t api_window_buckets(const struct api_window *w, int64_t step_ms)
 {
 	return (w->end_ms - w->start_ms + step_ms - 1) / step_ms;
 }
