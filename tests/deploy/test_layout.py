@@ -18,11 +18,12 @@ ALLOWED = {
     "exec/backend": {"core", "detect", "exec"},
     "store": {"core", "detect"},
     "select": {"core", "detect", "exec"},
+    "plan": {"core", "detect", "select"},
     "cost": {"core", "detect", "exec", "store"},
     "check": {"core", "detect", "exec", "select", "store"},
     "metrics": {"core", "detect", "http", "exec", "store", "check", "cost"},
-    "cli": {"core", "detect", "exec", "exec/backend", "store", "select", "cost", "check", "metrics"},
-    "api": {"core", "detect", "http", "exec", "store", "select", "cost", "check", "metrics"},
+    "cli": {"core", "detect", "exec", "exec/backend", "store", "select", "plan", "cost", "check", "metrics"},
+    "api": {"core", "detect", "http", "exec", "store", "select", "plan", "cost", "check", "metrics"},
 }
 MAX_LINES = 1600
 MAX_TOP_C = 4
