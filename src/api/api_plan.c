@@ -13,7 +13,7 @@
 #include "detect/detect.h"
 #include "http/http.h"
 #include "select/envfmt.h"
-#include "select/plan_params.h"
+#include "plan/plan_params.h"
 
 /* Refuses a field: a query parameter (400 INVALID_PARAMETER, the detail starting with its name) or a body field
  * (400 INVALID_VALUE at its JSONPath), with `accepted` where its values form a set. */

@@ -10,7 +10,7 @@
 #include "detect/detect.h"
 #include "select/batch.h"
 #include "select/envfmt.h"
-#include "select/plan_params.h"
+#include "plan/plan_params.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "select/plan_params.h"
+#include "plan/plan_params.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 /* plan_devices: the devices a plan is made for (see plan_devices.h). */
-#include "select/plan_devices.h"
+#include "plan/plan_devices.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -23,8 +23,8 @@
 #include "core/err.h"
 #include "detect/device.h"
 #include "select/envfmt.h"
-#include "select/plan.h"
-#include "select/plan_devices.h"
+#include "plan/plan.h"
+#include "plan/plan_devices.h"
 
 #define PLAN_PARAMS_DEVICES_MAX 512   /* bytes of the devices text: a shape, or ids */
 #define PLAN_PARAMS_MAX_IDS 64        /* device ids in one request */

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "check_main.h"
-#include "select/plan_devices.h"
+#include "plan/plan_devices.h"
 
 #define GIB (1024ull * 1024 * 1024)
 

@@ -1,11 +1,20 @@
 /* plan_env: the environment each process of a multi-host JAX job needs (plan.h, plan_env_jax). */
-#include "select/plan.h"
-#include "select/plan_int.h"
+#include "plan/plan_env.h"
 
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "core/names.h"
+#include "plan/plan_text.h"
+
+static const char *const source_names[] = {"none", "preset", "tpu", "lws", "k8s"};
+
+const char *plan_env_source_name(enum plan_env_source s)
+{
+	return names_at(source_names, sizeof(source_names) / sizeof(source_names[0]), s);
+}
 
 static const char *env_get(plan_getenv_fn get, void *ctx, const char *name)
 {

@@ -21,7 +21,7 @@
 
 #include "core/err.h"
 #include "detect/device.h"
-#include "select/plan.h"
+#include "plan/plan.h"
 
 #define PLAN_DEVICES_TEXT_MAX 64 /* the longest shape text accepted */
 

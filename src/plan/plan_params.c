@@ -1,5 +1,5 @@
 /* plan_params: GET/POST /plan's and `acceld plan`'s fields, presets, devices, environment and answer (plan_params.h). */
-#include "select/plan_params.h"
+#include "plan/plan_params.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -10,8 +10,8 @@
 #include "core/config.h"
 #include "core/jsonval.h"
 #include "core/mem.h"
+#include "plan/plan_text.h"
 #include "select/batch.h"
-#include "select/plan_int.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 #define DTYPE_VALUES "f32, bf16, f16, fp8, int8, int4"

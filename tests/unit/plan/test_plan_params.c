@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "check_main.h"
-#include "select/plan_params.h"
+#include "plan/plan_params.h"
 
 #define GIB (1024ull * 1024 * 1024)
 
