@@ -240,37 +240,26 @@ static bool parse_inputs(json_t *inputs, struct exec_request *req, uint64_t cap,
 		}
 	}
 	for (size_t i = 0; names[i]; i++) {
+		const char *dims;
+		uint64_t one = 0;
+		bool ok;
+
 		v = json_object_get(inputs, names[i]);
 		snprintf(path, sizeof(path), "$.inputs.%s", names[i]);
 		if (v == NULL) {
 			if (kernel_input_optional(req->kernel, (unsigned)i))
-				continue; /* sgemm's c defaults to zeros */
+				continue; /* an optional input defaults to zeros */
 			return http_resp_bad_field(resp, REASON_MISSING_FIELD, path, "the input is missing");
 		}
-		switch (req->kernel) {
-		case KERNEL_SAXPY:
-		case KERNEL_TRIAD:
-		case KERNEL_DOT: {
-			uint64_t one = 0;
-
-			if (!parse_matrix(v, path, &one, &sh->n, true, cap, &req->inputs[i], resp))
-				return false;
-			break;
-		}
-		case KERNEL_SGEMM: {
-			uint64_t *r = i == 0 ? &sh->m : i == 1 ? &sh->k : &sh->m;
-			uint64_t *c = i == 0 ? &sh->k : &sh->n;
-
-			if (!parse_matrix(v, path, r, c, false, cap, &req->inputs[i], resp))
-				return false;
-			break;
-		}
-		case KERNEL_SOFTMAX:
-		case KERNEL_COUNT:
-			if (!parse_matrix(v, path, &sh->m, &sh->n, false, cap, &req->inputs[i], resp))
-				return false;
-			break;
-		}
+		/* its shape from the kernel's table: a vector of one size, or a matrix of two */
+		dims = kernel_input_dims(req->kernel, (unsigned)i);
+		if (strlen(dims) == 1)
+			ok = parse_matrix(v, path, &one, kernel_size_of(sh, dims[0]), true, cap, &req->inputs[i], resp);
+		else
+			ok = parse_matrix(v, path, kernel_size_of(sh, dims[0]), kernel_size_of(sh, dims[1]), false, cap,
+					  &req->inputs[i], resp);
+		if (!ok)
+			return false;
 	}
 	req->has_inputs = true;
 	return true;
@@ -379,7 +368,7 @@ static bool parse_run(struct app *app, json_t *body, struct exec_request *req, s
 			const char *field;
 			unsigned param;
 		} applies[] = {
-			{"alpha", KERNEL_PARAM_ALPHA}, {"beta", KERNEL_PARAM_BETA}, {"s", KERNEL_PARAM_S},
+			{"alpha", KERNEL_PARAM_ALPHA}, {"beta", KERNEL_PARAM_BETA}, {"s", KERNEL_PARAM_SCALE},
 			{"m", KERNEL_PARAM_M},         {"k", KERNEL_PARAM_K},           {"precision", KERNEL_PARAM_PRECISION},
 		};
 
@@ -412,7 +401,7 @@ static bool parse_run(struct app *app, json_t *body, struct exec_request *req, s
 		return false;
 	if ((v = json_object_get(body, "beta")) != NULL && !get_float(v, "$.beta", &req->beta, resp))
 		return false;
-	if ((v = json_object_get(body, "s")) != NULL && !get_float(v, "$.s", &req->s, resp))
+	if ((v = json_object_get(body, "s")) != NULL && !get_float(v, "$.s", &req->scale, resp))
 		return false;
 	if ((v = json_object_get(body, "n")) != NULL && !get_size(v, "$.n", &req->shape.n, resp))
 		return false;

@@ -90,10 +90,10 @@ struct devcheck_settings {
 	uint64_t max_age_ms;          /* a check's figures count for selection this long; 0 never */
 	uint64_t interval_ms;         /* periodic quick checks of idle devices; 0 never */
 	uint64_t max_elements;        /* the executor's limit of one job's elements */
-	uint64_t sgemm_budget_ms;     /* device time of the sgemm test */
-	uint64_t triad_budget_ms;     /* device time of the triad test */
+	uint64_t matrix_budget_ms;     /* device time of the sgemm test */
+	uint64_t memory_budget_ms;     /* device time of the triad test */
 	unsigned max_reps;            /* runs at the final size at most */
-	uint64_t sgemm_max_n;         /* the largest sgemm size tried; 0: 8192 */
+	uint64_t matrix_max_n;         /* the largest sgemm size tried; 0: 8192 */
 };
 
 struct config;
@@ -223,8 +223,8 @@ struct devcheck_summary {
 	enum devcheck_verdict verdict;
 	double gflops;                   /* best verified sgemm GFLOP/s of the last check that measured it; NAN */
 	double gbytes_per_s;             /* best verified triad GB/s, likewise; NAN */
-	double sgemm_ratio;              /* measured / expected of the last check; NAN unknown */
-	double triad_ratio;
+	double matrix_ratio;              /* measured / expected of the last check; NAN unknown */
+	double memory_ratio;
 	int64_t finished_ms;             /* when the last check ended; 0 never */
 	int64_t figures_ms;              /* when the figures above were measured; 0 never */
 	char running_id[DEVCHECK_ID_MAX];   /* "" when none runs */

@@ -20,10 +20,15 @@
 
 #include "check/devcheck.h"
 #include "detect/device.h"
+#include "exec/kernel.h"
 
 #define RECENT_MAX 64          /* checks kept in memory */
 #define DEVICES_MAX 64         /* devices with a summary */
-#define RAMP_MAX 8             /* sgemm sizes tried */
+#define RAMP_MAX 8             /* matrix sizes tried */
+
+/* The kernels of the throughput tests, as the kernel table names them: arithmetic and memory bandwidth. */
+#define MATRIX_KERNEL kernel_for_figure(KERNEL_FIGURE_MATRIX)
+#define MEMORY_KERNEL kernel_for_figure(KERNEL_FIGURE_MEMORY)
 #define SAMPLES_MAX 16         /* runs at the final size */
 #define BUCKETS 120            /* points of the sustained series */
 
@@ -37,14 +42,14 @@ struct ramp_step {
 
 /* One test of a check as its document shows it. */
 struct test {
-	const char *name;           /* "sgemm", "triad", "sustained", "telemetry" */
+	const char *name;           /* the kernel of a throughput test (kernel_name), "sustained", "telemetry" */
 	const char *kind;           /* "matrix", "memory", "sustained", "telemetry" */
 	const char *unit;           /* "GFLOP/s", "GB/s"; NULL for telemetry */
 	bool started;
 	bool finished;
 	unsigned runs;              /* runs completed */
 	unsigned wrong;             /* runs whose result the reference did not confirm */
-	uint64_t n;                 /* final size (sgemm: m = n = k) */
+	uint64_t n;                 /* final size (the matrix test: m = n = k) */
 	double samples[SAMPLES_MAX];
 	unsigned nsamples;
 	double best, median;        /* NAN until measured */
@@ -106,7 +111,7 @@ struct devcheck_run {
 	uint64_t started_ns;
 	uint64_t sustained_ms;      /* the long level's phase */
 	uint64_t seed;
-	struct test sgemm, triad, sustained, telemetry;
+	struct test matrix, memory, sustained, telemetry;
 	struct tel tel;
 	struct bucket buckets[BUCKETS];
 	bool has_verdict;
@@ -185,8 +190,8 @@ bool devcheck_run_sample(struct devcheck_run *run, bool force, struct device *de
  * the final size; triad repeats at a length fitting the device; sustained repeats sgemm at its final size for
  * duration_ms. A stop (devcheck_run_stopping) ends each after the job in progress.
  */
-void devcheck_test_sgemm(struct devcheck_run *run, const struct device *dev, uint64_t budget_ms);
-void devcheck_test_triad(struct devcheck_run *run, const struct device *dev, uint64_t budget_ms);
+void devcheck_test_matrix(struct devcheck_run *run, const struct device *dev, uint64_t budget_ms);
+void devcheck_test_memory(struct devcheck_run *run, const struct device *dev, uint64_t budget_ms);
 void devcheck_test_sustained(struct devcheck_run *run, uint64_t duration_ms);
 
 /* --- verdicts (devcheck_judge.c): pure, the caller holds the mutex where readers may see the run --- */

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,14 +26,40 @@
 struct run_args {
 	struct exec_request req;
 	char device[DEVICE_ID_MAX];
-	uint64_t square;            /* --square N: sgemm's and softmax's matrices N x N; 0 not given */
+	uint64_t square;            /* --square N: every size the kernel takes N (N x N matrices); 0 not given */
 	bool json;
 	bool verbose;
 };
 
+/*
+ * The names of the kernels from first on that take the same sizes and help as first, joined by sep, into out; marks
+ * them in done.
+ */
+static void kernel_group(unsigned first, const char *sep, bool done[KERNEL_COUNT], char *out, size_t outsz)
+{
+	enum kernel_id f = (enum kernel_id)first;
+
+	out[0] = '\0';
+	for (unsigned j = first; j < KERNEL_COUNT; j++) {
+		enum kernel_id k = (enum kernel_id)j;
+		size_t len = strlen(out);
+
+		if (done[j] || strcmp(kernel_help_flags(k), kernel_help_flags(f)) != 0 ||
+		    strcmp(kernel_help_text(k), kernel_help_text(f)) != 0)
+			continue;
+		snprintf(out + len, outsz - len, "%s%s", len > 0 ? sep : "", kernel_name(k));
+		done[j] = true;
+	}
+}
+
 static void run_help(FILE *out)
 {
 	static const char *const settings[] = {"prefer", "exec-max-elements", "exec-default-timeout", NULL};
+	bool done[KERNEL_COUNT] = {false};
+	char names[128];
+	char scalars[128];
+	char scale[128];
+	char precision[64];
 
 	fprintf(out, "usage: acceld run KERNEL SIZES [OPTIONS] [SETTINGS]\n"
 		     "\n"
@@ -40,31 +67,72 @@ static void run_help(FILE *out)
 		     "text, or with --json the job document POST /run answers. Exit status: 0 the job succeeded\n"
 		     "(and verified, when asked), 1 it failed or was refused, 2 bad usage.\n"
 		     "\n"
-		     "Kernels and their sizes, as POST /run takes them:\n"
-		     "  saxpy, triad, dot   --n N              vectors of N elements\n"
-		     "  sgemm               --m M --n N --k K  an M x K matrix times a K x N one (M x N out)\n"
-		     "  softmax             --m M --n N        M rows of N, each row normalized\n"
-		     "  --square N          sgemm and softmax: N x N matrices (M, N and K all N)\n"
+		     "Kernels and their sizes, as POST /run takes them:\n");
+	for (unsigned i = 0; i < KERNEL_COUNT; i++) {
+		if (done[i])
+			continue;
+		kernel_group(i, ", ", done, names, sizeof(names));
+		fprintf(out, "  %-20s%-19s%s\n", names, kernel_help_flags((enum kernel_id)i),
+			kernel_help_text((enum kernel_id)i));
+	}
+	fprintf(out, "  --square N          %s: N x N matrices (M, N and K all N)\n"
 		     "Options:\n"
 		     "  --device ID         this device (cpu:0, gpu:1) and no other; default: the best, falling back\n"
 		     "  --backend NAME      native, opencl or pjrt (default: the device's first)\n"
-		     "  --alpha A, --beta B saxpy's alpha; sgemm's alpha and beta\n"
-		     "  --s S               triad's s\n"
-		     "  --precision P       sgemm's products: highest (float32, the default), tf32 or bf16\n"
+		     "  --alpha A, --beta B %s\n"
+		     "  --s S               %s\n"
+		     "  --precision P       %s's products: highest (float32, the default), tf32 or bf16\n"
 		     "  --seed S            the seed of the generated inputs (the same seed, the same inputs)\n"
 		     "  --timeout-ms T      the job's timeout in milliseconds (default: --exec-default-timeout)\n"
 		     "  --verify            check the result against a reference; exit 1 when it is wrong\n"
 		     "  --full              keep the whole output (printed with --json)\n"
 		     "  --json              print the job (or the refusal) as POST /run answers it\n"
-		     "  -v, --verbose       log at info on stderr (default: warn; --log-level L for another)\n");
+		     "  -v, --verbose       log at info on stderr (default: warn; --log-level L for another)\n",
+		kernel_names_join(KERNEL_PARAM_M, " and ", names, sizeof(names)),
+		kernel_param_owners(KERNEL_PARAM_ALPHA | KERNEL_PARAM_BETA, scalars, sizeof(scalars)),
+		kernel_param_owners(KERNEL_PARAM_SCALE, scale, sizeof(scale)),
+		kernel_names_join(KERNEL_PARAM_PRECISION, " and ", precision, sizeof(precision)));
 	cli_help_settings(out, settings);
 }
 
 /* The first lines of the help, after an error on stderr. */
 static void run_usage(FILE *out)
 {
-	fprintf(out, "usage: acceld run saxpy|triad|dot --n N | sgemm --m M --n N --k K | softmax --m M --n N\n"
-		     "       [--square N] [--device ID] [OPTIONS] [SETTINGS] (see acceld help run)\n");
+	bool done[KERNEL_COUNT] = {false};
+	char names[128];
+
+	fprintf(out, "usage: acceld run");
+	for (unsigned i = 0; i < KERNEL_COUNT; i++) {
+		if (done[i])
+			continue;
+		kernel_group(i, "|", done, names, sizeof(names));
+		fprintf(out, "%s %s %s", i > 0 ? " |" : "", names, kernel_help_flags((enum kernel_id)i));
+	}
+	fprintf(out, "\n       [--square N] [--device ID] [OPTIONS] [SETTINGS] (see acceld help run)\n");
+}
+
+static char summary[256];
+
+static void summary_make(void)
+{
+	size_t len = (size_t)snprintf(summary, sizeof(summary), "run a kernel once");
+
+	for (unsigned i = 0; i < KERNEL_COUNT && len < sizeof(summary); i++) {
+		const char *example = kernel_help_example((enum kernel_id)i);
+
+		if (example != NULL)
+			len += (size_t)snprintf(summary + len, sizeof(summary) - len, "%s run %s %s",
+						strchr(summary, ':') != NULL ? "," : ":", kernel_name((enum kernel_id)i),
+						example);
+	}
+}
+
+const char *cli_run_summary(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, summary_make);
+	return summary;
 }
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -114,7 +182,7 @@ static const struct {
 	[F_SQUARE] = {"--square", "a positive integer", KERNEL_PARAM_M},
 	[F_ALPHA] = {"--alpha", "a finite float32 number", KERNEL_PARAM_ALPHA},
 	[F_BETA] = {"--beta", "a finite float32 number", KERNEL_PARAM_BETA},
-	[F_S] = {"--s", "a finite float32 number", KERNEL_PARAM_S},
+	[F_S] = {"--s", "a finite float32 number", KERNEL_PARAM_SCALE},
 	[F_PRECISION] = {"--precision", KERNEL_PRECISION_NAMES, KERNEL_PARAM_PRECISION},
 	[F_SEED] = {"--seed", "an integer from 0 to 18446744073709551615", 0},
 	[F_TIMEOUT] = {"--timeout-ms", "a positive integer of milliseconds", 0},
@@ -157,7 +225,7 @@ static int set_flag(struct run_args *a, size_t f, const char *val)
 	case F_BETA:
 		return parse_float(val, &a->req.beta);
 	case F_S:
-		return parse_float(val, &a->req.s);
+		return parse_float(val, &a->req.scale);
 	case F_PRECISION:
 		return kernel_precision_parse(val, &a->req.precision) ? 0 : -1;
 	case F_SEED:

@@ -55,6 +55,11 @@ void backend_prepare_all(const struct config *cfg)
 			backend_builtin[i]->prepare(cfg);
 }
 
+bool backend_runs(const struct backend_ops *ops, enum kernel_id k)
+{
+	return (unsigned)k < KERNEL_COUNT && (ops->runs == NULL || ops->runs(k));
+}
+
 double backend_reference(const struct backend_ops *ops, const struct device *dev, enum kernel_id k,
 			 const char **source)
 {

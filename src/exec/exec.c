@@ -55,7 +55,7 @@ void exec_request_init(struct exec_request *req)
 	memset(req, 0, sizeof(*req));
 	req->alpha = 1.0f;
 	req->beta = 0.0f;
-	req->s = 1.0f;
+	req->scale = 1.0f;
 	req->seed = 1;
 	snprintf(req->trigger, sizeof(req->trigger), "api");
 }

@@ -35,7 +35,7 @@ static json_t *job_json(struct exec_job *job, bool listed)
 	d.has_request = true;
 	d.alpha = r->alpha;
 	d.beta = r->beta;
-	d.s = r->s;
+	d.scale = r->scale;
 	d.seed = r->seed;
 	d.inline_inputs = r->has_inputs;
 	d.full = r->full;
@@ -57,7 +57,7 @@ static json_t *job_json(struct exec_job *job, bool listed)
 		d.compile_ms = job->compile_ms;
 		d.cached = job->cached;
 		d.summary = &job->summary;
-		d.dot = job->dot;
+		d.value = job->value;
 		d.output = listed ? NULL : job->output;
 		d.output_len = listed ? 0 : job->out_len;
 		d.verification = job->verify_done ? &job->verification : NULL;

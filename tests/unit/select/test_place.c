@@ -30,7 +30,7 @@ static enum acceld_err ok_open(const struct device *dev, unsigned threads, void 
 	return ACCELD_OK;
 }
 
-static enum acceld_err ok_run(void *state, struct backend_work *w, struct backend_timing *t, char *err,
+static enum acceld_err ok_run(void *state, struct kernel_work *w, struct backend_timing *t, char *err,
 			      size_t errsz)
 {
 	struct kernel_shape s = {w->m, w->n, w->k};
