@@ -163,7 +163,7 @@ static void full_sgemm(struct jobdoc *d)
 	d->has_request = true;
 	d->alpha = 1.5f;
 	d->beta = 0.0f;
-	d->s = 1.0f;
+	d->scale = 1.0f;
 	d->seed = 42;
 	d->timeout_ms = 60000;
 	d->precision_asked = KERNEL_PRECISION_TF32;

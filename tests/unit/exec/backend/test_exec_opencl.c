@@ -118,8 +118,8 @@ START_TEST(vectors_match_reference)
 			w.kernel = KERNEL_TRIAD;
 			run(&w);
 			for (size_t i = 0; i < n; i++)
-				check_close(out[i], x[i] + (double)w.s * y[i], 1e-6 * (fabs(x[i]) + fabs((double)w.s * y[i])),
-					    "triad", i);
+				check_close(out[i], x[i] + (double)w.scale * y[i],
+					    1e-6 * (fabs(x[i]) + fabs((double)w.scale * y[i])), "triad", i);
 		}
 		{
 			struct kernel_work w = {.kernel = KERNEL_DOT, .n = n, .in = {x, y, NULL}};
