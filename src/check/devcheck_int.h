@@ -3,7 +3,7 @@
  * the rest of acceld uses devcheck.h). The module is four files:
  *   devcheck.c        the module: names, life cycle, the run's thread, figures for the rest of acceld, periodic checks;
  *   devcheck_doc.c    a check's document (JSON);
- *   devcheck_tests.c  the tests a check runs: its jobs, telemetry sampling, sizes, the ramp, triad and sustained;
+ *   devcheck_tests.c  the tests a check runs: its jobs, telemetry sampling, sizes, the ramp, memory and sustained;
  *   devcheck_judge.c  the verdicts: pure functions of a run's tests and the settings (no threads, locks or I/O).
  *
  * One mutex (struct devcheck's mu) guards the module: the recent checks, the per-device summaries and every field of
@@ -185,9 +185,9 @@ bool devcheck_run_stopping(struct devcheck_run *run);
 bool devcheck_run_sample(struct devcheck_run *run, bool force, struct device *dev);
 
 /*
- * The tests, each publishing run->sgemm, run->triad or run->sustained as it goes and marking it finished at its end.
- * sgemm ramps from the start size to a plateau, the size cap or the budget (device time in ms), then repeats at
- * the final size; triad repeats at a length fitting the device; sustained repeats sgemm at its final size for
+ * The tests, each publishing run->matrix, run->memory or run->sustained as it goes and marking it finished at its
+ * end. matrix ramps from the start size to a plateau, the size cap or the budget (device time in ms), then repeats at
+ * the final size; memory repeats at a length fitting the device; sustained repeats matrix at its final size for
  * duration_ms. A stop (devcheck_run_stopping) ends each after the job in progress.
  */
 void devcheck_test_matrix(struct devcheck_run *run, const struct device *dev, uint64_t budget_ms);
@@ -197,7 +197,7 @@ void devcheck_test_sustained(struct devcheck_run *run, uint64_t duration_ms);
 /* --- verdicts (devcheck_judge.c): pure, the caller holds the mutex where readers may see the run --- */
 
 /*
- * A throughput test (sgemm, triad) against its expected figure: a wrong result or no completed run fails; no
+ * A throughput test (matrix, memory) against its expected figure: a wrong result or no completed run fails; no
  * expected figure passes a verified one; else measured / expected below s->fail_percent fails, below
  * s->warn_percent warns, and a run that failed after good ones fails the test (a figure with no expected one to
  * compare with is not judged further). Sets t->verdict and t->rule.

@@ -1,6 +1,7 @@
 /*
  * devcheck_tests: the tests a check runs, each a series of verified jobs through the executor, one at a time: the
- * sgemm ramp and its repeats, triad, the long level's sustained load, and the telemetry sampled between runs.
+ * matrix ramp and its repeats, the memory test, the long level's sustained load, and the telemetry sampled between
+ * runs.
  * A test computes on its own copy and publishes it under the module's mutex; executor calls and the device
  * callback are made with the mutex released.
  */
@@ -49,7 +50,7 @@ struct run_result {
 	double kernel_ms;
 	double compile_ms;          /* building the job's program (0 when it was cached or none is built) */
 	double run_ms;              /* the job's own time: its total less its wait in the queue and its compile */
-	double figure;              /* GFLOP/s for sgemm, GB/s for the rest */
+	double figure;              /* GFLOP/s for compute-bound kernels, GB/s for the rest */
 	char job[32];
 	char backend[16];
 };
@@ -246,7 +247,7 @@ bool devcheck_run_sample(struct devcheck_run *run, bool force, struct device *de
 
 /* --- sizes --- */
 
-/* Whether an sgemm of size n fits the job limit and the device's memory. */
+/* Whether a matrix run of size n fits the job limit and the device's memory. */
 /* The backend the check's jobs run on: the one it names, else the device's default. */
 static const struct backend_ops *run_backend(const struct devcheck_run *run)
 {
@@ -293,7 +294,7 @@ static uint64_t matrix_cap(const struct devcheck *c, const struct backend_ops *o
 	return n;
 }
 
-/* The triad length: arrays four times the CPU's last-level caches, or a 16th of an accelerator's memory. */
+/* The memory test's length: arrays four times the CPU's last-level caches, or a 16th of an accelerator's memory. */
 static uint64_t memory_length(const struct devcheck *c, const struct backend_ops *ops, const struct device *d,
 			     char *why, size_t whysz)
 {
@@ -411,7 +412,7 @@ static bool note_run(struct test *t, const struct run_result *r)
 	return true;
 }
 
-/* What a run of sgemm at twice this run's size is expected to take. */
+/* What a matrix run at twice this run's size is expected to take. */
 static double next_run_ms(const struct run_result *r)
 {
 	double kernel = isfinite(r->kernel_ms) ? r->kernel_ms : r->run_ms;
