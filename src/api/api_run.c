@@ -509,12 +509,13 @@ static enum acceld_err choose(void *ctx, const struct select_request *sreq, stru
 	return app_select(c->app, c->snap, sreq, res);
 }
 
-/* Places the job by the selection of /select on the devices detection sees now; fills why on refusal. */
-static enum acceld_err place(struct app *app, const struct select_request *sreq, struct exec_request *r,
-			     struct exec_refusal *why)
+/* Ranks the devices the job may go to by the selection of /select on the devices detection sees now; fills why on
+ * refusal. */
+static enum acceld_err rank_devices_now(struct app *app, const struct select_request *sreq,
+					struct exec_request *r, struct exec_refusal *why)
 {
 	struct chooser c = {.app = app, .snap = detect_acquire(app->detect)};
-	enum acceld_err rc = place_job(choose, &c, sreq, r, why);
+	enum acceld_err rc = place_rank_devices(choose, &c, sreq, r, why);
 
 	detect_release(c.snap);
 	return rc;
@@ -537,7 +538,7 @@ void api_run_post(struct app *app, struct http_req *req, struct http_resp *resp)
 	select_request_init(&sreq, &app->cfg);
 	if (!parse_run(app, req->json, &r, &sreq, &wait, resp))
 		goto out;
-	rc = place(app, &sreq, &r, &why);
+	rc = rank_devices_now(app, &sreq, &r, &why);
 	if (rc != ACCELD_OK) {
 		refusal_answer(&why, sreq.device, resp);
 		json_decref(why.extra);

@@ -449,7 +449,7 @@ int cli_run_main(int argc, char **argv)
 		fprintf(stderr, "acceld run: cannot start the executor\n");
 		goto out;
 	}
-	if (place_job(choose, &(struct chooser){.snap = snap}, &sreq, &a.req, &why) != ACCELD_OK ||
+	if (place_rank_devices(choose, &(struct chooser){.snap = snap}, &sreq, &a.req, &why) != ACCELD_OK ||
 	    exec_submit(ex, &a.req, NULL, NULL, &job, &why) != ACCELD_OK) {
 		print_refusal(&a, &why);
 		json_decref(why.extra);
