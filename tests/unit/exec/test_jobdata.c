@@ -10,31 +10,8 @@
 #include <string.h>
 
 #include "check_main.h"
+#include "check_pools.h"
 #include "exec/jobdata.h"
-
-static struct pool *one;
-static struct pool *four;
-
-static void setup(void)
-{
-	one = pool_new(1);
-	four = pool_new(4);
-}
-
-static void teardown(void)
-{
-	pool_free(one);
-	pool_free(four);
-}
-
-static float *generated(struct pool *p, size_t n, uint64_t seed, unsigned input)
-{
-	float *v = jobdata_alloc(n);
-
-	ck_assert_ptr_nonnull(v);
-	jobdata_generate(p, v, n, seed, input);
-	return v;
-}
 
 /* The generator as jobdata.h describes it, written out again: SplitMix64's finaliser over a counter. */
 static float reference_value(uint64_t seed, unsigned input, size_t i)
@@ -164,7 +141,7 @@ Suite *make_suite(void)
 	Suite *s = suite_create("jobdata");
 	TCase *tc = tcase_create("jobdata");
 
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, check_pools_setup, check_pools_teardown);
 	tcase_add_test(tc, aligned_buffers);
 	tcase_add_test(tc, generation_is_deterministic_per_seed);
 	tcase_add_test(tc, summaries);

@@ -11,34 +11,11 @@
 #include <string.h>
 
 #include "check_main.h"
+#include "check_pools.h"
 #include "core/pool.h"
 #include "exec/backend.h"
 #include "exec/jobdata.h"
 #include "exec/kernel.h"
-
-static struct pool *one;
-static struct pool *four;
-
-static void setup(void)
-{
-	one = pool_new(1);
-	four = pool_new(4);
-}
-
-static void teardown(void)
-{
-	pool_free(one);
-	pool_free(four);
-}
-
-static float *generated(struct pool *p, size_t n, uint64_t seed, unsigned input)
-{
-	float *v = jobdata_alloc(n);
-
-	ck_assert_ptr_nonnull(v);
-	jobdata_generate(p, v, n, seed, input);
-	return v;
-}
 
 START_TEST(names_parse_both_ways)
 {
@@ -557,7 +534,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, optional_inputs_generated_by_their_weight);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("runs");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, check_pools_setup, check_pools_teardown);
 	tcase_add_test(tc, every_backend_runs_what_it_claims);
 	tcase_add_test(tc, verify_saxpy_and_triad);
 	tcase_add_test(tc, verify_tolerance_edge);
