@@ -271,7 +271,7 @@ static void start_history(struct app *app)
 }
 
 /*
- * Measured throughput of the hinted kernel (sgemm without a hint) on each device, from the jobs history; fills
+ * Measured throughput of the hinted kernel (select_kernel) on each device, from the jobs history; fills
  * out[0..return). Devices with no finished job of that kernel are left out, so their peak figures count.
  */
 static size_t measured_from_history(struct app *app, const struct detect_snapshot *snap, const char *kernel,
@@ -310,9 +310,8 @@ enum acceld_err app_select(struct app *app, const struct detect_snapshot *snap, 
 	/* a recent health check's figures come first: selection takes the first figure of a device and kernel */
 	if (app->devcheck != NULL)
 		nmeasured = devcheck_measured(app->devcheck, clock_real_ms(), measured, ids, 320);
-	nmeasured += measured_from_history(app, snap, kernel_name(req->kernel >= 0 ? (enum kernel_id)req->kernel
-										  : KERNEL_SGEMM),
-					   measured + nmeasured, 64);
+	nmeasured += measured_from_history(app, snap, kernel_name(select_kernel(req->kernel)), measured + nmeasured,
+					   64);
 	return select_choose(snap->devices, snap->n, req, measured, nmeasured, res);
 }
 

@@ -225,18 +225,20 @@ static const struct command {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 	const char *summary; /* for the general help */
+	const char *(*summarise)(void); /* where the summary is made from a table: instead of summary */
 } commands[] = {
-	{"serve", cmd_serve, "run the HTTP service (default address 127.0.0.1:9470)"},
-	{"report", report_main, "the devices found: a table, --json as GET /devices, --nfd PATH as NFD labels"},
-	{"select", cli_select_main, "the device to use and the environment to export (--format env)"},
-	{"batch", cli_batch_main, "the batch size for a device, step by step (--json for scripts)"},
-	{"plan", cli_plan_main, "lay a model over devices: mesh, memory per device, batch, multi-host env"},
-	{"run", cli_run_main, "run a kernel once: run saxpy --n 1048576, run sgemm --m 512 --n 512 --k 512"},
-	{"check", cli_check_main, "health-check devices: exit 0 all pass, 1 a warning or a failure, 2 none could run"},
-	{"version", cmd_version, "version, commit, build time and library versions (JSON)"},
-	{"routes", cmd_routes, "the HTTP routes the service answers"},
-	{"reasons", cmd_reasons, "every problem reason the API answers, with its status and title"},
-	{"help", cmd_help, "this text; help COMMAND for a command's help, help settings for every setting"},
+	{"serve", cmd_serve, "run the HTTP service (default address 127.0.0.1:9470)", NULL},
+	{"report", report_main, "the devices found: a table, --json as GET /devices, --nfd PATH as NFD labels", NULL},
+	{"select", cli_select_main, "the device to use and the environment to export (--format env)", NULL},
+	{"batch", cli_batch_main, "the batch size for a device, step by step (--json for scripts)", NULL},
+	{"plan", cli_plan_main, "lay a model over devices: mesh, memory per device, batch, multi-host env", NULL},
+	{"run", cli_run_main, NULL, cli_run_summary},
+	{"check", cli_check_main, "health-check devices: exit 0 all pass, 1 a warning or a failure, 2 none could run",
+	 NULL},
+	{"version", cmd_version, "version, commit, build time and library versions (JSON)", NULL},
+	{"routes", cmd_routes, "the HTTP routes the service answers", NULL},
+	{"reasons", cmd_reasons, "every problem reason the API answers, with its status and title", NULL},
+	{"help", cmd_help, "this text; help COMMAND for a command's help, help settings for every setting", NULL},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -253,7 +255,8 @@ static void usage(FILE *out)
 {
 	fprintf(out, "usage: acceld COMMAND [OPTIONS] [SETTINGS]\n\nCommands:\n");
 	for (size_t i = 0; i < NCOMMANDS; i++)
-		fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
+		fprintf(out, "  %-9s %s\n", commands[i].name,
+			commands[i].summarise != NULL ? commands[i].summarise() : commands[i].summary);
 	fprintf(out, "\n"
 		     "`acceld COMMAND --help` (or `acceld help COMMAND`) prints a command's options and the\n"
 		     "settings it reads. Every command but version, routes and reasons takes the settings: flags,\n"

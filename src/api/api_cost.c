@@ -13,6 +13,7 @@
 #include "cost/cost.h"
 #include "detect/detect.h"
 #include "api/api_window.h"
+#include "exec/kernel.h"
 #include "core/mem.h"
 #include "store/store.h"
 
@@ -114,6 +115,7 @@ void api_cost_estimate(struct app *app, struct http_req *req, struct http_resp *
 	struct cost_estimate_query q = {.device = http_req_query(req, "device"), .kernel = -1};
 	const char *kernel = http_req_query(req, "kernel");
 	const char *secs = http_req_query(req, "seconds");
+	char sizes[128];
 	const struct detect_snapshot *snap;
 	const struct device *devs;
 	enum kernel_id k;
@@ -126,13 +128,13 @@ void api_cost_estimate(struct app *app, struct http_req *req, struct http_resp *
 	if (q.device != NULL && !api_device_check(app, "device", q.device, API_DEVICE_PRESENT, resp))
 		return;
 	if (secs != NULL && kernel != NULL) {
-		http_resp_bad_param(resp, "kernel", "give either seconds, or kernel with its sizes (n; m, n, k for "
-				    "sgemm; m, n for softmax), not both");
+		http_resp_bad_param(resp, "kernel", "give either seconds, or kernel with its sizes (%s), not both",
+				    kernel_sizes_brief(sizes, sizeof(sizes)));
 		return;
 	}
 	if (secs == NULL && kernel == NULL) {
 		http_resp_param_problem(resp, REASON_MISSING_PARAMETER, "seconds", "give either seconds, or kernel "
-					"with its sizes (n; m, n, k for sgemm; m, n for softmax)");
+					"with its sizes (%s)", kernel_sizes_brief(sizes, sizeof(sizes)));
 		return;
 	}
 	if (secs != NULL) {

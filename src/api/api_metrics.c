@@ -96,8 +96,8 @@ void api_metrics(struct app *app, struct http_req *req, struct http_resp *resp)
 				.verdict = s->has_verdict ? devcheck_verdict_name(s->verdict) : NULL,
 				.gflops = s->gflops,
 				.gbytes_per_s = s->gbytes_per_s,
-				.sgemm_ratio = s->sgemm_ratio,
-				.triad_ratio = s->triad_ratio,
+				.matrix_ratio = s->matrix_ratio,
+				.memory_ratio = s->memory_ratio,
 				.finished_ms = s->finished_ms,
 				.running = s->running_id[0] != '\0',
 			};

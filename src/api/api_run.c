@@ -23,82 +23,34 @@
 #include "detect/detect.h"
 #include "exec/exec.h"
 #include "exec/jobdoc.h"
+#include "exec/jobparams.h"
 #include "exec/kernel.h"
 #include "select/place.h"
 #include "select/select.h"
 #include "store/store.h"
 
-#define MAX_SIZE (1ull << 40) /* n, m, k beyond this are refused before any arithmetic */
 #define PAGE_DEFAULT 20
 #define PAGE_MAX 100
 
-static const char *const run_fields[] = {"kernel", "device", "prefer", "policy", "allow_tpu", "min_memory_bytes",
-					 "fallback", "backend", "alpha", "beta", "s", "n", "m", "k", "precision",
-					 "inputs", "generate", "return", "verify", "wait", "timeout_ms", NULL};
-
-static bool is_nan_text(const char *s)
+/* A refused field's problem: its JSONPath, the reason and detail jobparams gave, and what it accepts. */
+static bool refused(const struct jobparam *f, const struct jobparams_refusal *why, struct http_resp *resp)
 {
-	static const char *const names[] = {"nan", "-nan", "+nan", "inf", "-inf", "+inf", "infinity", "-infinity",
-					    "+infinity"};
+	char path[96];
 
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (strcasecmp(s, names[i]) == 0)
-			return true;
+	snprintf(path, sizeof(path), "$.%s%s", f->name, why->subpath);
+	http_resp_bad_field(resp, why->reason, path, "%s", why->detail);
+	if (why->accepted[0] != '\0')
+		http_resp_accepted(resp, why->accepted);
 	return false;
 }
 
-/* A string field that must be one of names (", "-separated): the 400s say which value was sent. */
-static bool one_of(json_t *v, const char *path, const char *names, struct http_resp *resp)
-{
-	if (!json_is_string(v)) {
-		http_resp_bad_field(resp, REASON_INVALID_TYPE, path, "expected a string, one of %s", names);
-		return http_resp_accepted(resp, names);
-	}
-	http_resp_bad_value(resp, path, "'%.64s' is not one of %s", json_string_value(v), names);
-	return http_resp_accepted(resp, names);
-}
-
-/* A float32 value: a JSON number within float32's range; NaN and Infinity are refused however they are written. */
+/* One inline number: a float32 as the float fields take it. */
 static bool get_float(json_t *v, const char *path, float *out, struct http_resp *resp)
 {
-	double d;
+	struct jobparams_refusal why;
 
-	if (json_is_string(v)) {
-		if (is_nan_text(json_string_value(v)))
-			return http_resp_bad_field(resp, REASON_NOT_A_NUMBER, path, "'%.16s' is not accepted; give "
-						   "a finite number", json_string_value(v));
-		return http_resp_bad_field(resp, REASON_INVALID_TYPE, path, "expected a number, got a string");
-	}
-	if (!json_is_number(v))
-		return http_resp_bad_field(resp, REASON_INVALID_TYPE, path, "expected a number");
-	d = json_number_value(v);
-	if (!isfinite(d) || fabs(d) > FLT_MAX)
-		return http_resp_bad_field(resp, REASON_OUT_OF_RANGE, path,
-					   "%g is outside the float32 range (|x| <= %g)", d, (double)FLT_MAX);
-	*out = (float)d;
-	return true;
-}
-
-static bool get_size(json_t *v, const char *path, uint64_t *out, struct http_resp *resp)
-{
-	json_int_t i;
-
-	if (!json_is_integer(v))
-		return http_resp_bad_field(resp, REASON_INVALID_TYPE, path, "expected an integer");
-	i = json_integer_value(v);
-	if (i < 1 || (uint64_t)i > MAX_SIZE)
-		return http_resp_bad_field(resp, REASON_OUT_OF_RANGE, path,
-					   "%" JSON_INTEGER_FORMAT " is not an integer from 1 to %llu", i,
-					   (unsigned long long)MAX_SIZE);
-	*out = (uint64_t)i;
-	return true;
-}
-
-static bool get_bool(json_t *v, const char *path, bool *out, struct http_resp *resp)
-{
-	if (!json_is_boolean(v))
-		return http_resp_bad_field(resp, REASON_INVALID_TYPE, path, "expected true or false");
-	*out = json_is_true(v);
+	if (!jobparams_json_float(v, out, &why))
+		return http_resp_bad_field(resp, why.reason, path, "%s", why.detail);
 	return true;
 }
 
@@ -240,58 +192,47 @@ static bool parse_inputs(json_t *inputs, struct exec_request *req, uint64_t cap,
 		}
 	}
 	for (size_t i = 0; names[i]; i++) {
+		const char *dims;
+		uint64_t one = 0;
+		bool ok;
+
 		v = json_object_get(inputs, names[i]);
 		snprintf(path, sizeof(path), "$.inputs.%s", names[i]);
 		if (v == NULL) {
 			if (kernel_input_optional(req->kernel, (unsigned)i))
-				continue; /* sgemm's c defaults to zeros */
+				continue; /* an optional input defaults to zeros */
 			return http_resp_bad_field(resp, REASON_MISSING_FIELD, path, "the input is missing");
 		}
-		switch (req->kernel) {
-		case KERNEL_SAXPY:
-		case KERNEL_TRIAD:
-		case KERNEL_DOT: {
-			uint64_t one = 0;
-
-			if (!parse_matrix(v, path, &one, &sh->n, true, cap, &req->inputs[i], resp))
-				return false;
-			break;
-		}
-		case KERNEL_SGEMM: {
-			uint64_t *r = i == 0 ? &sh->m : i == 1 ? &sh->k : &sh->m;
-			uint64_t *c = i == 0 ? &sh->k : &sh->n;
-
-			if (!parse_matrix(v, path, r, c, false, cap, &req->inputs[i], resp))
-				return false;
-			break;
-		}
-		case KERNEL_SOFTMAX:
-		case KERNEL_COUNT:
-			if (!parse_matrix(v, path, &sh->m, &sh->n, false, cap, &req->inputs[i], resp))
-				return false;
-			break;
-		}
+		/* its shape from the kernel's table: a vector of one size, or a matrix of two */
+		dims = kernel_input_dims(req->kernel, (unsigned)i);
+		if (strlen(dims) == 1)
+			ok = parse_matrix(v, path, &one, kernel_size_of(sh, dims[0]), true, cap, &req->inputs[i], resp);
+		else
+			ok = parse_matrix(v, path, kernel_size_of(sh, dims[0]), kernel_size_of(sh, dims[1]), false, cap,
+					  &req->inputs[i], resp);
+		if (!ok)
+			return false;
 	}
 	req->has_inputs = true;
 	return true;
 }
 
 /*
- * The placement fields that selection takes (select_request_set_json): prefer, policy, allow_tpu, min_memory_bytes;
- * the device, when one is named, is already there.
+ * The placement fields that selection takes (select_request_set_json; jobparams' JOBPARAM_PLACEMENT rows); the
+ * device, when one is named, is already there.
  */
 static bool parse_placement(json_t *body, struct select_request *sreq, struct http_resp *resp)
 {
-	static const char *const fields[] = {"prefer", "policy", "allow_tpu", "min_memory_bytes"};
-
-	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
-		json_t *v = json_object_get(body, fields[i]);
+	for (size_t i = 0; i < jobparams_count; i++) {
+		const char *name = jobparams_table[i].name;
+		json_t *v = json_object_get(body, name);
 		const char *expected;
 		char err[256];
 
-		if (v == NULL || select_request_set_json(sreq, fields[i], v, &expected, err, sizeof(err)) == ACCELD_OK)
+		if (jobparams_table[i].kind != JOBPARAM_PLACEMENT || v == NULL ||
+		    select_request_set_json(sreq, name, v, &expected, err, sizeof(err)) == ACCELD_OK)
 			continue;
-		return http_resp_bad_member(resp, fields[i], expected, select_param_values(fields[i]), err);
+		return http_resp_bad_member(resp, name, expected, select_param_values(name), err);
 	}
 	return true;
 }
@@ -317,143 +258,65 @@ static bool parse_device(struct app *app, json_t *body, struct select_request *s
 	return true;
 }
 
-/* generate: {seed}, the inputs drawn from a seed. */
-static bool parse_generate(json_t *generate, struct exec_request *req, struct http_resp *resp)
-{
-	const char *key;
-	json_t *v;
-	json_t *seed;
-
-	if (!json_is_object(generate))
-		return http_resp_bad_field(resp, REASON_INVALID_TYPE, "$.generate", "expected an object such as "
-					   "{\"seed\": 1}");
-	json_object_foreach(generate, key, v) {
-		char path[64];
-
-		if (strcmp(key, "seed") == 0)
-			continue;
-		snprintf(path, sizeof(path), "$.generate.%.40s", key);
-		http_resp_bad_field(resp, REASON_UNKNOWN_FIELD, path, "unknown field; accepted: seed");
-		return http_resp_accepted(resp, "seed");
-	}
-	seed = json_object_get(generate, "seed");
-	if (seed == NULL)
-		return true;
-	if (!json_is_integer(seed))
-		return http_resp_bad_field(resp, REASON_INVALID_TYPE, "$.generate.seed",
-					   "expected a non-negative integer");
-	if (json_integer_value(seed) < 0)
-		return http_resp_bad_field(resp, REASON_INVALID_VALUE, "$.generate.seed",
-					   "%" JSON_INTEGER_FORMAT " is not a non-negative integer",
-					   json_integer_value(seed));
-	req->seed = (uint64_t)json_integer_value(seed);
-	return true;
-}
-
 /*
- * Parses a POST /run body into req (the job), sreq (where it may go; its device is the pinned one) and the answer
- * options; false when resp holds the 400 (or the 404 of an unknown device).
+ * Parses a POST /run body into p (the job and the answer's options) and sreq (where it may go; its device is the
+ * pinned one), field by field as jobparams' table lists them; false when resp holds the 400 (or the 404 of an
+ * unknown device).
  */
-static bool parse_run(struct app *app, json_t *body, struct exec_request *req, struct select_request *sreq,
-		      bool *wait, struct http_resp *resp)
+static bool parse_run(struct app *app, json_t *body, struct jobparams *p, struct select_request *sreq,
+		      struct http_resp *resp)
 {
-	const struct config *cfg = &app->cfg;
+	struct exec_request *req = &p->req;
+	struct jobparams_refusal why;
 	json_t *v;
 	json_t *inputs;
 	json_t *generate;
-	bool fallback;
-	char names[128];
 
-	*wait = true;
+	p->max_timeout_ms = app->cfg.exec_max_timeout_ms;
 	v = json_object_get(body, "kernel");
 	if (v == NULL) {
 		http_resp_bad_field(resp, REASON_MISSING_FIELD, "$.kernel", "name a kernel: one of %s",
 				    kernel_names_text());
 		return http_resp_accepted(resp, kernel_names_text());
 	}
-	if (!json_is_string(v) || !kernel_parse(json_string_value(v), &req->kernel))
-		return one_of(v, "$.kernel", kernel_names_text(), resp);
+	if (!jobparams_set_json(p, jobparams_field("kernel"), v, &why))
+		return refused(jobparams_field("kernel"), &why, resp);
 	/* fields that mean nothing for this kernel are refused rather than ignored */
-	{
-		static const struct {
-			const char *field;
-			unsigned param;
-		} applies[] = {
-			{"alpha", KERNEL_PARAM_ALPHA}, {"beta", KERNEL_PARAM_BETA}, {"s", KERNEL_PARAM_S},
-			{"m", KERNEL_PARAM_M},         {"k", KERNEL_PARAM_K},           {"precision", KERNEL_PARAM_PRECISION},
-		};
+	for (size_t i = 0; i < jobparams_count; i++) {
+		const struct jobparam *f = &jobparams_table[i];
+		char path[32];
 
-		for (size_t i = 0; i < sizeof(applies) / sizeof(applies[0]); i++) {
-			char path[32];
-
-			if (!json_object_get(body, applies[i].field) || (kernel_params(req->kernel) & applies[i].param))
-				continue;
-			snprintf(path, sizeof(path), "$.%s", applies[i].field);
-			return http_resp_bad_field(resp, REASON_NOT_APPLICABLE, path,
-						   "%s takes no '%s' (its sizes: %s)", kernel_name(req->kernel),
-						   applies[i].field, kernel_sizes_text(req->kernel));
-		}
+		if (f->kernel_param == 0 || !json_object_get(body, f->name) || (kernel_params(req->kernel) & f->kernel_param))
+			continue;
+		snprintf(path, sizeof(path), "$.%s", f->name);
+		return http_resp_bad_field(resp, REASON_NOT_APPLICABLE, path, "%s takes no '%s' (its sizes: %s)",
+					   kernel_name(req->kernel), f->name, kernel_sizes_text(req->kernel));
 	}
 	if (!parse_device(app, body, sreq, resp) || !parse_placement(body, sreq, resp))
 		return false;
+	for (size_t i = 0; i < jobparams_count; i++) {
+		const struct jobparam *f = &jobparams_table[i];
+
+		/* the kernel is set, device and placement are selection's, inputs and generate come last */
+		if (f->kind == JOBPARAM_KERNEL || f->kind == JOBPARAM_DEVICE || f->kind == JOBPARAM_PLACEMENT ||
+		    f->kind == JOBPARAM_INPUTS || f->kind == JOBPARAM_GENERATE)
+			continue;
+		v = json_object_get(body, f->name);
+		if (v != NULL && !jobparams_set_json(p, f, v, &why))
+			return refused(f, &why, resp);
+	}
 	/* by default a job named to a device stays there, one placed by preference may fall back */
-	fallback = sreq->device[0] == '\0';
-	if ((v = json_object_get(body, "fallback")) != NULL && !get_bool(v, "$.fallback", &fallback, resp))
-		return false;
-	req->fallback = fallback;
-	v = json_object_get(body, "backend");
-	if (v != NULL && (!json_is_string(v) || backend_find(backend_builtin, json_string_value(v)) == NULL)) {
-		backend_names(backend_builtin, names, sizeof(names));
-		return one_of(v, "$.backend", names, resp);
-	}
-	if (v != NULL)
-		snprintf(req->backend, sizeof(req->backend), "%s", json_string_value(v));
-	if ((v = json_object_get(body, "alpha")) != NULL && !get_float(v, "$.alpha", &req->alpha, resp))
-		return false;
-	if ((v = json_object_get(body, "beta")) != NULL && !get_float(v, "$.beta", &req->beta, resp))
-		return false;
-	if ((v = json_object_get(body, "s")) != NULL && !get_float(v, "$.s", &req->s, resp))
-		return false;
-	if ((v = json_object_get(body, "n")) != NULL && !get_size(v, "$.n", &req->shape.n, resp))
-		return false;
-	if ((v = json_object_get(body, "m")) != NULL && !get_size(v, "$.m", &req->shape.m, resp))
-		return false;
-	if ((v = json_object_get(body, "k")) != NULL && !get_size(v, "$.k", &req->shape.k, resp))
-		return false;
-	v = json_object_get(body, "precision");
-	if (v != NULL && (!json_is_string(v) || !kernel_precision_parse(json_string_value(v), &req->precision)))
-		return one_of(v, "$.precision", KERNEL_PRECISION_NAMES, resp);
-	if ((v = json_object_get(body, "verify")) != NULL && !get_bool(v, "$.verify", &req->verify, resp))
-		return false;
-	if ((v = json_object_get(body, "wait")) != NULL && !get_bool(v, "$.wait", wait, resp))
-		return false;
-	v = json_object_get(body, "return");
-	if (v != NULL) {
-		if (json_is_string(v) && strcmp(json_string_value(v), "full") == 0)
-			req->full = true;
-		else if (!(json_is_string(v) && strcmp(json_string_value(v), "summary") == 0))
-			return one_of(v, "$.return", "summary, full", resp);
-	}
-	v = json_object_get(body, "timeout_ms");
-	if (v != NULL) {
-		if (!json_is_integer(v))
-			return http_resp_bad_field(resp, REASON_INVALID_TYPE, "$.timeout_ms",
-						   "expected an integer number of milliseconds");
-		if (json_integer_value(v) < 1 || (uint64_t)json_integer_value(v) > cfg->exec_max_timeout_ms)
-			return http_resp_bad_field(resp, REASON_OUT_OF_RANGE, "$.timeout_ms", "%" JSON_INTEGER_FORMAT
-						   " is not an integer from 1 to %llu (ACCELD_EXEC_MAX_TIMEOUT)",
-						   json_integer_value(v), (unsigned long long)cfg->exec_max_timeout_ms);
-		req->timeout_ms = (uint64_t)json_integer_value(v);
-	}
+	if (!p->fallback_given)
+		req->fallback = sreq->device[0] == '\0';
 	inputs = json_object_get(body, "inputs");
 	generate = json_object_get(body, "generate");
 	if (inputs && generate)
 		return http_resp_bad_field(resp, REASON_CONFLICTING_FIELDS, "$.generate",
 					   "give either inputs or generate, not both");
-	if (generate != NULL && !parse_generate(generate, req, resp))
-		return false;
+	if (generate != NULL && !jobparams_set_json(p, jobparams_field("generate"), generate, &why))
+		return refused(jobparams_field("generate"), &why, resp);
 	if (inputs != NULL)
-		return parse_inputs(inputs, req, cfg->exec_max_elements, resp);
+		return parse_inputs(inputs, req, app->cfg.exec_max_elements, resp);
 	/* generated inputs: the sizes must be given, each the kernel's own (kernel_sizes_text) */
 	if (req->shape.n == 0)
 		return http_resp_bad_field(resp, REASON_MISSING_FIELD, "$.n", "%s takes %s (or inline inputs)",
@@ -520,12 +383,13 @@ static enum acceld_err choose(void *ctx, const struct select_request *sreq, stru
 	return app_select(c->app, c->snap, sreq, res);
 }
 
-/* Places the job by the selection of /select on the devices detection sees now; fills why on refusal. */
-static enum acceld_err place(struct app *app, const struct select_request *sreq, struct exec_request *r,
-			     struct exec_refusal *why)
+/* Ranks the devices the job may go to by the selection of /select on the devices detection sees now; fills why on
+ * refusal. */
+static enum acceld_err rank_devices_now(struct app *app, const struct select_request *sreq,
+					struct exec_request *r, struct exec_refusal *why)
 {
 	struct chooser c = {.app = app, .snap = detect_acquire(app->detect)};
-	enum acceld_err rc = place_job(choose, &c, sreq, r, why);
+	enum acceld_err rc = place_rank_devices(choose, &c, sreq, r, why);
 
 	detect_release(c.snap);
 	return rc;
@@ -534,7 +398,8 @@ static enum acceld_err place(struct app *app, const struct select_request *sreq,
 void api_run_post(struct app *app, struct http_req *req, struct http_resp *resp)
 {
 	static const char *const allowed[] = {NULL};
-	struct exec_request r;
+	struct jobparams p;
+	struct exec_request *r = &p.req;
 	struct select_request sreq;
 	struct exec_refusal why = {.err = ACCELD_OK};
 	struct exec_job *job = NULL;
@@ -542,13 +407,15 @@ void api_run_post(struct app *app, struct http_req *req, struct http_resp *resp)
 	bool wait;
 	enum acceld_err rc;
 
-	if (!http_req_check_query_body(req, resp, allowed, run_fields) || !http_req_check_body(req, resp, run_fields))
+	if (!http_req_check_query_body(req, resp, allowed, jobparams_names()) ||
+	    !http_req_check_body(req, resp, jobparams_names()))
 		return;
-	exec_request_init(&r);
+	jobparams_init(&p);
 	select_request_init(&sreq, &app->cfg);
-	if (!parse_run(app, req->json, &r, &sreq, &wait, resp))
+	if (!parse_run(app, req->json, &p, &sreq, resp))
 		goto out;
-	rc = place(app, &sreq, &r, &why);
+	wait = p.wait;
+	rc = rank_devices_now(app, &sreq, r, &why);
 	if (rc != ACCELD_OK) {
 		refusal_answer(&why, sreq.device, resp);
 		json_decref(why.extra);
@@ -556,7 +423,7 @@ void api_run_post(struct app *app, struct http_req *req, struct http_resp *resp)
 	}
 	if (wait)
 		d = http_resp_defer(resp);
-	rc = exec_submit(app->exec, &r, wait ? on_job_done : NULL, d, &job, &why);
+	rc = exec_submit(app->exec, r, wait ? on_job_done : NULL, d, &job, &why);
 	if (rc != ACCELD_OK) {
 		if (d != NULL) {
 			struct http_resp now;
@@ -579,7 +446,7 @@ void api_run_post(struct app *app, struct http_req *req, struct http_resp *resp)
 	}
 out:
 	exec_job_unref(job);
-	exec_request_release(&r);
+	exec_request_release(r);
 }
 
 void api_run_list(struct app *app, struct http_req *req, struct http_resp *resp)

@@ -42,8 +42,8 @@ void devcheck_settings_from_config(const struct config *cfg, struct devcheck_set
 		.max_age_ms = cfg->check_max_age_ms,
 		.interval_ms = cfg->check_interval_ms,
 		.max_elements = cfg->exec_max_elements,
-		.sgemm_budget_ms = 2000,
-		.triad_budget_ms = 1600,
+		.matrix_budget_ms = 2000,
+		.memory_budget_ms = 1600,
 		.max_reps = 5,
 	};
 }
@@ -86,8 +86,8 @@ static struct devstate *devstate_of(struct devcheck *c, const char *id, bool cre
 	snprintf(c->devs[c->ndevs].s.device, sizeof(c->devs[0].s.device), "%s", id);
 	c->devs[c->ndevs].s.gflops = NAN;
 	c->devs[c->ndevs].s.gbytes_per_s = NAN;
-	c->devs[c->ndevs].s.sgemm_ratio = NAN;
-	c->devs[c->ndevs].s.triad_ratio = NAN;
+	c->devs[c->ndevs].s.matrix_ratio = NAN;
+	c->devs[c->ndevs].s.memory_ratio = NAN;
 	return &c->devs[c->ndevs++];
 }
 
@@ -215,19 +215,19 @@ static void summarise_device(struct devcheck *c, const struct devcheck_run *run,
 	ds->s.has_verdict = devcheck_state_judged(state) && run->has_verdict;
 	ds->s.verdict = run->verdict;
 	ds->s.finished_ms = finished_ms;
-	ds->s.sgemm_ratio = devcheck_usable(run->sgemm.expected) && run->sgemm.wrong == 0
-				    ? run->sgemm.best / run->sgemm.expected
+	ds->s.matrix_ratio = devcheck_usable(run->matrix.expected) && run->matrix.wrong == 0
+				    ? run->matrix.best / run->matrix.expected
 				    : NAN;
-	ds->s.triad_ratio = devcheck_usable(run->triad.expected) && run->triad.wrong == 0
-				    ? run->triad.best / run->triad.expected
+	ds->s.memory_ratio = devcheck_usable(run->memory.expected) && run->memory.wrong == 0
+				    ? run->memory.best / run->memory.expected
 				    : NAN;
 	/* figures only from runs the reference confirmed */
-	if (run->sgemm.wrong == 0 && devcheck_usable(run->sgemm.best)) {
-		ds->s.gflops = run->sgemm.best;
+	if (run->matrix.wrong == 0 && devcheck_usable(run->matrix.best)) {
+		ds->s.gflops = run->matrix.best;
 		ds->s.figures_ms = finished_ms;
 	}
-	if (run->triad.wrong == 0 && devcheck_usable(run->triad.best)) {
-		ds->s.gbytes_per_s = run->triad.best;
+	if (run->memory.wrong == 0 && devcheck_usable(run->memory.best)) {
+		ds->s.gbytes_per_s = run->memory.best;
 		ds->s.figures_ms = finished_ms;
 	}
 	if (ds->s.has_verdict)
@@ -305,14 +305,14 @@ static void expect_one(struct devcheck_test *t, double peak, const char *peak_so
 static void expect(struct devcheck_run *run, const struct device *dev, const struct device_peak *basis)
 {
 	const struct backend_ops *ops = exec_device_backend_ops(run->c->opts.exec, run->device, run->req.backend);
-	const char *sgemm_why = NULL;
-	const char *triad_why = NULL;
-	double sgemm = backend_reference(ops, dev, KERNEL_SGEMM, &sgemm_why);
-	double triad = backend_reference(ops, dev, KERNEL_TRIAD, &triad_why);
+	const char *matrix_why = NULL;
+	const char *memory_why = NULL;
+	double matrix = backend_reference(ops, dev, MATRIX_KERNEL, &matrix_why);
+	double memory = backend_reference(ops, dev, MEMORY_KERNEL, &memory_why);
 
 	pthread_mutex_lock(&run->c->mu);
-	expect_one(&run->sgemm, basis->fp32_tflops * 1000.0, basis->source, ops, sgemm, sgemm_why);
-	expect_one(&run->triad, basis->memory_bandwidth_gbps, basis->source, ops, triad, triad_why);
+	expect_one(&run->matrix, basis->fp32_tflops * 1000.0, basis->source, ops, matrix, matrix_why);
+	expect_one(&run->memory, basis->memory_bandwidth_gbps, basis->source, ops, memory, memory_why);
 	pthread_mutex_unlock(&run->c->mu);
 }
 
@@ -349,9 +349,9 @@ static void *run_main(void *arg)
 	DEVICE_SET(run->type, device_type_name(dev.type));
 	pthread_mutex_unlock(&c->mu);
 	expect(run, &dev, &basis);
-	devcheck_test_sgemm(run, &dev, c->opts.settings.sgemm_budget_ms);
+	devcheck_test_matrix(run, &dev, c->opts.settings.matrix_budget_ms);
 	if (!devcheck_run_stopping(run))
-		devcheck_test_triad(run, &dev, c->opts.settings.triad_budget_ms);
+		devcheck_test_memory(run, &dev, c->opts.settings.memory_budget_ms);
 	if (run->req.level == DEVCHECK_LONG && !devcheck_run_stopping(run))
 		devcheck_test_sustained(run, run->sustained_ms);
 	devcheck_run_sample(run, true, NULL);
@@ -541,12 +541,12 @@ enum acceld_err devcheck_start(struct devcheck *c, const char *device_id, const 
 		snprintf(run->backend, sizeof(run->backend), "%s", req->backend);
 	else if (exec_device_backend(c->opts.exec, device_id) != NULL)
 		snprintf(run->backend, sizeof(run->backend), "%s", exec_device_backend(c->opts.exec, device_id));
-	devcheck_test_init(&run->sgemm, "sgemm", "matrix", "GFLOP/s");
-	devcheck_test_init(&run->triad, "triad", "memory", "GB/s");
+	devcheck_test_init(&run->matrix, kernel_name(MATRIX_KERNEL), "matrix", "GFLOP/s");
+	devcheck_test_init(&run->memory, kernel_name(MEMORY_KERNEL), "memory", "GB/s");
 	devcheck_test_init(&run->sustained, "sustained", "sustained", "GFLOP/s");
 	devcheck_test_init(&run->telemetry, "telemetry", "telemetry", NULL);
-	run->sgemm.budget_ms = (double)c->opts.settings.sgemm_budget_ms;
-	run->triad.budget_ms = (double)c->opts.settings.triad_budget_ms;
+	run->matrix.budget_ms = (double)c->opts.settings.matrix_budget_ms;
+	run->memory.budget_ms = (double)c->opts.settings.memory_budget_ms;
 	run->sustained.budget_ms = (double)run->sustained_ms;
 	devcheck_tel_init(&run->tel);
 	for (unsigned i = 0; i < BUCKETS; i++)
@@ -731,10 +731,10 @@ void devcheck_seed(struct devcheck *c, const json_t *doc)
 		const char *name = json_string_value(json_object_get(t, "name"));
 		json_t *ratio = json_object_get(t, "ratio");
 
-		if (name != NULL && json_is_number(ratio) && strcmp(name, "sgemm") == 0)
-			ds->s.sgemm_ratio = json_number_value(ratio);
-		else if (name != NULL && json_is_number(ratio) && strcmp(name, "triad") == 0)
-			ds->s.triad_ratio = json_number_value(ratio);
+		if (name != NULL && json_is_number(ratio) && strcmp(name, kernel_name(MATRIX_KERNEL)) == 0)
+			ds->s.matrix_ratio = json_number_value(ratio);
+		else if (name != NULL && json_is_number(ratio) && strcmp(name, kernel_name(MEMORY_KERNEL)) == 0)
+			ds->s.memory_ratio = json_number_value(ratio);
 	}
 	pthread_mutex_unlock(&c->mu);
 }
@@ -807,8 +807,9 @@ void devcheck_apply(struct devcheck *c, struct device *dev)
 			dev->peak.memory_bandwidth_gbps = ds->s.gbytes_per_s;
 		clock_rfc3339(ds->s.figures_ms, when);
 		devcheck_words(dev->peak.source, sizeof(dev->peak.source),
-			       "measured by health check %s at %s (sgemm %.1f GFLOP/s, triad %.1f GB/s); replaces: %s",
-			       ds->s.id, when, ds->s.gflops, ds->s.gbytes_per_s, before);
+			       "measured by health check %s at %s (%s %.1f GFLOP/s, %s %.1f GB/s); replaces: %s",
+			       ds->s.id, when, kernel_name(MATRIX_KERNEL), ds->s.gflops, kernel_name(MEMORY_KERNEL),
+			       ds->s.gbytes_per_s, before);
 	}
 	pthread_mutex_unlock(&c->mu);
 }
@@ -816,7 +817,6 @@ void devcheck_apply(struct devcheck *c, struct device *dev)
 size_t devcheck_measured(struct devcheck *c, int64_t now_ms, struct select_measured *out, char (*ids)[DEVICE_ID_MAX],
 		      size_t cap)
 {
-	static const enum kernel_id memory_kernels[] = {KERNEL_SAXPY, KERNEL_TRIAD, KERNEL_DOT, KERNEL_SOFTMAX};
 	size_t n = 0;
 	size_t nid = 0;
 
@@ -829,14 +829,15 @@ size_t devcheck_measured(struct devcheck *c, int64_t now_ms, struct select_measu
 			continue;
 		snprintf(ids[nid], DEVICE_ID_MAX, "%s", s->device);
 		if (devcheck_usable(s->gflops) && n < cap)
-			out[n++] = (struct select_measured){.device_id = ids[nid], .kernel = kernel_name(KERNEL_SGEMM),
+			out[n++] = (struct select_measured){.device_id = ids[nid], .kernel = kernel_name(MATRIX_KERNEL),
 							    .gflops = s->gflops, .gbytes_per_s = NAN, .source = "check"};
-		for (size_t k = 0; devcheck_usable(s->gbytes_per_s) &&
-				   k < sizeof(memory_kernels) / sizeof(memory_kernels[0]) && n < cap;
-		     k++)
-			out[n++] = (struct select_measured){.device_id = ids[nid], .kernel = kernel_name(memory_kernels[k]),
-							    .gflops = NAN, .gbytes_per_s = s->gbytes_per_s,
-							    .source = "check"};
+		/* the memory test's bandwidth stands for every memory-bound kernel */
+		for (unsigned k = 0; devcheck_usable(s->gbytes_per_s) && k < KERNEL_COUNT && n < cap; k++)
+			if (!kernel_compute_bound((enum kernel_id)k))
+				out[n++] = (struct select_measured){.device_id = ids[nid],
+								    .kernel = kernel_name((enum kernel_id)k),
+								    .gflops = NAN, .gbytes_per_s = s->gbytes_per_s,
+								    .source = "check"};
 		nid++;
 	}
 	pthread_mutex_unlock(&c->mu);

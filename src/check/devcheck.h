@@ -57,15 +57,15 @@ struct devcheck_settings {
 	uint64_t max_age_ms;          /* a check's figures count for selection this long; 0 never */
 	uint64_t interval_ms;         /* periodic quick checks of idle devices; 0 never */
 	uint64_t max_elements;        /* the executor's limit of one job's elements */
-	uint64_t sgemm_budget_ms;     /* device time of the sgemm test */
-	uint64_t triad_budget_ms;     /* device time of the triad test */
+	uint64_t matrix_budget_ms;     /* device time of the matrix test */
+	uint64_t memory_budget_ms;     /* device time of the memory test */
 	unsigned max_reps;            /* runs at the final size at most */
-	uint64_t sgemm_max_n;         /* the largest sgemm size tried; 0: 8192 */
+	uint64_t matrix_max_n;         /* the largest matrix size tried; 0: 8192 */
 };
 
 struct config;
 
-/* The settings of cfg, with the quick level's budgets (sgemm 2000 ms, triad 1600 ms, 5 runs). */
+/* The settings of cfg, with the quick level's budgets (matrix 2000 ms, memory 1600 ms, 5 runs). */
 void devcheck_settings_from_config(const struct config *cfg, struct devcheck_settings *out);
 
 struct exec;
@@ -188,10 +188,10 @@ struct devcheck_summary {
 	enum devcheck_state state;          /* DEVCHECK_SUCCEEDED, DEVCHECK_FAILED or DEVCHECK_INTERRUPTED */
 	bool has_verdict;
 	enum devcheck_verdict verdict;
-	double gflops;                   /* best verified sgemm GFLOP/s of the last check that measured it; NAN */
-	double gbytes_per_s;             /* best verified triad GB/s, likewise; NAN */
-	double sgemm_ratio;              /* measured / expected of the last check; NAN unknown */
-	double triad_ratio;
+	double gflops;                   /* best verified matrix GFLOP/s of the last check that measured it; NAN */
+	double gbytes_per_s;             /* best verified memory GB/s, likewise; NAN */
+	double matrix_ratio;              /* measured / expected of the last check; NAN unknown */
+	double memory_ratio;
 	int64_t finished_ms;             /* when the last check ended; 0 never */
 	int64_t figures_ms;              /* when the figures above were measured; 0 never */
 	char running_id[DEVCHECK_ID_MAX];   /* "" when none runs */
@@ -214,9 +214,9 @@ void devcheck_apply(struct devcheck *c, struct device *dev);
 struct select_measured;
 
 /*
- * The figures of checks younger than settings.max_age_ms at now_ms, for selection: per device, sgemm's GFLOP/s
- * and triad's GB/s (for every memory-bound kernel), source "check". Device ids are written into ids (cap entries)
- * and out's device_id points there; kernel names are static. Returns how many were written (at most cap).
+ * The figures of checks younger than settings.max_age_ms at now_ms, for selection: per device, the matrix test's
+ * GFLOP/s and the memory test's GB/s (for every memory-bound kernel), source "check". Device ids are written into
+ * ids (cap entries) and out's device_id points there; kernel names are static. Returns how many were written (at most cap).
  */
 size_t devcheck_measured(struct devcheck *c, int64_t now_ms, struct select_measured *out, char (*ids)[DEVICE_ID_MAX],
 		      size_t cap);

@@ -89,7 +89,7 @@ static json_t *test_json(const struct devcheck_test *t, enum devcheck_state chec
 	json_object_set_new(o, "state", json_string(test_state(t, check)));
 	if (t->unit != NULL)
 		json_object_set_new(o, "unit", json_string(t->unit));
-	if (t->n > 0 && strcmp(t->name, "triad") == 0)
+	if (t->n > 0 && strcmp(t->name, kernel_name(MEMORY_KERNEL)) == 0)
 		json_object_set_new(o, "size", json_pack("{s:I}", "n", (json_int_t)t->n));
 	else if (t->n > 0)
 		json_object_set_new(o, "size", json_pack("{s:I, s:I, s:I}", "m", (json_int_t)t->n, "n",
@@ -184,6 +184,15 @@ static json_t *tel_json(const struct devcheck_telemetry *t)
 }
 
 /* The whole document; c->mu held. */
+/* A throughput test's budget in the check's budget object: "<its name>_ms". */
+static void budget_set(json_t *budget, const struct devcheck_test *t)
+{
+	char key[64];
+
+	snprintf(key, sizeof(key), "%s_ms", t->name);
+	json_object_set_new(budget, key, json_real(t->budget_ms));
+}
+
 static json_t *run_json_locked(const struct devcheck_run *run)
 {
 	json_t *o = json_object();
@@ -212,19 +221,19 @@ static json_t *run_json_locked(const struct devcheck_run *run)
 	jsonval_set_time(o, "finished_at", run->finished_ms);
 	if (run->started_ms > 0)
 		json_object_set_new(o, "duration_s", json_real((double)(end - run->started_ms) / 1000.0));
-	json_object_set_new(budget, "sgemm_ms", json_real(run->sgemm.budget_ms));
-	json_object_set_new(budget, "triad_ms", json_real(run->triad.budget_ms));
+	budget_set(budget, &run->matrix);
+	budget_set(budget, &run->memory);
 	if (run->req.level == DEVCHECK_LONG)
 		json_object_set_new(budget, "sustained_ms", json_integer((json_int_t)run->sustained_ms));
 	json_object_set_new(o, "budget", budget);
 	json_object_set_new(o, "jobs", json_integer(run->jobs));
-	if (run->sgemm.wrong == 0)
-		jsonval_set_num(measured, "gflops", run->sgemm.best);
-	if (run->triad.wrong == 0)
-		jsonval_set_num(measured, "gbytes_per_s", run->triad.best);
+	if (run->matrix.wrong == 0)
+		jsonval_set_num(measured, "gflops", run->matrix.best);
+	if (run->memory.wrong == 0)
+		jsonval_set_num(measured, "gbytes_per_s", run->memory.best);
 	json_object_set_new(o, "measured", measured);
-	json_array_append_new(tests, test_json(&run->sgemm, run->state));
-	json_array_append_new(tests, test_json(&run->triad, run->state));
+	json_array_append_new(tests, test_json(&run->matrix, run->state));
+	json_array_append_new(tests, test_json(&run->memory, run->state));
 	if (run->req.level == DEVCHECK_LONG)
 		json_array_append_new(tests, test_json(&run->sustained, run->state));
 	json_array_append_new(tests, test_json(&run->telemetry, run->state));

@@ -3,7 +3,7 @@
  * the rest of acceld uses devcheck.h). The module is four files:
  *   devcheck.c        the module: names, life cycle, the run's thread, figures for the rest of acceld, periodic checks;
  *   devcheck_doc.c    a check's document (JSON);
- *   devcheck_tests.c  the tests a check runs: its jobs, telemetry sampling, sizes, the ramp, triad and sustained;
+ *   devcheck_tests.c  the tests a check runs: its jobs, telemetry sampling, sizes, the ramp, memory and sustained;
  *   devcheck_judge.c  the verdicts: pure functions of a run's tests and the settings (no threads, locks or I/O).
  *
  * One mutex (struct devcheck's mu) guards the module: the recent checks, the per-device summaries and every field of
@@ -20,10 +20,15 @@
 
 #include "check/devcheck.h"
 #include "detect/device.h"
+#include "exec/kernel.h"
 
 #define RECENT_MAX 64          /* checks kept in memory */
 #define DEVICES_MAX 64         /* devices with a summary */
-#define RAMP_MAX 8             /* sgemm sizes tried */
+#define RAMP_MAX 8             /* matrix sizes tried */
+
+/* The kernels of the throughput tests, as the kernel table names them: arithmetic and memory bandwidth. */
+#define MATRIX_KERNEL kernel_for_figure(KERNEL_FIGURE_MATRIX)
+#define MEMORY_KERNEL kernel_for_figure(KERNEL_FIGURE_MEMORY)
 #define SAMPLES_MAX 16         /* runs at the final size */
 #define BUCKETS 120            /* points of the sustained series */
 
@@ -37,14 +42,14 @@ struct ramp_step {
 
 /* One test of a check as its document shows it. */
 struct devcheck_test {
-	const char *name;           /* "sgemm", "triad", "sustained", "telemetry" */
+	const char *name;           /* the kernel of a throughput test (kernel_name), "sustained", "telemetry" */
 	const char *kind;           /* "matrix", "memory", "sustained", "telemetry" */
 	const char *unit;           /* "GFLOP/s", "GB/s"; NULL for telemetry */
 	bool started;
 	bool finished;
 	unsigned runs;              /* runs completed */
 	unsigned wrong;             /* runs whose result the reference did not confirm */
-	uint64_t n;                 /* final size (sgemm: m = n = k) */
+	uint64_t n;                 /* final size (the matrix test: m = n = k) */
 	double samples[SAMPLES_MAX];
 	unsigned nsamples;
 	double best, median;        /* NAN until measured */
@@ -106,7 +111,7 @@ struct devcheck_run {
 	uint64_t started_ns;
 	uint64_t sustained_ms;      /* the long level's phase */
 	uint64_t seed;
-	struct devcheck_test sgemm, triad, sustained, telemetry;
+	struct devcheck_test matrix, memory, sustained, telemetry;
 	struct devcheck_telemetry tel;
 	struct bucket buckets[BUCKETS];
 	bool has_verdict;
@@ -180,19 +185,19 @@ bool devcheck_run_stopping(struct devcheck_run *run);
 bool devcheck_run_sample(struct devcheck_run *run, bool force, struct device *dev);
 
 /*
- * The tests, each publishing run->sgemm, run->triad or run->sustained as it goes and marking it finished at its end.
- * sgemm ramps from the start size to a plateau, the size cap or the budget (device time in ms), then repeats at
- * the final size; triad repeats at a length fitting the device; sustained repeats sgemm at its final size for
+ * The tests, each publishing run->matrix, run->memory or run->sustained as it goes and marking it finished at its
+ * end. matrix ramps from the start size to a plateau, the size cap or the budget (device time in ms), then repeats at
+ * the final size; memory repeats at a length fitting the device; sustained repeats matrix at its final size for
  * duration_ms. A stop (devcheck_run_stopping) ends each after the job in progress.
  */
-void devcheck_test_sgemm(struct devcheck_run *run, const struct device *dev, uint64_t budget_ms);
-void devcheck_test_triad(struct devcheck_run *run, const struct device *dev, uint64_t budget_ms);
+void devcheck_test_matrix(struct devcheck_run *run, const struct device *dev, uint64_t budget_ms);
+void devcheck_test_memory(struct devcheck_run *run, const struct device *dev, uint64_t budget_ms);
 void devcheck_test_sustained(struct devcheck_run *run, uint64_t duration_ms);
 
 /* --- verdicts (devcheck_judge.c): pure, the caller holds the mutex where readers may see the run --- */
 
 /*
- * A throughput test (sgemm, triad) against its expected figure: a wrong result or no completed run fails; no
+ * A throughput test (matrix, memory) against its expected figure: a wrong result or no completed run fails; no
  * expected figure passes a verified one; else measured / expected below s->fail_percent fails, below
  * s->warn_percent warns, and a run that failed after good ones fails the test (a figure with no expected one to
  * compare with is not judged further). Sets t->verdict and t->rule.

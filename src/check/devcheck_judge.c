@@ -156,10 +156,10 @@ void devcheck_judge(const struct devcheck_settings *s, struct devcheck_run *run)
 	size_t n = 0;
 	struct devcheck_test *worst = NULL;
 
-	devcheck_judge_figure(s, &run->sgemm);
-	devcheck_judge_figure(s, &run->triad);
-	all[n++] = &run->sgemm;
-	all[n++] = &run->triad;
+	devcheck_judge_figure(s, &run->matrix);
+	devcheck_judge_figure(s, &run->memory);
+	all[n++] = &run->matrix;
+	all[n++] = &run->memory;
 	if (run->req.level == DEVCHECK_LONG) {
 		devcheck_judge_sustained(s, &run->sustained);
 		all[n++] = &run->sustained;

@@ -1,6 +1,7 @@
 /*
  * devcheck_tests: the tests a check runs, each a series of verified jobs through the executor, one at a time: the
- * sgemm ramp and its repeats, triad, the long level's sustained load, and the telemetry sampled between runs.
+ * matrix ramp and its repeats, the memory test, the long level's sustained load, and the telemetry sampled between
+ * runs.
  * A test computes on its own copy and publishes it under the module's mutex; executor calls and the device
  * callback are made with the mutex released.
  */
@@ -20,15 +21,15 @@
 #include "core/reason.h"
 
 #define SUSTAINED_RUNS_MAX 100000
-#define SGEMM_START_CPU 256
-#define SGEMM_START_ACCEL 512
-#define SGEMM_MAX 8192
+#define MATRIX_START_CPU 256
+#define MATRIX_START_ACCEL 512
+#define MATRIX_MAX 8192
 #define PLATEAU_GAIN 1.05      /* a doubling that gains less than 5 % is a plateau (both kernels of 20 ms or more) */
 #define PLATEAU_MIN_KERNEL_MS 20.0
-#define TRIAD_MIN_N (1ull << 22)   /* 16 MiB per array */
-#define TRIAD_FLOOR_N 4096         /* the smallest a job limit can force */
+#define MEMORY_MIN_N (1ull << 22)   /* 16 MiB per array */
+#define MEMORY_FLOOR_N 4096         /* the smallest a job limit can force */
 #define TELEMETRY_EVERY_NS 500000000ull
-#define STREAM_SCALAR 3.0f     /* STREAM's triad scalar */
+#define STREAM_SCALAR 3.0f     /* STREAM's scale of the memory test's second input */
 
 static double mono_ms(uint64_t since_ns)
 {
@@ -49,7 +50,7 @@ struct run_result {
 	double kernel_ms;
 	double compile_ms;          /* building the job's program (0 when it was cached or none is built) */
 	double run_ms;              /* the job's own time: its total less its wait in the queue and its compile */
-	double figure;              /* GFLOP/s for sgemm, GB/s for the rest */
+	double figure;              /* GFLOP/s for compute-bound kernels, GB/s for the rest */
 	char job[32];
 	char backend[16];
 };
@@ -83,11 +84,10 @@ static void run_job(struct devcheck_run *run, enum kernel_id k, uint64_t n, uint
 	r->worst = NAN;
 	exec_request_init(&req);
 	req.kernel = k;
-	if (k == KERNEL_SGEMM)
-		req.shape = (struct kernel_shape){.m = n, .n = n, .k = n};
-	else
-		req.shape.n = n;
-	req.s = STREAM_SCALAR;
+	/* every size the kernel takes is n: square matrices */
+	req.shape = (struct kernel_shape){.m = (kernel_params(k) & KERNEL_PARAM_M) ? n : 0, .n = n,
+					  .k = (kernel_params(k) & KERNEL_PARAM_K) ? n : 0};
+	req.scale = STREAM_SCALAR;
 	exec_request_add_device(&req, run->device);
 	req.pinned = true;
 	req.fallback = false;
@@ -126,7 +126,7 @@ static void run_job(struct devcheck_run *run, enum kernel_id k, uint64_t n, uint
 	r->run_ms = isfinite(total) ? total - (isfinite(queued) ? queued : 0.0) - r->compile_ms : 0.0;
 	if (r->run_ms < 0.0)
 		r->run_ms = 0.0;
-	r->figure = num_at(doc, "throughput", k == KERNEL_SGEMM ? "gflops" : "gbytes_per_s");
+	r->figure = num_at(doc, "throughput", kernel_compute_bound(k) ? "gflops" : "gbytes_per_s");
 	err = json_object_get(doc, "error");
 	if (!r->ok) {
 		s = json_string_value(json_object_get(err, "reason"));
@@ -247,7 +247,7 @@ bool devcheck_run_sample(struct devcheck_run *run, bool force, struct device *de
 
 /* --- sizes --- */
 
-/* Whether an sgemm of size n fits the job limit and the device's memory. */
+/* Whether a matrix run of size n fits the job limit and the device's memory. */
 /* The backend the check's jobs run on: the one it names, else the device's default. */
 static const struct backend_ops *run_backend(const struct devcheck_run *run)
 {
@@ -263,7 +263,7 @@ static bool admits(const struct backend_ops *ops, const struct device *d, enum k
 	return ops == NULL || ops->admit == NULL || ops->admit(d, k, &s, &reason, detail, sizeof(detail)) == ACCELD_OK;
 }
 
-static bool sgemm_fits(const struct devcheck *c, const struct backend_ops *ops, const struct device *d, uint64_t n)
+static bool matrix_fits(const struct devcheck *c, const struct backend_ops *ops, const struct device *d, uint64_t n)
 {
 	uint64_t bytes = 3 * n * n * sizeof(float);
 
@@ -273,29 +273,29 @@ static bool sgemm_fits(const struct devcheck *c, const struct backend_ops *ops, 
 		return false;
 	if (d->type == DEVICE_CPU && d->memory_available_bytes > 0 && bytes > d->memory_available_bytes / 4)
 		return false;
-	return admits(ops, d, KERNEL_SGEMM, (struct kernel_shape){.m = n, .n = n, .k = n});
+	return admits(ops, d, MATRIX_KERNEL, (struct kernel_shape){.m = n, .n = n, .k = n});
 }
 
 /*
  * The sizes the ramp goes through: from *start (lowered to what fits when a small job limit allows less) up to the
  * largest power-of-two multiple of it that fits, at most the settings' cap. Returns that largest size.
  */
-static uint64_t sgemm_cap(const struct devcheck *c, const struct backend_ops *ops, const struct device *d,
+static uint64_t matrix_cap(const struct devcheck *c, const struct backend_ops *ops, const struct device *d,
 			  uint64_t *start)
 {
-	uint64_t max = c->opts.settings.sgemm_max_n ? c->opts.settings.sgemm_max_n : SGEMM_MAX;
+	uint64_t max = c->opts.settings.matrix_max_n ? c->opts.settings.matrix_max_n : MATRIX_MAX;
 	uint64_t n;
 
-	while (*start > 16 && (*start > max || !sgemm_fits(c, ops, d, *start)))
+	while (*start > 16 && (*start > max || !matrix_fits(c, ops, d, *start)))
 		*start /= 2;
 	n = *start;
-	while (n * 2 <= max && sgemm_fits(c, ops, d, n * 2))
+	while (n * 2 <= max && matrix_fits(c, ops, d, n * 2))
 		n *= 2;
 	return n;
 }
 
-/* The triad length: arrays four times the CPU's last-level caches, or a 16th of an accelerator's memory. */
-static uint64_t triad_length(const struct devcheck *c, const struct backend_ops *ops, const struct device *d,
+/* The memory test's length: arrays four times the CPU's last-level caches, or a 16th of an accelerator's memory. */
+static uint64_t memory_length(const struct devcheck *c, const struct backend_ops *ops, const struct device *d,
 			     char *why, size_t whysz)
 {
 	uint64_t n;
@@ -322,12 +322,12 @@ static uint64_t triad_length(const struct devcheck *c, const struct backend_ops 
 		n = 1ull << 26;
 		snprintf(why, whysz, "each array 256 MiB (the device's memory is unknown)");
 	}
-	if (n < TRIAD_MIN_N)
-		n = TRIAD_MIN_N;
+	if (n < MEMORY_MIN_N)
+		n = MEMORY_MIN_N;
 	/* smaller only when the job limit or the device's memory leaves no room (then the size is said) */
-	while (n > TRIAD_FLOOR_N &&
+	while (n > MEMORY_FLOOR_N &&
 	       (3 * n > c->opts.settings.max_elements ||
-		!admits(ops, d, KERNEL_TRIAD, (struct kernel_shape){.n = n}) ||
+		!admits(ops, d, MEMORY_KERNEL, (struct kernel_shape){.n = n}) ||
 		(d->memory_available_bytes > 0 && 3 * n * sizeof(float) > d->memory_available_bytes / 4))) {
 		n /= 2;
 		capped = true;
@@ -412,7 +412,7 @@ static bool note_run(struct devcheck_test *t, const struct run_result *r)
 	return true;
 }
 
-/* What a run of sgemm at twice this run's size is expected to take. */
+/* What a matrix run at twice this run's size is expected to take. */
 static double next_run_ms(const struct run_result *r)
 {
 	double kernel = isfinite(r->kernel_ms) ? r->kernel_ms : r->run_ms;
@@ -429,12 +429,12 @@ static uint64_t run_timeout(uint64_t budget_ms)
 	return t;
 }
 
-void devcheck_test_sgemm(struct devcheck_run *run, const struct device *dev, uint64_t budget_ms)
+void devcheck_test_matrix(struct devcheck_run *run, const struct device *dev, uint64_t budget_ms)
 {
 	struct devcheck *c = run->c;
-	struct devcheck_test t = run->sgemm;
-	uint64_t start = dev->type == DEVICE_CPU ? SGEMM_START_CPU : SGEMM_START_ACCEL;
-	uint64_t cap = sgemm_cap(c, run_backend(run), dev, &start);
+	struct devcheck_test t = run->matrix;
+	uint64_t start = dev->type == DEVICE_CPU ? MATRIX_START_CPU : MATRIX_START_ACCEL;
+	uint64_t cap = matrix_cap(c, run_backend(run), dev, &start);
 	uint64_t n = start;
 	uint64_t wall0 = clock_mono_ns();
 	double prev = 0;
@@ -445,20 +445,20 @@ void devcheck_test_sgemm(struct devcheck_run *run, const struct device *dev, uin
 
 	t.started = true;
 	t.budget_ms = (double)budget_ms;
-	publish_test(run, &run->sgemm, &t);
+	publish_test(run, &run->matrix, &t);
 	/*
 	 * One-off costs land on a device's first job: opening the backend (a CUDA context, an OpenCL program build),
 	 * compiling and autotuning; on an H100 through PJRT they took 5.6 s of a 512^3 run whose kernel took 0.6 ms.
 	 * A warm-up run at the start size takes them, and neither the budget nor the ramp counts it. A failure is
 	 * left to the ramp's first run, which meets it again and reports it.
 	 */
-	run_job_queued(run, KERNEL_SGEMM, n, run_timeout(budget_ms), &r);
+	run_job_queued(run, MATRIX_KERNEL, n, run_timeout(budget_ms), &r);
 	if (r.ok)
 		t.setup_ms += r.run_ms + r.compile_ms;
 	if (devcheck_run_stopping(run))
 		goto out;
 	for (;;) {
-		run_job_queued(run, KERNEL_SGEMM, n, run_timeout(budget_ms), &r);
+		run_job_queued(run, MATRIX_KERNEL, n, run_timeout(budget_ms), &r);
 		set_backend(run, r.backend);
 		if (r.refused) {
 			/* a size the executor will not take ends the ramp at the last size that ran */
@@ -480,7 +480,7 @@ void devcheck_test_sgemm(struct devcheck_run *run, const struct device *dev, uin
 		last_run_ms = r.run_ms;
 		t.nsamples = 1;
 		t.samples[0] = r.figure;
-		publish_test(run, &run->sgemm, &t);
+		publish_test(run, &run->matrix, &t);
 		devcheck_run_sample(run, false, NULL);
 		if (devcheck_run_stopping(run))
 			goto out;
@@ -489,7 +489,7 @@ void devcheck_test_sgemm(struct devcheck_run *run, const struct device *dev, uin
 		    r.figure < prev * PLATEAU_GAIN && t.nsamples < SAMPLES_MAX) {
 			struct run_result again;
 
-			run_job_queued(run, KERNEL_SGEMM, n, run_timeout(budget_ms), &again);
+			run_job_queued(run, MATRIX_KERNEL, n, run_timeout(budget_ms), &again);
 			if (again.refused || !note_run(&t, &again)) {
 				if (again.refused) {
 					t.failed = true;
@@ -545,7 +545,7 @@ void devcheck_test_sgemm(struct devcheck_run *run, const struct device *dev, uin
 	while (t.nsamples < c->opts.settings.max_reps && t.nsamples < SAMPLES_MAX &&
 	       t.device_ms + last_run_ms <= (double)budget_ms && mono_ms(wall0) < 4.0 * (double)budget_ms + 10000.0 &&
 	       !devcheck_run_stopping(run)) {
-		run_job_queued(run, KERNEL_SGEMM, n, run_timeout(budget_ms), &r);
+		run_job_queued(run, MATRIX_KERNEL, n, run_timeout(budget_ms), &r);
 		if (r.refused) {
 			t.failed = true;
 			snprintf(t.failure, sizeof(t.failure), "%s: %s", reason_name(r.reason), r.detail);
@@ -556,20 +556,20 @@ void devcheck_test_sgemm(struct devcheck_run *run, const struct device *dev, uin
 		t.samples[t.nsamples++] = r.figure;
 		last_run_ms = r.run_ms;
 		summarise(&t);
-		publish_test(run, &run->sgemm, &t);
+		publish_test(run, &run->matrix, &t);
 		devcheck_run_sample(run, false, NULL);
 	}
 out:
 	summarise(&t);
 	t.finished = true;
-	publish_test(run, &run->sgemm, &t);
+	publish_test(run, &run->matrix, &t);
 }
 
-void devcheck_test_triad(struct devcheck_run *run, const struct device *dev, uint64_t budget_ms)
+void devcheck_test_memory(struct devcheck_run *run, const struct device *dev, uint64_t budget_ms)
 {
 	struct devcheck *c = run->c;
-	struct devcheck_test t = run->triad;
-	uint64_t n = triad_length(c, run_backend(run), dev, t.steady, sizeof(t.steady));
+	struct devcheck_test t = run->memory;
+	uint64_t n = memory_length(c, run_backend(run), dev, t.steady, sizeof(t.steady));
 	uint64_t wall0 = clock_mono_ns();
 	double last_run_ms = 0;
 	struct run_result r;
@@ -577,13 +577,13 @@ void devcheck_test_triad(struct devcheck_run *run, const struct device *dev, uin
 	t.started = true;
 	t.budget_ms = (double)budget_ms;
 	t.n = n;
-	publish_test(run, &run->triad, &t);
+	publish_test(run, &run->memory, &t);
 	while (t.nsamples < c->opts.settings.max_reps && t.nsamples < SAMPLES_MAX && !devcheck_run_stopping(run) &&
 	       (t.nsamples == 0 || (t.device_ms + last_run_ms <= (double)budget_ms &&
 				    mono_ms(wall0) < 4.0 * (double)budget_ms + 10000.0))) {
-		run_job_queued(run, KERNEL_TRIAD, n, run_timeout(budget_ms), &r);
+		run_job_queued(run, MEMORY_KERNEL, n, run_timeout(budget_ms), &r);
 		set_backend(run, r.backend);
-		if (r.refused && t.nsamples == 0 && n > TRIAD_FLOOR_N &&
+		if (r.refused && t.nsamples == 0 && n > MEMORY_FLOOR_N &&
 		    (r.reason == REASON_JOB_TOO_LARGE || r.reason == REASON_EXCEEDS_DEVICE_ALLOCATION ||
 		     r.reason == REASON_WOULD_TIME_OUT)) {
 			n /= 2;
@@ -602,12 +602,12 @@ void devcheck_test_triad(struct devcheck_run *run, const struct device *dev, uin
 		t.samples[t.nsamples++] = r.figure;
 		last_run_ms = r.run_ms;
 		summarise(&t);
-		publish_test(run, &run->triad, &t);
+		publish_test(run, &run->memory, &t);
 		devcheck_run_sample(run, false, NULL);
 	}
 	summarise(&t);
 	t.finished = true;
-	publish_test(run, &run->triad, &t);
+	publish_test(run, &run->memory, &t);
 }
 
 void devcheck_test_sustained(struct devcheck_run *run, uint64_t duration_ms)
@@ -615,7 +615,7 @@ void devcheck_test_sustained(struct devcheck_run *run, uint64_t duration_ms)
 	struct devcheck *c = run->c;
 	struct devcheck_test t = run->sustained;
 	uint64_t t0 = clock_mono_ns();
-	uint64_t n = run->sgemm.n;
+	uint64_t n = run->matrix.n;
 	double *figs = NULL;
 	size_t nfigs = 0;
 	size_t cap = 0;
@@ -625,16 +625,17 @@ void devcheck_test_sustained(struct devcheck_run *run, uint64_t duration_ms)
 	t.n = n;
 	t.budget_ms = (double)duration_ms;
 	publish_test(run, &run->sustained, &t);
-	if (n == 0 || run->sgemm.wrong > 0 || run->sgemm.runs == 0) {
+	if (n == 0 || run->matrix.wrong > 0 || run->matrix.runs == 0) {
 		t.failed = true;
-		snprintf(t.failure, sizeof(t.failure), "no sgemm size to sustain: the sgemm test did not complete");
+		snprintf(t.failure, sizeof(t.failure), "no %s size to sustain: the %s test did not complete",
+			 run->matrix.name, run->matrix.name);
 		goto out;
 	}
 	while (mono_ms(t0) < (double)duration_ms && !devcheck_run_stopping(run) && nfigs < SUSTAINED_RUNS_MAX) {
 		double at;
 		unsigned b;
 
-		run_job_queued(run, KERNEL_SGEMM, n, run_timeout(duration_ms), &r);
+		run_job_queued(run, MATRIX_KERNEL, n, run_timeout(duration_ms), &r);
 		if (r.refused) {
 			t.failed = true;
 			snprintf(t.failure, sizeof(t.failure), "%s: %s", reason_name(r.reason), r.detail);

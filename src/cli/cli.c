@@ -150,7 +150,7 @@ static bool in_list(const char *const *list, const char *name)
 }
 
 /*
- * Takes the request fields (--min-memory-bytes X, --kernel=sgemm) out of argv into fields/values and puts every
+ * Takes the request fields (--min-memory-bytes X, --kernel=NAME) out of argv into fields/values and puts every
  * other argument, in order, into rest. A flag named in bools may stand alone (meaning true). Returns 0, or -1 with
  * a message in err.
  */

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "detect/detect.h"
 #include "exec/backend.h"
 #include "exec/exec.h"
+#include "exec/jobparams.h"
 #include "exec/kernel.h"
 #include "core/mem.h"
 #include "select/place.h"
@@ -23,16 +25,39 @@
 #define MAX_ARGS 128
 
 struct run_args {
-	struct exec_request req;
+	struct jobparams p;         /* the job, as POST /run's fields take it */
 	char device[DEVICE_ID_MAX];
-	uint64_t square;            /* --square N: sgemm's and softmax's matrices N x N; 0 not given */
+	uint64_t square;            /* --square N: every size the kernel takes N (N x N matrices); 0 not given */
 	bool json;
 	bool verbose;
 };
 
+/*
+ * The names of the kernels from first on that take the same sizes and help as first, joined by sep, into out; marks
+ * them in done.
+ */
+static void kernel_group(unsigned first, const char *sep, bool done[KERNEL_COUNT], char *out, size_t outsz)
+{
+	enum kernel_id f = (enum kernel_id)first;
+
+	out[0] = '\0';
+	for (unsigned j = first; j < KERNEL_COUNT; j++) {
+		enum kernel_id k = (enum kernel_id)j;
+		size_t len = strlen(out);
+
+		if (done[j] || strcmp(kernel_help_flags(k), kernel_help_flags(f)) != 0 ||
+		    strcmp(kernel_help_text(k), kernel_help_text(f)) != 0)
+			continue;
+		snprintf(out + len, outsz - len, "%s%s", len > 0 ? sep : "", kernel_name(k));
+		done[j] = true;
+	}
+}
+
 static void run_help(FILE *out)
 {
 	static const char *const settings[] = {"prefer", "exec-max-elements", "exec-default-timeout", NULL};
+	bool done[KERNEL_COUNT] = {false};
+	char names[128];
 
 	fprintf(out, "usage: acceld run KERNEL SIZES [OPTIONS] [SETTINGS]\n"
 		     "\n"
@@ -40,22 +65,19 @@ static void run_help(FILE *out)
 		     "text, or with --json the job document POST /run answers. Exit status: 0 the job succeeded\n"
 		     "(and verified, when asked), 1 it failed or was refused, 2 bad usage.\n"
 		     "\n"
-		     "Kernels and their sizes, as POST /run takes them:\n"
-		     "  saxpy, triad, dot   --n N              vectors of N elements\n"
-		     "  sgemm               --m M --n N --k K  an M x K matrix times a K x N one (M x N out)\n"
-		     "  softmax             --m M --n N        M rows of N, each row normalized\n"
-		     "  --square N          sgemm and softmax: N x N matrices (M, N and K all N)\n"
-		     "Options:\n"
-		     "  --device ID         this device (cpu:0, gpu:1) and no other; default: the best, falling back\n"
-		     "  --backend NAME      native, opencl or pjrt (default: the device's first)\n"
-		     "  --alpha A, --beta B saxpy's alpha; sgemm's alpha and beta\n"
-		     "  --s S               triad's s\n"
-		     "  --precision P       sgemm's products: highest (float32, the default), tf32 or bf16\n"
-		     "  --seed S            the seed of the generated inputs (the same seed, the same inputs)\n"
-		     "  --timeout-ms T      the job's timeout in milliseconds (default: --exec-default-timeout)\n"
-		     "  --verify            check the result against a reference; exit 1 when it is wrong\n"
-		     "  --full              keep the whole output (printed with --json)\n"
-		     "  --json              print the job (or the refusal) as POST /run answers it\n"
+		     "Kernels and their sizes, as POST /run takes them:\n");
+	for (unsigned i = 0; i < KERNEL_COUNT; i++) {
+		if (done[i])
+			continue;
+		kernel_group(i, ", ", done, names, sizeof(names));
+		fprintf(out, "  %-20s%-19s%s\n", names, kernel_help_flags((enum kernel_id)i),
+			kernel_help_text((enum kernel_id)i));
+	}
+	fprintf(out, "  --square N          %s: N x N matrices (M, N and K all N)\n"
+		     "Options:\n",
+		kernel_names_join(KERNEL_PARAM_M, " and ", names, sizeof(names)));
+	jobparams_help(out);
+	fprintf(out, "  --json              print the job (or the refusal) as POST /run answers it\n"
 		     "  -v, --verbose       log at info on stderr (default: warn; --log-level L for another)\n");
 	cli_help_settings(out, settings);
 }
@@ -63,8 +85,41 @@ static void run_help(FILE *out)
 /* The first lines of the help, after an error on stderr. */
 static void run_usage(FILE *out)
 {
-	fprintf(out, "usage: acceld run saxpy|triad|dot --n N | sgemm --m M --n N --k K | softmax --m M --n N\n"
-		     "       [--square N] [--device ID] [OPTIONS] [SETTINGS] (see acceld help run)\n");
+	bool done[KERNEL_COUNT] = {false};
+	char names[128];
+
+	fprintf(out, "usage: acceld run");
+	for (unsigned i = 0; i < KERNEL_COUNT; i++) {
+		if (done[i])
+			continue;
+		kernel_group(i, "|", done, names, sizeof(names));
+		fprintf(out, "%s %s %s", i > 0 ? " |" : "", names, kernel_help_flags((enum kernel_id)i));
+	}
+	fprintf(out, "\n       [--square N] [--device ID] [OPTIONS] [SETTINGS] (see acceld help run)\n");
+}
+
+static char summary[256];
+
+static void summary_make(void)
+{
+	size_t len = (size_t)snprintf(summary, sizeof(summary), "run a kernel once");
+
+	for (unsigned i = 0; i < KERNEL_COUNT && len < sizeof(summary); i++) {
+		const char *example = kernel_help_example((enum kernel_id)i);
+
+		if (example != NULL)
+			len += (size_t)snprintf(summary + len, sizeof(summary) - len, "%s run %s %s",
+						strchr(summary, ':') != NULL ? "," : ":", kernel_name((enum kernel_id)i),
+						example);
+	}
+}
+
+const char *cli_run_summary(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, summary_make);
+	return summary;
 }
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -82,138 +137,123 @@ static int usage_error(const char *fmt, ...)
 	return CLI_EXIT_USAGE;
 }
 
-static int parse_count(const char *text, uint64_t *out)
+#define SQUARE_FLAG "--square"
+
+/* A flag that takes a value, or a switch: its row of the job's table (NULL: --square, the command's own). */
+static bool flag_matches(const char *flag, bool takes_value, const char *arg, const char **val)
 {
-	return config_parse_u64(text, out) == 0 && *out > 0 ? 0 : -1;
+	size_t len = strlen(flag);
+
+	if (strncmp(arg, flag, len) != 0 || (arg[len] != '\0' && (arg[len] != '=' || !takes_value)))
+		return false;
+	*val = arg[len] == '=' ? arg + len + 1 : NULL;
+	return true;
 }
 
-static int parse_float(const char *text, float *out)
+/*
+ * Which of the job's flags arg is ("--n", "--n=64", "--verify"): its row, or NULL with *square set for --square;
+ * false when it is none of them. *val points at an inline value.
+ */
+static bool which_flag(const char *arg, const struct jobparam **row, bool *square, const char **val)
 {
-	char *end;
-	double d;
+	*row = NULL;
+	*square = flag_matches(SQUARE_FLAG, true, arg, val);
+	for (size_t f = 0; !*square && f < jobparams_count; f++) {
+		const struct jobparam *r = &jobparams_table[f];
 
-	errno = 0;
-	d = strtod(text, &end);
-	if (errno != 0 || end == text || *end != '\0' || !isfinite(d) || fabs(d) > FLT_MAX)
-		return -1;
-	*out = (float)d;
-	return 0;
-}
-
-enum run_flag { F_N, F_M, F_K, F_SQUARE, F_ALPHA, F_BETA, F_S, F_PRECISION, F_SEED, F_TIMEOUT, F_DEVICE, F_BACKEND };
-
-/* The flags that take a value: what they accept (for messages) and the kernel parameter each needs (0: any). */
-static const struct {
-	const char *flag;
-	const char *accepted;
-	unsigned param;
-} value_flags[] = {
-	[F_N] = {"--n", "a positive integer", 0},
-	[F_M] = {"--m", "a positive integer", KERNEL_PARAM_M},
-	[F_K] = {"--k", "a positive integer", KERNEL_PARAM_K},
-	[F_SQUARE] = {"--square", "a positive integer", KERNEL_PARAM_M},
-	[F_ALPHA] = {"--alpha", "a finite float32 number", KERNEL_PARAM_ALPHA},
-	[F_BETA] = {"--beta", "a finite float32 number", KERNEL_PARAM_BETA},
-	[F_S] = {"--s", "a finite float32 number", KERNEL_PARAM_S},
-	[F_PRECISION] = {"--precision", KERNEL_PRECISION_NAMES, KERNEL_PARAM_PRECISION},
-	[F_SEED] = {"--seed", "an integer from 0 to 18446744073709551615", 0},
-	[F_TIMEOUT] = {"--timeout-ms", "a positive integer of milliseconds", 0},
-	[F_DEVICE] = {"--device", DEVICE_ID_SYNTAX, 0},
-	[F_BACKEND] = {"--backend", NULL, 0}, /* the built-in backends' names */
-};
-
-#define NFLAGS (sizeof(value_flags) / sizeof(value_flags[0]))
-
-/* Which flag arg is ("--n" or "--n=64"), or NFLAGS when it is none of them; *val points at an inline value. */
-static size_t which_flag(const char *arg, const char **val)
-{
-	for (size_t f = 0; f < NFLAGS; f++) {
-		size_t len = strlen(value_flags[f].flag);
-
-		if (strncmp(arg, value_flags[f].flag, len) != 0 || (arg[len] != '\0' && arg[len] != '='))
-			continue;
-		*val = arg[len] == '=' ? arg + len + 1 : NULL;
-		return f;
+		if (r->flag != NULL && flag_matches(r->flag, !r->flag_switch, arg, val)) {
+			*row = r;
+			return true;
+		}
 	}
-	return NFLAGS;
+	return *square;
 }
 
-/* Stores val for flag f into a. Returns 0, or -1 when the value is not one f takes. */
-static int set_flag(struct run_args *a, size_t f, const char *val)
+/* Stores val for the flag into a. Returns 0, or -1 when the value is not one it takes. */
+static int set_flag(struct run_args *a, const struct jobparam *row, const char *val)
 {
 	struct select_request probe;
 
-	switch ((enum run_flag)f) {
-	case F_N:
-		return parse_count(val, &a->req.shape.n);
-	case F_M:
-		return parse_count(val, &a->req.shape.m);
-	case F_K:
-		return parse_count(val, &a->req.shape.k);
-	case F_SQUARE:
-		return parse_count(val, &a->square);
-	case F_ALPHA:
-		return parse_float(val, &a->req.alpha);
-	case F_BETA:
-		return parse_float(val, &a->req.beta);
-	case F_S:
-		return parse_float(val, &a->req.s);
-	case F_PRECISION:
-		return kernel_precision_parse(val, &a->req.precision) ? 0 : -1;
-	case F_SEED:
-		return config_parse_u64(val, &a->req.seed);
-	case F_TIMEOUT:
-		return parse_count(val, &a->req.timeout_ms);
-	case F_DEVICE:
-		/* the id's form as selection checks it; whether the host has it is known after probing */
-		memset(&probe, 0, sizeof(probe));
-		if (select_request_set(&probe, "device", val, NULL, 0) != ACCELD_OK)
-			return -1;
-		return strlcpy_checked(a->device, val, sizeof(a->device));
-	case F_BACKEND:
-		if (backend_find(backend_builtin, val) == NULL)
-			return -1;
-		snprintf(a->req.backend, sizeof(a->req.backend), "%s", val);
-		return 0;
+	if (row == NULL)
+		return config_parse_u64(val, &a->square) == 0 && a->square > 0 ? 0 : -1;
+	if (row->kind != JOBPARAM_DEVICE)
+		return jobparams_set_text(&a->p, row, val);
+	/* the id's form as selection checks it; whether the host has it is known after probing */
+	memset(&probe, 0, sizeof(probe));
+	if (select_request_set(&probe, "device", val, NULL, 0) != ACCELD_OK)
+		return -1;
+	return strlcpy_checked(a->device, val, sizeof(a->device));
+}
+
+/* The flags of a kernel's sizes and fields, in the order messages list them: sizes, --square, the others. */
+struct kernel_flag {
+	const char *flag;
+	unsigned param;             /* the enum kernel_param it needs; 0 every kernel */
+	bool given;
+};
+
+static size_t kernel_flags(const bool given[], bool square, struct kernel_flag *out)
+{
+	size_t n = 0;
+
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t f = 0; f < jobparams_count; f++) {
+			const struct jobparam *r = &jobparams_table[f];
+			bool size = r->kind == JOBPARAM_SIZE;
+
+			if ((size && pass == 0) ||
+			    (pass == 1 && (r->kind == JOBPARAM_FLOAT || r->kind == JOBPARAM_PRECISION)))
+				out[n++] = (struct kernel_flag){r->flag, r->kernel_param, given[f]};
+		}
+		if (pass == 0)
+			out[n++] = (struct kernel_flag){SQUARE_FLAG, KERNEL_PARAM_M, square};
 	}
-	return -1;
+	return n;
+}
+
+/* Whether the size field name was given. */
+static bool size_given(const bool given[], const char *name)
+{
+	return given[jobparams_field(name) - jobparams_table];
 }
 
 /* The sizes the kernel needs, from --n, --m, --k or --square. Returns 0 or an exit code. */
-static int check_sizes(struct run_args *a, bool given[NFLAGS])
+static int check_sizes(struct run_args *a, const bool given[])
 {
-	enum kernel_id k = a->req.kernel;
+	enum kernel_id k = a->p.req.kernel;
 	const char *name = kernel_name(k);
 	unsigned params = kernel_params(k);
+	struct kernel_flag flags[JOBPARAMS_MAX + 1];
+	size_t nflags = kernel_flags(given, a->square != 0, flags);
 	char missing[32] = "";
 
-	for (size_t f = 0; f < NFLAGS; f++) {
+	for (size_t f = 0; f < nflags; f++) {
 		char takes[96] = "";
 
-		if (!given[f] || value_flags[f].param == 0 || (params & value_flags[f].param))
+		if (!flags[f].given || flags[f].param == 0 || (params & flags[f].param))
 			continue;
 		/* the flags of the kernel's own sizes and parameters, as POST /run refuses the others */
-		for (size_t t = F_N; t <= F_PRECISION; t++)
-			if (value_flags[t].param == 0 || (params & value_flags[t].param))
+		for (size_t t = 0; t < nflags; t++)
+			if (flags[t].param == 0 || (params & flags[t].param))
 				snprintf(takes + strlen(takes), sizeof(takes) - strlen(takes), "%s%s",
-					 takes[0] ? ", " : "", value_flags[t].flag);
-		return usage_error("%s does not apply to %s (it takes %s)", value_flags[f].flag, name, takes);
+					 takes[0] ? ", " : "", flags[t].flag);
+		return usage_error("%s does not apply to %s (it takes %s)", flags[f].flag, name, takes);
 	}
 	if (a->square != 0) {
-		if (given[F_N] || given[F_M] || given[F_K])
+		if (size_given(given, "n") || size_given(given, "m") || size_given(given, "k"))
 			return usage_error("give --square N or the sizes (--m, --n%s), not both",
 					   params & KERNEL_PARAM_K ? ", --k" : "");
-		a->req.shape.m = a->req.shape.n = a->square;
+		a->p.req.shape.m = a->p.req.shape.n = a->square;
 		if (params & KERNEL_PARAM_K)
-			a->req.shape.k = a->square;
+			a->p.req.shape.k = a->square;
 		return 0;
 	}
 	/* every size the kernel has is given, as POST /run asks: n is always the kernel's own n */
-	if ((params & KERNEL_PARAM_M) && !given[F_M])
+	if ((params & KERNEL_PARAM_M) && !size_given(given, "m"))
 		snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s--m", missing[0] ? ", " : "");
-	if (!given[F_N])
+	if (!size_given(given, "n"))
 		snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s--n", missing[0] ? ", " : "");
-	if ((params & KERNEL_PARAM_K) && !given[F_K])
+	if ((params & KERNEL_PARAM_K) && !size_given(given, "k"))
 		snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s--k", missing[0] ? ", " : "");
 	if (missing[0] == '\0')
 		return 0;
@@ -229,39 +269,40 @@ static int check_sizes(struct run_args *a, bool given[NFLAGS])
 /* Takes the run flags out of argv; everything else goes to rest for config_load. Returns 0 or an exit code. */
 static int parse_args(int argc, char **argv, struct run_args *a, char **rest, int *nrest)
 {
-	bool given[NFLAGS] = {false};
+	bool given[JOBPARAMS_MAX] = {false};
 
 	*nrest = 0;
 	if (argc < 1 || strncmp(argv[0], "-", 1) == 0)
 		return usage_error("name a kernel: %s", kernel_names_text());
-	if (!kernel_parse(argv[0], &a->req.kernel))
+	if (!kernel_parse(argv[0], &a->p.req.kernel))
 		return usage_error("unknown kernel '%s'; accepted: %s", argv[0], kernel_names_text());
 	for (int i = 1; i < argc; i++) {
 		const char *arg = argv[i];
 		const char *val = NULL;
-		size_t f = which_flag(arg, &val);
+		const struct jobparam *row;
+		bool square;
 
-		if (strcmp(arg, "--verify") == 0) {
-			a->req.verify = true;
-		} else if (strcmp(arg, "--full") == 0) {
-			a->req.full = true;
-		} else if (strcmp(arg, "--json") == 0) {
+		if (strcmp(arg, "--json") == 0) {
 			a->json = true;
 		} else if (strcmp(arg, "-v") == 0 || strcmp(arg, "--verbose") == 0) {
 			a->verbose = true;
-		} else if (f < NFLAGS) {
-			if (val == NULL && i + 1 >= argc)
+		} else if (which_flag(arg, &row, &square, &val)) {
+			bool takes_value = row == NULL || !row->flag_switch;
+
+			if (takes_value && val == NULL && i + 1 >= argc)
 				return usage_error("%s needs a value", arg);
-			if (val == NULL)
+			if (takes_value && val == NULL)
 				val = argv[++i];
-			if (set_flag(a, f, val) != 0) {
+			if (set_flag(a, row, val) != 0) {
 				char names[128];
 
 				backend_names(backend_builtin, names, sizeof(names));
-				return usage_error("invalid %s '%.64s'; accepted: %s", value_flags[f].flag, val,
-						   value_flags[f].accepted != NULL ? value_flags[f].accepted : names);
+				return usage_error("invalid %s '%.64s'; accepted: %s", row != NULL ? row->flag : SQUARE_FLAG,
+						   val, row == NULL ? "a positive integer"
+						   : row->accepted != NULL ? row->accepted : names);
 			}
-			given[f] = true;
+			if (row != NULL)
+				given[row - jobparams_table] = true;
 		} else {
 			if (*nrest >= MAX_ARGS)
 				return usage_error("%s", "too many arguments");
@@ -347,24 +388,24 @@ int cli_run_main(int argc, char **argv)
 		return CLI_EXIT_OK;
 	}
 	memset(&a, 0, sizeof(a));
-	exec_request_init(&a.req);
-	snprintf(a.req.trigger, sizeof(a.req.trigger), "cli");
+	jobparams_init(&a.p);
+	snprintf(a.p.req.trigger, sizeof(a.p.req.trigger), "cli");
 	rc = parse_args(argc, argv, &a, rest, &nrest);
 	if (rc != 0) {
-		exec_request_release(&a.req);
+		exec_request_release(&a.p.req);
 		return rc;
 	}
 	if (!cli_load_config(&cfg, "run", nrest, rest, a.verbose ? CLI_LOG_VERBOSE : CLI_LOG_QUIET, &rc)) {
-		exec_request_release(&a.req);
+		exec_request_release(&a.p.req);
 		return rc;
 	}
 	select_request_init(&sreq, &cfg);
 	if (a.device[0] != '\0' && select_request_set(&sreq, "device", a.device, err, sizeof(err)) != ACCELD_OK) {
-		exec_request_release(&a.req);
+		exec_request_release(&a.p.req);
 		config_release(&cfg);
 		return usage_error("%s", err);
 	}
-	a.req.fallback = a.device[0] == '\0';
+	a.p.req.fallback = a.device[0] == '\0';
 	rc = CLI_EXIT_FAIL;
 	det = cli_detect_new(&cfg);
 	snap = detect_acquire(det);
@@ -381,8 +422,8 @@ int cli_run_main(int argc, char **argv)
 		fprintf(stderr, "acceld run: cannot start the executor\n");
 		goto out;
 	}
-	if (place_job(choose, &(struct chooser){.snap = snap}, &sreq, &a.req, &why) != ACCELD_OK ||
-	    exec_submit(ex, &a.req, NULL, NULL, &job, &why) != ACCELD_OK) {
+	if (place_rank_devices(choose, &(struct chooser){.snap = snap}, &sreq, &a.p.req, &why) != ACCELD_OK ||
+	    exec_submit(ex, &a.p.req, NULL, NULL, &job, &why) != ACCELD_OK) {
 		print_refusal(&a, &why);
 		json_decref(why.extra);
 		goto out;
@@ -395,7 +436,7 @@ int cli_run_main(int argc, char **argv)
 	} else {
 		print_text(doc);
 	}
-	if (exec_job_state(job) == EXEC_SUCCEEDED && (!a.req.verify || json_is_true(json_object_get(doc, "verified"))))
+	if (exec_job_state(job) == EXEC_SUCCEEDED && (!a.p.req.verify || json_is_true(json_object_get(doc, "verified"))))
 		rc = CLI_EXIT_OK;
 	json_decref(doc);
 out:
@@ -404,7 +445,7 @@ out:
 	if (snap)
 		detect_release(snap);
 	detect_free(det);
-	exec_request_release(&a.req);
+	exec_request_release(&a.p.req);
 	config_release(&cfg);
 	return rc;
 }

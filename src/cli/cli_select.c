@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "core/config.h"
 #include "detect/detect.h"
+#include "exec/kernel.h"
 #include "select/select.h"
 
 /* Request fields that are not settings; --prefer and --allow-tpu are settings, read by config_load. */
@@ -54,6 +55,7 @@ static enum acceld_err set_batch(void *req, const char *name, const char *value,
 static void select_help(FILE *out)
 {
 	static const char *const settings[] = {"prefer", "allow-tpu", NULL};
+	char kernels[128];
 
 	fprintf(out,
 		"usage: acceld select [--policy P] [--device ID] [--min-memory-bytes SIZE] [--executable]\n"
@@ -68,11 +70,12 @@ static void select_help(FILE *out)
 		"  --device ID              this device (cpu:0, gpu:1, tpu:3), if it meets the constraints\n"
 		"  --min-memory-bytes SIZE  only devices with at least this much memory: 16GiB, 16GB, 17179869184\n"
 		"  --executable             only devices acceld runs jobs on\n"
-		"  --kernel K               saxpy|triad|dot|sgemm|softmax: the figure fastest and efficient weigh\n"
+		"  --kernel K               %s: the figure fastest and efficient weigh\n"
 		"  --format F               json (the default) or env: export lines\n"
 		"  --tpu-scope S            chip (one chip, bounds 1,1,1; the default) or host (every chip)\n"
 		"  -v, --verbose            log at info on stderr (default: warn; --log-level L for another)\n"
-		"\n");
+		"\n",
+		kernel_names_join(0, "|", kernels, sizeof(kernels)));
 	config_usage_units(out);
 	cli_help_settings(out, settings);
 }

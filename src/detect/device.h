@@ -153,8 +153,8 @@ struct device_check {
 	char id[24];                /* the check's id */
 	char level[8];              /* "quick", "long" */
 	char verdict[8];            /* "pass", "warn", "fail"; "" while running or interrupted */
-	double gflops;              /* its measured sgemm GFLOP/s; NAN unknown */
-	double gbytes_per_s;        /* its measured triad GB/s; NAN unknown */
+	double gflops;              /* its measured matrix GFLOP/s; NAN unknown */
+	double gbytes_per_s;        /* its measured memory GB/s; NAN unknown */
 	int64_t finished_ms;        /* 0 while running */
 	char running_id[24];        /* a check running now ("" none), besides the last one */
 };

@@ -64,6 +64,11 @@ void backend_libraries(const struct backend_ops *const *list, json_t *out)
 			list[i]->libraries(out);
 }
 
+bool backend_runs(const struct backend_ops *ops, enum kernel_id k)
+{
+	return (unsigned)k < KERNEL_COUNT && (ops->runs == NULL || ops->runs(k));
+}
+
 double backend_reference(const struct backend_ops *ops, const struct device *dev, enum kernel_id k,
 			 const char **source)
 {

@@ -23,22 +23,6 @@
 
 struct config;
 
-/* One kernel run as a backend sees it (see kernel.h for the kernels). Inputs are read-only; out is written out of
- * place and is NULL for dot, whose value goes to dot. in[2] of sgemm NULL means zeros. */
-struct backend_work {
-	enum kernel_id kernel;
-	size_t m, n, k;
-	float alpha, beta, s;
-	const float *in[KERNEL_MAX_INPUTS];
-	float *out;
-	double dot;
-	/* in: the precision asked for sgemm; out: the one that ran (a backend that has only float32 sets highest) */
-	enum kernel_precision precision;
-	/* CLOCK_MONOTONIC ns when the job's answer was due (0: none): a backend that can abandon a running program
-	 * returns ACCELD_ETIMEOUT past it rather than hold its worker */
-	uint64_t deadline_ns;
-};
-
 /* What a backend measured of one run. */
 struct backend_timing {
 	double transfer_ms; /* host <-> device copies; 0 for native */
@@ -81,8 +65,11 @@ struct backend_ops {
 	 * starts. *state is the backend's own. Returns ACCELD_OK, or an error with a message in err.
 	 */
 	enum acceld_err (*open)(const struct device *dev, unsigned threads, void **state, char *err, size_t errsz);
-	/* Runs one kernel; ACCELD_EDEVICE (or ACCELD_ENOMEM) when the device failed, with a message in err. */
-	enum acceld_err (*run)(void *state, struct backend_work *w, struct backend_timing *t, char *err,
+	/*
+	 * Runs one kernel (struct kernel_work in kernel.h); ACCELD_EDEVICE (or ACCELD_ENOMEM) when the device failed,
+	 * with a message in err. A backend keeps one function per kernel, in a table indexed by enum kernel_id.
+	 */
+	enum acceld_err (*run)(void *state, struct kernel_work *w, struct backend_timing *t, char *err,
 			       size_t errsz);
 	void (*close)(void *state);
 	/*
@@ -94,11 +81,13 @@ struct backend_ops {
 	 */
 	bool inline_tiny;
 	/*
-	 * May be NULL (1.0). The fraction of dev's spec peak (FP32 for sgemm, memory bandwidth for the streaming
-	 * kernels) that this backend reaches on a healthy device of its kind, measured, with where it was measured in
+	 * May be NULL (1.0). The fraction of dev's spec peak (FP32 for compute-bound kernels, memory bandwidth for the
+	 * others) that this backend reaches on a healthy device of its kind, measured, with where it was measured in
 	 * *source: what a health check expects of the device through this backend.
 	 */
 	double (*reference)(const struct device *dev, enum kernel_id k, const char **source);
+	/* May be NULL (every kernel). Whether the backend has a function that runs kernel k. */
+	bool (*runs)(enum kernel_id k);
 	/*
 	 * May be NULL. Adds the libraries the backend loads at run time to out, {name: version} ("openblas": "0.3.21";
 	 * "unknown" when it could not be told): GET /version's libraries.
@@ -110,6 +99,9 @@ struct backend_ops {
 	 */
 	json_t *(*inspect)(const struct device *dev);
 };
+
+/* Whether ops runs kernel k (its runs, or every kernel when it has none). */
+bool backend_runs(const struct backend_ops *ops, enum kernel_id k);
 
 /* The fraction of dev's spec peak that ops reaches for kernel k on a healthy device (1.0 when it says none). */
 double backend_reference(const struct backend_ops *ops, const struct device *dev, enum kernel_id k,

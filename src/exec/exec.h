@@ -147,8 +147,8 @@ struct exec_request {
 	char placement[512];        /* how devices[0] was chosen, for the answer */
 	char fallback_from[DEVICE_ID_MAX]; /* selection already fell back from this kind or device ("" no) */
 	char fallback_reason[512];
-	float alpha, beta, s;
-	enum kernel_precision precision; /* sgemm's products (default highest: float32) */
+	float alpha, beta, scale;   /* the kernel's fields (kernel_params); scale is the request's "s" */
+	enum kernel_precision precision; /* a matrix product's (default highest: float32) */
 	float *inputs[KERNEL_MAX_INPUTS]; /* inline inputs (malloc'ed, owned) in kernel order, or NULL */
 	bool has_inputs;
 	uint64_t seed;

@@ -92,7 +92,7 @@ static bool device_takes(struct exec *ex, const struct worker *w, const struct b
 }
 
 /* Builds the fallback chain from the request's devices; returns ACCELD_OK or fills why. ex->mu held. */
-static enum acceld_err place(struct exec *ex, struct exec_job *job, struct exec_refusal *why)
+static enum acceld_err build_fallback_chain(struct exec *ex, struct exec_job *job, struct exec_refusal *why)
 {
 	const struct exec_request *req = &job->req;
 	const struct backend_ops *named = NULL;
@@ -327,7 +327,7 @@ enum acceld_err exec_submit(struct exec *ex, struct exec_request *req, exec_done
 	rc = check_sizes(ex, job, why);
 	if (rc != ACCELD_OK)
 		goto out;
-	rc = place(ex, job, why);
+	rc = build_fallback_chain(ex, job, why);
 	if (rc != ACCELD_OK)
 		goto out;
 	first = &ex->workers[job->chain[0]];

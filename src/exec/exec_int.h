@@ -56,9 +56,9 @@ struct exec_job {
 	bool ran;                          /* the kernel completed */
 	float *output;                     /* kept when req.full */
 	size_t out_len;
-	double dot;
+	double value;                      /* a scalar output */
 	struct jobdata_summary summary;
-	struct jobdata_verification verification;
+	struct kernel_verification verification;
 	bool verify_done;
 	enum reason reason;                /* why it did not succeed; REASON_COUNT while it has not failed */
 	char error[640];

@@ -56,7 +56,7 @@ void exec_request_init(struct exec_request *req)
 	memset(req, 0, sizeof(*req));
 	req->alpha = 1.0f;
 	req->beta = 0.0f;
-	req->s = 1.0f;
+	req->scale = 1.0f;
 	req->seed = 1;
 	snprintf(req->trigger, sizeof(req->trigger), "api");
 }
@@ -449,7 +449,7 @@ static json_t *job_json(struct exec_job *job, bool listed)
 	d.has_request = true;
 	d.alpha = r->alpha;
 	d.beta = r->beta;
-	d.s = r->s;
+	d.scale = r->scale;
 	d.seed = r->seed;
 	d.inline_inputs = r->has_inputs;
 	d.full = r->full;
@@ -471,7 +471,7 @@ static json_t *job_json(struct exec_job *job, bool listed)
 		d.compile_ms = job->compile_ms;
 		d.cached = job->cached;
 		d.summary = &job->summary;
-		d.dot = job->dot;
+		d.value = job->value;
 		d.output = listed ? NULL : job->output;
 		d.output_len = listed ? 0 : job->out_len;
 		d.verification = job->verify_done ? &job->verification : NULL;

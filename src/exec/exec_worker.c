@@ -91,7 +91,7 @@ static enum acceld_err run_job(struct worker *w, struct pool *pool, struct exec_
 {
 	struct exec *ex = w->ex;
 	struct exec_request *r = &job->req;
-	struct backend_work work;
+	struct kernel_work work;
 	struct backend_timing timing = {0};
 	float *gen[KERNEL_MAX_INPUTS] = {NULL, NULL, NULL};
 	float *out = NULL;
@@ -108,7 +108,7 @@ static enum acceld_err run_job(struct worker *w, struct pool *pool, struct exec_
 	work.k = (size_t)r->shape.k;
 	work.alpha = r->alpha;
 	work.beta = r->beta;
-	work.s = r->s;
+	work.scale = r->scale;
 	work.precision = r->precision;
 	work.deadline_ns = job->deadline_ns;
 	timing.compile_ms = NAN;
@@ -125,8 +125,8 @@ static enum acceld_err run_job(struct worker *w, struct pool *pool, struct exec_
 			work.in[i] = r->inputs[i];
 			continue;
 		}
-		if (kernel_input_optional(r->kernel, i) && (r->has_inputs || r->beta == 0.0f))
-			continue; /* sgemm's C left out: zeros */
+		if (r->has_inputs || !kernel_input_generated(&work, i))
+			continue; /* an optional input left out: zeros */
 		gen[i] = jobdata_alloc(len);
 		if (gen[i] == NULL) {
 			snprintf(err, errsz, "cannot allocate %zu bytes for input %u", len * sizeof(float), i);
@@ -136,7 +136,7 @@ static enum acceld_err run_job(struct worker *w, struct pool *pool, struct exec_
 		jobdata_generate(pool, gen[i], len, r->seed, i);
 		work.in[i] = gen[i];
 	}
-	if (r->kernel != KERNEL_DOT) {
+	if (kernel_output_rank(r->kernel) > 0) {
 		out = jobdata_alloc(out_len);
 		if (out == NULL) {
 			snprintf(err, errsz, "cannot allocate %zu bytes for the output", out_len * sizeof(float));
@@ -149,13 +149,13 @@ static enum acceld_err run_job(struct worker *w, struct pool *pool, struct exec_
 	rc = job->ops->run(w->be[b].state, &work, &timing, err, errsz);
 	if (rc != ACCELD_OK)
 		goto out;
-	job->dot = work.dot;
-	if (r->kernel == KERNEL_DOT)
-		jobdata_summarise_value(work.dot, &job->summary);
+	job->value = work.value;
+	if (kernel_output_rank(r->kernel) == 0)
+		jobdata_summarise_value(work.value, &job->summary);
 	else
 		jobdata_summarise(pool, out, out_len, &job->summary);
 	if (r->verify) {
-		jobdata_verify(pool, &work, &job->verification);
+		kernel_verify(pool, &work, &job->verification);
 		job->verify_done = true;
 	}
 	if (r->full && out != NULL) {

@@ -14,7 +14,7 @@ void jobdoc_init(struct jobdoc *d)
 	d->cached = -1;
 	d->flops = d->bytes = NAN;
 	d->peak_gflops = d->peak_gbps = NAN;
-	d->dot = NAN;
+	d->value = NAN;
 	d->cost_usd = NAN;
 }
 
@@ -42,12 +42,14 @@ static json_t *params_json(const struct jobdoc *d)
 	json_t *o = json_object();
 	unsigned taken = kernel_params(d->kernel);
 
-	if (taken & KERNEL_PARAM_ALPHA)
-		json_object_set_new(o, "alpha", jsonval_float(d->alpha));
-	if (taken & KERNEL_PARAM_BETA)
-		json_object_set_new(o, "beta", jsonval_float(d->beta));
-	if (taken & KERNEL_PARAM_S)
-		json_object_set_new(o, "s", jsonval_float(d->s));
+	const struct {
+		unsigned param;
+		float value;
+	} scalars[] = {{KERNEL_PARAM_ALPHA, d->alpha}, {KERNEL_PARAM_BETA, d->beta}, {KERNEL_PARAM_SCALE, d->scale}};
+
+	for (size_t i = 0; i < sizeof(scalars) / sizeof(scalars[0]); i++)
+		if (taken & scalars[i].param)
+			json_object_set_new(o, kernel_param_name(scalars[i].param), jsonval_float(scalars[i].value));
 	if (!d->inline_inputs)
 		json_object_set_new(o, "seed", json_integer((json_int_t)d->seed));
 	return o;
@@ -64,8 +66,8 @@ static json_t *result_json(const struct jobdoc *d)
 	json_object_set_new(res, "checksum", jsonval_num(s->checksum));
 	json_object_set_new(res, "summary", json_pack("{s:o, s:o, s:o, s:o}", "min", jsonval_num(s->min), "max", jsonval_num(s->max),
 						      "mean", jsonval_num(s->mean), "first", first));
-	if (d->kernel == KERNEL_DOT)
-		json_object_set_new(res, "value", jsonval_num(d->dot));
+	if (kernel_output_rank(d->kernel) == 0)
+		json_object_set_new(res, "value", jsonval_num(d->value));
 	if (d->listed) {
 		/* a list is polled (the dashboard, every 5 s): its jobs are summaries; GET /run/{id} has the output */
 	} else if (d->output != NULL) {
@@ -74,8 +76,8 @@ static json_t *result_json(const struct jobdoc *d)
 		for (size_t i = 0; i < d->output_len; i++)
 			json_array_append_new(arr, jsonval_num(d->output[i]));
 		json_object_set_new(res, "output", arr);
-	} else if (d->full && d->kernel == KERNEL_DOT) {
-		json_object_set_new(res, "output", jsonval_num(d->dot));
+	} else if (d->full && kernel_output_rank(d->kernel) == 0) {
+		json_object_set_new(res, "output", jsonval_num(d->value));
 	}
 	return res;
 }
@@ -120,11 +122,11 @@ json_t *jobdoc_json(const struct jobdoc *d)
 		json_object_set_new(o, "inputs", json_string(d->inline_inputs ? "inline" : "generated"));
 		json_object_set_new(o, "return", json_string(d->full ? "full" : "summary"));
 		json_object_set_new(o, "timeout_ms", json_integer((json_int_t)d->timeout_ms));
-		if (d->kernel == KERNEL_SGEMM)
+		if (kernel_params(d->kernel) & KERNEL_PARAM_PRECISION)
 			json_object_set_new(o, "precision_asked",
 					    json_string(kernel_precision_name(d->precision_asked)));
 	}
-	if (d->kernel == KERNEL_SGEMM && d->precision >= 0)
+	if ((kernel_params(d->kernel) & KERNEL_PARAM_PRECISION) && d->precision >= 0)
 		json_object_set_new(o, "precision", json_string(kernel_precision_name((enum kernel_precision)d->precision)));
 	if (d->cached >= 0)
 		json_object_set_new(o, "program_cached", json_boolean(d->cached == 1));
@@ -151,7 +153,7 @@ json_t *jobdoc_json(const struct jobdoc *d)
 	if (succeeded && d->summary != NULL)
 		json_object_set_new(o, "result", result_json(d));
 	if (succeeded && d->verification != NULL) {
-		const struct jobdata_verification *v = d->verification;
+		const struct kernel_verification *v = d->verification;
 
 		json_object_set_new(o, "verified", json_boolean(v->verified));
 		json_object_set_new(o, "verification",

@@ -30,13 +30,13 @@ struct jobdoc {
 	const char *check_id;           /* the health check that made it; NULL or "" none */
 	/* the request, where known (jobs in memory) */
 	bool has_request;
-	float alpha, beta, s;
+	float alpha, beta, scale;
 	uint64_t seed;
 	bool inline_inputs;
 	bool full;
 	uint64_t timeout_ms;
 	enum kernel_precision precision_asked;
-	int precision;                  /* enum kernel_precision that ran (sgemm); -1 unknown */
+	int precision;                  /* enum kernel_precision that ran (a matrix product); -1 unknown */
 	int cached;                     /* the backend's program came from its cache (1) or was built (0); -1 n/a */
 	/* placement, where known */
 	const char *placement;          /* NULL unknown */
@@ -51,11 +51,11 @@ struct jobdoc {
 	double peak_gflops, peak_gbps;
 	/* results of a successful run (NULL: none kept) */
 	const struct jobdata_summary *summary;
-	double dot;                     /* the value of dot */
+	double value;                   /* a scalar output's value */
 	const float *output;            /* the whole output when kept */
 	size_t output_len;
 	bool listed;                    /* a summary in a list (GET /run): no output, whatever return asked */
-	const struct jobdata_verification *verification;
+	const struct kernel_verification *verification;
 	double cost_usd;                /* NAN unknown */
 	const char *error_reason;       /* NULL when there is no error */
 	const char *error_detail;

@@ -1,26 +1,26 @@
 /*
- * kernel: the one table of acceld's compute kernels: their names, inputs and scalar parameters, the length of each
- * buffer, and the floating-point operations and bytes a run does. The executor, the estimates of /cost and /select,
- * the request parsers and the backends all ask it; nothing else counts a kernel's work.
+ * kernel: the one table of acceld's compute kernels. A kernel is one row: its name, its inputs and the shape of
+ * each from the run's sizes, what its sizes mean, the fields it takes, its floating-point operations and bytes, the
+ * host reference that verification compares a result with, which inputs are generated, and its help. The executor,
+ * the estimates of /cost and /select, the request parsers, the checks and the help all ask it; a backend adds one
+ * function per kernel that runs it. Nothing outside this table and the backends names a kernel.
  *
- * All kernels are float32 and row-major:
- *   saxpy:   out[n] = alpha * x[n] + y[n]
- *   triad:   out[n] = b[n] + s * c[n]                       (STREAM's a = b + s*c)
- *   dot:     out    = sum x[n] * y[n]                        (one value)
- *   sgemm:   out[m x n] = alpha * a[m x k] * b[k x n] + beta * c[m x n]   (c optional: zeros)
- *   softmax: out[m x n] = row-wise softmax of x[m x n]
+ * All kernels are float32 and row-major; each row's formula is in kernel.c.
  */
 #ifndef ACCELD_KERNEL_H
 #define ACCELD_KERNEL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+struct pool;
 
 enum kernel_id { KERNEL_SAXPY, KERNEL_TRIAD, KERNEL_DOT, KERNEL_SGEMM, KERNEL_SOFTMAX, KERNEL_COUNT };
 
 #define KERNEL_MAX_INPUTS 3
 
-/* The sizes of one run: vectors use n; sgemm m, n, k; softmax m rows of n columns. Unused sizes are 0. */
+/* The sizes of one run: n always; m and k where the kernel takes them (kernel_params). Unused sizes are 0. */
 struct kernel_shape {
 	uint64_t m, n, k;
 };
@@ -29,15 +29,16 @@ struct kernel_shape {
 enum kernel_param {
 	KERNEL_PARAM_ALPHA = 1u << 0,
 	KERNEL_PARAM_BETA = 1u << 1,
-	KERNEL_PARAM_S = 1u << 2,
+	KERNEL_PARAM_SCALE = 1u << 2, /* the scale of the second input (wire name "s") */
 	KERNEL_PARAM_M = 1u << 3,
 	KERNEL_PARAM_K = 1u << 4,
 	KERNEL_PARAM_PRECISION = 1u << 5, /* enum kernel_precision */
 };
 
 /*
- * The arithmetic of sgemm's products: true float32 (the default; every backend can), or TF32 / bfloat16 inputs with
- * float32 accumulation where a device's matrix unit offers it. The other kernels are always float32.
+ * The arithmetic of a matrix product (kernels with KERNEL_PARAM_PRECISION): true float32 (the default; every backend
+ * can), or TF32 / bfloat16 inputs with float32 accumulation where a device's matrix unit offers it. The other
+ * kernels are always float32.
  */
 enum kernel_precision { KERNEL_PRECISION_HIGHEST, KERNEL_PRECISION_TF32, KERNEL_PRECISION_BF16 };
 
@@ -51,38 +52,61 @@ bool kernel_precision_parse(const char *name, enum kernel_precision *out);
 /* The unit roundoff of the products' inputs at that precision: 2^-24 for float32, 2^-11 TF32, 2^-8 bfloat16. */
 double kernel_precision_unit(enum kernel_precision p);
 
-/* "saxpy", ...; "?" for a value out of range. */
+/* The kernel's name; "?" for a value out of range. */
 const char *kernel_name(enum kernel_id k);
 
 /* The kernel called name; false when there is none. */
 bool kernel_parse(const char *name, enum kernel_id *out);
 
-/* "saxpy, triad, dot, sgemm, softmax": the accepted names, for messages. */
+/* The accepted names in table order, ", "-separated, for messages. */
 const char *kernel_names_text(void);
 
 /*
- * The sizes the kernel takes and what they mean, for messages and help: "n, the vector length" (saxpy, triad, dot),
- * "m, n and k: C[m x n] = A[m x k] x B[k x n]" (sgemm), "m and n: m rows of n (n is the row length)" (softmax). n is
- * always the kernel's own n, never a count of elements or a cube's side. "?" for a value out of range.
+ * The names of the kernels whose params have every bit of params (0: all kernels), joined by sep, into out;
+ * returns out.
+ */
+char *kernel_names_join(unsigned params, const char *sep, char *out, size_t outsz);
+
+/*
+ * The sizes the kernel takes and what they mean, for messages and help ("n, the vector length"). n is always the
+ * kernel's own n, never a count of elements or a cube's side. "?" for a value out of range.
  */
 const char *kernel_sizes_text(enum kernel_id k);
 
 /* Names of the kernel's inputs in order, NULL-terminated ("x", "y"); an optional input is marked by
- * kernel_input_optional. */
+ * kernel_input_optional (left out, it is zeros). */
 const char *const *kernel_inputs(enum kernel_id k);
 bool kernel_input_optional(enum kernel_id k, unsigned i);
+
+/*
+ * The dimensions of input i over the run's sizes, one letter a size: "n" a vector of n, "mk" a matrix of m rows of
+ * k; "" when the kernel has no such input.
+ */
+const char *kernel_input_dims(enum kernel_id k, unsigned i);
+
+/* The size of s that letter ('m', 'n', 'k') of kernel_input_dims names; NULL for another letter. */
+uint64_t *kernel_size_of(struct kernel_shape *s, char letter);
 
 /* The enum kernel_param bits of the fields the kernel takes. */
 unsigned kernel_params(enum kernel_id k);
 
-/* Whether the shape has every size the kernel needs (n; m for sgemm and softmax; k for sgemm). */
+/* The request field of one enum kernel_param bit: "alpha", "beta", "s", "m", "k", "precision"; "?" for another. */
+const char *kernel_param_name(unsigned param);
+
+/*
+ * For help: "A's alpha; B's alpha and beta": each kernel that takes any field of params, with the names of those it
+ * takes, into out; returns out.
+ */
+char *kernel_param_owners(unsigned params, char *out, size_t outsz);
+
+/* Whether the shape has every size the kernel needs (n always; m and k where it takes them). */
 bool kernel_shape_complete(enum kernel_id k, const struct kernel_shape *s);
 
-/* Elements of input i (0 when the kernel has no such input) and of the output (1 for dot); saturating. */
+/* Elements of input i (0 when the kernel has no such input) and of the output (1 for a scalar); saturating. */
 uint64_t kernel_input_len(enum kernel_id k, const struct kernel_shape *s, unsigned i);
 uint64_t kernel_output_len(enum kernel_id k, const struct kernel_shape *s);
 
-/* The dimensions of the output: 0 for dot's scalar, 1 for saxpy's and triad's vector, 2 for sgemm's and softmax's
+/* The dimensions of the output: 0 for a scalar (its value goes to kernel_work.value), 1 for a vector, 2 for an
  * m x n matrix (row-major wherever acceld holds it). */
 unsigned kernel_output_rank(enum kernel_id k);
 
@@ -90,13 +114,78 @@ unsigned kernel_output_rank(enum kernel_id k);
 uint64_t kernel_total_len(enum kernel_id k, const struct kernel_shape *s);
 
 /*
- * The work of one run: floating-point operations, and bytes moved at the least (every input read once, the output
- * written once; sgemm's optional c is counted as read).
+ * The work of one run: floating-point operations, and bytes moved at the least (every input read once, an optional
+ * one counted as read, and a vector or matrix output written once).
  */
 double kernel_flops(enum kernel_id k, const struct kernel_shape *s);
 double kernel_bytes(enum kernel_id k, const struct kernel_shape *s);
 
-/* True for kernels whose speed is set by arithmetic (sgemm); the others are bound by memory bandwidth. */
+/* True for kernels whose speed is set by arithmetic; the others are bound by memory bandwidth. */
 bool kernel_compute_bound(enum kernel_id k);
+
+/* What a device's figure measures, and the kernel whose runs stand for it (health checks, selection, metrics). */
+enum kernel_figure {
+	KERNEL_FIGURE_MATRIX, /* arithmetic throughput, GFLOP/s: the figure of compute-bound work */
+	KERNEL_FIGURE_MEMORY, /* memory bandwidth, GB/s: the figure of every memory-bound kernel */
+};
+
+/* The kernel that measures figure f. */
+enum kernel_id kernel_for_figure(enum kernel_figure f);
+
+/* Help: the kernel's sizes as flags ("--m M --n N"), what they make ("M rows of N"), and an example's sizes as flags
+ * ("--n 1048576"; NULL for none). "?" (NULL for the example) for a value out of range. */
+const char *kernel_help_flags(enum kernel_id k);
+const char *kernel_help_text(enum kernel_id k);
+const char *kernel_help_example(enum kernel_id k);
+
+/*
+ * For messages: the sizes of every kernel, "n; m, n, k for A; m, n for B": the sizes of the kernels that take n
+ * alone, then each other set of sizes with the kernels that take it. Into out; returns out.
+ */
+char *kernel_sizes_brief(char *out, size_t outsz);
+
+/*
+ * One kernel run as a backend sees it. Inputs are read-only; out is written out of place and is NULL for a scalar
+ * output, whose value goes to value. An optional input NULL means zeros.
+ */
+struct kernel_work {
+	enum kernel_id kernel;
+	size_t m, n, k;
+	float alpha, beta, scale; /* the kernel's fields (kernel_params); scale is the request's "s" */
+	const float *in[KERNEL_MAX_INPUTS];
+	float *out;
+	double value;
+	/* in: the precision asked for a matrix product; out: the one that ran (a backend with only float32 sets
+	 * highest) */
+	enum kernel_precision precision;
+	/* CLOCK_MONOTONIC ns when the job's answer was due (0: none): a backend that can abandon a running program
+	 * returns ACCELD_ETIMEOUT past it rather than hold its worker */
+	uint64_t deadline_ns;
+};
+
+/*
+ * Whether a run generates input i when the request gives no inputs: every input the kernel has, except an optional
+ * one whose weight (the field that multiplies it) is zero in w: left out, it is zeros.
+ */
+bool kernel_input_generated(const struct kernel_work *w, unsigned i);
+
+struct kernel_verification {
+	bool verified;              /* every checked value within its tolerance */
+	double max_abs_error;
+	double worst_ratio;         /* the largest error / tolerance; <= 1 when verified */
+	size_t checked;
+	char method[96];            /* "double-precision naive loop over every entry" */
+};
+
+/*
+ * Checks the result in w (its output, or value) against the kernel's reference: the same formula in double
+ * precision on the host, spread over p (the result does not depend on its thread count). Each row's tolerance is
+ * in kernel.c, with u = 2^-24 the float32 unit roundoff: an elementwise result within 1e-6 of its terms'
+ * magnitude, a sum within (2e-6 + min(terms, 65536) * u) of it (the classic worst-case bound of float summation,
+ * plus a little for the scaling; products at TF32 or bfloat16 add twice that precision's unit roundoff). Large
+ * outputs are checked on sampled entries or rows, which method says.
+ */
+void kernel_verify(struct pool *p, const struct kernel_work *w, struct kernel_verification *v);
+
 
 #endif

@@ -20,6 +20,7 @@
 #include "core/buf.h"
 #include "detect/detect.h"
 #include "detect/device.h"
+#include "exec/kernel.h"
 #include "core/mem.h"
 #include "core/version.h"
 
@@ -55,7 +56,7 @@ struct family {
 /* Request latencies: from sub-millisecond answers (/livez) to a /run that waits seconds. */
 static const double http_bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
 				     0.1,    0.25,  0.5,    1,     2.5,  5,     10};
-/* Jobs: a tiny saxpy to a long sgemm bounded by its timeout. */
+/* Jobs: a tiny vector kernel to a long matrix product bounded by its timeout. */
 static const double job_bounds[] = {0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
 
 enum { F_HTTP_REQ, F_HTTP_DUR, F_JOBS, F_JOB_DUR, F_QUEUE, F_RUNNING, F_COUNT };
@@ -804,6 +805,10 @@ static void render_checks(struct out *o, const struct metrics_view *v)
 	static const char *const keys[] = {"device", "verdict"};
 	static const char *const ratio_keys[] = {"device", "test"};
 	static const char *const verdicts[] = {"pass", "warn", "fail"};
+	const char *matrix = kernel_name(kernel_for_figure(KERNEL_FIGURE_MATRIX));
+	const char *memory = kernel_name(kernel_for_figure(KERNEL_FIGURE_MEMORY));
+	char name[96];
+	char help[128];
 
 	header(o, "acceld_device_check_verdict", "gauge",
 	       "The verdict of the device's last health check: 1 for it, 0 for the other two.");
@@ -817,28 +822,31 @@ static void render_checks(struct out *o, const struct metrics_view *v)
 			       strcmp(c->verdict, verdicts[k]) == 0 ? 1 : 0);
 		}
 	}
-	header(o, "acceld_device_check_sgemm_flops_per_second", "gauge",
-	       "Matrix throughput (sgemm, FLOP/s) the last health check measured.");
+	/* the tests are named by their kernels (the kernel table's) */
+	snprintf(name, sizeof(name), "acceld_device_check_%s_flops_per_second", matrix);
+	snprintf(help, sizeof(help), "Matrix throughput (%s, FLOP/s) the last health check measured.", matrix);
+	header(o, name, "gauge", help);
 	for (size_t i = 0; i < v->nchecks; i++)
 		if (known(v->checks[i].gflops))
-			sample(o, "acceld_device_check_sgemm_flops_per_second", "", keys, &v->checks[i].device, 1, NULL,
-			       NULL, v->checks[i].gflops * 1e9);
-	header(o, "acceld_device_check_triad_bytes_per_second", "gauge",
-	       "Memory bandwidth (STREAM triad, bytes/s) the last health check measured.");
+			sample(o, name, "", keys, &v->checks[i].device, 1, NULL, NULL, v->checks[i].gflops * 1e9);
+	snprintf(name, sizeof(name), "acceld_device_check_%s_bytes_per_second", memory);
+	snprintf(help, sizeof(help), "Memory bandwidth (STREAM %s, bytes/s) the last health check measured.", memory);
+	header(o, name, "gauge", help);
 	for (size_t i = 0; i < v->nchecks; i++)
 		if (known(v->checks[i].gbytes_per_s))
-			sample(o, "acceld_device_check_triad_bytes_per_second", "", keys, &v->checks[i].device, 1, NULL,
-			       NULL, v->checks[i].gbytes_per_s * 1e9);
+			sample(o, name, "", keys, &v->checks[i].device, 1, NULL, NULL, v->checks[i].gbytes_per_s * 1e9);
 	header(o, "acceld_device_check_ratio", "gauge",
 	       "Measured over expected (spec table or computed peak) in the last health check, by test.");
 	for (size_t i = 0; i < v->nchecks; i++) {
-		const char *sg[] = {v->checks[i].device, "sgemm"};
-		const char *tr[] = {v->checks[i].device, "triad"};
+		const char *sg[] = {v->checks[i].device, matrix};
+		const char *tr[] = {v->checks[i].device, memory};
 
-		if (known(v->checks[i].sgemm_ratio))
-			sample(o, "acceld_device_check_ratio", "", ratio_keys, sg, 2, NULL, NULL, v->checks[i].sgemm_ratio);
-		if (known(v->checks[i].triad_ratio))
-			sample(o, "acceld_device_check_ratio", "", ratio_keys, tr, 2, NULL, NULL, v->checks[i].triad_ratio);
+		if (known(v->checks[i].matrix_ratio))
+			sample(o, "acceld_device_check_ratio", "", ratio_keys, sg, 2, NULL, NULL,
+			       v->checks[i].matrix_ratio);
+		if (known(v->checks[i].memory_ratio))
+			sample(o, "acceld_device_check_ratio", "", ratio_keys, tr, 2, NULL, NULL,
+			       v->checks[i].memory_ratio);
 	}
 	header(o, "acceld_device_check_timestamp_seconds", "gauge", "When the device's last health check ended.");
 	for (size_t i = 0; i < v->nchecks; i++)

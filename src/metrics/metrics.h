@@ -46,7 +46,7 @@ void metrics_http_observe(struct metrics *m, const char *handler, const char *me
 void metrics_http_hook(void *ctx, const char *method, const char *route, int status, double seconds);
 
 /*
- * One job finished: kernel ("saxpy", "sgemm", ...), device id ("cpu:0"), outcome (the job's final state:
+ * One job finished: kernel (its name in the kernel table), device id ("cpu:0"), outcome (the job's final state:
  * "succeeded", "failed", "timed_out", "cancelled"; "rejected" for a refused submission), seconds from submission to completion. Counts
  * acceld_jobs_total{kernel,device,outcome} and observes acceld_job_duration_seconds{kernel,device}. Strings are
  * copied. m NULL is a no-op.
@@ -98,10 +98,10 @@ struct metrics_host {
 struct metrics_check {
 	const char *device;                    /* "cpu:0" */
 	const char *verdict;                   /* the last check's "pass", "warn", "fail"; NULL: none (interrupted) */
-	double gflops;                         /* last measured sgemm GFLOP/s; NAN unknown */
-	double gbytes_per_s;                   /* last measured triad GB/s; NAN unknown */
-	double sgemm_ratio;                    /* measured / expected of the last check; NAN unknown */
-	double triad_ratio;
+	double gflops;                         /* last measured matrix GFLOP/s; NAN unknown */
+	double gbytes_per_s;                   /* last measured memory GB/s; NAN unknown */
+	double matrix_ratio;                    /* measured / expected of the last check; NAN unknown */
+	double memory_ratio;
 	int64_t finished_ms;                   /* when the last check ended; 0 never */
 	bool running;                          /* a check runs now */
 	uint64_t finished[3];                  /* checks finished since start: pass, warn, fail */

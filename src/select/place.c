@@ -79,8 +79,8 @@ static enum acceld_err place_pinned(place_choose_fn choose, void *ctx, struct se
 	return ACCELD_OK;
 }
 
-enum acceld_err place_job(place_choose_fn choose, void *ctx, const struct select_request *sreq,
-			  struct exec_request *req, struct exec_refusal *why)
+enum acceld_err place_rank_devices(place_choose_fn choose, void *ctx, const struct select_request *sreq,
+				   struct exec_request *req, struct exec_refusal *why)
 {
 	struct select_request s = *sreq;
 	struct select_result res;

@@ -240,6 +240,11 @@ enum acceld_err select_request_set_json(struct select_request *req, const char *
 
 /* --- figures --- */
 
+enum kernel_id select_kernel(int hint)
+{
+	return hint >= 0 ? (enum kernel_id)hint : kernel_for_figure(KERNEL_FIGURE_MATRIX);
+}
+
 /* the kernel hint: no hint counts as compute-bound dense work */
 static bool kernel_memory_bound(int k)
 {
@@ -263,13 +268,13 @@ static const struct select_measured *find_measured(const struct select_measured 
 
 /*
  * The throughput that counts for the kernel: measured when the caller has a figure for this device and kernel,
- * else the peak. Compute-bound work (sgemm, or no hint) in GFLOP/s, memory-bound work in GB/s.
+ * else the peak. Compute-bound work (or no hint) in GFLOP/s, memory-bound work in GB/s.
  */
 static double throughput(const struct device *d, int k, const struct select_measured *m, size_t nm,
 			 const char **figure, const char **source)
 {
 	const struct select_measured *hit;
-	const char *kname = kernel_name(k < 0 ? KERNEL_SGEMM : (enum kernel_id)k);
+	const char *kname = kernel_name(select_kernel(k));
 	bool checked;
 
 	hit = find_measured(m, nm, d->id, kname);
@@ -295,7 +300,7 @@ static double throughput(const struct device *d, int k, const struct select_meas
 		*source = checked ? "check" : "measured";
 		return hit->gflops;
 	}
-	/* without a hint, dense training is bf16 where the device has it; sgemm is fp32 */
+	/* without a hint, dense training is bf16 where the device has it; the matrix kernel is fp32 */
 	if (k < 0 && usable(d->peak.bf16_tflops)) {
 		*figure = "peak bf16 GFLOP/s";
 		*source = "peak";

@@ -4,8 +4,8 @@
  * A preference picks the kind of device (auto = TPU > GPU > CPU, TPUs only when allowed), constraints exclude
  * devices (memory, a /run backend), and a policy ranks what is left: priority (the preference order, then the
  * registry order), fastest (measured throughput where the caller has some, else the peak figure), cheapest (price
- * per hour) or efficient (throughput per dollar). A kernel hint says which figure counts: sgemm is compute-bound
- * (fp32 FLOP/s), saxpy, triad, dot and softmax are memory-bound (bandwidth).
+ * per hour) or efficient (throughput per dollar). A kernel hint says which figure counts: a compute-bound kernel
+ * (kernel_compute_bound) fp32 FLOP/s, a memory-bound one bandwidth.
  *
  * With a named preference (cpu, gpu, tpu) the policy ranks devices of that kind; when none is eligible the choice
  * falls back to the other kinds in the auto order and says so. With auto the policy ranks every eligible device;
@@ -48,10 +48,14 @@ struct select_request {
 	enum select_tpu_scope tpu_scope;
 };
 
+/* The kernel whose figures a request's kernel hint (enum kernel_id, -1 none) weighs: without a hint, the one that
+ * measures arithmetic (KERNEL_FIGURE_MATRIX). */
+enum kernel_id select_kernel(int hint);
+
 /* One measured throughput, from history: gflops for compute-bound kernels, gbytes_per_s for the others. */
 struct select_measured {
 	const char *device_id;
-	const char *kernel;           /* "sgemm", "saxpy", ... */
+	const char *kernel;           /* the kernel's name (kernel_name) */
 	double gflops;                /* NAN unknown */
 	double gbytes_per_s;          /* NAN unknown */
 	const char *source;           /* static: "check" (a recent health check, devcheck.h); NULL: finished jobs */

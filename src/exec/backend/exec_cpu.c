@@ -52,11 +52,11 @@ EXEC_CLONES static void saxpy_loop(size_t n, float alpha, const float *restrict 
 		out[i] = alpha * x[i] + y[i];
 }
 
-EXEC_CLONES static void triad_loop(size_t n, float s, const float *restrict b, const float *restrict c,
+EXEC_CLONES static void triad_loop(size_t n, float scale, const float *restrict b, const float *restrict c,
 				   float *restrict out)
 {
 	for (size_t i = 0; i < n; i++)
-		out[i] = b[i] + s * c[i];
+		out[i] = b[i] + scale * c[i];
 }
 
 EXEC_CLONES static void fill_loop(size_t n, float v, float *restrict p)
@@ -241,9 +241,9 @@ void exec_cpu_saxpy(struct pool *cpu, size_t n, float alpha, const float *x, con
 	pool_parallel(cpu, n, SERIAL_GRAIN, 16, saxpy_part, &t);
 }
 
-void exec_cpu_triad(struct pool *cpu, size_t n, float s, const float *b, const float *c, float *out)
+void exec_cpu_triad(struct pool *cpu, size_t n, float scale, const float *b, const float *c, float *out)
 {
-	struct vec_task t = {.alpha = s, .x = b, .y = c, .out = out,
+	struct vec_task t = {.alpha = scale, .x = b, .y = c, .out = out,
 			      .stream = n * sizeof(float) >= STREAM_MIN_BYTES};
 
 	pool_parallel(cpu, n, SERIAL_GRAIN, 16, triad_part, &t);
@@ -570,39 +570,61 @@ static enum acceld_err native_open(const struct device *dev, unsigned threads, v
 	return ACCELD_OK;
 }
 
-static enum acceld_err native_run(void *state, struct backend_work *w, struct backend_timing *t, char *err,
+/* The native function of each kernel. */
+typedef void native_kernel_fn(struct pool *cpu, struct kernel_work *w);
+
+static void native_saxpy(struct pool *cpu, struct kernel_work *w)
+{
+	exec_cpu_saxpy(cpu, w->n, w->alpha, w->in[0], w->in[1], w->out);
+}
+
+static void native_triad(struct pool *cpu, struct kernel_work *w)
+{
+	exec_cpu_triad(cpu, w->n, w->scale, w->in[0], w->in[1], w->out);
+}
+
+static void native_dot(struct pool *cpu, struct kernel_work *w)
+{
+	w->value = exec_cpu_dot(cpu, w->n, w->in[0], w->in[1]);
+}
+
+static void native_sgemm(struct pool *cpu, struct kernel_work *w)
+{
+	exec_cpu_sgemm(cpu, w->m, w->n, w->k, w->alpha, w->in[0], w->in[1], w->beta, w->in[2], w->out);
+}
+
+static void native_softmax(struct pool *cpu, struct kernel_work *w)
+{
+	exec_cpu_softmax(cpu, w->m, w->n, w->in[0], w->out);
+}
+
+static native_kernel_fn *const native_kernels[KERNEL_COUNT] = {
+	[KERNEL_SAXPY] = native_saxpy, [KERNEL_TRIAD] = native_triad,	  [KERNEL_DOT] = native_dot,
+	[KERNEL_SGEMM] = native_sgemm, [KERNEL_SOFTMAX] = native_softmax,
+};
+
+static bool native_runs(enum kernel_id k)
+{
+	return (unsigned)k < KERNEL_COUNT && native_kernels[k] != NULL;
+}
+
+static enum acceld_err native_run(void *state, struct kernel_work *w, struct backend_timing *t, char *err,
 				  size_t errsz)
 {
 	struct pool *cpu = state;
 	struct kernel_shape shape = {.m = w->m, .n = w->n, .k = w->k};
 	uint64_t t0;
 
-	(void)err;
-	(void)errsz;
+	if (!native_runs(w->kernel)) {
+		snprintf(err, errsz, "the native backend has no %s", kernel_name(w->kernel));
+		return ACCELD_EDEVICE;
+	}
 	w->precision = KERNEL_PRECISION_HIGHEST; /* float32 throughout */
 	/* fault the output's pages in first so the timed kernel sees warm memory, as a STREAM loop does */
 	if (w->out != NULL)
 		exec_cpu_fill(cpu, w->out, (size_t)kernel_output_len(w->kernel, &shape), 0.0f);
 	t0 = clock_mono_ns();
-	switch (w->kernel) {
-	case KERNEL_SAXPY:
-		exec_cpu_saxpy(cpu, w->n, w->alpha, w->in[0], w->in[1], w->out);
-		break;
-	case KERNEL_TRIAD:
-		exec_cpu_triad(cpu, w->n, w->s, w->in[0], w->in[1], w->out);
-		break;
-	case KERNEL_DOT:
-		w->dot = exec_cpu_dot(cpu, w->n, w->in[0], w->in[1]);
-		break;
-	case KERNEL_SGEMM:
-		exec_cpu_sgemm(cpu, w->m, w->n, w->k, w->alpha, w->in[0], w->in[1], w->beta, w->in[2], w->out);
-		break;
-	case KERNEL_SOFTMAX:
-		exec_cpu_softmax(cpu, w->m, w->n, w->in[0], w->out);
-		break;
-	case KERNEL_COUNT:
-		break;
-	}
+	native_kernels[w->kernel](cpu, w);
 	t->kernel_ms = (double)(clock_mono_ns() - t0) / 1e6;
 	t->transfer_ms = 0.0;
 	return ACCELD_OK;
@@ -632,5 +654,6 @@ const struct backend_ops backend_native = {
 	.run = native_run,
 	.close = native_close,
 	.inline_tiny = true, /* tiny jobs stay below every parallel grain: no pool, no lock, no wait */
+	.runs = native_runs,
 	.libraries = native_libraries,
 };

@@ -20,7 +20,7 @@
 
 /* The kernels (see kernel.h for their definitions) on the pool. Pointers must not alias the output. */
 void exec_cpu_saxpy(struct pool *cpu, size_t n, float alpha, const float *x, const float *y, float *out);
-void exec_cpu_triad(struct pool *cpu, size_t n, float s, const float *b, const float *c, float *out);
+void exec_cpu_triad(struct pool *cpu, size_t n, float scale, const float *b, const float *c, float *out);
 double exec_cpu_dot(struct pool *cpu, size_t n, const float *x, const float *y);
 void exec_cpu_sgemm(struct pool *cpu, size_t m, size_t n, size_t k, float alpha, const float *a, const float *b,
 		    float beta, const float *c, float *out);

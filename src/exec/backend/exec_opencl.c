@@ -210,8 +210,8 @@ static enum acceld_err warm_up(struct exec_ocl *ocl, char *err, size_t errsz)
 		    {KERNEL_SOFTMAX, 1, 8, 0}};
 
 	for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
-		struct backend_work w = {.kernel = runs[i].kernel, .m = runs[i].m, .n = runs[i].n, .k = runs[i].k,
-				      .alpha = 1.0f, .s = 1.0f, .in = {in, in, NULL}, .out = out};
+		struct kernel_work w = {.kernel = runs[i].kernel, .m = runs[i].m, .n = runs[i].n, .k = runs[i].k,
+				      .alpha = 1.0f, .scale = 1.0f, .in = {in, in, NULL}, .out = out};
 		enum acceld_err rc = exec_ocl_run(ocl, &w, &t, err, errsz);
 
 		if (rc != ACCELD_OK)
@@ -495,7 +495,7 @@ static size_t round_up(size_t v, size_t to)
 }
 
 /* Runs the vector kernels; returns the kernel time in ns. */
-static uint64_t run_vector(struct launch *l, struct backend_work *w)
+static uint64_t run_vector(struct launch *l, struct kernel_work *w)
 {
 	struct exec_ocl *ocl = l->ocl;
 	cl_ulong n = w->n;
@@ -531,7 +531,7 @@ static uint64_t run_vector(struct launch *l, struct backend_work *w)
 			read_back(l, out, partial, groups);
 			for (size_t i = 0; i < groups && l->rc == CL_SUCCESS; i++)
 				sum += partial[i];
-			w->dot = sum;
+			w->value = sum;
 		}
 		return t1 - t0;
 	}
@@ -540,7 +540,7 @@ static uint64_t run_vector(struct launch *l, struct backend_work *w)
 	t0 = clock_mono_ns();
 	{
 		cl_kernel k = ocl->kernels[w->kernel == KERNEL_SAXPY ? K_SAXPY : K_TRIAD];
-		float scalar = w->kernel == KERNEL_SAXPY ? w->alpha : w->s;
+		float scalar = w->kernel == KERNEL_SAXPY ? w->alpha : w->scale;
 
 		set_arg(l, k, 0, sizeof(n), &n);
 		set_arg(l, k, 1, sizeof(float), &scalar);
@@ -556,7 +556,7 @@ static uint64_t run_vector(struct launch *l, struct backend_work *w)
 	return t1 - t0;
 }
 
-static uint64_t run_sgemm(struct launch *l, struct backend_work *w)
+static uint64_t run_sgemm(struct launch *l, struct kernel_work *w)
 {
 	struct exec_ocl *ocl = l->ocl;
 	size_t mp = round_up(w->m, SGEMM_TILE_M);
@@ -621,7 +621,7 @@ static uint64_t run_sgemm(struct launch *l, struct backend_work *w)
 	return t1 - t0;
 }
 
-static uint64_t run_softmax(struct launch *l, struct backend_work *w)
+static uint64_t run_softmax(struct launch *l, struct kernel_work *w)
 {
 	struct exec_ocl *ocl = l->ocl;
 	size_t count = w->m * w->n;
@@ -645,7 +645,20 @@ static uint64_t run_softmax(struct launch *l, struct backend_work *w)
 	return t1 - t0;
 }
 
-enum acceld_err exec_ocl_run(struct exec_ocl *ocl, struct backend_work *w, struct backend_timing *t, char *err,
+/* The function that launches each kernel; it returns the kernel's device time in ns. */
+typedef uint64_t ocl_kernel_fn(struct launch *l, struct kernel_work *w);
+
+static ocl_kernel_fn *const ocl_kernels[KERNEL_COUNT] = {
+	[KERNEL_SAXPY] = run_vector, [KERNEL_TRIAD] = run_vector,	[KERNEL_DOT] = run_vector,
+	[KERNEL_SGEMM] = run_sgemm,  [KERNEL_SOFTMAX] = run_softmax,
+};
+
+static bool ocl_runs(enum kernel_id k)
+{
+	return (unsigned)k < KERNEL_COUNT && ocl_kernels[k] != NULL;
+}
+
+enum acceld_err exec_ocl_run(struct exec_ocl *ocl, struct kernel_work *w, struct backend_timing *t, char *err,
 			     size_t errsz)
 {
 	struct launch l = {.ocl = ocl, .rc = CL_SUCCESS, .what = ""};
@@ -656,21 +669,11 @@ enum acceld_err exec_ocl_run(struct exec_ocl *ocl, struct backend_work *w, struc
 		snprintf(err, errsz, "sgemm sizes beyond %d are not supported by the OpenCL backend", INT_MAX);
 		return ACCELD_ETOOLARGE;
 	}
-	switch (w->kernel) {
-	case KERNEL_SAXPY:
-	case KERNEL_TRIAD:
-	case KERNEL_DOT:
-		kernel_ns = run_vector(&l, w);
-		break;
-	case KERNEL_SGEMM:
-		kernel_ns = run_sgemm(&l, w);
-		break;
-	case KERNEL_SOFTMAX:
-		kernel_ns = run_softmax(&l, w);
-		break;
-	case KERNEL_COUNT:
-		break;
+	if (!ocl_runs(w->kernel)) {
+		snprintf(err, errsz, "the OpenCL backend has no %s", kernel_name(w->kernel));
+		return ACCELD_EDEVICE;
 	}
+	kernel_ns = ocl_kernels[w->kernel](&l, w);
 	pool_put_all(ocl);
 	if (l.rc != CL_SUCCESS) {
 		clFinish(ocl->queue);
@@ -741,7 +744,7 @@ static enum acceld_err ocl_backend_open(const struct device *dev, unsigned threa
 	return rc;
 }
 
-static enum acceld_err ocl_backend_run(void *state, struct backend_work *w, struct backend_timing *t, char *err,
+static enum acceld_err ocl_backend_run(void *state, struct kernel_work *w, struct backend_timing *t, char *err,
 				       size_t errsz)
 {
 	w->precision = KERNEL_PRECISION_HIGHEST; /* float32 throughout */
@@ -777,4 +780,5 @@ const struct backend_ops backend_opencl = {
 	.run = ocl_backend_run,
 	.close = ocl_backend_close,
 	.reference = ocl_reference,
+	.runs = ocl_runs,
 };

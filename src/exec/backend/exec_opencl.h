@@ -37,7 +37,7 @@ enum acceld_err exec_ocl_open(const struct device *dev, struct exec_ocl **out, c
 void exec_ocl_close(struct exec_ocl *ocl); /* NULL allowed */
 
 /* Runs one kernel on the device: inputs are copied in, the output copied back. */
-enum acceld_err exec_ocl_run(struct exec_ocl *ocl, struct backend_work *w, struct backend_timing *t, char *err,
+enum acceld_err exec_ocl_run(struct exec_ocl *ocl, struct kernel_work *w, struct backend_timing *t, char *err,
 			     size_t errsz);
 
 /* The name of an OpenCL error code ("CL_OUT_OF_RESOURCES"); "CL_UNKNOWN_ERROR" for others. */

@@ -525,7 +525,7 @@ static enum stablehlo_dot dot_for(const struct host *h, enum kernel_precision *p
  * The compiled program for the run (from the cache, or compiled now and kept, evicting the least recently used
  * idle one); marks it busy. h->mu held.
  */
-static enum acceld_err program_for(struct pj *p, const struct backend_work *w, bool with_c, enum stablehlo_dot dot,
+static enum acceld_err program_for(struct pj *p, const struct kernel_work *w, bool with_c, enum stablehlo_dot dot,
 				   struct program **out, struct backend_timing *t, char *err, size_t errsz)
 {
 	struct host *h = p->host;
@@ -688,7 +688,7 @@ struct operand {
 };
 
 /* The program's operands in stablehlo.h's order. */
-static unsigned operands(const struct backend_work *w, bool with_c, struct operand *o)
+static unsigned operands(const struct kernel_work *w, bool with_c, struct operand *o)
 {
 	int64_t m = (int64_t)w->m, n = (int64_t)w->n, k = (int64_t)w->k;
 	unsigned c = 0;
@@ -696,7 +696,7 @@ static unsigned operands(const struct backend_work *w, bool with_c, struct opera
 	switch (w->kernel) {
 	case KERNEL_SAXPY:
 	case KERNEL_TRIAD:
-		o[c++] = (struct operand){.data = w->kernel == KERNEL_SAXPY ? &w->alpha : &w->s};
+		o[c++] = (struct operand){.data = w->kernel == KERNEL_SAXPY ? &w->alpha : &w->scale};
 		o[c++] = (struct operand){.data = w->in[0], .dims = {n}, .ndims = 1};
 		o[c++] = (struct operand){.data = w->in[1], .dims = {n}, .ndims = 1};
 		break;
@@ -768,7 +768,7 @@ static void abandon(struct host *h, PJRT_Event *done, PJRT_Buffer **bufs, unsign
 }
 
 /* Uploads, executes and downloads one run of prog; fills w's results and t. */
-static enum acceld_err execute(struct pj *p, struct program *prog, struct backend_work *w, bool with_c,
+static enum acceld_err execute(struct pj *p, struct program *prog, struct kernel_work *w, bool with_c,
 			       struct backend_timing *t, char *err, size_t errsz)
 {
 	struct host *h = p->host;
@@ -845,7 +845,7 @@ static enum acceld_err execute(struct pj *p, struct program *prog, struct backen
 		goto out;
 	}
 	if (w->kernel == KERNEL_DOT)
-		w->dot = value;
+		w->value = value;
 	t->kernel_ms = (double)(t2 - t1) / 1e6;
 	t->transfer_ms = (double)(t1 - t0 + clock_mono_ns() - t2) / 1e6;
 out:
@@ -855,7 +855,7 @@ out:
 	return rc;
 }
 
-static enum acceld_err pj_run(void *state, struct backend_work *w, struct backend_timing *t, char *err, size_t errsz)
+static enum acceld_err pj_run(void *state, struct kernel_work *w, struct backend_timing *t, char *err, size_t errsz)
 {
 	struct pj *p = state;
 	struct host *h = p->host;
@@ -1165,4 +1165,5 @@ const struct backend_ops backend_pjrt = {
 	.run = pj_run,
 	.close = pj_close,
 	.reference = pj_reference,
+	.runs = stablehlo_has,
 };

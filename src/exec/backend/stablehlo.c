@@ -71,7 +71,7 @@ static void vector(struct buf *b, enum kernel_id k, const struct kernel_shape *s
 	if (k == KERNEL_SAXPY) { /* alpha * x + y */
 		binary(b, "scaled", "multiply", "scale", "arg1", t);
 		binary(b, "out", "add", "scaled", "arg2", t);
-	} else { /* triad: b + s * c */
+	} else { /* triad: b + scale * c */
 		binary(b, "scaled", "multiply", "scale", "arg2", t);
 		binary(b, "out", "add", "arg1", "scaled", t);
 	}
@@ -148,6 +148,44 @@ static void softmax(struct buf *b, const struct kernel_shape *s)
 	buf_printf(b, "    func.return %%out : %s\n  }\n", t);
 }
 
+/* The function that writes each kernel's main. */
+typedef void emit_fn(struct buf *b, enum kernel_id k, const struct kernel_shape *s, bool with_c,
+		     enum stablehlo_dot dot);
+
+static void emit_vector(struct buf *b, enum kernel_id k, const struct kernel_shape *s, bool with_c,
+			enum stablehlo_dot dot)
+{
+	(void)with_c;
+	(void)dot;
+	vector(b, k, s);
+}
+
+static void emit_sgemm(struct buf *b, enum kernel_id k, const struct kernel_shape *s, bool with_c,
+		       enum stablehlo_dot dot)
+{
+	(void)k;
+	sgemm(b, s, with_c, dot);
+}
+
+static void emit_softmax(struct buf *b, enum kernel_id k, const struct kernel_shape *s, bool with_c,
+			 enum stablehlo_dot dot)
+{
+	(void)k;
+	(void)with_c;
+	(void)dot;
+	softmax(b, s);
+}
+
+static emit_fn *const emitters[KERNEL_COUNT] = {
+	[KERNEL_SAXPY] = emit_vector, [KERNEL_TRIAD] = emit_vector,	[KERNEL_DOT] = emit_vector,
+	[KERNEL_SGEMM] = emit_sgemm,  [KERNEL_SOFTMAX] = emit_softmax,
+};
+
+bool stablehlo_has(enum kernel_id k)
+{
+	return (unsigned)k < KERNEL_COUNT && emitters[k] != NULL;
+}
+
 char *stablehlo_program(enum kernel_id k, const struct kernel_shape *s, bool with_c, enum stablehlo_dot dot,
 			size_t *len)
 {
@@ -155,20 +193,8 @@ char *stablehlo_program(enum kernel_id k, const struct kernel_shape *s, bool wit
 
 	buf_init(&b, PROGRAM_MAX);
 	buf_printf(&b, "module @acceld_%s {\n", kernel_name(k));
-	switch (k) {
-	case KERNEL_SAXPY:
-	case KERNEL_TRIAD:
-	case KERNEL_DOT:
-		vector(&b, k, s);
-		break;
-	case KERNEL_SGEMM:
-		sgemm(&b, s, with_c, dot);
-		break;
-	case KERNEL_SOFTMAX:
-	case KERNEL_COUNT:
-		softmax(&b, s);
-		break;
-	}
+	if (stablehlo_has(k))
+		emitters[k](&b, k, s, with_c, dot);
 	buf_printf(&b, "}\n");
 	return buf_detach(&b, len);
 }

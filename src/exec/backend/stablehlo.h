@@ -32,6 +32,9 @@ enum stablehlo_dot {
 char *stablehlo_program(enum kernel_id k, const struct kernel_shape *s, bool with_c, enum stablehlo_dot dot,
 			size_t *len);
 
+/* Whether there is a program for kernel k. */
+bool stablehlo_has(enum kernel_id k);
+
 /* The number of operands of that program. */
 unsigned stablehlo_operands(enum kernel_id k, bool with_c);
 

@@ -32,9 +32,9 @@ static void setup(void)
 	check_app_start(&app, ROUTE_DETECT | ROUTE_EXEC);
 	devcheck_settings_from_config(&app.cfg, &o.settings);
 	o.settings.max_elements = 3u << 20;
-	o.settings.sgemm_max_n = 256;
-	o.settings.sgemm_budget_ms = 200;
-	o.settings.triad_budget_ms = 200;
+	o.settings.matrix_max_n = 256;
+	o.settings.matrix_budget_ms = 200;
+	o.settings.memory_budget_ms = 200;
 	o.settings.max_reps = 2;
 	o.exec = app.exec;
 	o.device_ctx = app.detect;

@@ -89,12 +89,12 @@ static void sleep_ms(unsigned ms)
 }
 
 /* The one-off time this run takes: cold_ms on the first run, compile_ms on the first sgemm run of a size. */
-static unsigned one_off_ms(const struct backend_work *w, double *compile)
+static unsigned one_off_ms(const struct kernel_work *w, double *compile)
 {
 	unsigned ms = norder == 1 ? cold_ms : 0;
 
 	*compile = 0.0;
-	if (w->kernel == KERNEL_SGEMM && compile_ms > 0) {
+	if (w->kernel == MATRIX_KERNEL && compile_ms > 0) {
 		size_t i;
 
 		for (i = 0; i < 8 && compiled[i] != 0 && compiled[i] != w->n; i++)
@@ -108,7 +108,7 @@ static unsigned one_off_ms(const struct backend_work *w, double *compile)
 	return ms;
 }
 
-static enum acceld_err rated_run(void *state, struct backend_work *w, struct backend_timing *t, char *err,
+static enum acceld_err rated_run(void *state, struct kernel_work *w, struct backend_timing *t, char *err,
 				 size_t errsz)
 {
 	struct kernel_shape shape = {.m = w->m, .n = w->n, .k = w->k};
@@ -129,8 +129,8 @@ static enum acceld_err rated_run(void *state, struct backend_work *w, struct bac
 		snprintf(err, errsz, "clEnqueueNDRangeKernel failed: CL_OUT_OF_RESOURCES (-5)");
 		return ACCELD_EDEVICE;
 	}
-	rate = w->kernel == KERNEL_SGEMM ? sgemm_gflops : triad_gbps;
-	if (w->kernel == KERNEL_SGEMM && throttle_after > 0 && ++sgemm_runs > throttle_after)
+	rate = w->kernel == MATRIX_KERNEL ? sgemm_gflops : triad_gbps;
+	if (w->kernel == MATRIX_KERNEL && throttle_after > 0 && ++sgemm_runs > throttle_after)
 		rate /= 3.0;
 	extra = one_off_ms(w, &compile);
 	pthread_mutex_unlock(&mu);
@@ -170,7 +170,7 @@ static double rated_reference(const struct device *dev, enum kernel_id k, const 
 	if (f <= 0)
 		return 1.0;
 	*source = "measured on a test device";
-	return k == KERNEL_SGEMM ? f : 1.0;
+	return k == MATRIX_KERNEL ? f : 1.0;
 }
 
 static const struct backend_ops rated = {.name = "native",
@@ -252,10 +252,10 @@ static struct devcheck_settings settings(void)
 				      .clock_percent = 50,
 				      .max_age_ms = 3600000,
 				      .max_elements = MAX_ELEMENTS,
-				      .sgemm_budget_ms = 2000,
-				      .triad_budget_ms = 2000,
+				      .matrix_budget_ms = 2000,
+				      .memory_budget_ms = 2000,
 				      .max_reps = 3,
-				      .sgemm_max_n = 256};
+				      .matrix_max_n = 256};
 
 	return s;
 }
@@ -432,8 +432,8 @@ START_TEST(ramp_keeps_one_off_costs_out_of_its_budget)
 
 	devcheck_free(dc);
 	exec_free(ex);
-	s.sgemm_budget_ms = 1500;
-	s.sgemm_max_n = 512;
+	s.matrix_budget_ms = 1500;
+	s.matrix_max_n = 512;
 	start_with(&s);
 	pthread_mutex_lock(&mu);
 	cold_ms = 1800;
@@ -803,7 +803,7 @@ START_TEST(figures_feed_selection_and_the_device_view)
 	ck_assert(s.has_verdict);
 	ck_assert_int_eq(s.verdict, DEVCHECK_PASS);
 	ck_assert_double_eq_tol(s.gflops, 80, 1e-6);
-	ck_assert_double_eq_tol(s.sgemm_ratio, 0.8, 1e-6);
+	ck_assert_double_eq_tol(s.matrix_ratio, 0.8, 1e-6);
 	ck_assert_uint_eq(s.finished[DEVCHECK_PASS], 1);
 	ck_assert_str_eq(s.running_id, "");
 	ck_assert(!devcheck_summary_of(dc, "gpu:0", &s));
@@ -887,7 +887,7 @@ START_TEST(seeded_from_the_history)
 	ck_assert_int_eq(s.level, DEVCHECK_LONG);
 	ck_assert_int_eq(s.verdict, DEVCHECK_WARN);
 	ck_assert_double_eq_tol(s.gflops, 55, 1e-9);
-	ck_assert_double_eq_tol(s.sgemm_ratio, 0.55, 1e-9);
+	ck_assert_double_eq_tol(s.matrix_ratio, 0.55, 1e-9);
 	ck_assert_int_eq(s.finished_ms, 1795168800000);
 	json_decref(doc);
 	json_decref(running);

@@ -406,11 +406,11 @@ static void run_ran(struct devcheck_run *run, enum devcheck_level level)
 {
 	memset(run, 0, sizeof(*run));
 	run->req.level = level;
-	sgemm_ran(&run->sgemm, 5, 80, 100);
-	devcheck_test_init(&run->triad, "triad", "memory", "GB/s");
-	run->triad.runs = 5;
-	run->triad.best = 8;
-	run->triad.expected = 10;
+	sgemm_ran(&run->matrix, 5, 80, 100);
+	devcheck_test_init(&run->memory, "triad", "memory", "GB/s");
+	run->memory.runs = 5;
+	run->memory.best = 8;
+	run->memory.expected = 10;
 	sustained_ran(&run->sustained, 40, 100, 98);
 	devcheck_test_init(&run->telemetry, "telemetry", "telemetry", NULL);
 	tel_sampled(&run->tel, 6, "cpufreq");
@@ -432,14 +432,14 @@ START_TEST(check_takes_its_worst_test)
 	ck_assert(!run.sustained.has_verdict);
 
 	run_ran(&run, DEVCHECK_QUICK);
-	run.triad.best = 2;
+	run.memory.best = 2;
 	devcheck_judge(&settings, &run);
 	ck_assert_int_eq(run.verdict, DEVCHECK_WARN);
 	ck_assert_str_eq(run.rule, "triad: measured 2 GB/s is 20 % of the expected 10 GB/s (warn below 25 %)");
-	ck_assert_int_eq(run.sgemm.verdict, DEVCHECK_PASS);
+	ck_assert_int_eq(run.matrix.verdict, DEVCHECK_PASS);
 
 	run_ran(&run, DEVCHECK_QUICK);
-	run.triad.best = 2;
+	run.memory.best = 2;
 	run.tel.retired_pending = 1;
 	devcheck_judge(&settings, &run);
 	ck_assert_int_eq(run.verdict, DEVCHECK_FAIL);
@@ -454,12 +454,12 @@ START_TEST(check_takes_its_worst_test)
 
 	/* a check stopped before any run: sgemm, the first, fails with the reason */
 	run_ran(&run, DEVCHECK_QUICK);
-	devcheck_test_init(&run.sgemm, "sgemm", "matrix", "GFLOP/s");
-	devcheck_test_init(&run.triad, "triad", "memory", "GB/s");
+	devcheck_test_init(&run.matrix, "sgemm", "matrix", "GFLOP/s");
+	devcheck_test_init(&run.memory, "triad", "memory", "GB/s");
 	devcheck_judge(&settings, &run);
 	ck_assert_int_eq(run.verdict, DEVCHECK_FAIL);
 	ck_assert_str_eq(run.rule, "sgemm: no run completed: the check stopped first");
-	ck_assert_int_eq(run.triad.verdict, DEVCHECK_FAIL);
+	ck_assert_int_eq(run.memory.verdict, DEVCHECK_FAIL);
 }
 END_TEST
 

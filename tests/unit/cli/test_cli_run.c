@@ -16,6 +16,7 @@
 #include "check_main.h"
 #include "cli/cli.h"
 #include "cli/cli_run.h"
+#include "detect/device.h"
 #include "exec/jobdata.h"
 
 static char tmp[64];

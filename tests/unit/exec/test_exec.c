@@ -53,7 +53,7 @@ static enum acceld_err fake_open(const struct device *dev, unsigned threads, voi
 	return ACCELD_OK;
 }
 
-static enum acceld_err blocking_run(void *state, struct backend_work *w, struct backend_timing *t, char *err,
+static enum acceld_err blocking_run(void *state, struct kernel_work *w, struct backend_timing *t, char *err,
 				    size_t errsz)
 {
 	(void)state;
@@ -77,7 +77,7 @@ static void fake_close(void *state)
 	(void)state;
 }
 
-static enum acceld_err failing_run(void *state, struct backend_work *w, struct backend_timing *t, char *err,
+static enum acceld_err failing_run(void *state, struct kernel_work *w, struct backend_timing *t, char *err,
 				   size_t errsz)
 {
 	(void)state;
@@ -125,7 +125,7 @@ static enum acceld_err noting_open(const struct device *dev, unsigned threads, v
 	return backend_native.open(dev, threads, state, err, errsz);
 }
 
-static enum acceld_err noting_run(void *state, struct backend_work *w, struct backend_timing *t, char *err,
+static enum acceld_err noting_run(void *state, struct kernel_work *w, struct backend_timing *t, char *err,
 				  size_t errsz)
 {
 	pthread_mutex_lock(&gate_mu);

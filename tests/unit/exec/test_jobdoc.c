@@ -83,7 +83,7 @@ START_TEST(params_follow_the_kernel)
 		d.has_request = true;
 		d.alpha = 0.1f; /* a float32: written 0.1, not 0.10000000149011612 */
 		d.beta = -2.5f;
-		d.s = 3.3f;
+		d.scale = 3.3f;
 		d.seed = 7;
 		o = jobdoc_json(&d);
 		text = jsonval_dumps(json_object_get(o, "params"), JSON_COMPACT);
@@ -114,7 +114,7 @@ START_TEST(unknown_figures_are_left_out)
 	d.state = "queued";
 	d.kernel = KERNEL_SGEMM;
 	d.shape = (struct kernel_shape){.m = 2, .n = 2, .k = 2};
-	ck_assert(isnan(d.queued_ms) && isnan(d.kernel_ms) && isnan(d.total_ms) && isnan(d.flops) && isnan(d.dot));
+	ck_assert(isnan(d.queued_ms) && isnan(d.kernel_ms) && isnan(d.total_ms) && isnan(d.flops) && isnan(d.value));
 	ck_assert(isnan(d.cost_usd) && isnan(d.peak_gflops) && isnan(d.peak_gbps));
 	ck_assert_int_eq(d.precision, -1);
 	ck_assert_int_eq(d.cached, -1);
@@ -142,7 +142,7 @@ END_TEST
 static struct jobdata_summary summary = {
 	.checksum = 12.5, .min = -1.0, .max = 2.0, .mean = 0.5, .first = {1.0f, -1.0f, 2.0f}, .nfirst = 3};
 
-static struct jobdata_verification verification = {.verified = true,
+static struct kernel_verification verification = {.verified = true,
 						   .max_abs_error = 1e-6,
 						   .worst_ratio = 0.25,
 						   .checked = 4096,
@@ -163,7 +163,7 @@ static void full_sgemm(struct jobdoc *d)
 	d->has_request = true;
 	d->alpha = 1.5f;
 	d->beta = 0.0f;
-	d->s = 1.0f;
+	d->scale = 1.0f;
 	d->seed = 42;
 	d->timeout_ms = 60000;
 	d->precision_asked = KERNEL_PRECISION_TF32;
@@ -290,7 +290,7 @@ START_TEST(unknown_results_are_null)
 	struct jobdoc d;
 	struct jobdata_summary s = {.checksum = NAN, .min = INFINITY, .max = -INFINITY, .mean = NAN,
 				    .first = {NAN, 1.0f}, .nfirst = 2};
-	struct jobdata_verification v = {.verified = false, .max_abs_error = INFINITY, .worst_ratio = INFINITY,
+	struct kernel_verification v = {.verified = false, .max_abs_error = INFINITY, .worst_ratio = INFINITY,
 					 .checked = 3, .method = "double-precision loop over every element"};
 	json_t *o;
 	json_t *sum;
@@ -382,7 +382,7 @@ START_TEST(dot_value_and_outputs)
 	full_sgemm(&d);
 	d.kernel = KERNEL_DOT;
 	d.summary = &s;
-	d.dot = 3.25;
+	d.value = 3.25;
 	o = jobdoc_json(&d);
 	res = json_object_get(o, "result");
 	ck_assert_double_eq(num(res, "value"), 3.25);
@@ -393,7 +393,7 @@ START_TEST(dot_value_and_outputs)
 	o = jobdoc_json(&d);
 	ck_assert_double_eq(num(json_object_get(o, "result"), "output"), 3.25);
 	json_decref(o);
-	d.dot = NAN;
+	d.value = NAN;
 	o = jobdoc_json(&d);
 	ck_assert(json_is_null(json_object_get(json_object_get(o, "result"), "value")));
 	json_decref(o);
@@ -422,7 +422,7 @@ START_TEST(dot_value_and_outputs)
 	json_decref(o);
 	d.kernel = KERNEL_DOT;
 	d.output = NULL;
-	d.dot = 3.25;
+	d.value = 3.25;
 	o = jobdoc_json(&d);
 	ck_assert_ptr_null(json_object_get(json_object_get(o, "result"), "output"));
 	ck_assert_double_eq(num(json_object_get(o, "result"), "value"), 3.25);

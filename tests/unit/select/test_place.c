@@ -30,7 +30,7 @@ static enum acceld_err ok_open(const struct device *dev, unsigned threads, void 
 	return ACCELD_OK;
 }
 
-static enum acceld_err ok_run(void *state, struct backend_work *w, struct backend_timing *t, char *err,
+static enum acceld_err ok_run(void *state, struct kernel_work *w, struct backend_timing *t, char *err,
 			      size_t errsz)
 {
 	struct kernel_shape s = {w->m, w->n, w->k};
@@ -132,7 +132,7 @@ static void run_with(const struct select_request *sreq, bool fallback, char *ran
 	r.shape = (struct kernel_shape){.m = 64, .n = 64, .k = 64};
 	r.fallback = fallback;
 	ran_on[0] = '\0';
-	if (place_job(choose, NULL, sreq, &r, why) != ACCELD_OK || exec_submit(ex, &r, NULL, NULL, &job, why) !=
+	if (place_rank_devices(choose, NULL, sreq, &r, why) != ACCELD_OK || exec_submit(ex, &r, NULL, NULL, &job, why) !=
 									    ACCELD_OK) {
 		exec_request_release(&r);
 		return;
@@ -252,7 +252,7 @@ START_TEST(fallback_order_follows_selection)
 	r.kernel = KERNEL_SAXPY;
 	r.shape.n = 10;
 	r.fallback = true;
-	ck_assert_int_eq(place_job(choose, NULL, &s, &r, &why), ACCELD_OK);
+	ck_assert_int_eq(place_rank_devices(choose, NULL, &s, &r, &why), ACCELD_OK);
 	ck_assert_uint_eq(r.ndevices, 4);
 	ck_assert_str_eq(r.devices[0], "gpu:1");
 	ck_assert_str_eq(r.devices[1], "gpu:0");

@@ -268,7 +268,7 @@ START_TEST(native_backend_runs_work)
 	float x[5] = {1, 2, 3, 4, 5};
 	float y[5] = {1, 1, 1, 1, 1};
 	float out[5];
-	struct backend_work w = {.kernel = KERNEL_SAXPY, .n = 5, .alpha = 2.0f, .in = {x, y, NULL}, .out = out};
+	struct kernel_work w = {.kernel = KERNEL_SAXPY, .n = 5, .alpha = 2.0f, .in = {x, y, NULL}, .out = out};
 	struct backend_timing t;
 
 	device_init(&dev, DEVICE_CPU);
@@ -280,7 +280,7 @@ START_TEST(native_backend_runs_work)
 	ck_assert(t.transfer_ms == 0.0);
 	w.kernel = KERNEL_DOT;
 	ck_assert_int_eq(backend_native.run(state, &w, &t, err, sizeof(err)), ACCELD_OK);
-	ck_assert(fabs(w.dot - 15.0) < 1e-9);
+	ck_assert(fabs(w.value - 15.0) < 1e-9);
 	backend_native.close(state);
 	/* it serves CPUs only, and is preferred there */
 	ck_assert(backend_native.serves(&dev));

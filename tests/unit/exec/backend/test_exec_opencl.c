@@ -85,7 +85,7 @@ static void check_close(double got, double ref, double tol, const char *what, si
 		      got, ref, tol);
 }
 
-static void run(struct backend_work *w)
+static void run(struct kernel_work *w)
 {
 	struct backend_timing t = {0};
 	char err[2048];
@@ -108,7 +108,7 @@ START_TEST(vectors_match_reference)
 		double mag = 0.0;
 
 		for (size_t ai = 0; ai < 4; ai++) {
-			struct backend_work w = {.kernel = KERNEL_SAXPY, .n = n, .alpha = alphas[ai], .s = alphas[ai],
+			struct kernel_work w = {.kernel = KERNEL_SAXPY, .n = n, .alpha = alphas[ai], .scale = alphas[ai],
 					      .in = {x, y, NULL}, .out = out};
 
 			run(&w);
@@ -118,18 +118,18 @@ START_TEST(vectors_match_reference)
 			w.kernel = KERNEL_TRIAD;
 			run(&w);
 			for (size_t i = 0; i < n; i++)
-				check_close(out[i], x[i] + (double)w.s * y[i], 1e-6 * (fabs(x[i]) + fabs((double)w.s * y[i])),
-					    "triad", i);
+				check_close(out[i], x[i] + (double)w.scale * y[i],
+					    1e-6 * (fabs(x[i]) + fabs((double)w.scale * y[i])), "triad", i);
 		}
 		{
-			struct backend_work w = {.kernel = KERNEL_DOT, .n = n, .in = {x, y, NULL}};
+			struct kernel_work w = {.kernel = KERNEL_DOT, .n = n, .in = {x, y, NULL}};
 
 			for (size_t i = 0; i < n; i++) {
 				ref += (double)x[i] * y[i];
 				mag += fabs((double)x[i] * y[i]);
 			}
 			run(&w);
-			check_close(w.dot, ref, (2e-6 + (double)n * U) * mag, "dot", n);
+			check_close(w.value, ref, (2e-6 + (double)n * U) * mag, "dot", n);
 		}
 		free(x);
 		free(y);
@@ -154,7 +154,7 @@ START_TEST(sgemm_matches_reference)
 		float *out = malloc(m * n * sizeof(float));
 
 		for (size_t e = 0; e < sizeof(ab) / sizeof(ab[0]); e++) {
-			struct backend_work w = {.kernel = KERNEL_SGEMM, .m = m, .n = n, .k = k, .alpha = ab[e][0],
+			struct kernel_work w = {.kernel = KERNEL_SGEMM, .m = m, .n = n, .k = k, .alpha = ab[e][0],
 					      .beta = ab[e][1], .in = {a, b, e == 3 ? NULL : c}, .out = out};
 
 			run(&w);
@@ -194,7 +194,8 @@ START_TEST(softmax_matches_reference)
 		size_t cols = shapes[s][1];
 		float *x = randv(rows * cols, 6);
 		float *out = malloc(rows * cols * sizeof(float));
-		struct backend_work w = {.kernel = KERNEL_SOFTMAX, .m = rows, .n = cols, .in = {x, NULL, NULL}, .out = out};
+		struct kernel_work w = {.kernel = KERNEL_SOFTMAX, .m = rows, .n = cols, .in = {x, NULL, NULL},
+					.out = out};
 
 		for (size_t i = 0; i < rows * cols; i++)
 			x[i] *= 40.0f;
@@ -223,7 +224,7 @@ START_TEST(buffers_are_pooled)
 {
 	float *x = randv(4096, 7);
 	float *out = malloc(4096 * sizeof(float));
-	struct backend_work w = {.kernel = KERNEL_SAXPY, .n = 4096, .alpha = 1.0f, .in = {x, x, NULL}, .out = out};
+	struct kernel_work w = {.kernel = KERNEL_SAXPY, .n = 4096, .alpha = 1.0f, .in = {x, x, NULL}, .out = out};
 	uint64_t after_first;
 
 	run(&w);
