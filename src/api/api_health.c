@@ -13,9 +13,16 @@
 
 void api_livez(struct app *app, struct http_req *req, struct http_resp *resp)
 {
+	static const char *const allowed[] = {"verbose", NULL};
+
 	(void)app;
-	(void)req;
-	http_resp_text(resp, 200, "ok\n");
+	if (!http_req_check_query(req, resp, allowed))
+		return;
+	/* one check, the process answering; verbose lists it as Kubernetes' own /livez?verbose does */
+	if (http_req_query(req, "verbose") != NULL)
+		http_resp_text(resp, 200, "[+]ping ok\nlivez check passed\n");
+	else
+		http_resp_text(resp, 200, "ok\n");
 }
 
 struct check {
@@ -57,6 +64,19 @@ void api_readyz(struct app *app, struct http_req *req, struct http_resp *resp)
 
 	if (!http_req_check_query(req, resp, allowed))
 		return;
+	if (exclude != NULL) {
+		char names[128] = "";
+		size_t i, len = 0;
+
+		for (i = 0; i < n && strcmp(exclude, checks[i].name) != 0; i++)
+			len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s", i ? ", " : "", checks[i].name);
+		if (i == n) {
+			http_resp_param_problem(resp, REASON_INVALID_VALUE, "exclude",
+						"exclude names a check: '%.64s' is none of %s", exclude, names);
+			http_resp_accepted(resp, names);
+			return;
+		}
+	}
 	buf_init(&text, 8192);
 	lines = json_array();
 	for (size_t i = 0; i < n; i++) {

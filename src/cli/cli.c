@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost/cost.h"
 #include "core/jsonval.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -47,6 +48,8 @@ bool cli_load_config(struct config *cfg, const char *command, int argc, char **a
 	int rc = config_load(cfg, argc, argv, NULL, err, sizeof(err));
 	enum log_level level;
 
+	if (rc == 0 && !cost_file_check(cfg->prices_file, err, sizeof(err)))
+		rc = -1; /* a prices file the command cannot read is a bad setting, said as such */
 	if (rc == 0) {
 		level = (enum log_level)cfg->log_level;
 		/* a command's stderr is read by a person: the service's ACCELD_LOG_LEVEL is not asked of it */

@@ -59,7 +59,7 @@ static void select_help(FILE *out)
 
 	fprintf(out,
 		"usage: acceld select [--policy P] [--device ID] [--min-memory-bytes SIZE] [--executable]\n"
-		"                     [--kernel K] [--format json|env] [--tpu-scope chip|host] [-v] [SETTINGS]\n"
+		"                     [--kernel K] [--format json|env] [--json] [--tpu-scope chip|host] [-v] [SETTINGS]\n"
 		"\n"
 		"Probes the devices once and prints the device to use, as GET /select answers it (JSON), or the\n"
 		"environment to export: eval \"$(acceld select --format env)\". Exit status: 0 chosen, 1 no device\n"
@@ -72,6 +72,7 @@ static void select_help(FILE *out)
 		"  --executable             only devices acceld runs jobs on\n"
 		"  --kernel K               %s: the figure fastest and efficient weigh\n"
 		"  --format F               json (the default) or env: export lines\n"
+		"  --json                   the same as --format json\n"
 		"  --tpu-scope S            chip (one chip, bounds 1,1,1; the default) or host (every chip)\n"
 		"  -v, --verbose            log at info on stderr (default: warn; --log-level L for another)\n"
 		"\n",
@@ -124,7 +125,7 @@ static void init_batch(void *req, const struct config *cfg)
 int cli_select_main(int argc, char **argv)
 {
 	static const char *const bools[] = {"executable", NULL};
-	static const struct cli_kind kind = {"select", select_flags, bools, size_fields, false, init_select,
+	static const struct cli_kind kind = {"select", select_flags, bools, size_fields, true, init_select,
 					     set_select, select_param_accepted, select_help};
 	struct cli_request c;
 	struct select_request req;
@@ -134,6 +135,12 @@ int cli_select_main(int argc, char **argv)
 
 	if (rc >= 0)
 		goto out;
+	/* --json, as every command has it, is the default --format json */
+	if (c.json && req.format == SELECT_FORMAT_ENV) {
+		fprintf(stderr, "acceld select: --json and --format env ask for two formats; give one\n");
+		rc = CLI_EXIT_USAGE;
+		goto out;
+	}
 	err = select_choose(c.snap->devices, c.snap->n, &req, NULL, 0, &res);
 	if (err != ACCELD_OK) {
 		fprintf(stderr, "acceld select: %s\n", res.reason);

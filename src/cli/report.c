@@ -236,10 +236,14 @@ static void print_table(const struct detect_snapshot *s, const struct config *cf
 	char when[CLOCK_RFC3339_LEN];
 	const struct device *rec = recommended(s, cfg);
 	const struct device *cur = preferred(s, cfg);
+	double probed_ms = 0;
 
+	/* the time the sources took to find the devices, the figures "Detection sources" lists under -v */
+	for (size_t i = 0; i < s->nprobes; i++)
+		probed_ms += s->probes[i].result.duration_ms;
 	clock_rfc3339(s->taken_at_ms, when);
-	fprintf(out, "acceld report - %s, snapshot %llu, probed in %.1f ms\n\n", when,
-		(unsigned long long)s->generation, s->refresh_ms);
+	fprintf(out, "acceld report - %s, snapshot %llu, devices found in %.1f ms\n\n", when,
+		(unsigned long long)s->generation, probed_ms);
 	fprintf(out, "Current device:     %s (preference %s%s)\n", cur ? cur->id : "none",
 		config_prefer_name(cfg->prefer), cur ? "" : ": no such device on this host");
 	fprintf(out, "Recommended device: %s (automatic order TPU > GPU > CPU%s; acceld select weighs a policy too)\n",
@@ -289,7 +293,8 @@ static void print_table(const struct detect_snapshot *s, const struct config *cf
 			fprintf(out, "  %s: price %.3f USD/h per %s (%s)\n", d->id, d->price.usd_per_hour,
 				or_dash(d->price.unit), d->price.source);
 	}
-	fprintf(out, "\nBackends found:\n");
+	/* the detection sources (a device's seen_by); the job backends are the BACKENDS column */
+	fprintf(out, "\nDetection sources:\n");
 	for (size_t i = 0; i < s->nprobes; i++) {
 		const struct probe_result *r = &s->probes[i].result;
 

@@ -236,10 +236,13 @@ static enum acceld_err load_file(struct cost *c, char *err, size_t errsz)
 	char path[128], why[160];
 	enum acceld_err e;
 
-	if (doc == NULL) {
-		snprintf(err, errsz, "prices file %s (ACCELD_PRICES_FILE): %s at line %d", c->file, je.text, je.line);
+	if (doc == NULL && je.line < 1) /* not read at all: jansson's text names the file's fault ("No such file") */
+		snprintf(err, errsz, "prices file %s (ACCELD_PRICES_FILE): %s", c->file, je.text);
+	else if (doc == NULL)
+		snprintf(err, errsz, "prices file %s (ACCELD_PRICES_FILE): %s at line %d, column %d", c->file, je.text,
+			 je.line, je.column);
+	if (doc == NULL)
 		return ACCELD_EINVAL;
-	}
 	e = cost_parse_prices(doc, &c->file_prices, &c->nfile, NULL, NULL, path, sizeof(path), why, sizeof(why));
 	json_decref(doc);
 	if (e != ACCELD_OK)
@@ -283,6 +286,18 @@ enum acceld_err cost_new(struct store *store, const char *prices_file, struct co
 	pthread_mutex_unlock(&c->mu);
 	*out = c;
 	return ACCELD_OK;
+}
+
+bool cost_file_check(const char *prices_file, char *err, size_t errsz)
+{
+	struct cost *c;
+
+	if (prices_file == NULL)
+		return true;
+	if (cost_new(NULL, prices_file, &c, err, errsz) != ACCELD_OK)
+		return false;
+	cost_free(c);
+	return true;
 }
 
 void cost_free(struct cost *c)

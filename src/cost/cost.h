@@ -48,6 +48,10 @@ struct cost;
 enum acceld_err cost_new(struct store *store, const char *prices_file, struct cost **out, char *err, size_t errsz);
 
 /* Frees the price book; NULL is allowed. */
+/* Whether a prices file (NULL: none) can be read and parsed, as cost_new would; false with the file and its fault in
+ * err. The service and the commands refuse to start on such a file rather than run without its prices. */
+bool cost_file_check(const char *prices_file, char *err, size_t errsz);
+
 void cost_free(struct cost *c);
 
 /*

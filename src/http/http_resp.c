@@ -487,8 +487,7 @@ bool http_req_check_query_body(const struct http_req *req, struct http_resp *res
 			http_resp_param_problem(resp, REASON_UNKNOWN_PARAMETER, key,
 						"unknown query parameter '%.64s'; accepted: %s", key,
 						allowed[0] ? list : "none");
-			if (allowed[0])
-				http_resp_accepted(resp, list);
+			http_resp_accepted(resp, list); /* [] when the route takes none */
 			return false;
 		}
 		for (size_t j = 0; j < i; j++) {

@@ -108,6 +108,17 @@ class ExitCodes(unittest.TestCase):
                 with self.subTest(name, source="missing config file"):
                     self.assertExit(cli(name, *args, env={"ACCELD_CONFIG": os.path.join(d, "missing")}), 2,
                                     "acceld %s:" % name, "missing")
+                # a prices file the command cannot read: serve would report ready and answer 503 on /cost; the
+                # other commands would rank without its prices: each refuses, naming the file and its fault
+                with self.subTest(name, source="missing prices file"):
+                    self.assertExit(cli(name, *args, "--prices-file", os.path.join(d, "nope.json")), 2,
+                                    "acceld %s:" % name, "nope.json", "No such file")
+                with self.subTest(name, source="malformed prices file"):
+                    broken = os.path.join(d, "broken.json")
+                    with open(broken, "w") as f:
+                        f.write('{"currency": "USD", "prices": [\n')
+                    self.assertExit(cli(name, *args, env={"ACCELD_PRICES_FILE": broken}), 2,
+                                    "acceld %s:" % name, "broken.json", "line 2")
 
     def test_help_is_0(self):
         for name in COMMANDS:
@@ -194,6 +205,19 @@ class Output(unittest.TestCase):
                     self.assertNotIn(endpoint, r.stderr, name)
                     if name not in ("routes", "reasons", "report --verbose"):
                         self.assertNotIn(endpoint, r.stdout, name)
+
+    def test_every_command_with_a_document_takes_json(self):
+        # what the API answers, every command prints with --json (select's default --format json included)
+        for name, args in (("report", ()), ("select", ()), ("batch", ("--params", "1000")),
+                           ("plan", ("--params", "100M")), ("run", ("saxpy", "--n", "64", "--db", ":memory:")),
+                           ("check",) + (PASSING_CHECK,)):
+            with self.subTest(name):
+                r = run_cli(name, *args, "--json", env=QUIET, timeout=300)
+                self.assertEqual(r.returncode, 0, (name, r.stderr))
+                self.assertIsInstance(json.loads(r.stdout), (dict, list), name)
+        r = run_cli("select", "--json", "--format", "env", env=QUIET)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--format env", r.stderr)
 
     def test_asked_for_the_log(self):
         for args in (("run", "saxpy", "--n", "64", "--db", ":memory:", "-v"),

@@ -312,10 +312,21 @@ class Report(unittest.TestCase):
     def test_table(self):
         r = run_cli("report", env=NO_NVML)
         self.assertEqual(r.returncode, 0, r.stderr)
-        for text in ("Current device:", "Recommended device: cpu:0", "cpu:0", "Backends found:", "opencl"):
+        for text in ("Current device:", "Recommended device: cpu:0", "cpu:0", "Detection sources:", "opencl"):
             self.assertIn(text, r.stdout)
         self.assertNotIn("took", r.stdout)
         self.assertNotIn("Settings in effect", r.stdout)  # under --verbose
+
+    def test_the_header_says_the_time_its_sources_took(self):
+        r = run_cli("report", "-v", env=NO_NVML)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        header = re.search(r"devices found in ([0-9.]+) ms", r.stdout)
+        self.assertIsNotNone(header, r.stdout[:200])
+        took = [float(x) for x in re.findall(r"took ([0-9.]+) ms", r.stdout)]
+        self.assertGreater(len(took), 1)
+        # the header is the sum of what the sources took, each printed to 0.01 ms
+        self.assertAlmostEqual(float(header.group(1)), sum(took), delta=0.05 + 0.01 * len(took))
+        self.assertNotIn("Backends found", r.stdout)  # "backends" are the job backends of the table's column
 
     def test_json_is_the_api_document(self):
         r = run_cli("report", "--json", env=NO_NVML)

@@ -219,6 +219,23 @@ class Limits(unittest.TestCase):
             self.assertIn("[+]startup ok", doc["checks"])
             self.assertEqual(s.get("/readyz?exclude=database").status, 200)
 
+    def test_probe_parameters_are_checked(self):
+        with Server() as s:
+            # exclude names one of the checks; a typo is a 400 with the names, not a silent 200
+            r = s.get("/readyz?exclude=bogus")
+            self.assertEqual(r.status, 400)
+            doc = r.json()
+            self.assertEqual((doc["reason"], doc["parameter"]), ("INVALID_VALUE", "exclude"))
+            self.assertEqual(doc["accepted"], ["startup", "database", "shutdown"])
+            # /livez?verbose lists its one check, as Kubernetes' own does; anything else is refused
+            r = s.get("/livez?verbose")
+            self.assertEqual((r.status, r.body), (200, b"[+]ping ok\nlivez check passed\n"))
+            self.assertEqual(s.get("/livez").body, b"ok\n")
+            self.assertEqual(s.get("/livez?foo=1").json()["reason"], "UNKNOWN_PARAMETER")
+            # a route without query parameters says so with an empty `accepted`
+            doc = s.get("/devices?foo=1").json()
+            self.assertEqual((doc["reason"], doc["accepted"]), ("UNKNOWN_PARAMETER", []))
+
 
 class Tls(unittest.TestCase):
     CERT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "tls", "cert.pem")

@@ -258,3 +258,28 @@ class JobListIsSummaries(ServerTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TheDocsSayWhatTheServiceDoes(unittest.TestCase):
+    """Pages a newcomer reads name every reason the service answers and every route a token guards."""
+
+    def test_every_reason_is_in_the_api_page(self):
+        from harness import ROOT, run_cli
+        r = run_cli("reasons")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        reasons = [line.split()[0] for line in r.stdout.splitlines() if line.strip()]
+        self.assertGreater(len(reasons), 20)
+        with open(f"{ROOT}/docs/api.md", encoding="utf-8") as f:
+            page = f.read()
+        self.assertEqual([x for x in reasons if f"`{x}`" not in page], [], "reasons docs/api.md does not name")
+
+    def test_every_guarded_route_is_in_the_operations_page(self):
+        from harness import ROOT
+        with open(f"{ROOT}/src/api/routes.c", encoding="utf-8") as f:
+            table = f.read()
+        guarded = [f"{m} {p}" for m, p, flags in re.findall(r'\{HTTP_([A-Z]+), "([^"]+)", \w+, ([^}]*)\}', table)
+                   if "ROUTE_AUTH" in flags]
+        self.assertGreaterEqual(len(guarded), 5)
+        with open(f"{ROOT}/docs/operations.md", encoding="utf-8") as f:
+            page = " ".join(f.read().split())
+        self.assertEqual([g for g in guarded if f"`{g}`" not in page], [], "guarded routes operations.md leaves out")

@@ -302,7 +302,7 @@ START_TEST(report_table)
 	ck_assert_ptr_nonnull(strstr(r.out, "\n  tpu:0: price 2.700 USD/h per chip (table tpu-v6e"));
 	ck_assert_ptr_nonnull(strstr(r.out, " package(s), "));
 	ck_assert_ptr_nonnull(strstr(r.out, "\n  cpu:0: caches"));
-	ck_assert_ptr_nonnull(strstr(r.out, "\nBackends found:\n"));
+	ck_assert_ptr_nonnull(strstr(r.out, "\nDetection sources:\n"));
 	ck_assert_ptr_nonnull(strstr(r.out, "\n  tpu        ok       available     8 device view(s)\n"));
 	ck_assert_ptr_nonnull(strstr(r.out, "\n  nvml       ok       not present   0 device view(s)\n"));
 	/* not verbose: no timings, no full devices, no settings */
@@ -440,7 +440,7 @@ START_TEST(report_nfd)
 	snprintf(path, sizeof(path), "%s/missing/features", tmp);
 	REPORT("--nfd", path);
 	ck_assert_int_eq(r.rc, CLI_EXIT_FAIL);
-	ck_assert_ptr_nonnull(strstr(r.out, "\nBackends found:\n"));
+	ck_assert_ptr_nonnull(strstr(r.out, "\nDetection sources:\n"));
 	ck_assert_msg(strncmp(r.err, "acceld report: cannot create a temporary file beside ", 53) == 0, "%s", r.err);
 }
 END_TEST
