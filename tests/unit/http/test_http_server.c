@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "core/log.h"
 #include "http/http.h"
 
 #define WAIT_MS 20000
@@ -699,6 +700,42 @@ START_TEST(start_fails_with_a_reason)
 }
 END_TEST
 
+/* log.h's promise, one JSON object per line on stderr, holds for what libmicrohttpd says while starting too. */
+START_TEST(one_thread_server_logs_only_json)
+{
+	struct http_server_opts o = {.host = "127.0.0.1", .threads = 1, .max_connections = 4, .idle_timeout_s = 5,
+				     .conn_memory = 32768, .max_body = 16, .max_json_depth = 4, .dispatch = dispatch};
+	struct http_server *one = NULL;
+	char path[] = "/tmp/acceld-http-stderr-XXXXXX";
+	char text[4096];
+	char err[256] = "";
+	int fd = mkstemp(path);
+	int saved = dup(2);
+	FILE *f;
+	size_t n;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_ge(saved, 0);
+	log_set_level(LOGL_DEBUG); /* whatever it says, at any level */
+	fflush(stderr);
+	ck_assert_int_eq(dup2(fd, 2), 2);
+	ck_assert_int_eq(http_server_start(&o, &one, err, sizeof(err)), 0);
+	http_server_stop(one);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	close(fd);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	n = fread(text, 1, sizeof(text) - 1, f);
+	text[n] = '\0';
+	fclose(f);
+	unlink(path);
+	for (char *line = text; *line != '\0'; line += strcspn(line, "\n") + (line[strcspn(line, "\n")] != '\0'))
+		ck_assert_msg(line[0] == '{', "not a JSON line on stderr: %.*s", (int)strcspn(line, "\n"), line);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("http_server");
@@ -724,6 +761,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, stop_answers_waiting_requests_503);
 	tcase_add_test(tc, per_address_budget_evicts_idle_and_refuses_busy);
 	tcase_add_test(tc, start_fails_with_a_reason);
+	tcase_add_test(tc, one_thread_server_logs_only_json);
 	suite_add_tcase(s, tc);
 	return s;
 }
