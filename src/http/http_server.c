@@ -665,13 +665,16 @@ int http_server_start(const struct http_server_opts *opts, struct http_server **
 	if (ipv6)
 		flags |= MHD_USE_IPv6;
 	srv->port = bound_port(srv->listen_fd);
+	/* the logger comes first: libmicrohttpd reports on the options that follow as it reads them (a pool of one
+	 * thread is "ignored" with a warning), and anything it says must be a JSON line like the rest of the log */
 	srv->daemon = MHD_start_daemon(
-		flags, 0, NULL, NULL, on_access, srv, MHD_OPTION_LISTEN_SOCKET, srv->listen_fd,
-		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(opts->threads > 1 ? opts->threads : 0),
+		flags, 0, NULL, NULL, on_access, srv, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
+		MHD_OPTION_LISTEN_SOCKET, srv->listen_fd, MHD_OPTION_THREAD_POOL_SIZE,
+		(unsigned)(opts->threads > 1 ? opts->threads : 0),
 		MHD_OPTION_CONNECTION_LIMIT, mhd_limit, MHD_OPTION_CONNECTION_TIMEOUT, opts->idle_timeout_s,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, opts->conn_memory, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
 		MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_URI_LOG_CALLBACK, on_request_line, srv,
-		MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+		MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
 	if (srv->daemon == NULL) {
 		snprintf(err, errsz, "libmicrohttpd could not start on %s:%u%s (see the log)", opts->host, opts->port,
 			 opts->tls_cert_pem ? " with TLS: check the certificate and key" : "");

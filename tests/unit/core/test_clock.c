@@ -1,10 +1,9 @@
-/* Unit tests for clock.c: deadlines for timed waits, RFC 3339 text both ways, and buf.c's cap. */
+/* Unit tests for clock.c: deadlines for timed waits and RFC 3339 text both ways. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "core/buf.h"
 #include "check_main.h"
 #include "core/clock.h"
 
@@ -126,26 +125,6 @@ START_TEST(round_trip)
 }
 END_TEST
 
-START_TEST(buf_cap)
-{
-	struct buf b;
-	char *s;
-	size_t len;
-
-	buf_init(&b, 8);
-	ck_assert_int_eq(buf_append(&b, "abcd", 4), 0);
-	ck_assert_int_eq(buf_printf(&b, "%d", 1234), 0);
-	ck_assert_int_eq(buf_append(&b, "x", 1), -1); /* would pass the cap: refused, unchanged */
-	ck_assert_str_eq(b.data, "abcd1234");
-	ck_assert_int_eq(buf_printf(&b, "%s", "y"), -1);
-	s = buf_detach(&b, &len);
-	ck_assert_uint_eq(len, 8);
-	ck_assert_ptr_null(b.data);
-	free(s);
-	buf_release(&b);
-}
-END_TEST
-
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("clock");
@@ -157,7 +136,6 @@ Suite *make_suite(void)
 	tcase_add_test(tc, format);
 	tcase_add_test(tc, parse);
 	tcase_add_test(tc, round_trip);
-	tcase_add_test(tc, buf_cap);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,10 +1,8 @@
-/* Unit tests for select.c and envfmt.c: preferences, constraints, policies, fallbacks and the exported env, with
+/* Unit tests for select.c: preferences, constraints, policies, fallbacks and the exported env, with
  * hosts built here (a TPU v6e-8 host, a host with two GPUs, a CPU-only host). */
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "check_main.h"
 #include "exec/kernel.h"
@@ -572,124 +570,6 @@ START_TEST(result_json)
 }
 END_TEST
 
-/* --- envfmt --- */
-
-START_TEST(env_names)
-{
-	struct envfmt e;
-	char big[ENVFMT_VALUE_MAX + 1];
-
-	ck_assert(envfmt_name_valid("A"));
-	ck_assert(envfmt_name_valid("_X1"));
-	ck_assert(envfmt_name_valid("CUDA_VISIBLE_DEVICES"));
-	ck_assert(!envfmt_name_valid(""));
-	ck_assert(!envfmt_name_valid("1A"));
-	ck_assert(!envfmt_name_valid("a"));
-	ck_assert(!envfmt_name_valid("A-B"));
-	ck_assert(!envfmt_name_valid("A B"));
-	ck_assert(!envfmt_name_valid("A=B"));
-	ck_assert(!envfmt_name_valid("A;rm"));
-	envfmt_init(&e);
-	ck_assert_int_eq(envfmt_set(&e, "bad name", "x"), -1);
-	memset(big, 'x', sizeof(big) - 1);
-	big[sizeof(big) - 1] = '\0';
-	ck_assert_int_eq(envfmt_set(&e, "BIG", big), -1);
-	ck_assert_int_eq(envfmt_set(&e, "A", "1"), 0);
-	ck_assert_int_eq(envfmt_set(&e, "A", "2"), 0);
-	ck_assert_uint_eq(e.n, 1);
-	ck_assert_str_eq(envfmt_get(&e, "A"), "2");
-}
-END_TEST
-
-static const char *const hostile[] = {
-	"",
-	"'",
-	"''",
-	"'\\''",
-	"a'b\"c",
-	"$(touch /tmp/acceld-envfmt-pwned)",
-	"`touch /tmp/acceld-envfmt-pwned`",
-	"x'; touch /tmp/acceld-envfmt-pwned; echo '",
-	"line1\nline2\n",
-	"\nexport EVIL=1\n",
-	"back\\slash\\",
-	"tab\tand $HOME and ${PATH} and !history",
-	"'\n'\n'",
-};
-
-START_TEST(env_quote_text)
-{
-	struct buf b;
-	char *text;
-
-	buf_init(&b, 4096);
-	ck_assert_int_eq(envfmt_quote(&b, "it's"), 0);
-	text = buf_detach(&b, NULL);
-	ck_assert_str_eq(text, "'it'\\''s'");
-	free(text);
-	ck_assert_int_eq(envfmt_export_line(&b, "X", "a\nb"), 0);
-	text = buf_detach(&b, NULL);
-	ck_assert_str_eq(text, "export X='a\nb'\n");
-	free(text);
-	ck_assert_int_eq(envfmt_export_line(&b, "x; rm", "v"), -1);
-	buf_release(&b);
-
-	/* a buffer cap is honoured */
-	buf_init(&b, 4);
-	ck_assert_int_eq(envfmt_quote(&b, "abcdef"), -1);
-	buf_release(&b);
-}
-END_TEST
-
-/* Every hostile value, written as an export line and evaluated by sh, comes back byte for byte and runs
- * nothing. */
-START_TEST(env_quote_round_trip_in_sh)
-{
-	char dir[] = "/tmp/acceld-envfmt-XXXXXX";
-	char script[256];
-	char out[256];
-	char cmd[1024];
-
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	unlink("/tmp/acceld-envfmt-pwned");
-	for (size_t i = 0; i < sizeof(hostile) / sizeof(hostile[0]); i++) {
-		struct envfmt e;
-		char *text;
-		size_t len;
-		FILE *f;
-		char got[1024];
-		size_t n;
-
-		envfmt_init(&e);
-		ck_assert_int_eq(envfmt_set(&e, "V", hostile[i]), 0);
-		ck_assert_int_eq(envfmt_set(&e, "OTHER", "ok"), 0);
-		text = envfmt_to_text(&e, &len);
-		snprintf(script, sizeof(script), "%s/env.sh", dir);
-		snprintf(out, sizeof(out), "%s/out", dir);
-		f = fopen(script, "w");
-		ck_assert_ptr_nonnull(f);
-		fwrite(text, 1, len, f);
-		fclose(f);
-		free(text);
-		snprintf(cmd, sizeof(cmd), "sh -c 'eval \"$(cat %s)\"; printf %%s \"$V\"; printf %%s \"|$OTHER|$EVIL\"' "
-			 "> %s", script, out);
-		ck_assert_int_eq(system(cmd), 0);
-		f = fopen(out, "r");
-		ck_assert_ptr_nonnull(f);
-		n = fread(got, 1, sizeof(got) - 1, f);
-		fclose(f);
-		got[n] = '\0';
-		ck_assert_uint_eq(n, strlen(hostile[i]) + 4);
-		ck_assert_msg(memcmp(got, hostile[i], strlen(hostile[i])) == 0, "value %zu came back as %s", i, got);
-		ck_assert_str_eq(got + strlen(hostile[i]), "|ok|");
-		ck_assert_msg(access("/tmp/acceld-envfmt-pwned", F_OK) != 0, "value %zu ran a command", i);
-		unlink(script);
-		unlink(out);
-	}
-	rmdir(dir);
-}
-END_TEST
-
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("select");
@@ -712,9 +592,6 @@ Suite *make_suite(void)
 	tcase_add_test(tc, vendor_env);
 	tcase_add_test(tc, request_fields);
 	tcase_add_test(tc, result_json);
-	tcase_add_test(tc, env_names);
-	tcase_add_test(tc, env_quote_text);
-	tcase_add_test(tc, env_quote_round_trip_in_sh);
 	suite_add_tcase(s, tc);
 	return s;
 }

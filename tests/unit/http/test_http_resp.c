@@ -500,7 +500,7 @@ END_TEST
 
 Suite *make_suite(void)
 {
-	Suite *s = suite_create("http");
+	Suite *s = suite_create("http_resp");
 	TCase *tc = tcase_create("helpers");
 
 	tcase_add_test(tc, problem_has_every_member);
