@@ -31,7 +31,7 @@ struct opt {
 
 static const struct opt opts[] = {
 	{"listen", "ACCELD_LISTEN", OPT_LISTEN, F(listen), "127.0.0.1:9470", 0, 0, NULL, 0,
-	 "address to serve on, HOST:PORT ([::1]:PORT for IPv6; port 0 picks a free port)"},
+	 "address to serve on, HOST:PORT ([::1]:PORT for IPv6, :PORT for every interface; port 0 picks a free port)"},
 	{"health-listen", "ACCELD_HEALTH_LISTEN", OPT_LISTEN, F(health_listen), NULL, 0, 0, NULL, 0,
 	 "a second address serving only /livez, /readyz, /healthz and /metrics, with connections of its own "
 	 "(plain HTTP; unset: none)"},
@@ -313,7 +313,8 @@ const char *config_prefer_name(int prefer)
 	return prefer >= 0 && prefer < 4 ? names[prefer] : "auto";
 }
 
-/* Splits "host:port", "[v6]:port"; the host may not be empty. */
+/* Splits "host:port", "[v6]:port", or ":port" for every IPv4 interface (0.0.0.0), as Go's and Prometheus's listen
+ * addresses read it. */
 static int parse_listen(const char *text, char **host, unsigned *port)
 {
 	const char *colon;
@@ -334,6 +335,10 @@ static int parse_listen(const char *text, char **host, unsigned *port)
 		if (colon == NULL || memchr(text, ':', (size_t)(colon - text)) != NULL)
 			return -1;
 		hlen = (size_t)(colon - text);
+	}
+	if (hlen == 0 && h == text) { /* ":port" */
+		h = "0.0.0.0";
+		hlen = strlen(h);
 	}
 	if (hlen == 0 || hlen > 253 || config_parse_u64(colon + 1, &p) != 0 || p > 65535)
 		return -1;
@@ -373,7 +378,8 @@ static void describe_accepted(const struct opt *o, bool brief, char *out, size_t
 		snprintf(out, outsz, "one of %s", o->choices);
 		break;
 	case OPT_LISTEN:
-		snprintf(out, outsz, "HOST:PORT with a port from 0 to 65535, e.g. 127.0.0.1:9470 or [::1]:9470");
+		snprintf(out, outsz, "HOST:PORT with a port from 0 to 65535, e.g. 127.0.0.1:9470, [::1]:9470 or :9470 (every "
+				     "interface)");
 		break;
 	case OPT_STR:
 	case OPT_PATH:

@@ -51,7 +51,7 @@ bool store_rc_needs_reopen(int rc)
 	       primary == SQLITE_CANTOPEN || primary == SQLITE_READONLY || primary == SQLITE_SCHEMA;
 }
 
-/* Creates every missing folder above the file at path. */
+/* Creates every missing folder above the file at path, saying each one it made in the log. */
 static int make_parent_dirs(const char *path)
 {
 	char *copy = xstrdup(path);
@@ -61,7 +61,10 @@ static int make_parent_dirs(const char *path)
 		if (*p != '/')
 			continue;
 		*p = '\0';
-		if (mkdir(copy, 0750) != 0 && errno != EEXIST) {
+		if (mkdir(copy, 0750) == 0) {
+			log_fields(LOGL_WARN, "store", "created a folder for the database",
+				   (struct log_field[]){LOG_S("folder", copy), LOG_S("database", path)}, 2);
+		} else if (errno != EEXIST) {
 			rc = -1;
 			break;
 		}

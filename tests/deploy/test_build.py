@@ -15,6 +15,16 @@ def make(*args):
 
 
 class Build(unittest.TestCase):
+    def test_the_readme_names_every_fuzzer(self):
+        with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+            readme = f.read()
+        part = readme[readme.index("Fuzzing: "):]
+        part = part[:part.index("\n\n")]
+        names = sorted(n[len("fuzz_"):-2] for n in os.listdir(os.path.join(ROOT, "tests", "fuzz"))
+                       if n.startswith("fuzz_") and n.endswith(".c"))
+        self.assertGreater(len(names), 5)
+        self.assertEqual([n for n in names if f"`{n}`" not in part], [], "fuzzers README.md's Fuzzing leaves out")
+
     def test_install_honours_prefix_and_destdir(self):
         with tempfile.TemporaryDirectory() as dest:
             r = make("install", f"DESTDIR={dest}", "PREFIX=/opt/acceld")

@@ -449,6 +449,7 @@ class Dashboard(unittest.TestCase):
                 try { await loadDevices(); await loadCost(); } finally { window.fetch = real; }
                 const cells = [...document.querySelectorAll('#devices tr[data-id="cpu:0"] td')].map(t => t.textContent);
                 return { note: document.getElementById('cost-note').textContent, price: cells[6],
+                         empty: (document.querySelector('#cost-chart text.empty') || {}).textContent,
                          bars: document.querySelectorAll('#cost-chart rect.col').length,
                          label: document.getElementById('cost-chart').getAttribute('aria-label') };
             })()""")
@@ -459,6 +460,8 @@ class Dashboard(unittest.TestCase):
         self.assertIn("incomplete", got["note"])
         self.assertIn("allocated unknown USD", got["label"])
         self.assertEqual(got["bars"], 0)
+        # no bars because no price is known: the chart says the cost is unknown, not that there is none
+        self.assertIn("cost unknown", got["empty"])
         self.assertNotRegex(got["note"], r"\$?0\.0+\b")
         # with the real answers back, the price and totals are figures again
         b.wait_until("document.querySelector('#devices tr[data-id=\"cpu:0\"] td:nth-child(7)').textContent === '0.12'")
@@ -779,6 +782,49 @@ class PlanForm(unittest.TestCase):
         time.sleep(0.2)
         refused = re.compile(r"^Failed to load resource: the server responded with a status of 40[04] ")
         self.assertEqual([e for e in self.browser.errors() if not refused.match(e)], [])
+
+
+class Token(unittest.TestCase):
+    """With serve --token, the page has a place for the token and sends it: the job form runs a job with it, and
+    without it says what is needed instead of a bare 401."""
+
+    @classmethod
+    def setUpClass(cls):
+        if chromium_path() is None:
+            raise AssertionError("chromium is not installed (make test installs it)")
+        cls.server = Server(args=["--token", "s3cret-token"]).start()
+        cls.browser = Browser(width=1400, height=900)
+        cls.browser.open(f"http://127.0.0.1:{cls.server.port}/")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.browser.close()
+        cls.server.stop()
+        cls.server.tmp.cleanup()
+
+    def submit(self):
+        b = self.browser
+        b.eval("{ const k = document.querySelector('#job-form [name=kernel]');"
+               " k.value = 'saxpy'; k.dispatchEvent(new Event('change')); }"
+               "document.querySelector('#job-form [name=n]').value = '64';"
+               "document.getElementById('job-result').textContent = '';"
+               "document.querySelector('#job-form button[type=submit]').click(); true")
+        b.wait_until("document.getElementById('job-result').textContent.includes('{')")
+        return b.eval("document.getElementById('job-result').textContent")
+
+    def test_the_form_sends_the_token_given(self):
+        b = self.browser
+        b.eval("{ const t = document.getElementById('token'); t.value = ''; t.dispatchEvent(new Event('change')); }"
+               " true")
+        text = self.submit()
+        self.assertIn("enter it in the token field", text)
+        self.assertIn("UNAUTHORIZED", text)
+        b.eval("{ const t = document.getElementById('token'); t.value = 's3cret-token';"
+               " t.dispatchEvent(new Event('change')); } true")
+        text = self.submit()
+        self.assertIn('"state": "succeeded"', text)
+        # kept for the tab: a reload still has it
+        self.assertEqual(b.eval("sessionStorage.getItem('acceld-token')"), "s3cret-token")
 
 
 if __name__ == "__main__":

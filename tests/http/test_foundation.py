@@ -5,6 +5,7 @@ import os
 import re
 import signal
 import socket
+import tempfile
 import time
 import unittest
 
@@ -218,6 +219,15 @@ class Limits(unittest.TestCase):
             self.assertTrue(any(c.startswith("[-]database failed: ") for c in doc["checks"]), doc)
             self.assertIn("[+]startup ok", doc["checks"])
             self.assertEqual(s.get("/readyz?exclude=database").status, 200)
+
+    def test_folders_made_for_the_database_are_said(self):
+        with tempfile.TemporaryDirectory() as d:
+            db = os.path.join(d, "new", "deeper", "acceld.db")
+            with Server(db=db) as s:
+                made = s.wait_for(lambda l: l.get("msg", "").startswith("created a folder")
+                                  and l.get("folder") == os.path.join(d, "new", "deeper"))
+                self.assertEqual(made["level"], "warn")
+                self.assertTrue(os.path.isdir(os.path.join(d, "new", "deeper")))
 
     def test_probe_parameters_are_checked(self):
         with Server() as s:

@@ -15,6 +15,7 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "exec/backend/exec_kernels.h"
+#include "core/log.h"
 #include "core/mem.h"
 
 #define POOL_MAX 12
@@ -79,7 +80,8 @@ const char *exec_ocl_error_name(int code)
 	}
 }
 
-/* Creates dir and its parents (mode 0700); errors are left to PoCL, which then builds without a cache. */
+/* Creates dir and its parents (mode 0700), saying each folder it made in the log; errors are left to PoCL, which
+ * then builds without a cache. */
 static void mkdir_p(const char *dir)
 {
 	char path[4096];
@@ -93,7 +95,10 @@ static void mkdir_p(const char *dir)
 			char c = path[i];
 
 			path[i] = '\0';
-			if (mkdir(path, 0700) != 0 && errno != EEXIST)
+			if (mkdir(path, 0700) == 0)
+				log_fields(LOGL_WARN, "opencl", "created a folder for PoCL's program cache",
+					   (struct log_field[]){LOG_S("folder", path)}, 1);
+			else if (errno != EEXIST)
 				return;
 			path[i] = c;
 		}

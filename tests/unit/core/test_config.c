@@ -147,7 +147,16 @@ START_TEST(listen_forms)
 	char *v6[] = {"--listen", "[::1]:0"};
 	char *bad[] = {"--listen", "localhost"};
 	char *port[] = {"--listen", "0.0.0.0:70000"};
+	char *any[] = {"--listen", ":18499"};
+	char *empty[] = {"--listen", ":"};
 
+	/* ":PORT" is every IPv4 interface, as Go's and Prometheus's listen addresses read it */
+	ck_assert_int_eq(load(&cfg, err, sizeof(err), 2, any), 0);
+	ck_assert_str_eq(cfg.listen_host, "0.0.0.0");
+	ck_assert_uint_eq(cfg.listen_port, 18499);
+	config_release(&cfg);
+	ck_assert_int_eq(load(&cfg, err, sizeof(err), 2, empty), -1);
+	config_release(&cfg);
 	ck_assert_int_eq(load(&cfg, err, sizeof(err), 2, v6), 0);
 	ck_assert_str_eq(cfg.listen_host, "::1");
 	ck_assert_uint_eq(cfg.listen_port, 0);
