@@ -1,9 +1,11 @@
 /*
- * Unit tests of exec_job.c, the executor's jobs, on the fakes of check_exec.h: the names of their states, a final
- * job answered once its record is confirmed (or a second after it ended when the record stalls), the devices'
- * queues (a full one refuses) and cancelling a queued job. Nothing here depends on timing, but for the bounds of
- * the stalled record's second.
+ * Unit tests of exec_job.c, the executor's jobs, on the fakes of check_exec.h: the names of their states, requests'
+ * defaults, a final job answered once its record is confirmed (or a second after it ended when the record stalls),
+ * the devices' queues (a full one refuses), cancelling a queued job, and the ring of recent jobs listed in pages.
+ * Nothing here depends on timing, but for the bounds of the stalled record's second.
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -133,6 +135,97 @@ START_TEST(queue_full_and_cancel)
 }
 END_TEST
 
+START_TEST(requests_start_from_their_defaults)
+{
+	struct exec_request r;
+
+	exec_request_init(&r);
+	ck_assert_float_eq(r.alpha, 1.0f);
+	ck_assert_float_eq(r.beta, 0.0f);
+	ck_assert_float_eq(r.s, 1.0f);
+	ck_assert_uint_eq(r.seed, 1);
+	ck_assert_str_eq(r.trigger, "api");
+	ck_assert_uint_eq(r.ndevices, 0);
+	ck_assert(!r.pinned && !r.fallback && !r.verify && !r.full && !r.has_inputs);
+	ck_assert_uint_eq(r.timeout_ms, 0);
+	ck_assert_str_eq(r.backend, "");
+	/* a chain holds EXEC_CHAIN_MAX devices; more are ignored, not written past its end */
+	for (int i = 0; i < EXEC_CHAIN_MAX + 2; i++) {
+		char id[16];
+
+		snprintf(id, sizeof(id), "gpu:%d", i);
+		exec_request_add_device(&r, id);
+	}
+	ck_assert_uint_eq(r.ndevices, EXEC_CHAIN_MAX);
+	ck_assert_str_eq(r.devices[0], "gpu:0");
+	ck_assert_str_eq(r.devices[EXEC_CHAIN_MAX - 1], "gpu:7");
+	/* inline inputs the request still owns are freed with it, twice harmlessly */
+	r.inputs[0] = calloc(4, sizeof(float));
+	r.inputs[1] = calloc(4, sizeof(float));
+	exec_request_release(&r);
+	ck_assert_ptr_null(r.inputs[0]);
+	ck_assert_ptr_null(r.inputs[1]);
+	exec_request_release(&r);
+}
+END_TEST
+
+/* The ring of recent jobs lists newest first, in pages, by the state shown, without the outputs. */
+START_TEST(recent_jobs_are_listed_newest_first_in_pages)
+{
+	struct exec *ex = start(&backend_native, 8, 1u << 24);
+	char ids[5][24];
+	char tok[24];
+	json_t *page;
+	json_t *jobs;
+	json_t *doc;
+
+	for (int i = 0; i < 5; i++) {
+		struct exec_request r = saxpy(3, "cpu:0");
+		struct exec_job *job;
+
+		r.full = true;
+		job = submit_ok(ex, &r);
+		exec_job_wait(job);
+		doc = exec_job_json(job);
+		snprintf(ids[i], sizeof(ids[i]), "%s", jstr(doc, "id"));
+		ck_assert_int_eq(json_array_size(json_object_get(json_object_get(doc, "result"), "output")), 3);
+		json_decref(doc);
+		exec_job_unref(job);
+	}
+	page = exec_list_json(ex, -1, 2, 0);
+	jobs = json_object_get(page, "jobs");
+	ck_assert_uint_eq(json_array_size(jobs), 2);
+	ck_assert_str_eq(jstr(json_array_get(jobs, 0), "id"), ids[4]);
+	ck_assert_str_eq(jstr(json_array_get(jobs, 1), "id"), ids[3]);
+	ck_assert_ptr_null(json_object_get(json_object_get(json_array_get(jobs, 0), "result"), "output"));
+	snprintf(tok, sizeof(tok), "%s", jstr(page, "next_page_token"));
+	ck_assert_str_ne(tok, "");
+	json_decref(page);
+	page = exec_list_json(ex, -1, 2, strtoull(tok, NULL, 10));
+	jobs = json_object_get(page, "jobs");
+	ck_assert_uint_eq(json_array_size(jobs), 2);
+	ck_assert_str_eq(jstr(json_array_get(jobs, 0), "id"), ids[2]);
+	ck_assert_str_eq(jstr(json_array_get(jobs, 1), "id"), ids[1]);
+	snprintf(tok, sizeof(tok), "%s", jstr(page, "next_page_token"));
+	json_decref(page);
+	page = exec_list_json(ex, -1, 2, strtoull(tok, NULL, 10));
+	jobs = json_object_get(page, "jobs");
+	ck_assert_uint_eq(json_array_size(jobs), 1);
+	ck_assert_str_eq(jstr(json_array_get(jobs, 0), "id"), ids[0]);
+	ck_assert_ptr_null(json_object_get(page, "next_page_token"));
+	json_decref(page);
+	/* by state: every one succeeded, none failed */
+	page = exec_list_json(ex, EXEC_SUCCEEDED, 0, 0);
+	ck_assert_uint_eq(json_array_size(json_object_get(page, "jobs")), 5);
+	json_decref(page);
+	page = exec_list_json(ex, EXEC_FAILED, 0, 0);
+	ck_assert_uint_eq(json_array_size(json_object_get(page, "jobs")), 0);
+	ck_assert_ptr_null(json_object_get(page, "next_page_token"));
+	json_decref(page);
+	exec_free(ex);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("exec_job");
@@ -142,6 +235,8 @@ Suite *make_suite(void)
 	tcase_add_test(tc, state_names);
 	tcase_add_test(tc, stalled_record_is_answered_within_two_seconds);
 	tcase_add_test(tc, queue_full_and_cancel);
+	tcase_add_test(tc, requests_start_from_their_defaults);
+	tcase_add_test(tc, recent_jobs_are_listed_newest_first_in_pages);
 	suite_add_tcase(s, tc);
 	return s;
 }
