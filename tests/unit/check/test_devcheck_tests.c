@@ -1,8 +1,8 @@
 /*
  * Unit tests of devcheck_tests.c, the tests a check runs, on the service of check_devcheck.h: the sgemm ramp and its
- * budget, verification of every run, a device's failure said by its test, a full queue waited out, telemetry
- * sampled between runs, and the long level's sustained load. Nothing here waits for a duration: tests wait for
- * states.
+ * budget, sizes that fit the job limit, verification of every run, a device's failure said by its test, a full
+ * queue waited out, telemetry sampled between runs, and the long level's sustained load. Nothing here waits for a
+ * duration: tests wait for states.
  */
 #include <string.h>
 #include <time.h>
@@ -223,6 +223,33 @@ START_TEST(long_level_steady_passes)
 }
 END_TEST
 
+/* The sizes fit the job limit: sgemm's start lowered and its ramp capped, triad's arrays halved, and said so. */
+START_TEST(sizes_fit_the_job_limit)
+{
+	struct devcheck_settings s = settings();
+	json_t *doc;
+	json_t *sg;
+	json_t *tr;
+
+	devcheck_free(dc);
+	exec_free(ex);
+	s.max_elements = 3u << 16; /* sgemm while 4 n^2 fits: 128; triad while 3 n fits: 65536 */
+	s.sgemm_max_n = 512;
+	start_with(&s);
+	doc = run_check(DEVCHECK_QUICK, 0, NULL);
+	sg = test_of(doc, "sgemm");
+	tr = test_of(doc, "triad");
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(sg, "size"), "n")), 128);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(tr, "size"), "n")), 1 << 16);
+	ck_assert_msg(strstr(str(tr, "steady"), "assumed 32 MiB last-level cache") != NULL, "%s", str(tr, "steady"));
+	ck_assert_msg(strstr(str(tr, "steady"), "halved to what the job limit and the memory allow") != NULL, "%s",
+		      str(tr, "steady"));
+	ck_assert_str_eq(str(sg, "verdict"), "pass");
+	ck_assert_str_eq(str(tr, "verdict"), "pass");
+	json_decref(doc);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("devcheck_tests");
@@ -237,6 +264,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, telemetry_findings_decide);
 	tcase_add_test(tc, long_level_exposes_throttling);
 	tcase_add_test(tc, long_level_steady_passes);
+	tcase_add_test(tc, sizes_fit_the_job_limit);
 	suite_add_tcase(s, tc);
 	return s;
 }
