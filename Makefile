@@ -59,6 +59,9 @@ LIB_SRC    := $(filter-out src/main.c,$(SRC))
 LIB_OBJ    := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
 UNIT_SRC   := $(sort $(shell find tests/unit -name 'test_*.c'))
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+# fixtures the tests of one folder share (tests/unit/store/check_store.c): linked into that folder's test binaries
+UNIT_FIX   := $(sort $(shell find tests/unit -mindepth 2 -name 'check_*.c'))
+UNIT_FIX_OBJ := $(UNIT_FIX:tests/unit/%.c=$(BUILD)/tests/%.o)
 FAKE_SRC   := $(sort $(wildcard tests/fakes/*.c))
 FAKE_LIB   := $(FAKE_SRC:tests/fakes/%.c=$(BUILD)/fakes/lib%.so)
 
@@ -195,7 +198,9 @@ $(BUILD)/tests/%.o: tests/unit/%.c
 # check_api.o: hand-built requests and a service context for the handler tests (tests/unit/check_api.h)
 $(UNIT_BIN): $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/tests/check_main.o $(BUILD)/tests/check_api.o \
 		       $(BUILD)/libacceld.a
-	$(call say,LINK,$@)$(CC) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs check) $(LDLIBS)
+	$(call say,LINK,$@)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(shell pkg-config --libs check) \
+	    $(LDLIBS)
+$(foreach o,$(UNIT_FIX_OBJ),$(eval $(filter $(dir $(o))test_%,$(UNIT_BIN)): $(o)))
 
 $(BUILD)/fakes/lib%.so: tests/fakes/%.c
 	@mkdir -p $(@D)
@@ -249,7 +254,8 @@ uninstall:
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(BUILD)/obj/main.d $(UNIT_BIN:%=%.d) $(BUILD)/tests/check_api.d $(FAKE_LIB:.so=.d)
+-include $(LIB_OBJ:.o=.d) $(BUILD)/obj/main.d $(UNIT_BIN:%=%.d) $(BUILD)/tests/check_api.d $(UNIT_FIX_OBJ:.o=.d) \
+	    $(FAKE_LIB:.so=.d)
 
 # the libFuzzer harnesses (variables above)
 .PHONY: fuzz fuzz-build

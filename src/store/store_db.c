@@ -160,7 +160,8 @@ static int migrate(sqlite3 *db, char *err, size_t errsz)
 	return SQLITE_OK;
 }
 
-static int quick_check(sqlite3 *db, char *err, size_t errsz)
+/* PRAGMA quick_check on db, the file at path; a damaged file is named in err. */
+static int quick_check(sqlite3 *db, const char *path, char *err, size_t errsz)
 {
 	sqlite3_stmt *s = NULL;
 	int rc = sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &s, NULL);
@@ -173,15 +174,15 @@ static int quick_check(sqlite3 *db, char *err, size_t errsz)
 			if (t && strcmp((const char *)t, "ok") == 0) {
 				rc = SQLITE_OK;
 			} else {
-				snprintf(err, errsz, "database file is corrupt (%s): move it aside or restore it",
+				snprintf(err, errsz, "database file %s is corrupt (%s): move it aside or restore it", path,
 					 t ? (const char *)t : "?");
 				rc = SQLITE_CORRUPT;
 			}
 		} else {
-			snprintf(err, errsz, "integrity check failed: %s", sqlite3_errmsg(db));
+			snprintf(err, errsz, "integrity check of %s failed: %s", path, sqlite3_errmsg(db));
 		}
 	} else {
-		snprintf(err, errsz, "integrity check failed: %s", sqlite3_errmsg(db));
+		snprintf(err, errsz, "integrity check of %s failed: %s", path, sqlite3_errmsg(db));
 	}
 	sqlite3_finalize(s);
 	return rc;
@@ -217,7 +218,7 @@ int store_db_open(const struct store *st, sqlite3 **out, char *err, size_t errsz
 		snprintf(err, errsz, "cannot use database %s: %s", st->path, why);
 		goto fail;
 	}
-	if ((rc = quick_check(db, err, errsz)) != SQLITE_OK || (rc = migrate(db, err, errsz)) != SQLITE_OK)
+	if ((rc = quick_check(db, st->path, err, errsz)) != SQLITE_OK || (rc = migrate(db, err, errsz)) != SQLITE_OK)
 		goto fail;
 	if (st->opts.max_pages > 0) {
 		char pragma[64];
