@@ -113,7 +113,7 @@ static void on_check_done(void *arg, struct devcheck_run *run)
 	http_deferred_finish(d, &resp);
 }
 
-static void refusal(struct http_resp *resp, const struct devcheck_refusal *why, const char *device)
+static void refusal(struct http_resp *resp, const struct refusal *why, const char *device)
 {
 	json_t *p = http_resp_problem(resp, why->reason, "%s", why->detail);
 
@@ -127,7 +127,7 @@ void api_check_post(struct app *app, struct http_req *req, struct http_resp *res
 	static const char *const allowed[] = {NULL};
 	const char *id = req->params[0];
 	struct devcheck_request creq;
-	struct devcheck_refusal why;
+	struct refusal why;
 	struct devcheck_run *run = NULL;
 	struct http_deferred *d = NULL;
 	bool wait = false;

@@ -359,7 +359,7 @@ static void on_job_done(void *arg, struct exec_job *job)
 }
 
 /* The problem for a refused job; pinned is the device the request named ("" none), which an UNKNOWN_DEVICE names. */
-static void refusal_answer(const struct exec_refusal *why, const char *pinned, struct http_resp *resp)
+static void refusal_answer(const struct refusal *why, const char *pinned, struct http_resp *resp)
 {
 	json_t *p = http_resp_problem(resp, why->reason, "%s", why->detail);
 
@@ -386,7 +386,7 @@ static enum acceld_err choose(void *ctx, const struct select_request *sreq, stru
 /* Ranks the devices the job may go to by the selection of /select on the devices detection sees now; fills why on
  * refusal. */
 static enum acceld_err rank_devices_now(struct app *app, const struct select_request *sreq,
-					struct exec_request *r, struct exec_refusal *why)
+					struct exec_request *r, struct refusal *why)
 {
 	struct chooser c = {.app = app, .snap = detect_acquire(app->detect)};
 	enum acceld_err rc = place_rank_devices(choose, &c, sreq, r, why);
@@ -401,7 +401,7 @@ void api_run_post(struct app *app, struct http_req *req, struct http_resp *resp)
 	struct jobparams p;
 	struct exec_request *r = &p.req;
 	struct select_request sreq;
-	struct exec_refusal why = {.err = ACCELD_OK};
+	struct refusal why = {.err = ACCELD_OK};
 	struct exec_job *job = NULL;
 	struct http_deferred *d = NULL;
 	bool wait;
@@ -418,7 +418,7 @@ void api_run_post(struct app *app, struct http_req *req, struct http_resp *resp)
 	rc = rank_devices_now(app, &sreq, r, &why);
 	if (rc != ACCELD_OK) {
 		refusal_answer(&why, sreq.device, resp);
-		json_decref(why.extra);
+		refusal_release(&why);
 		goto out;
 	}
 	if (wait)
@@ -434,7 +434,7 @@ void api_run_post(struct app *app, struct http_req *req, struct http_resp *resp)
 		} else {
 			refusal_answer(&why, sreq.device, resp);
 		}
-		json_decref(why.extra);
+		refusal_release(&why);
 		goto out;
 	}
 	if (!wait) {

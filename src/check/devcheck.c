@@ -447,20 +447,6 @@ void devcheck_free(struct devcheck *c)
 	free(c);
 }
 
-static void refuse(struct devcheck_refusal *why, enum acceld_err err, enum reason reason, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void refuse(struct devcheck_refusal *why, enum acceld_err err, enum reason reason, const char *fmt, ...)
-{
-	va_list ap;
-
-	why->err = err;
-	why->reason = reason;
-	va_start(ap, fmt);
-	vsnprintf(why->detail, sizeof(why->detail), fmt, ap);
-	va_end(ap);
-}
-
 /* Time-ordered ids: milliseconds, then a mixed sequence number. */
 static void make_id(struct devcheck *c, int64_t now_ms, char out[DEVCHECK_ID_MAX])
 {
@@ -496,7 +482,7 @@ static void recent_add(struct devcheck *c, struct devcheck_run *run)
 }
 
 enum acceld_err devcheck_start(struct devcheck *c, const char *device_id, const struct devcheck_request *req,
-			    devcheck_done_fn done, void *arg, struct devcheck_run **out, struct devcheck_refusal *why)
+			    devcheck_done_fn done, void *arg, struct devcheck_run **out, struct refusal *why)
 {
 	struct devcheck_run *run = NULL;
 	struct devstate *ds;
@@ -510,12 +496,12 @@ enum acceld_err devcheck_start(struct devcheck *c, const char *device_id, const 
 	if (out != NULL)
 		*out = NULL;
 	if (!c->opts.device(c->opts.device_ctx, device_id, false, &dev)) {
-		refuse(why, ACCELD_ENOTFOUND, REASON_UNKNOWN_DEVICE, "no device '%s' (see GET /devices)", device_id);
+		refusal_set(why, ACCELD_ENOTFOUND, REASON_UNKNOWN_DEVICE, "no device '%s' (see GET /devices)", device_id);
 		return why->err;
 	}
 	mine = exec_device(c->opts.exec, device_id);
 	if (mine == NULL) {
-		refuse(why, ACCELD_EUNSUPPORTED, REASON_UNSUPPORTED,
+		refusal_set(why, ACCELD_EUNSUPPORTED, REASON_UNSUPPORTED,
 		       "%s cannot be checked: no backend of acceld runs jobs on it (executable is false)", device_id);
 		return why->err;
 	}
@@ -523,7 +509,7 @@ enum acceld_err devcheck_start(struct devcheck *c, const char *device_id, const 
 		const struct backend_ops *ops = backend_find(backend_builtin, req->backend);
 
 		if (ops == NULL || !ops->serves(mine)) {
-			refuse(why, ACCELD_EUNSUPPORTED, REASON_UNSUPPORTED, "the %s backend does not run jobs on %s",
+			refusal_set(why, ACCELD_EUNSUPPORTED, REASON_UNSUPPORTED, "the %s backend does not run jobs on %s",
 			       req->backend, device_id);
 			return why->err;
 		}
@@ -556,18 +542,18 @@ enum acceld_err devcheck_start(struct devcheck *c, const char *device_id, const 
 	if (c->stopping) {
 		pthread_mutex_unlock(&c->mu);
 		free(run);
-		refuse(why, ACCELD_EUNAVAILABLE, REASON_SHUTTING_DOWN, "acceld is stopping and starts no checks");
+		refusal_set(why, ACCELD_EUNAVAILABLE, REASON_SHUTTING_DOWN, "acceld is stopping and starts no checks");
 		return why->err;
 	}
 	ds = devstate_of(c, device_id, true);
 	if (ds == NULL) {
 		pthread_mutex_unlock(&c->mu);
 		free(run);
-		refuse(why, ACCELD_EBUSY, REASON_BUSY, "checks of more than %d devices are not kept", DEVICES_MAX);
+		refusal_set(why, ACCELD_EBUSY, REASON_BUSY, "checks of more than %d devices are not kept", DEVICES_MAX);
 		return why->err;
 	}
 	if (ds->running_id[0] != '\0') {
-		refuse(why, ACCELD_ECONFLICT, REASON_CHECK_RUNNING, "check %s of %s is running; one check per device at a "
+		refusal_set(why, ACCELD_ECONFLICT, REASON_CHECK_RUNNING, "check %s of %s is running; one check per device at a "
 		       "time (see GET /devices/%s/checks/%s)", ds->running_id, device_id, device_id, ds->running_id);
 		pthread_mutex_unlock(&c->mu);
 		free(run);
@@ -592,7 +578,7 @@ enum acceld_err devcheck_start(struct devcheck *c, const char *device_id, const 
 		pthread_mutex_unlock(&c->mu);
 		devcheck_run_unref(run); /* the thread's */
 		devcheck_run_unref(run); /* the creation reference; the ring keeps its own */
-		refuse(why, ACCELD_EUNAVAILABLE, REASON_UNAVAILABLE, "cannot start the check's thread: %s", strerror(rc));
+		refusal_set(why, ACCELD_EUNAVAILABLE, REASON_UNAVAILABLE, "cannot start the check's thread: %s", strerror(rc));
 		return why->err;
 	}
 	if (out != NULL) {
@@ -872,7 +858,7 @@ static void *scheduler_main(void *arg)
 
 		for (size_t i = 0; i < n; i++) {
 			struct devcheck_request req;
-			struct devcheck_refusal why;
+			struct refusal why;
 			struct devcheck_run *run = NULL;
 			unsigned queued = 0;
 			unsigned running = 0;

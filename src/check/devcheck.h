@@ -104,13 +104,6 @@ struct devcheck_request {
 	char trigger[16];                 /* who asked: "api", "cli", "schedule" */
 };
 
-/* Why a check was not started: the reason gives the status. */
-struct devcheck_refusal {
-	enum acceld_err err;
-	enum reason reason;
-	char detail[512];
-};
-
 typedef void (*devcheck_done_fn)(void *arg, struct devcheck_run *run);
 
 /* "quick", "long"; parse returns false for any other text. */
@@ -143,7 +136,7 @@ void devcheck_request_init(struct devcheck_request *req);
  * CHECK_RUNNING (one runs on the device now), 503 SHUTTING_DOWN.
  */
 enum acceld_err devcheck_start(struct devcheck *c, const char *device_id, const struct devcheck_request *req,
-			    devcheck_done_fn done, void *arg, struct devcheck_run **out, struct devcheck_refusal *why);
+			    devcheck_done_fn done, void *arg, struct devcheck_run **out, struct refusal *why);
 
 /* A check held in memory (running, or among the recent ones), as a new reference; NULL when none. */
 struct devcheck_run *devcheck_get(struct devcheck *c, const char *id);

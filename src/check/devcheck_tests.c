@@ -69,7 +69,7 @@ static void run_job(struct devcheck_run *run, enum kernel_id k, uint64_t n, uint
 {
 	struct devcheck *c = run->c;
 	struct exec_request req;
-	struct exec_refusal why;
+	struct refusal why;
 	struct exec_job *job = NULL;
 	json_t *doc;
 	json_t *err;
@@ -105,7 +105,7 @@ static void run_job(struct devcheck_run *run, enum kernel_id k, uint64_t n, uint
 		r->refused = true;
 		r->reason = why.reason;
 		snprintf(r->detail, sizeof(r->detail), "%.300s", why.detail);
-		json_decref(why.extra);
+		refusal_release(&why);
 		exec_request_release(&req);
 		return;
 	}

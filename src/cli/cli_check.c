@@ -238,7 +238,7 @@ int cli_check_main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < snap->n; i++) {
 		const char *id = snap->devices[i].id;
-		struct devcheck_refusal why;
+		struct refusal why;
 		struct devcheck_run *run = NULL;
 		enum devcheck_verdict v;
 		json_t *doc;

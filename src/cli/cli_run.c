@@ -346,7 +346,7 @@ static enum acceld_err choose(void *ctx, const struct select_request *sreq, stru
 }
 
 /* A refusal: on stderr, or with --json the problem POST /run would answer, in the command line's words. */
-static void print_refusal(const struct run_args *a, const struct exec_refusal *why)
+static void print_refusal(const struct run_args *a, const struct refusal *why)
 {
 	static const char *const fields[] = {"timeout_ms", NULL};
 	char detail[sizeof(why->detail) + 64];
@@ -379,7 +379,7 @@ int cli_run_main(int argc, char **argv)
 	struct exec_job *job = NULL;
 	struct exec_opts opts;
 	struct select_request sreq;
-	struct exec_refusal why = {.err = ACCELD_OK};
+	struct refusal why = {.err = ACCELD_OK};
 	int rc;
 	json_t *doc;
 
@@ -410,7 +410,7 @@ int cli_run_main(int argc, char **argv)
 	det = cli_detect_new(&cfg);
 	snap = detect_acquire(det);
 	if (a.device[0] != '\0' && detect_find(snap, a.device) == NULL) {
-		exec_refuse(&why, ACCELD_ENOTFOUND, REASON_UNKNOWN_DEVICE,
+		refusal_set(&why, ACCELD_ENOTFOUND, REASON_UNKNOWN_DEVICE,
 			    "no device '%s' on this host (acceld report lists the devices)", a.device);
 		print_refusal(&a, &why);
 		goto out;
@@ -425,7 +425,7 @@ int cli_run_main(int argc, char **argv)
 	if (place_rank_devices(choose, &(struct chooser){.snap = snap}, &sreq, &a.p.req, &why) != ACCELD_OK ||
 	    exec_submit(ex, &a.p.req, NULL, NULL, &job, &why) != ACCELD_OK) {
 		print_refusal(&a, &why);
-		json_decref(why.extra);
+		refusal_release(&why);
 		goto out;
 	}
 	exec_job_wait(job);

@@ -1,6 +1,9 @@
 /* err: names of the service's error codes and the problem reason each one is answered with. */
 #include "core/err.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+
 static const struct {
 	const char *str;
 	enum reason reason;
@@ -45,4 +48,21 @@ const char *acceld_err_reason(enum acceld_err err)
 int acceld_err_http(enum acceld_err err)
 {
 	return err == ACCELD_OK ? 200 : reason_status(acceld_err_to_reason(err));
+}
+
+void refusal_set(struct refusal *r, enum acceld_err err, enum reason reason, const char *fmt, ...)
+{
+	va_list ap;
+
+	r->err = err;
+	r->reason = reason;
+	va_start(ap, fmt);
+	vsnprintf(r->detail, sizeof(r->detail), fmt, ap);
+	va_end(ap);
+}
+
+void refusal_release(struct refusal *r)
+{
+	json_decref(r->extra);
+	r->extra = NULL;
 }

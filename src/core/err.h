@@ -7,6 +7,10 @@
 #ifndef ACCELD_ERR_H
 #define ACCELD_ERR_H
 
+#include <stddef.h>
+
+#include <jansson.h>
+
 #include "core/reason.h"
 
 enum acceld_err {
@@ -39,5 +43,24 @@ const char *acceld_err_reason(enum acceld_err err);
 
 /* HTTP status for the error (the status of its reason); 200 for ACCELD_OK. */
 int acceld_err_http(enum acceld_err err);
+
+/*
+ * Why a domain module refused a request (a job, a health check, a price): the error, the reason its problem answer
+ * names (which gives the status), a detail in words, and members to add to the problem. One struct for every
+ * module; the HTTP layer and the commands answer it.
+ */
+struct refusal {
+	enum acceld_err err;
+	enum reason reason;
+	char detail[512];
+	json_t *extra;              /* members to add to the problem (owned; may be NULL) */
+};
+
+/* Fills r: err, reason and the detail. r->extra is left as it is. */
+void refusal_set(struct refusal *r, enum acceld_err err, enum reason reason, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Releases r->extra; r may be used again. */
+void refusal_release(struct refusal *r);
 
 #endif

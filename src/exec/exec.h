@@ -159,18 +159,6 @@ struct exec_request {
 	char check_id[24];          /* with trigger "check": the health check's id */
 };
 
-/* Why a submission was refused: the reason (which gives the status) and detail go into the problem answer. */
-struct exec_refusal {
-	enum acceld_err err;
-	enum reason reason;
-	char detail[512];
-	json_t *extra;              /* members to add to the problem (owned; may be NULL) */
-};
-
-/* Fills why: err, reason and the detail. why->extra is left as it is. */
-void exec_refuse(struct exec_refusal *why, enum acceld_err err, enum reason reason, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
 struct exec;
 struct exec_job;
 
@@ -231,7 +219,7 @@ const struct backend_ops *exec_device_backend_ops(const struct exec *ex, const c
  * fills why (release why->extra with json_decref).
  */
 enum acceld_err exec_submit(struct exec *ex, struct exec_request *req, exec_done_fn done, void *arg,
-			    struct exec_job **out, struct exec_refusal *why);
+			    struct exec_job **out, struct refusal *why);
 
 /* The job with this id (a new reference), or NULL when it is not among the recent jobs. */
 struct exec_job *exec_get(struct exec *ex, const char *id);

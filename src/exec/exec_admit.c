@@ -23,17 +23,6 @@
 
 /* --- placement --- */
 
-void exec_refuse(struct exec_refusal *why, enum acceld_err err, enum reason reason, const char *fmt, ...)
-{
-	va_list ap;
-
-	why->err = err;
-	why->reason = reason;
-	va_start(ap, fmt);
-	vsnprintf(why->detail, sizeof(why->detail), fmt, ap);
-	va_end(ap);
-}
-
 static bool tiny_job(const struct exec_job *job)
 {
 	return job->flops < 2e6 && job->bytes < 4e6;
@@ -61,7 +50,7 @@ static enum exec_presence presence(struct exec *ex, size_t d)
  * ex->mu held.
  */
 static bool device_takes(struct exec *ex, const struct worker *w, const struct backend_ops *ops,
-			 const struct exec_job *job, struct exec_refusal *why)
+			 const struct exec_job *job, struct refusal *why)
 {
 	enum reason reason = REASON_TOO_LARGE;
 	char detail[400];
@@ -71,32 +60,32 @@ static bool device_takes(struct exec *ex, const struct worker *w, const struct b
 
 		backend_describe(ex->backends, what, sizeof(what));
 		if (job->req.backend[0] != '\0' && exec_worker_default(w) != NULL)
-			exec_refuse(why, ACCELD_EUNSUPPORTED, REASON_UNSUPPORTED,
+			refusal_set(why, ACCELD_EUNSUPPORTED, REASON_UNSUPPORTED,
 				    "%s: the requested backend is not available on it (%s; asked: %s)", w->dev.id, what,
 				    job->req.backend);
 		else if (w->nbe > 0 && !w->started)
-			exec_refuse(why, ACCELD_EUNSUPPORTED, REASON_UNSUPPORTED,
+			refusal_set(why, ACCELD_EUNSUPPORTED, REASON_UNSUPPORTED,
 				    "%s: its worker thread could not be started (see the log); it runs no jobs",
 				    w->dev.id);
 		else
-			exec_refuse(why, ACCELD_EUNSUPPORTED, REASON_UNSUPPORTED,
+			refusal_set(why, ACCELD_EUNSUPPORTED, REASON_UNSUPPORTED,
 				    "%s is not executable: no backend of acceld serves it (%s)", w->dev.id, what);
 		return false;
 	}
 	if (ops->admit != NULL &&
 	    ops->admit(&w->dev, job->req.kernel, &job->req.shape, &reason, detail, sizeof(detail)) != ACCELD_OK) {
-		exec_refuse(why, ACCELD_ETOOLARGE, reason, "%s", detail);
+		refusal_set(why, ACCELD_ETOOLARGE, reason, "%s", detail);
 		return false;
 	}
 	return true;
 }
 
 /* Builds the fallback chain from the request's devices; returns ACCELD_OK or fills why. ex->mu held. */
-static enum acceld_err build_fallback_chain(struct exec *ex, struct exec_job *job, struct exec_refusal *why)
+static enum acceld_err build_fallback_chain(struct exec *ex, struct exec_job *job, struct refusal *why)
 {
 	const struct exec_request *req = &job->req;
 	const struct backend_ops *named = NULL;
-	struct exec_refusal first = {.err = ACCELD_OK};
+	struct refusal first = {.err = ACCELD_OK};
 	char first_dev[DEVICE_ID_MAX] = "";
 
 	if (req->backend[0] != '\0') {
@@ -105,33 +94,33 @@ static enum acceld_err build_fallback_chain(struct exec *ex, struct exec_job *jo
 		named = backend_find(ex->backends, req->backend);
 		backend_names(ex->backends, names, sizeof(names));
 		if (named == NULL) {
-			exec_refuse(why, ACCELD_EINVAL, REASON_INVALID_VALUE, "no backend '%s'; acceld has %s",
+			refusal_set(why, ACCELD_EINVAL, REASON_INVALID_VALUE, "no backend '%s'; acceld has %s",
 				    req->backend, names);
 			return why->err;
 		}
 	}
 	for (unsigned i = 0; i < req->ndevices && job->nchain < EXEC_CHAIN_MAX; i++) {
 		size_t d = exec_device_index(ex, req->devices[i]);
-		struct exec_refusal no = {.err = ACCELD_OK};
+		struct refusal no = {.err = ACCELD_OK};
 		struct worker *w;
 		const struct backend_ops *ops;
 
 		if (d == ex->ndevices) {
 			if (i == 0 && req->pinned) {
-				exec_refuse(why, ACCELD_ENOTFOUND, REASON_UNKNOWN_DEVICE,
+				refusal_set(why, ACCELD_ENOTFOUND, REASON_UNKNOWN_DEVICE,
 					    "no device '%s' that acceld can run jobs on (see GET /devices; a device "
 					    "found after start needs a restart of acceld to run jobs)",
 					    req->devices[i]);
 				return why->err;
 			}
-			exec_refuse(&no, ACCELD_EUNSUPPORTED, REASON_UNSUPPORTED,
+			refusal_set(&no, ACCELD_EUNSUPPORTED, REASON_UNSUPPORTED,
 				    "%s was found after acceld started; a restart of acceld runs jobs on it",
 				    req->devices[i]);
 		} else {
 			switch (presence(ex, d)) {
 			case EXEC_GONE:
 				if (i == 0 && req->pinned) {
-					exec_refuse(why, ACCELD_ENOTFOUND, REASON_UNKNOWN_DEVICE,
+					refusal_set(why, ACCELD_ENOTFOUND, REASON_UNKNOWN_DEVICE,
 						    "device '%s' is gone since acceld started (see GET /devices)",
 						    req->devices[i]);
 					return why->err;
@@ -139,7 +128,7 @@ static enum acceld_err build_fallback_chain(struct exec *ex, struct exec_job *jo
 				continue;
 			case EXEC_CHANGED:
 				if (i == 0 && req->pinned) {
-					exec_refuse(why, ACCELD_ECONFLICT, REASON_DEVICE_CHANGED,
+					refusal_set(why, ACCELD_ECONFLICT, REASON_DEVICE_CHANGED,
 						    "'%s' now names another device than the one acceld opened at start "
 						    "(devices were added or removed); restart acceld to run jobs on it",
 						    req->devices[i]);
@@ -174,7 +163,7 @@ static enum acceld_err build_fallback_chain(struct exec *ex, struct exec_job *jo
 			*why = first;
 			return why->err;
 		}
-		exec_refuse(why, ACCELD_ECONFLICT, REASON_NO_MATCHING_DEVICE,
+		refusal_set(why, ACCELD_ECONFLICT, REASON_NO_MATCHING_DEVICE,
 			    "no device that acceld runs jobs on is left among the candidates");
 		return why->err;
 	}
@@ -215,13 +204,13 @@ static enum acceld_err build_fallback_chain(struct exec *ex, struct exec_job *jo
 
 /* --- limits and estimates --- */
 
-static enum acceld_err check_sizes(struct exec *ex, struct exec_job *job, struct exec_refusal *why)
+static enum acceld_err check_sizes(struct exec *ex, struct exec_job *job, struct refusal *why)
 {
 	const struct exec_request *r = &job->req;
 	uint64_t total = kernel_total_len(r->kernel, &r->shape);
 
 	if (total > ex->opts.max_elements) {
-		exec_refuse(why, ACCELD_ETOOLARGE, REASON_JOB_TOO_LARGE,
+		refusal_set(why, ACCELD_ETOOLARGE, REASON_JOB_TOO_LARGE,
 			    "the job needs %llu float32 elements in all; the limit is %llu (ACCELD_EXEC_MAX_ELEMENTS)",
 			    (unsigned long long)total, (unsigned long long)ex->opts.max_elements);
 		why->extra = json_pack("{s:I, s:I}", "elements", (json_int_t)(total > INT64_MAX ? INT64_MAX : total),
@@ -229,7 +218,7 @@ static enum acceld_err check_sizes(struct exec *ex, struct exec_job *job, struct
 		return why->err;
 	}
 	if (r->full && kernel_output_len(r->kernel, &r->shape) > FULL_MAX_ELEMENTS) {
-		exec_refuse(why, ACCELD_ETOOLARGE, REASON_OUTPUT_TOO_LARGE,
+		refusal_set(why, ACCELD_ETOOLARGE, REASON_OUTPUT_TOO_LARGE,
 			    "return=full is limited to outputs of %u elements; ask for return=summary",
 			    FULL_MAX_ELEMENTS);
 		return why->err;
@@ -290,7 +279,7 @@ static void job_make_id(struct exec *ex, struct exec_job *job)
 }
 
 enum acceld_err exec_submit(struct exec *ex, struct exec_request *req, exec_done_fn done, void *arg,
-			    struct exec_job **out, struct exec_refusal *why)
+			    struct exec_job **out, struct refusal *why)
 {
 	struct exec_job *job = xcalloc(1, sizeof(*job));
 	enum acceld_err rc;
@@ -320,7 +309,7 @@ enum acceld_err exec_submit(struct exec *ex, struct exec_request *req, exec_done
 
 	pthread_mutex_lock(&ex->mu);
 	if (ex->stop) {
-		exec_refuse(why, ACCELD_EUNAVAILABLE, REASON_SHUTTING_DOWN, "the executor is stopping");
+		refusal_set(why, ACCELD_EUNAVAILABLE, REASON_SHUTTING_DOWN, "the executor is stopping");
 		rc = why->err;
 		goto out;
 	}
@@ -333,7 +322,7 @@ enum acceld_err exec_submit(struct exec *ex, struct exec_request *req, exec_done
 	first = &ex->workers[job->chain[0]];
 	est = estimate_ms(first, job);
 	if (est > (double)job->timeout_ms) {
-		exec_refuse(why, ACCELD_EUNPROCESSABLE, REASON_WOULD_TIME_OUT,
+		refusal_set(why, ACCELD_EUNPROCESSABLE, REASON_WOULD_TIME_OUT,
 			    "the job would take at least %.1f ms on %s, more than its timeout of %llu ms; raise "
 			    "timeout_ms or shrink the job",
 			    est, first->dev.id, (unsigned long long)job->timeout_ms);
@@ -354,7 +343,7 @@ enum acceld_err exec_submit(struct exec *ex, struct exec_request *req, exec_done
 		first->inline_running++;
 	} else if (!exec_queue_push(ex, first, job)) {
 		exec_job_unref(job);
-		exec_refuse(why, ACCELD_EBUSY, REASON_QUEUE_FULL,
+		refusal_set(why, ACCELD_EBUSY, REASON_QUEUE_FULL,
 			    "the queue of %s is full (%u jobs; ACCELD_EXEC_QUEUE_DEPTH)", first->dev.id,
 			    ex->opts.queue_depth);
 		rc = why->err;

@@ -46,7 +46,7 @@ static const struct select_candidate *candidate(const struct select_result *res,
  */
 static enum acceld_err place_pinned(place_choose_fn choose, void *ctx, struct select_request *s,
 				    struct select_result *res, enum acceld_err rc, struct exec_request *req,
-				    struct exec_refusal *why)
+				    struct refusal *why)
 {
 	char pinned[sizeof(s->device)];
 	const struct select_candidate *pin = candidate(res, s->device);
@@ -61,7 +61,7 @@ static enum acceld_err place_pinned(place_choose_fn choose, void *ctx, struct se
 		snprintf(req->fallback_from, sizeof(req->fallback_from), "%s", pinned);
 		snprintf(req->fallback_reason, sizeof(req->fallback_reason), "%s", res->reason);
 	} else {
-		exec_refuse(why, ACCELD_ECONFLICT, REASON_NO_MATCHING_DEVICE, "%s", res->reason);
+		refusal_set(why, ACCELD_ECONFLICT, REASON_NO_MATCHING_DEVICE, "%s", res->reason);
 		return why->err;
 	}
 	if (!req->fallback)
@@ -72,7 +72,7 @@ static enum acceld_err place_pinned(place_choose_fn choose, void *ctx, struct se
 	if (choose(ctx, s, res) == ACCELD_OK)
 		add_order(req, res, pinned);
 	if (req->ndevices == 0) {
-		exec_refuse(why, ACCELD_ECONFLICT, REASON_NO_MATCHING_DEVICE, "%.240s; and no other device meets the "
+		refusal_set(why, ACCELD_ECONFLICT, REASON_NO_MATCHING_DEVICE, "%.240s; and no other device meets the "
 			    "constraints: %.240s", req->fallback_reason, res->reason);
 		return why->err;
 	}
@@ -80,7 +80,7 @@ static enum acceld_err place_pinned(place_choose_fn choose, void *ctx, struct se
 }
 
 enum acceld_err place_rank_devices(place_choose_fn choose, void *ctx, const struct select_request *sreq,
-				   struct exec_request *req, struct exec_refusal *why)
+				   struct exec_request *req, struct refusal *why)
 {
 	struct select_request s = *sreq;
 	struct select_result res;
@@ -96,9 +96,9 @@ enum acceld_err place_rank_devices(place_choose_fn choose, void *ctx, const stru
 	if (req->pinned) {
 		rc = place_pinned(choose, ctx, &s, &res, rc, req, why);
 	} else if (rc != ACCELD_OK) {
-		exec_refuse(why, ACCELD_ECONFLICT, REASON_NO_MATCHING_DEVICE, "%s", res.reason);
+		refusal_set(why, ACCELD_ECONFLICT, REASON_NO_MATCHING_DEVICE, "%s", res.reason);
 	} else if (res.fell_back && !req->fallback) {
-		exec_refuse(why, ACCELD_ECONFLICT, REASON_NO_MATCHING_DEVICE, "%.400s; and the request does not allow a "
+		refusal_set(why, ACCELD_ECONFLICT, REASON_NO_MATCHING_DEVICE, "%.400s; and the request does not allow a "
 			    "fallback (fallback=false)", res.reason);
 		rc = why->err;
 	} else {

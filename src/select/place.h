@@ -23,6 +23,6 @@ typedef enum acceld_err (*place_choose_fn)(void *ctx, const struct select_reques
  * (404 UNKNOWN_DEVICE, 404 gone, 409 DEVICE_CHANGED, 422 UNSUPPORTED).
  */
 enum acceld_err place_rank_devices(place_choose_fn choose, void *ctx, const struct select_request *sreq,
-				   struct exec_request *req, struct exec_refusal *why);
+				   struct exec_request *req, struct refusal *why);
 
 #endif

@@ -162,7 +162,7 @@ END_TEST
 static void run_job(enum kernel_id k, uint64_t n, bool recorded, char *id, size_t idsz)
 {
 	struct exec_request req;
-	struct exec_refusal why = {.err = ACCELD_OK};
+	struct refusal why = {.err = ACCELD_OK};
 	struct exec_job *job = NULL;
 
 	exec_request_init(&req);

@@ -313,7 +313,7 @@ void teardown(void)
 json_t *run_check(enum devcheck_level level, uint64_t duration_ms, struct devcheck_run **out)
 {
 	struct devcheck_request req;
-	struct devcheck_refusal why;
+	struct refusal why;
 	struct devcheck_run *run = NULL;
 	json_t *doc;
 

@@ -127,10 +127,10 @@ END_TEST
 START_TEST(one_check_per_device_and_jobs_go_between_runs)
 {
 	struct devcheck_request req;
-	struct devcheck_refusal why;
+	struct refusal why;
 	struct devcheck_run *run = NULL;
 	struct exec_request job;
-	struct exec_refusal jwhy;
+	struct refusal jwhy;
 	struct exec_job *j = NULL;
 	int first_check_run = -1, user = -1, next_check_run = -1;
 
@@ -181,7 +181,7 @@ END_TEST
 START_TEST(refusals)
 {
 	struct devcheck_request req;
-	struct devcheck_refusal why;
+	struct refusal why;
 
 	devcheck_request_init(&req);
 	ck_assert_int_eq(devcheck_start(dc, "gpu:7", &req, NULL, NULL, NULL, &why), ACCELD_ENOTFOUND);
@@ -200,7 +200,7 @@ END_TEST
 START_TEST(stop_records_the_check_as_interrupted)
 {
 	struct devcheck_request req;
-	struct devcheck_refusal why;
+	struct refusal why;
 	struct devcheck_run *run = NULL;
 	json_t *doc;
 
@@ -293,7 +293,7 @@ END_TEST
 START_TEST(the_device_view_knows_before_the_run_says_it_ended)
 {
 	struct devcheck_request req;
-	struct devcheck_refusal why;
+	struct refusal why;
 	struct devcheck_run *run = NULL;
 
 	devcheck_request_init(&req);

@@ -28,8 +28,8 @@ static void setup(void)
 	snprintf(run->req.trigger, sizeof(run->req.trigger), "api");
 	run->state = DEVCHECK_QUEUED;
 	run->created_ms = 1767312000000LL; /* 2026-01-02T00:00:00Z */
-	devcheck_test_init(&run->sgemm, "sgemm", "matrix", "GFLOP/s");
-	devcheck_test_init(&run->triad, "triad", "memory", "GB/s");
+	devcheck_test_init(&run->matrix, "sgemm", "matrix", "GFLOP/s");
+	devcheck_test_init(&run->memory, "triad", "memory", "GB/s");
 	devcheck_test_init(&run->sustained, "sustained", "sustained", "GFLOP/s");
 	devcheck_test_init(&run->telemetry, "telemetry", "telemetry", NULL);
 	devcheck_tel_init(&run->tel);
@@ -169,8 +169,8 @@ START_TEST(a_judged_check_shows_its_figures_and_verdicts)
 	run->started_ms = run->created_ms + 500;
 	run->finished_ms = run->started_ms + 2500;
 	snprintf(run->backend, sizeof(run->backend), "native");
-	finish(&run->sgemm, 256, 80, 100, DEVCHECK_WARN);
-	finish(&run->triad, 1 << 20, 8, 10, DEVCHECK_PASS);
+	finish(&run->matrix, 256, 80, 100, DEVCHECK_WARN);
+	finish(&run->memory, 1 << 20, 8, 10, DEVCHECK_PASS);
 	run->has_verdict = true;
 	run->verdict = DEVCHECK_WARN;
 	snprintf(run->rule, sizeof(run->rule), "sgemm: measured 80 GFLOP/s is 80 %% of the expected 100");
@@ -216,9 +216,9 @@ START_TEST(a_wrong_or_unexpected_figure_is_not_shown_as_a_measurement)
 	json_t *sg;
 
 	run->state = DEVCHECK_SUCCEEDED;
-	finish(&run->sgemm, 256, 80, NAN, DEVCHECK_FAIL);
-	run->sgemm.wrong = 1;
-	finish(&run->triad, 1 << 20, 8, 0, DEVCHECK_PASS);
+	finish(&run->matrix, 256, 80, NAN, DEVCHECK_FAIL);
+	run->matrix.wrong = 1;
+	finish(&run->memory, 1 << 20, 8, 0, DEVCHECK_PASS);
 	doc = devcheck_run_json(run);
 	sg = test_of(doc, "sgemm");
 	/* a wrong result is no measurement of the device, though the test shows what it timed */
@@ -244,7 +244,7 @@ START_TEST(tests_end_in_the_words_of_a_job)
 
 	/* sgemm was cut short by the stop, triad never started, the check says why */
 	run->state = DEVCHECK_INTERRUPTED;
-	run->sgemm.started = true;
+	run->matrix.started = true;
 	run->has_verdict = true; /* a verdict is only shown for a judged state */
 	run->verdict = DEVCHECK_PASS;
 	run->has_error = true;
@@ -262,10 +262,10 @@ START_TEST(tests_end_in_the_words_of_a_job)
 	/* while the check runs its test does; a test whose run failed ended failed, saying how */
 	run->state = DEVCHECK_RUNNING;
 	run->has_error = false;
-	run->triad.started = true;
-	run->triad.finished = true;
-	run->triad.failed = true;
-	snprintf(run->triad.failure, sizeof(run->triad.failure), "DEVICE_FAILURE: out of resources");
+	run->memory.started = true;
+	run->memory.finished = true;
+	run->memory.failed = true;
+	snprintf(run->memory.failure, sizeof(run->memory.failure), "DEVICE_FAILURE: out of resources");
 	doc = devcheck_run_json(run);
 	ck_assert_str_eq(str(test_of(doc, "sgemm"), "state"), "running");
 	ck_assert_str_eq(str(test_of(doc, "triad"), "state"), "failed");

@@ -89,10 +89,10 @@ END_TEST
 START_TEST(a_full_queue_is_waited_out)
 {
 	struct exec_request job;
-	struct exec_refusal jwhy;
+	struct refusal jwhy;
 	struct exec_job *a = NULL, *b = NULL;
 	struct devcheck_request req;
-	struct devcheck_refusal why;
+	struct refusal why;
 	struct devcheck_run *run = NULL;
 	struct devcheck_settings s = settings();
 	json_t *doc;

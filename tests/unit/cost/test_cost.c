@@ -319,7 +319,7 @@ START_TEST(estimates_count_the_work_jobs_record)
 		struct cost_estimate_query q = {.device = "cpu:0", .kernel = (int)cases[i].kernel,
 						.shape = cases[i].shape};
 		struct exec_request r;
-		struct exec_refusal why;
+		struct refusal why;
 		struct exec_job *job = NULL;
 		json_t *doc = NULL;
 

@@ -331,7 +331,7 @@ const char *const gpu_first[] = {"gpu:0", "cpu:0", NULL};
 struct exec_job *submit_ok(struct exec *ex, struct exec_request *r)
 {
 	struct exec_job *job = NULL;
-	struct exec_refusal why;
+	struct refusal why;
 	enum acceld_err rc = exec_submit(ex, r, on_done, NULL, &job, &why);
 
 	ck_assert_msg(rc == ACCELD_OK, "refused: %s %s", reason_name(why.reason), why.detail);
@@ -341,7 +341,7 @@ struct exec_job *submit_ok(struct exec *ex, struct exec_request *r)
 void submit_refused(struct exec *ex, struct exec_request *r, enum acceld_err want, const char *reason)
 {
 	struct exec_job *job = NULL;
-	struct exec_refusal why;
+	struct refusal why;
 	enum acceld_err rc = exec_submit(ex, r, on_done, NULL, &job, &why);
 
 	ck_assert_msg(rc == want, "got %d (%s: %s), want %d", rc, reason_name(why.reason), why.detail, want);

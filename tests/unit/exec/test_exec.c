@@ -42,7 +42,7 @@ static void *submit_many(void *arg)
 	for (int i = 0; i < 12; i++) {
 		struct exec_request r;
 		struct exec_job *job = NULL;
-		struct exec_refusal why;
+		struct refusal why;
 
 		exec_request_init(&r);
 		r.kernel = (enum kernel_id)(i % KERNEL_COUNT);
@@ -114,7 +114,7 @@ START_TEST(threads_that_fail_to_start_are_said)
 {
 	struct exec *ex;
 	struct exec_request r;
-	struct exec_refusal why;
+	struct refusal why;
 	struct exec_job *job = NULL;
 	struct exec_opts bad = {.queue_depth = 1};
 

@@ -142,7 +142,7 @@ START_TEST(requests_start_from_their_defaults)
 	exec_request_init(&r);
 	ck_assert_float_eq(r.alpha, 1.0f);
 	ck_assert_float_eq(r.beta, 0.0f);
-	ck_assert_float_eq(r.s, 1.0f);
+	ck_assert_float_eq(r.scale, 1.0f);
 	ck_assert_uint_eq(r.seed, 1);
 	ck_assert_str_eq(r.trigger, "api");
 	ck_assert_uint_eq(r.ndevices, 0);

@@ -121,7 +121,7 @@ static void selected(const struct select_request *sreq, enum kernel_id k, char *
 
 /* Places and runs an sgemm with sreq; returns where it ran ("" when refused, with why filled). */
 static void run_with(const struct select_request *sreq, bool fallback, char *ran_on, size_t ransz,
-		     struct exec_refusal *why)
+		     struct refusal *why)
 {
 	struct exec_request r;
 	struct exec_job *job = NULL;
@@ -166,7 +166,7 @@ START_TEST(jobs_land_where_selection_says)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct select_request s;
-		struct exec_refusal why = {.err = ACCELD_OK};
+		struct refusal why = {.err = ACCELD_OK};
 		char err[256], want[DEVICE_ID_MAX], ran[DEVICE_ID_MAX];
 
 		select_request_init(&s, &cfg);
@@ -190,7 +190,7 @@ END_TEST
 START_TEST(constraints_refuse_and_fallback_is_the_callers)
 {
 	struct select_request s;
-	struct exec_refusal why = {.err = ACCELD_OK};
+	struct refusal why = {.err = ACCELD_OK};
 	char err[256], ran[DEVICE_ID_MAX];
 
 	/* nothing has 1 TiB: refused, naming the constraint */
@@ -242,7 +242,7 @@ START_TEST(fallback_order_follows_selection)
 {
 	struct select_request s;
 	struct exec_request r;
-	struct exec_refusal why;
+	struct refusal why;
 	char err[256];
 
 	select_request_init(&s, &cfg);

@@ -129,7 +129,7 @@ static struct exec *start(enum device_type type, unsigned n)
 
 /* Runs a job on the named devices (the first pinned unless fallback); returns the final job (unref it). */
 static struct exec_job *run(struct exec *ex, enum kernel_id k, struct kernel_shape s, const char *dev,
-			    const char *then, struct exec_refusal *why)
+			    const char *then, struct refusal *why)
 {
 	struct exec_request r;
 	struct exec_job *job = NULL;
@@ -164,7 +164,7 @@ static const char *member(json_t *doc, const char *key)
 /* Runs and checks success on dev with the pjrt backend; returns the job's document (decref it). */
 static json_t *run_ok(struct exec *ex, enum kernel_id k, struct kernel_shape s, const char *dev)
 {
-	struct exec_refusal why;
+	struct refusal why;
 	struct exec_job *job = run(ex, k, s, dev, NULL, &why);
 	json_t *doc;
 
@@ -234,7 +234,7 @@ START_TEST(gpus_are_matched_and_precision_said)
 {
 	struct exec *ex;
 	json_t *doc;
-	struct exec_refusal why;
+	struct refusal why;
 	struct exec_job *job;
 
 	setenv("FAKE_PJRT_PLATFORM", "cuda", 1);
@@ -277,7 +277,7 @@ START_TEST(unsupported_precision_runs_highest)
 {
 	struct exec *ex;
 	struct exec_request r;
-	struct exec_refusal why;
+	struct refusal why;
 	struct exec_job *job;
 	json_t *doc;
 
@@ -303,7 +303,7 @@ END_TEST
 START_TEST(busy_device_is_409_and_falls_back)
 {
 	struct exec *ex;
-	struct exec_refusal why;
+	struct refusal why;
 	struct exec_job *job;
 	char detail[512];
 	json_t *doc;
@@ -365,7 +365,7 @@ END_TEST
 START_TEST(failures_are_reasons)
 {
 	struct exec *ex;
-	struct exec_refusal why;
+	struct refusal why;
 	struct exec_job *job;
 	char detail[512];
 
@@ -419,7 +419,7 @@ START_TEST(abandoned_program_retires_its_client)
 {
 	struct exec *ex;
 	struct exec_request r;
-	struct exec_refusal why;
+	struct refusal why;
 	struct exec_job *job;
 	char detail[512];
 	uint64_t t0;
@@ -480,7 +480,7 @@ END_TEST
 /* The job's error detail, for a job that must fail with reason. */
 static void fails_with(struct exec *ex, const char *dev, enum reason reason, const char *says)
 {
-	struct exec_refusal why;
+	struct refusal why;
 	struct exec_job *job = run(ex, KERNEL_SAXPY, shapes[KERNEL_SAXPY], dev, NULL, &why);
 	char detail[512];
 
