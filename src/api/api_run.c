@@ -9,12 +9,9 @@
  * estimate already exceeds its timeout is refused up front with 422 WOULD_TIME_OUT (nothing was waited for, so 504
  * would mislead); one that overruns is answered 504 TIMED_OUT.
  */
-#include <float.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "api/api.h"
 #include "app.h"
@@ -286,7 +283,8 @@ static bool parse_run(struct app *app, json_t *body, struct jobparams *p, struct
 		const struct jobparam *f = &jobparams_table[i];
 		char path[32];
 
-		if (f->kernel_param == 0 || !json_object_get(body, f->name) || (kernel_params(req->kernel) & f->kernel_param))
+		if (f->kernel_param == 0 || !json_object_get(body, f->name) ||
+		    (kernel_params(req->kernel) & f->kernel_param))
 			continue;
 		snprintf(path, sizeof(path), "$.%s", f->name);
 		return http_resp_bad_field(resp, REASON_NOT_APPLICABLE, path, "%s takes no '%s' (its sizes: %s)",

@@ -209,7 +209,8 @@ struct select_measured;
 /*
  * The figures of checks younger than settings.max_age_ms at now_ms, for selection: per device, the matrix test's
  * GFLOP/s and the memory test's GB/s (for every memory-bound kernel), source "check". Device ids are written into
- * ids (cap entries) and out's device_id points there; kernel names are static. Returns how many were written (at most cap).
+ * ids (cap entries) and out's device_id points there; kernel names are static. Returns how many were written (at
+ * most cap).
  */
 size_t devcheck_measured(struct devcheck *c, int64_t now_ms, struct select_measured *out, char (*ids)[DEVICE_ID_MAX],
 		      size_t cap);

@@ -1,9 +1,6 @@
 /* cli_run: `acceld run KERNEL SIZES [--device ID] [--prefer ...] [--verify] [--seed S] [--json]`. */
 #include "cli/cli_run.h"
 
-#include <errno.h>
-#include <float.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -297,9 +294,11 @@ static int parse_args(int argc, char **argv, struct run_args *a, char **rest, in
 				char names[128];
 
 				backend_names(backend_builtin, names, sizeof(names));
-				return usage_error("invalid %s '%.64s'; accepted: %s", row != NULL ? row->flag : SQUARE_FLAG,
-						   val, row == NULL ? "a positive integer"
-						   : row->accepted != NULL ? row->accepted : names);
+				return usage_error("invalid %s '%.64s'; accepted: %s",
+						   row != NULL ? row->flag : SQUARE_FLAG, val,
+						   row == NULL		   ? "a positive integer"
+						   : row->accepted != NULL ? row->accepted
+									   : names);
 			}
 			if (row != NULL)
 				given[row - jobparams_table] = true;

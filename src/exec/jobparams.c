@@ -181,8 +181,9 @@ static bool json_count(json_t *v, uint64_t max, const char *type, const char *li
 		return refuse(why, REASON_INVALID_TYPE, NULL, "%s", type);
 	i = json_integer_value(v);
 	if (i < 1 || (uint64_t)i > max)
-		return refuse(why, REASON_OUT_OF_RANGE, NULL, "%" JSON_INTEGER_FORMAT " is not an integer from 1 to %llu%s",
-			      i, (unsigned long long)max, limit);
+		return refuse(why, REASON_OUT_OF_RANGE, NULL,
+			      "%" JSON_INTEGER_FORMAT " is not an integer from 1 to %llu%s", i, (unsigned long long)max,
+			      limit);
 	*out = (uint64_t)i;
 	return true;
 }
@@ -326,6 +327,7 @@ void jobparams_help(FILE *out)
 			const struct jobparam *f = &jobparams_table[i];
 			char words[160] = "";
 			char text[256];
+			const char *at;
 
 			if (f->usage == NULL || f->flag_switch != (switches == 1))
 				continue;
@@ -334,9 +336,9 @@ void jobparams_help(FILE *out)
 			else if (f->help_kernels != 0)
 				kernel_param_owners(f->help_kernels, words, sizeof(words));
 			/* the help's one %s takes the kernels' words */
-			if (strstr(f->help, "%s") != NULL)
-				snprintf(text, sizeof(text), "%.*s%s%s", (int)(strstr(f->help, "%s") - f->help), f->help,
-					 words, strstr(f->help, "%s") + 2);
+			at = strstr(f->help, "%s");
+			if (at != NULL)
+				snprintf(text, sizeof(text), "%.*s%s%s", (int)(at - f->help), f->help, words, at + 2);
 			else
 				snprintf(text, sizeof(text), "%s", f->help);
 			fprintf(out, "  %-19s %s\n", f->usage, text);

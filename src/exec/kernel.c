@@ -67,7 +67,8 @@ static const struct kernel_row {
 	[KERNEL_DOT] = {"dot", xy, {"n", "n"}, "", 0, 0, 0, 2.0, "n", false, "n, the vector length", ref_dot, "--n N",
 			"vectors of N elements", NULL},
 	[KERNEL_SGEMM] = {"sgemm", abc, {"mk", "kn", "mn"}, "mn", 1u << 2, KERNEL_PARAM_BETA,
-			  KERNEL_PARAM_ALPHA | KERNEL_PARAM_BETA | KERNEL_PARAM_M | KERNEL_PARAM_K | KERNEL_PARAM_PRECISION,
+			  KERNEL_PARAM_ALPHA | KERNEL_PARAM_BETA | KERNEL_PARAM_M | KERNEL_PARAM_K |
+				  KERNEL_PARAM_PRECISION,
 			  2.0, "mnk", true, "m, n and k: C[m x n] = A[m x k] x B[k x n]", ref_sgemm, "--m M --n N --k K",
 			  "an M x K matrix times a K x N one (M x N out)", "--m 512 --n 512 --k 512"},
 	/* max, subtract and exp, sum, scale */

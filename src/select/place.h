@@ -15,11 +15,11 @@
 typedef enum acceld_err (*place_choose_fn)(void *ctx, const struct select_request *sreq, struct select_result *res);
 
 /*
- * Ranks the devices a job may go to: sreq holds the caller's preference, policy and constraints (its device, when set, is the pinned
- * one; kernel and executable are set here). Fills req->devices (best first), pinned, placement and what selection
- * fell back from; req->fallback says whether the job may move on from the first device. Returns ACCELD_OK, or the
- * refusal in why: 409 NO_MATCHING_DEVICE when nothing meets the constraints (or only another kind, without
- * fallback). A pinned device that is unknown or not executable is left to the executor, whose refusal says why
+ * Ranks the devices a job may go to: sreq holds the caller's preference, policy and constraints (its device, when
+ * set, is the pinned one; kernel and executable are set here). Fills req->devices (best first), pinned, placement
+ * and what selection fell back from; req->fallback says whether the job may move on from the first device. Returns
+ * ACCELD_OK, or the refusal in why: 409 NO_MATCHING_DEVICE when nothing meets the constraints (or only another
+ * kind, without fallback). A pinned device that is unknown or not executable is left to the executor, whose refusal says why
  * (404 UNKNOWN_DEVICE, 404 gone, 409 DEVICE_CHANGED, 422 UNSUPPORTED).
  */
 enum acceld_err place_rank_devices(place_choose_fn choose, void *ctx, const struct select_request *sreq,

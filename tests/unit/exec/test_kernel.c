@@ -141,8 +141,9 @@ END_TEST
 static void run_verified(const struct backend_ops *ops, void *state, enum kernel_id k)
 {
 	unsigned p = kernel_params(k);
-	struct kernel_work w = {.kernel = k, .m = (p & KERNEL_PARAM_M) ? 9 : 0, .n = 33, .k = (p & KERNEL_PARAM_K) ? 5 : 0,
-				.alpha = 1.5f, .beta = 0.5f, .scale = 3.0f, .value = NAN};
+	struct kernel_work w = {.kernel = k, .m = (p & KERNEL_PARAM_M) ? 9 : 0, .n = 33,
+				.k = (p & KERNEL_PARAM_K) ? 5 : 0, .alpha = 1.5f, .beta = 0.5f, .scale = 3.0f,
+				.value = NAN};
 	struct kernel_shape s = {.m = w.m, .n = w.n, .k = w.k};
 	struct backend_timing t = {.compile_ms = NAN, .cached = -1};
 	struct kernel_verification v;
