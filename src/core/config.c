@@ -239,6 +239,62 @@ int config_parse_size(const char *text, uint64_t *bytes)
 	return parse_units(text, size_units, NUNITS(size_units), true, bytes);
 }
 
+/* Digits, then (with a suffix) up to 3 decimals and K, M, B (or G), T. */
+int config_parse_count(const char *text, uint64_t *out)
+{
+	size_t whole = strspn(text, "0123456789");
+	size_t nfrac = 0;
+	const char *p = text + whole, *frac = NULL;
+	uint64_t w = 0, f = 0, mult = 1, step;
+
+	if (whole == 0 || whole > 19)
+		return -1;
+	if (*p == '.') {
+		frac = p + 1;
+		nfrac = strspn(frac, "0123456789");
+		if (nfrac == 0 || nfrac > 3)
+			return -1;
+		p = frac + nfrac;
+	}
+	switch (*p) {
+	case '\0':
+		break;
+	case 'k': case 'K':
+		mult = 1000ull;
+		break;
+	case 'm': case 'M':
+		mult = 1000000ull;
+		break;
+	case 'b': case 'B': case 'g': case 'G':
+		mult = 1000000000ull;
+		break;
+	case 't': case 'T':
+		mult = 1000000000000ull;
+		break;
+	default:
+		return -1;
+	}
+	if ((*p != '\0' && p[1] != '\0') || (frac != NULL && mult == 1))
+		return -1;
+	for (size_t i = 0; i < whole; i++) {
+		if (w > (UINT64_MAX - (uint64_t)(text[i] - '0')) / 10)
+			return -1;
+		w = w * 10 + (uint64_t)(text[i] - '0');
+	}
+	for (size_t i = 0; i < nfrac; i++)
+		f = f * 10 + (uint64_t)(frac[i] - '0');
+	if (w > UINT64_MAX / mult)
+		return -1;
+	/* a decimal's worth of the unit: mult is at least 1000 wherever there are decimals (at most 3), so whole */
+	step = mult;
+	for (size_t i = 0; i < nfrac; i++)
+		step /= 10;
+	if (w * mult > UINT64_MAX - f * step)
+		return -1;
+	*out = w * mult + f * step;
+	return 0;
+}
+
 void config_format_duration(uint64_t ms, char *out, size_t outsz)
 {
 	/* the largest unit that holds it whole; 0 reads as seconds */

@@ -138,7 +138,11 @@ const char *config_prefer_name(int prefer);
 #define CONFIG_BOOL_VALUES "true, false, 1, 0, yes, no, on, off"
 
 int config_parse_duration_ms(const char *text, uint64_t *ms);  /* "30", "30s", "500ms", "2m", "1h" */
-int config_parse_size(const char *text, uint64_t *bytes);       /* "1048576", "64KiB", "64k", "2GB", "1TiB" */
+int config_parse_size(const char *text, uint64_t *bytes);
+/* How a count is written, for messages: the suffixes config_parse_count reads, said once. */
+#define CONFIG_COUNT_UNITS "K, M, B (or G), T: thousands to trillions, with up to 3 decimals"
+/* "7000000000", "7B", "6.7B", "70b", "1.5T", "100M": a count with an optional decimal suffix; 0 on success. */
+int config_parse_count(const char *text, uint64_t *out);       /* "1048576", "64KiB", "64k", "2GB", "1TiB" */
 int config_parse_bool(const char *text, bool *out);             /* true|false|1|0|yes|no|on|off */
 int config_parse_u64(const char *text, uint64_t *out);          /* decimal digits only */
 

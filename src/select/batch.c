@@ -21,10 +21,10 @@ static const struct {
 } params[] = {
 	{"device", NULL, DEVICE_ID_SYNTAX},
 	{"base", NULL, "an integer from 1 to 1048576"},
-	{"model_bytes", NULL, "an integer from 1 to 9223372036854775807"},
-	{"params", NULL, "an integer from 1 to 9223372036854775807"},
+	{"model_bytes", NULL, "a size from 1 byte, such as 14000000000, 14GB or 13GiB (" CONFIG_SIZE_UNITS ")"},
+	{"params", NULL, "a count from 1, such as 7000000000, 7B or 6.7B (" CONFIG_COUNT_UNITS ")"},
 	{"dtype", "fp32, fp16, bf16, int8, fp8", NULL},
-	{"sample_bytes", NULL, "an integer from 1 to 9223372036854775807"},
+	{"sample_bytes", NULL, "a size from 1 byte, such as 1048576, 1MiB or 1MB (" CONFIG_SIZE_UNITS ")"},
 	{"mode", "infer, train", NULL},
 	{"reserve", NULL, "a decimal from 0 to 0.9 with at most 6 decimals, such as 0.1"},
 };
@@ -105,11 +105,12 @@ int batch_parse_ppm(const char *text, unsigned *out)
 	return 0;
 }
 
-static int parse_count(const char *text, uint64_t max, uint64_t *out)
+/* A count (7B), or a size with a unit (14GB) when sized, from 1 to max. */
+static int parse_count(const char *text, bool sized, uint64_t max, uint64_t *out)
 {
 	uint64_t v;
 
-	if (config_parse_u64(text, &v) != 0 || v < 1 || v > max)
+	if ((sized ? config_parse_size(text, &v) : config_parse_count(text, &v)) != 0 || v < 1 || v > max)
 		return -1;
 	*out = v;
 	return 0;
@@ -130,13 +131,13 @@ enum acceld_err batch_request_set(struct batch_request *req, const char *name, c
 		if (ok)
 			DEVICE_SET(req->device, value);
 	} else if (strcmp(name, "base") == 0) {
-		ok = parse_count(value, BATCH_MAX_BASE, &req->base) == 0;
+		ok = parse_count(value, false, BATCH_MAX_BASE, &req->base) == 0;
 	} else if (strcmp(name, "model_bytes") == 0) {
-		ok = parse_count(value, BATCH_MAX_BYTES, &req->model_bytes) == 0;
+		ok = parse_count(value, true, BATCH_MAX_BYTES, &req->model_bytes) == 0;
 	} else if (strcmp(name, "params") == 0) {
-		ok = parse_count(value, BATCH_MAX_BYTES, &req->params) == 0;
+		ok = parse_count(value, false, BATCH_MAX_BYTES, &req->params) == 0;
 	} else if (strcmp(name, "sample_bytes") == 0) {
-		ok = parse_count(value, BATCH_MAX_BYTES, &req->sample_bytes) == 0;
+		ok = parse_count(value, true, BATCH_MAX_BYTES, &req->sample_bytes) == 0;
 	} else if (strcmp(name, "dtype") == 0) {
 		for (size_t i = 1; i < 6 && !ok; i++) {
 			ok = strcmp(value, dtype_names[i]) == 0;

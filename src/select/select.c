@@ -182,14 +182,14 @@ enum acceld_err select_request_set(struct select_request *req, const char *name,
 	return set_field(req, name, value, true, err, errsz);
 }
 
-/* JSON types of the fields: s string, b boolean, i integer. */
+/* JSON types of the fields: s string, b boolean, z a size (an integer, or a string with a unit: "16GiB"). */
 static char json_kind(const char *name)
 {
 	static const struct {
 		const char *name;
 		char kind;
 	} kinds[] = {
-		{"prefer", 's'},     {"allow_tpu", 'b'}, {"policy", 's'}, {"device", 's'},    {"min_memory_bytes", 'i'},
+		{"prefer", 's'},     {"allow_tpu", 'b'}, {"policy", 's'}, {"device", 's'},    {"min_memory_bytes", 'z'},
 		{"executable", 'b'}, {"kernel", 's'},    {"format", 's'}, {"tpu_scope", 's'},
 	};
 
@@ -218,13 +218,13 @@ enum acceld_err select_request_set_json(struct select_request *req, const char *
 		*expected = "a string";
 	else if (kind == 'b' && !json_is_boolean(value))
 		*expected = "a boolean";
-	else if (kind == 'i' && !json_is_integer(value))
-		*expected = "an integer";
+	else if (kind == 'z' && !json_is_integer(value) && !json_is_string(value))
+		*expected = "an integer or a string with a unit, such as \"16GiB\"";
 	if (*expected != NULL) {
 		snprintf(err, errsz, "expected %s", *expected);
 		return ACCELD_EINVAL;
 	}
-	if (kind == 's') {
+	if (kind == 's' || (kind == 'z' && json_is_string(value))) {
 		s = json_string_value(value);
 		if (strlen(s) != json_string_length(value)) {
 			snprintf(err, errsz, "the value holds a NUL character");

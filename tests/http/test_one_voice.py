@@ -8,6 +8,7 @@
   in the body.
 - GET /run lists summaries: after jobs of return=full, the list carries no output (GET /run/{id} does).
 """
+import json
 import re
 import unittest
 from urllib.parse import quote
@@ -51,8 +52,7 @@ class OneVoice(ServerTestCase):
             self.assertRegex(doc["path"], JSONPATH, doc)
             self.assertTrue(doc["detail"].startswith(doc["path"] + ": "), doc)
         if "accepted" in doc:
-            self.assertIsInstance(doc["accepted"], list, doc)
-            self.assertTrue(doc["accepted"], doc)
+            self.assertIsInstance(doc["accepted"], list, doc)  # [] where a route takes no query parameter
             self.assertTrue(all(isinstance(a, str) and a for a in doc["accepted"]), doc)
 
     def test_a_malformed_device_id_is_one_400(self):
@@ -258,6 +258,60 @@ class JobListIsSummaries(ServerTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+# One rule for sizes and counts: the same spellings wherever a size or a count is taken, query, body or flag.
+SIZES = ("17179869184", "16GiB", "17179869184B")
+COUNTS = ("7000000000", "7B", "7b", "7000M", "7.0B")
+
+
+class OneSpelling(ServerTestCase):
+    def same(self, answers, what):
+        first = answers[0]
+        for a in answers[1:]:
+            self.assertEqual(a, first, what)
+
+    def test_sizes_read_alike_everywhere(self):
+        from harness import run_cli
+        picked = []
+        for size in SIZES:
+            q = self.server.get("/select?min_memory_bytes=" + size).json()
+            b = self.server.request("POST", "/select", json_body={"min_memory_bytes": size}).json()
+            c = json.loads(run_cli("select", "--min-memory-bytes", size).stdout)
+            picked.append((q["device"]["id"], b["device"]["id"], c["device"]["id"]))
+            batch = self.server.get(f"/batch-config?base=8&model_bytes={size}&sample_bytes=1MiB")
+            self.assertEqual(batch.status, 200, (size, batch.json()))
+            cli_batch = run_cli("batch", "--base", "8", "--model-bytes", size, "--sample-bytes", "1MiB", "--json")
+            self.assertEqual(cli_batch.returncode, 0, cli_batch.stderr)
+            picked.append((batch.json()["batch_size"], json.loads(cli_batch.stdout)["batch_size"]))
+        self.same(picked[0::2], "the device chosen for one size written three ways")
+        self.same(picked[1::2], "the batch for one model size written three ways")
+        # an integer in a body is a size too
+        self.assertEqual(self.server.request("POST", "/select", json_body={"min_memory_bytes": 17179869184}).status,
+                         self.server.request("POST", "/select", json_body={"min_memory_bytes": "16GiB"}).status)
+
+    def test_counts_read_alike_everywhere(self):
+        from harness import run_cli
+        plans, batches = [], []
+        for count in COUNTS:
+            p = self.server.get(f"/plan?params={count}").json()
+            plans.append(p["model"]["params"])
+            b = self.server.get(f"/batch-config?base=8&params={count}&sample_bytes=1MiB")
+            self.assertEqual(b.status, 200, (count, b.json()))
+            batches.append(b.json()["batch_size"])
+            c = run_cli("batch", "--base", "8", "--params", count, "--sample-bytes", "1MiB", "--json")
+            self.assertEqual(c.returncode, 0, (count, c.stderr))
+            batches.append(json.loads(c.stdout)["batch_size"])
+        self.assertEqual(set(plans), {7000000000})
+        self.same(batches, "the batch for 7B parameters written five ways")
+
+    def test_a_bad_size_says_how_to_write_one(self):
+        for target in ("/batch-config?base=8&model_bytes=lots", "/batch-config?base=8&sample_bytes=-1"):
+            doc = self.server.get(target).json()
+            self.assertIn("GiB, TiB count in 1024s", doc["detail"], doc)
+        doc = self.server.request("POST", "/select", json_body={"min_memory_bytes": True}).json()
+        self.assertEqual(doc["reason"], "INVALID_TYPE")
+        self.assertIn("16GiB", doc["detail"])
 
 
 class TheDocsSayWhatTheServiceDoes(unittest.TestCase):
