@@ -247,7 +247,7 @@ int config_parse_count(const char *text, uint64_t *out)
 	const char *p = text + whole, *frac = NULL;
 	uint64_t w = 0, f = 0, mult = 1, step;
 
-	if (whole == 0 || whole > 19)
+	if (whole == 0 || whole > 20) /* UINT64_MAX has 20 digits; more overflow below */
 		return -1;
 	if (*p == '.') {
 		frac = p + 1;

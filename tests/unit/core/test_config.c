@@ -461,6 +461,37 @@ START_TEST(file_errors)
 }
 END_TEST
 
+START_TEST(counts)
+{
+	uint64_t v = 0;
+
+	ck_assert_int_eq(config_parse_count("7000000000", &v), 0);
+	ck_assert_uint_eq(v, 7000000000ull);
+	ck_assert_int_eq(config_parse_count("7B", &v), 0);
+	ck_assert_uint_eq(v, 7000000000ull);
+	ck_assert_int_eq(config_parse_count("6.7b", &v), 0);
+	ck_assert_uint_eq(v, 6700000000ull);
+	ck_assert_int_eq(config_parse_count("1.5T", &v), 0);
+	ck_assert_uint_eq(v, 1500000000000ull);
+	ck_assert_int_eq(config_parse_count("100M", &v), 0);
+	ck_assert_uint_eq(v, 100000000ull);
+	ck_assert_int_eq(config_parse_count("2k", &v), 0);
+	ck_assert_uint_eq(v, 2000ull);
+	ck_assert_int_eq(config_parse_count("18446744073709551615", &v), 0);
+	ck_assert_uint_eq(v, UINT64_MAX);
+	/* refused: decimals without a suffix, more than 3 decimals, two suffixes, overflow, signs, spaces */
+	ck_assert_int_eq(config_parse_count("1.5", &v), -1);
+	ck_assert_int_eq(config_parse_count("1.2345B", &v), -1);
+	ck_assert_int_eq(config_parse_count("7BB", &v), -1);
+	ck_assert_int_eq(config_parse_count("18446744073709551616", &v), -1);
+	ck_assert_int_eq(config_parse_count("20000000000T", &v), -1);
+	ck_assert_int_eq(config_parse_count("-7B", &v), -1);
+	ck_assert_int_eq(config_parse_count("7 B", &v), -1);
+	ck_assert_int_eq(config_parse_count("", &v), -1);
+	ck_assert_int_eq(config_parse_count("B", &v), -1);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("config");
@@ -483,6 +514,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, token_redacted_and_file);
 	tcase_add_test(tc, secret_not_echoed_in_error);
 	tcase_add_test(tc, file_errors);
+	tcase_add_test(tc, counts);
 	suite_add_tcase(s, tc);
 	return s;
 }
