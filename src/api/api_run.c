@@ -17,6 +17,7 @@
 #include "app.h"
 #include "core/clock.h"
 #include "core/config.h"
+#include "core/mem.h"
 #include "detect/detect.h"
 #include "exec/exec.h"
 #include "exec/jobdoc.h"
@@ -447,36 +448,6 @@ out:
 	exec_request_release(r);
 }
 
-void api_run_list(struct app *app, struct http_req *req, struct http_resp *resp)
-{
-	static const char *const allowed[] = {"state", "page_size", "page_token", NULL};
-	const char *state = http_req_query(req, "state");
-	const char *size = http_req_query(req, "page_size");
-	const char *token = http_req_query(req, "page_token");
-	enum exec_state st;
-	uint64_t page = PAGE_DEFAULT;
-	uint64_t after = 0;
-	json_t *doc;
-
-	if (!http_req_check_query(req, resp, allowed))
-		return;
-	if (state != NULL && !exec_state_parse(state, &st)) {
-		http_resp_bad_value(resp, "state", "'%.64s' is not one of %s", state, exec_state_names_text());
-		http_resp_accepted(resp, exec_state_names_text());
-		return;
-	}
-	if (size != NULL && (config_parse_u64(size, &page) != 0 || page < 1 || page > PAGE_MAX)) {
-		http_resp_bad_value(resp, "page_size", "'%.64s' is not an integer from 1 to %d", size, PAGE_MAX);
-		return;
-	}
-	if (token != NULL && (config_parse_u64(token, &after) != 0 || after == 0)) {
-		http_resp_bad_value(resp, "page_token", "'%.64s' is not the next_page_token of a previous page", token);
-		return;
-	}
-	doc = exec_list_json(app->exec, state ? (int)st : -1, (unsigned)page, after);
-	http_resp_json(resp, 200, doc);
-}
-
 /*
  * A job no longer in memory (an earlier run of acceld, or pushed out of the recent ones) as the history keeps it,
  * its fraction of peak against the peak it was measured against then, whatever the device's peak is now.
@@ -517,6 +488,105 @@ static json_t *stored_job_json(const struct store_job *j)
 	json_object_set_new(doc, "recorded", json_true());
 	return doc;
 }
+
+/* A page token of the history: "h<submitted ms>.<id>" of the last job listed. */
+static bool history_token(const char *token, int64_t *before_ms, char *id, size_t idsz)
+{
+	uint64_t ms;
+	const char *dot = token[0] == 'h' ? strchr(token, '.') : NULL;
+	char digits[24];
+
+	if (dot == NULL || (size_t)(dot - token - 1) >= sizeof(digits) || strlen(dot + 1) >= idsz || dot[1] == '\0')
+		return false;
+	snprintf(digits, sizeof(digits), "%.*s", (int)(dot - token - 1), token + 1);
+	if (config_parse_u64(digits, &ms) != 0 || ms == 0 || ms > INT64_MAX)
+		return false;
+	*before_ms = (int64_t)ms;
+	snprintf(id, idsz, "%s", dot + 1);
+	return true;
+}
+
+/*
+ * Fills what is left of a page of GET /run from the history, newest first, before (before_ms, before_id): the jobs
+ * of an earlier run of acceld, or pushed out of the recent ones. A history that cannot be read leaves the page as
+ * it is.
+ */
+static void list_history(struct app *app, const char *state, int64_t before_ms, const char *before_id,
+			 unsigned room, json_t *doc)
+{
+	json_t *arr = json_object_get(doc, "jobs");
+	struct store_job *jobs;
+	size_t n = 0;
+
+	if (app->store == NULL || room == 0)
+		return;
+	jobs = xcalloc(room + 1, sizeof(*jobs));
+	/* one more than the room says whether another page follows */
+	if (store_jobs_recent(app->store, state, before_ms, before_id, jobs, room + 1, &n) == ACCELD_OK) {
+		for (size_t i = 0; i < n && i < room; i++)
+			json_array_append_new(arr, stored_job_json(&jobs[i]));
+		if (n > room) {
+			char tok[96];
+
+			snprintf(tok, sizeof(tok), "h%lld.%s", (long long)jobs[room - 1].submitted_ms, jobs[room - 1].id);
+			json_object_set_new(doc, "next_page_token", json_string(tok));
+		}
+	}
+	free(jobs);
+}
+
+void api_run_list(struct app *app, struct http_req *req, struct http_resp *resp)
+{
+	static const char *const allowed[] = {"state", "page_size", "page_token", NULL};
+	const char *state = http_req_query(req, "state");
+	const char *size = http_req_query(req, "page_size");
+	const char *token = http_req_query(req, "page_token");
+	enum exec_state st;
+	uint64_t page = PAGE_DEFAULT;
+	uint64_t after = 0;
+	int64_t before_ms = 0;
+	char before_id[64] = "";
+	bool from_history = false;
+	json_t *doc;
+
+	if (!http_req_check_query(req, resp, allowed))
+		return;
+	if (state != NULL && !exec_state_parse(state, &st)) {
+		http_resp_bad_value(resp, "state", "'%.64s' is not one of %s", state, exec_state_names_text());
+		http_resp_accepted(resp, exec_state_names_text());
+		return;
+	}
+	if (size != NULL && (config_parse_u64(size, &page) != 0 || page < 1 || page > PAGE_MAX)) {
+		http_resp_bad_value(resp, "page_size", "'%.64s' is not an integer from 1 to %d", size, PAGE_MAX);
+		return;
+	}
+	if (token != NULL) {
+		from_history = history_token(token, &before_ms, before_id, sizeof(before_id));
+		if (!from_history && (config_parse_u64(token, &after) != 0 || after == 0)) {
+			http_resp_bad_value(resp, "page_token", "'%.64s' is not the next_page_token of a previous page",
+					    token);
+			return;
+		}
+	}
+	if (from_history) {
+		doc = json_pack("{s:[]}", "jobs");
+		list_history(app, state, before_ms, before_id, (unsigned)page, doc);
+	} else {
+		doc = exec_list_json(app->exec, state ? (int)st : -1, (unsigned)page, after);
+		/* the jobs in memory are listed: the page goes on with the history's, before the oldest held */
+		if (json_object_get(doc, "next_page_token") == NULL) {
+			size_t listed = json_array_size(json_object_get(doc, "jobs"));
+
+			if (!exec_oldest_job(app->exec, &before_ms, before_id, sizeof(before_id)))
+				before_ms = 0;
+			else if (before_ms <= 0)
+				before_ms = 1; /* a held job of unknown time: nothing of the history is newer */
+			list_history(app, state, before_ms, before_id, (unsigned)(page - listed), doc);
+		}
+	}
+	http_resp_json(resp, 200, doc);
+}
+
 
 void api_run_get(struct app *app, struct http_req *req, struct http_resp *resp)
 {

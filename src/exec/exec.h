@@ -247,6 +247,12 @@ bool exec_job_was_recorded(struct exec_job *job);
  */
 json_t *exec_list_json(struct exec *ex, int state, unsigned page_size, uint64_t after);
 
+/*
+ * The oldest job the executor still holds (its creation time and id), so that a listing can go on in the history
+ * before it; false when it holds none.
+ */
+bool exec_oldest_job(struct exec *ex, int64_t *created_ms, char *id, size_t idsz);
+
 void exec_job_ref(struct exec_job *job);
 void exec_job_unref(struct exec_job *job); /* NULL allowed */
 

@@ -538,3 +538,19 @@ json_t *exec_list_json(struct exec *ex, int state, unsigned page_size, uint64_t 
 	}
 	return doc;
 }
+
+bool exec_oldest_job(struct exec *ex, int64_t *created_ms, char *id, size_t idsz)
+{
+	bool held;
+
+	pthread_mutex_lock(&ex->mu);
+	held = ex->ring_len > 0;
+	if (held) {
+		const struct exec_job *j = exec_ring_at(ex, ex->ring_len - 1);
+
+		*created_ms = j->created_ms;
+		snprintf(id, idsz, "%s", j->id);
+	}
+	pthread_mutex_unlock(&ex->mu);
+	return held;
+}

@@ -321,6 +321,13 @@ enum acceld_err store_jobs_usage(struct store *st, const char *device, int64_t s
 enum acceld_err store_throughput(struct store *st, const char *device, const char *kernel, double *flops_per_s,
 				 unsigned *jobs);
 
+/*
+ * Up to cap jobs of the history, newest first (by submission time, then id), of one state (NULL: any), submitted
+ * before (before_ms, before_id) when before_ms > 0: GET /run's listing past the jobs still in memory.
+ */
+enum acceld_err store_jobs_recent(struct store *st, const char *state, int64_t before_ms, const char *before_id,
+				  struct store_job *out, size_t cap, size_t *n);
+
 /* Every stored price override; *out is malloc'ed (free() it). */
 enum acceld_err store_prices_load(struct store *st, struct store_price **out, size_t *n);
 

@@ -70,6 +70,7 @@ enum stmt_id {
 	S_THROUGHPUT,
 	S_PRICES,
 	S_JOB_GET,
+	S_JOBS_RECENT,
 	S_CHECK_PUT,
 	S_CHECKS_EXPIRE,
 	S_CHECK_GET,                                      /* the reads of checks: ?1 device, ?2 limit, ?3 id */
@@ -83,6 +84,12 @@ enum stmt_id {
 	S_SERIES = S_USAGE + 3,                           /* + tier * STORE_METRIC_COUNT + metric */
 	S_COUNT = S_SERIES + 3 * STORE_METRIC_COUNT
 };
+
+/* The columns of a job row, in the order the reads of jobs take them (store_read.c's job_of_row). */
+#define STORE_JOB_COLUMNS                                                                                       \
+	"id, device, kernel, backend, state, submitted_at, started_at, finished_at, n, m, k, flops, bytes, "    \
+	"kernel_ms, total_ms, cost_usd, error, reason, queued_ms, transfer_ms, trigger, check_id, peak_gflops, " \
+	"peak_gbytes_per_s"
 
 /* Every SQL text acceld runs against the store, by statement id (store_sql.c). */
 extern const char *const store_stmt_sql[S_COUNT];

@@ -471,6 +471,35 @@ enum acceld_err store_prices_load(struct store *st, struct store_price **out, si
 	return ACCELD_OK;
 }
 
+/* A row of STORE_JOB_COLUMNS as a job. */
+static void job_of_row(sqlite3_stmt *s, struct store_job *out)
+{
+	col_text(s, 0, out->id, sizeof(out->id));
+	col_text(s, 1, out->device, sizeof(out->device));
+	col_text(s, 2, out->kernel, sizeof(out->kernel));
+	col_text(s, 3, out->backend, sizeof(out->backend));
+	col_text(s, 4, out->state, sizeof(out->state));
+	out->submitted_ms = sqlite3_column_int64(s, 5);
+	out->started_ms = sqlite3_column_int64(s, 6);
+	out->finished_ms = sqlite3_column_int64(s, 7);
+	out->n = (uint64_t)sqlite3_column_int64(s, 8);
+	out->m = (uint64_t)sqlite3_column_int64(s, 9);
+	out->k = (uint64_t)sqlite3_column_int64(s, 10);
+	out->flops = col_num(s, 11);
+	out->bytes = col_num(s, 12);
+	out->kernel_ms = col_num(s, 13);
+	out->total_ms = col_num(s, 14);
+	out->cost_usd = col_num(s, 15);
+	col_text(s, 16, out->error, sizeof(out->error));
+	col_text(s, 17, out->reason, sizeof(out->reason));
+	out->queued_ms = col_num(s, 18);
+	out->transfer_ms = col_num(s, 19);
+	col_text(s, 20, out->trigger, sizeof(out->trigger));
+	col_text(s, 21, out->check_id, sizeof(out->check_id));
+	out->peak_gflops = col_num(s, 22);
+	out->peak_gbytes_per_s = col_num(s, 23);
+}
+
 enum acceld_err store_job_get(struct store *st, const char *id, struct store_job *out)
 {
 	struct store_conn *c;
@@ -491,30 +520,7 @@ enum acceld_err store_job_get(struct store *st, const char *id, struct store_job
 		rc = sqlite3_step(s);
 		if (rc == SQLITE_ROW) {
 			found = true;
-			col_text(s, 0, out->id, sizeof(out->id));
-			col_text(s, 1, out->device, sizeof(out->device));
-			col_text(s, 2, out->kernel, sizeof(out->kernel));
-			col_text(s, 3, out->backend, sizeof(out->backend));
-			col_text(s, 4, out->state, sizeof(out->state));
-			out->submitted_ms = sqlite3_column_int64(s, 5);
-			out->started_ms = sqlite3_column_int64(s, 6);
-			out->finished_ms = sqlite3_column_int64(s, 7);
-			out->n = (uint64_t)sqlite3_column_int64(s, 8);
-			out->m = (uint64_t)sqlite3_column_int64(s, 9);
-			out->k = (uint64_t)sqlite3_column_int64(s, 10);
-			out->flops = col_num(s, 11);
-			out->bytes = col_num(s, 12);
-			out->kernel_ms = col_num(s, 13);
-			out->total_ms = col_num(s, 14);
-			out->cost_usd = col_num(s, 15);
-			col_text(s, 16, out->error, sizeof(out->error));
-			col_text(s, 17, out->reason, sizeof(out->reason));
-			out->queued_ms = col_num(s, 18);
-			out->transfer_ms = col_num(s, 19);
-			col_text(s, 20, out->trigger, sizeof(out->trigger));
-			col_text(s, 21, out->check_id, sizeof(out->check_id));
-			out->peak_gflops = col_num(s, 22);
-			out->peak_gbytes_per_s = col_num(s, 23);
+			job_of_row(s, out);
 		}
 		sqlite3_reset(s);
 	}
@@ -624,4 +630,35 @@ void store_retention(const struct store *st, int64_t *raw_ms, int64_t *minute_ms
 	*raw_ms = st ? st->opts.retention_raw_ms : STORE_RETENTION_RAW_MS;
 	*minute_ms = st ? st->opts.retention_minute_ms : STORE_RETENTION_MINUTE_MS;
 	*hour_ms = st ? st->opts.retention_hour_ms : STORE_RETENTION_HOUR_MS;
+}
+
+enum acceld_err store_jobs_recent(struct store *st, const char *state, int64_t before_ms, const char *before_id,
+				  struct store_job *out, size_t cap, size_t *n)
+{
+	struct store_conn *c;
+	sqlite3_stmt *s;
+	enum acceld_err e;
+	int rc;
+
+	*n = 0;
+	if (st != NULL)
+		records_settle(st);
+	e = reader_acquire(st, &c);
+	if (e != ACCELD_OK)
+		return e;
+	s = store_conn_stmt(c, S_JOBS_RECENT, &rc);
+	if (s != NULL) {
+		bind_text(s, 1, state);
+		sqlite3_bind_int64(s, 2, before_ms > 0 ? before_ms : 0);
+		sqlite3_bind_text(s, 3, before_id != NULL ? before_id : "", -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(s, 4, (sqlite3_int64)cap);
+		while (*n < cap && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+			memset(&out[*n], 0, sizeof(out[*n]));
+			job_of_row(s, &out[(*n)++]);
+		}
+		if (rc == SQLITE_DONE || rc == SQLITE_ROW)
+			rc = SQLITE_OK;
+		sqlite3_reset(s);
+	}
+	return reader_release(st, c, rc);
 }

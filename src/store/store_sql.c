@@ -101,9 +101,11 @@ const char *const store_stmt_sql[S_COUNT] = {
 			 "ORDER BY finished_at DESC LIMIT 20)",
 	[S_PRICES] = "SELECT selector, value, usd_per_hour, usd_per_hour_spot, unit, note, updated_at FROM prices "
 		     "ORDER BY selector, value",
-	[S_JOB_GET] = "SELECT id, device, kernel, backend, state, submitted_at, started_at, finished_at, n, m, k, "
-		      "flops, bytes, kernel_ms, total_ms, cost_usd, error, reason, queued_ms, transfer_ms, trigger, "
-		      "check_id, peak_gflops, peak_gbytes_per_s FROM jobs WHERE id = ?1",
+	[S_JOB_GET] = "SELECT " STORE_JOB_COLUMNS " FROM jobs WHERE id = ?1",
+	/* ?1 a state or NULL; before (?2 submitted_at, ?3 id) when ?2 > 0; ?4 rows */
+	[S_JOBS_RECENT] = "SELECT " STORE_JOB_COLUMNS " FROM jobs WHERE (?1 IS NULL OR state = ?1) AND (?2 = 0 OR "
+			  "submitted_at < ?2 OR (submitted_at = ?2 AND id < ?3)) ORDER BY submitted_at DESC, id DESC "
+			  "LIMIT ?4",
 	[S_CHECK_PUT] = "INSERT OR REPLACE INTO checks (id, device, level, state, verdict, created_at, finished_at, "
 			"gflops, gbytes_per_s, doc) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
 	[S_CHECKS_EXPIRE] = "DELETE FROM checks WHERE finished_at < ?1",

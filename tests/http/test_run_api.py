@@ -329,6 +329,36 @@ class RunHistory(unittest.TestCase):
                 self.assertEqual(got["trigger"], "api")
 
 
+    def test_the_list_goes_on_in_the_history_after_a_restart(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            db = os.path.join(tmp, "h.db")
+            with Server(db=db) as s:
+                first = []
+                for i in range(5):  # a millisecond apart: the list orders by submission time, then id
+                    first.append(post(s, {"kernel": "saxpy", "n": 8 + i}).json()["id"])
+                    time.sleep(0.003)
+            with Server(db=db) as s:
+                # nothing in memory: GET /run lists the history's jobs, newest first, as summaries
+                doc = s.get("/run").json()
+                self.assertEqual([j["id"] for j in doc["jobs"]], first[::-1])
+                self.assertTrue(all(j["source"] == "history" for j in doc["jobs"]))
+                self.assertNotIn("next_page_token", doc)
+                # a new job comes first, the history after it; pages go on through the history
+                time.sleep(0.003)
+                new = post(s, {"kernel": "saxpy", "n": 4}).json()["id"]
+                page = s.get("/run?page_size=2").json()
+                self.assertEqual([j["id"] for j in page["jobs"]], [new, first[4]])
+                seen = [j["id"] for j in page["jobs"]]
+                while "next_page_token" in page:
+                    page = s.get("/run?page_size=2&page_token=" + page["next_page_token"]).json()
+                    seen += [j["id"] for j in page["jobs"]]
+                self.assertEqual(seen, [new] + first[::-1])
+                # a state filter holds in the history too
+                self.assertEqual(len(s.get("/run?state=succeeded").json()["jobs"]), 6)
+                self.assertEqual(s.get("/run?state=failed").json()["jobs"], [])
+                self.assertEqual(s.get("/run?page_token=hxyz").json()["reason"], "INVALID_PARAMETER")
+
+
 class RunAuthAndCli(unittest.TestCase):
     def test_post_and_delete_need_the_token(self):
         with Server(args=["--token", "s3cret"], env={}) as s:
