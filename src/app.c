@@ -150,6 +150,14 @@ static void record_ended(void *ctx, const struct exec_record *rec)
 	store_job_record_notify(app->store, &job, record_confirmed, p);
 }
 
+void app_exec_records(struct app *app, struct exec_opts *opts)
+{
+	opts->on_job_record = record_ended;
+	opts->on_job_record_ctx = app;
+	opts->on_job_start = record_started;
+	opts->on_job_start_ctx = app;
+}
+
 /* The sampler's busy fraction for devices with no telemetry of their own: the executor's. */
 static double exec_busy(void *ctx, const char *device_id, uint64_t window_ms)
 {
@@ -221,10 +229,7 @@ static void start_exec(struct app *app)
 	exec_opts_from_config(&app->cfg, &eopts);
 	eopts.devices = snap->devices;
 	eopts.ndevices = snap->n;
-	eopts.on_job_record = record_ended;
-	eopts.on_job_record_ctx = app;
-	eopts.on_job_start = record_started;
-	eopts.on_job_start_ctx = app;
+	app_exec_records(app, &eopts);
 	eopts.presence = exec_presence_of;
 	eopts.presence_ctx = app->detect;
 	eopts.price = price_now;

@@ -53,6 +53,14 @@ struct app {
  */
 void app_services_start(struct app *app);
 
+struct exec_opts;
+
+/*
+ * Has the executor of opts hand every job to app->store (its start and its end, the end answered once durable) and
+ * to app->metrics (may be NULL): the service's executor, and `acceld run`'s with the database it names.
+ */
+void app_exec_records(struct app *app, struct exec_opts *opts);
+
 struct detect_snapshot;
 struct select_request;
 struct select_result;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "app.h"
 #include "cli/cli.h"
 #include "core/config.h"
 #include "core/jsonval.h"
@@ -18,6 +19,7 @@
 #include "core/mem.h"
 #include "select/place.h"
 #include "select/select.h"
+#include "store/store.h"
 
 #define MAX_ARGS 128
 
@@ -379,6 +381,7 @@ int cli_run_main(int argc, char **argv)
 	struct exec_opts opts;
 	struct select_request sreq;
 	struct refusal why = {.err = ACCELD_OK};
+	struct app recorder = {.store = NULL}; /* only what records jobs: the history */
 	int rc;
 	json_t *doc;
 
@@ -417,6 +420,10 @@ int cli_run_main(int argc, char **argv)
 	exec_opts_from_config(&cfg, &opts);
 	opts.devices = snap->devices;
 	opts.ndevices = snap->n;
+	/* the job goes into the history the command names (--db; the service's by default), as the service's do */
+	if (store_open(cfg.db_path, &recorder.store, err, sizeof(err)) != ACCELD_OK || err[0] != '\0')
+		fprintf(stderr, "acceld run: the job is not recorded: %s\n", err);
+	app_exec_records(&recorder, &opts);
 	if (exec_new(&opts, &ex) != ACCELD_OK) {
 		fprintf(stderr, "acceld run: cannot start the executor\n");
 		goto out;
@@ -441,6 +448,7 @@ int cli_run_main(int argc, char **argv)
 out:
 	exec_job_unref(job);
 	exec_free(ex);
+	store_close(recorder.store); /* after the executor, whose records it commits */
 	if (snap)
 		detect_release(snap);
 	detect_free(det);

@@ -329,6 +329,22 @@ class RunHistory(unittest.TestCase):
                 self.assertEqual(got["trigger"], "api")
 
 
+    def test_a_job_of_acceld_run_is_in_the_history_it_names(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            db = os.path.join(tmp, "cli.db")
+            r = run_cli("run", "saxpy", "--n", "64", "--db", db, "--json")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            job = json.loads(r.stdout)
+            self.assertEqual(job["trigger"], "cli")
+            with Server(db=db) as s:
+                listed = s.get("/run").json()["jobs"]
+                self.assertEqual([(j["id"], j["trigger"]) for j in listed], [(job["id"], "cli")])
+                self.assertEqual(s.get("/run/" + job["id"]).json()["state"], "succeeded")
+            # a database it cannot open is said, and the job still runs
+            r = run_cli("run", "saxpy", "--n", "64", "--db", "/proc/acceld-none/x.db")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("not recorded", r.stderr)
+
     def test_the_list_goes_on_in_the_history_after_a_restart(self):
         with tempfile.TemporaryDirectory() as tmp:
             db = os.path.join(tmp, "h.db")
