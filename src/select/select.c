@@ -314,6 +314,20 @@ static double throughput(const struct device *d, int k, const struct select_meas
 	return NAN;
 }
 
+/*
+ * A score as the reason's text writes it (6 significant digits, %.6g): the figure the answer's `score` holds is the
+ * one its words say (332.288, never 332.28799999999995, the double of a peak in TFLOPS times 1000).
+ */
+static double shown(double v)
+{
+	char text[32];
+
+	if (!isfinite(v))
+		return v;
+	snprintf(text, sizeof(text), "%.6g", v);
+	return strtod(text, NULL);
+}
+
 static void score_candidate(struct select_candidate *c, const struct select_request *req,
 			    const struct select_measured *m, size_t nm)
 {
@@ -347,6 +361,7 @@ static void score_candidate(struct select_candidate *c, const struct select_requ
 		}
 		break;
 	}
+	c->score = shown(c->score);
 }
 
 /* --- constraints --- */

@@ -305,6 +305,15 @@ class OneSpelling(ServerTestCase):
         self.assertEqual(set(plans), {7000000000})
         self.same(batches, "the batch for 7B parameters written five ways")
 
+    def test_a_score_is_the_figure_its_words_say(self):
+        for policy in ("fastest", "priority"):
+            doc = self.server.get("/select?policy=" + policy).json()
+            for c in doc["candidates"]:
+                if c.get("score") is None:
+                    continue
+                self.assertIn("%g" % c["score"], c["why"], c)
+                self.assertEqual(float("%.6g" % c["score"]), c["score"], c)
+
     def test_a_bad_size_says_how_to_write_one(self):
         for target in ("/batch-config?base=8&model_bytes=lots", "/batch-config?base=8&sample_bytes=-1"):
             doc = self.server.get(target).json()
