@@ -29,14 +29,34 @@
 #include "core/version.h"
 
 /* serve's help: the only one with every setting, since serve is what reads them all */
+/* serve's help: its settings in groups, the ones most deployments set; the rest is a pointer away. */
 static void serve_help(FILE *out)
 {
+	static const struct {
+		const char *title;
+		const char *const flags[8];
+	} groups[] = {
+		{"Where it listens, and who may change state",
+		 {"listen", "health-listen", "token", "token-file", "tls-cert", "tls-key", NULL}},
+		{"What it keeps", {"db", "db-sync", "prices-file", "retention-raw", "retention-hour", NULL}},
+		{"What it runs", {"exec-queue-depth", "exec-max-timeout", "pjrt-plugins", "pjrt-idle", "check-interval",
+				  NULL}},
+		{"How it tells", {"log-level", "access-log", "config", NULL}},
+	};
+
 	fprintf(out, "usage: acceld serve [SETTINGS]\n"
 		     "\n"
 		     "Runs the HTTP service until SIGTERM or SIGINT (then drains for --shutdown-grace). It logs JSON\n"
 		     "lines on stderr at --log-level (default info). Exit status: 0 stopped, 1 it could not start (an\n"
-		     "address it cannot listen on), 2 a bad setting.\n\n");
-	config_usage(out);
+		     "address it cannot listen on), 2 a bad setting.\n\n"
+		     "Settings (flag, environment twin, default); precedence: flag > environment > file > default.\n");
+	config_usage_units(out);
+	for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++) {
+		fprintf(out, "\n%s:\n", groups[i].title);
+		config_usage_of(out, groups[i].flags);
+	}
+	fprintf(out, "\nEvery other setting (connection limits, detection, cloud metadata, intervals, batch factors,\n"
+		     "check thresholds): acceld help settings, or docs/configuration.md.\n");
 }
 
 /* Waits for in-flight requests to finish, at most the grace period; a second signal cuts the wait short. */
@@ -164,7 +184,7 @@ static int cmd_serve(int argc, char **argv)
 static bool no_options(const char *command, const char *what, int argc, char **argv, int *rc)
 {
 	if (cli_help_asked(argc, argv)) {
-		printf("usage: acceld %s\n\nPrints %s. Takes no options and reads no settings.\n", command, what);
+		printf("usage: acceld %s\n\nPrints %s.\nTakes no options and reads no settings.\n", command, what);
 		*rc = CLI_EXIT_OK;
 		return false;
 	}

@@ -59,7 +59,8 @@ static void select_help(FILE *out)
 
 	fprintf(out,
 		"usage: acceld select [--policy P] [--device ID] [--min-memory-bytes SIZE] [--executable]\n"
-		"                     [--kernel K] [--format json|env] [--json] [--tpu-scope chip|host] [-v] [SETTINGS]\n"
+		"                     [--kernel K] [--format json|env] [--json] [--tpu-scope chip|host] [-v]\n"
+		"                     [SETTINGS]\n"
 		"\n"
 		"Probes the devices once and prints the device to use, as GET /select answers it (JSON), or the\n"
 		"environment to export: eval \"$(acceld select --format env)\". Exit status: 0 chosen, 1 no device\n"

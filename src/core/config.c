@@ -874,21 +874,51 @@ void config_print(const struct config *cfg, FILE *out)
 	}
 }
 
+/* Writes text at indent, its words wrapped before CONFIG_HELP_WIDTH columns (a word longer than a line stands alone). */
+static void print_wrapped(FILE *out, int indent, const char *text)
+{
+	int col = 0;
+
+	while (*text != '\0') {
+		size_t word = strcspn(text, " ");
+
+		if (col > 0 && col + 1 + (int)word > CONFIG_HELP_WIDTH) {
+			fputc('\n', out);
+			col = 0;
+		}
+		if (col == 0)
+			col = fprintf(out, "%*s", indent, "");
+		else
+			col += fprintf(out, " ");
+		col += fprintf(out, "%.*s", (int)word, text);
+		text += word;
+		text += strspn(text, " ");
+	}
+	if (col > 0)
+		fputc('\n', out);
+}
+
 /* One setting of a help: its flag, environment twin and default, then what it does and what it takes. */
 static void usage_one(FILE *out, const struct opt *o)
 {
 	char accepted[256];
+	char text[1024];
 
 	describe_accepted(o, true, accepted, sizeof(accepted));
-	fprintf(out, "  --%-24s %-30s default %s\n      %s; %s\n", o->flag, o->env, o->def ? o->def : "(unset)",
-		o->help, accepted);
+	/* a default too long for the line goes below it */
+	if (o->def != NULL && 2 + 2 + 24 + 1 + 30 + 1 + 8 + strlen(o->def) > CONFIG_HELP_WIDTH)
+		fprintf(out, "  --%-24s %s\n      default %s\n", o->flag, o->env, o->def);
+	else
+		fprintf(out, "  --%-24s %-30s default %s\n", o->flag, o->env, o->def ? o->def : "(unset)");
+	snprintf(text, sizeof(text), "%s; %s", o->help, accepted);
+	print_wrapped(out, 6, text);
 }
 
 void config_usage_units(FILE *out)
 {
-	fprintf(out, "Durations take ms, s, m, h (a bare number is seconds). Sizes take KiB, MiB, GiB, TiB "
-		     "(powers of 1024)\nor KB, MB, GB, TB (powers of 1000), in any case, the B optional: "
-		     "64KiB = 64Ki = 65536 bytes, 64KB = 64k = 64000.\n");
+	print_wrapped(out, 0, "Durations take ms, s, m, h (a bare number is seconds). Sizes take KiB, MiB, GiB, TiB "
+			      "(powers of 1024) or KB, MB, GB, TB (powers of 1000), in any case, the B optional: "
+			      "64KiB = 64Ki = 65536 bytes, 64KB = 64k = 64000.");
 }
 
 void config_usage(FILE *out)

@@ -131,6 +131,9 @@ const char *config_prefer_name(int prefer);
  * read in any case, its B optional: KiB, MiB, GiB, TiB are 1024^1..4 bytes, KB, MB, GB, TB 1000^1..4 (as in
  * Kubernetes quantities: 1Mi is 1048576, 1M is 1000000).
  */
+/* The columns a help fits in (every command's --help and the settings' texts). */
+#define CONFIG_HELP_WIDTH 100
+
 /* How a size is written, for messages: the units config_parse_size reads, said once. */
 #define CONFIG_SIZE_UNITS "KiB, MiB, GiB, TiB count in 1024s; KB, MB, GB, TB in 1000s"
 

@@ -128,9 +128,14 @@ class ExitCodes(unittest.TestCase):
                 self.assertEqual(r.stderr, "")
                 self.assertTrue(r.stdout.startswith("usage: acceld "), r.stdout[:200])
                 lines = r.stdout.count("\n")
+                # every help fits 100 columns
+                self.assertEqual([l for l in r.stdout.splitlines() if len(l) > 100], [], name)
                 if name == "serve":
-                    self.assertIn("ACCELD_LISTEN", r.stdout)  # serve reads every setting
-                    self.assertIn("ACCELD_CHECK_CLOCK_PERCENT", r.stdout)
+                    # serve's settings in groups, the rest a pointer away
+                    self.assertIn("ACCELD_LISTEN", r.stdout)
+                    self.assertIn("\nWhat it keeps:\n", r.stdout)
+                    self.assertIn("acceld help settings, or docs/configuration.md", r.stdout)
+                    self.assertLessEqual(lines, 80, r.stdout)
                 else:
                     self.assertLessEqual(lines, 40, r.stdout)  # a screen
                     self.assertNotIn("ACCELD_LISTEN", r.stdout)
@@ -148,8 +153,9 @@ class ExitCodes(unittest.TestCase):
             self.assertLessEqual(r.stdout.count("\n"), 40, r.stdout)
         r = cli("help", "settings")
         self.assertExit(r, 0)
-        for text in ("ACCELD_LISTEN", "COMPUTE_PREFER", "ACCELD_CHECK_CLOCK_PERCENT", "powers of 1024"):
+        for text in ("ACCELD_LISTEN", "COMPUTE_PREFER", "ACCELD_CHECK_CLOCK_PERCENT", "Sizes take KiB"):
             self.assertIn(text, r.stdout)
+        self.assertEqual([l for l in r.stdout.splitlines() if len(l) > 100], [])
         self.assertExit(cli("help", "frobnicate"), 2, "acceld help:", "frobnicate")
         self.assertExit(cli("help", "run", "sgemm"), 2, "acceld help:")
 

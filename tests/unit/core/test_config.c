@@ -367,10 +367,16 @@ START_TEST(usage_and_print)
 	f = open_memstream(&text, &len);
 	config_usage(f);
 	fclose(f);
-	ck_assert_ptr_nonnull(strstr(text, "KiB, MiB, GiB, TiB (powers of 1024)\nor KB, MB, GB, TB (powers of 1000)"));
+	ck_assert_ptr_nonnull(strstr(text, "Sizes take KiB, MiB, GiB, TiB (powers of\n1024) or KB, MB, GB, TB"));
 	ck_assert_ptr_nonnull(strstr(text, "ACCELD_LISTEN"));
 	ck_assert_ptr_nonnull(strstr(text, "ACCELD_CHECK_CLOCK_PERCENT"));
-	ck_assert_ptr_nonnull(strstr(text, "; a duration from 1s to 1h\n")); /* idle-timeout; brief, no examples */
+	ck_assert_ptr_nonnull(strstr(text, "duration from 1s to 1h\n")); /* idle-timeout; brief, no examples */
+	/* every line fits CONFIG_HELP_WIDTH columns: texts wrap at words, a long default goes below its flag */
+	for (char *line = text, *end; *line != '\0'; line = end + (*end != '\0')) {
+		end = strchrnul(line, '\n');
+		ck_assert_int_le(end - line, CONFIG_HELP_WIDTH);
+	}
+	ck_assert_ptr_nonnull(strstr(text, "  --pjrt-search              ACCELD_PJRT_SEARCH\n      default $VIRTUAL_ENV"));
 	free(text);
 
 	f = open_memstream(&text, &len);
