@@ -588,6 +588,15 @@ void api_run_list(struct app *app, struct http_req *req, struct http_resp *resp)
 }
 
 
+/* 404 JOB_NOT_FOUND naming the job asked for (`job`), as UNKNOWN_DEVICE names its `device`. */
+static void job_not_found(struct http_resp *resp, const char *id, const char *where)
+{
+	json_t *doc = http_resp_problem(resp, REASON_JOB_NOT_FOUND, "no job '%.64s' %s", id, where);
+
+	if (doc != NULL)
+		json_object_set_new(doc, "job", json_stringn(id, strnlen(id, 64)));
+}
+
 void api_run_get(struct app *app, struct http_req *req, struct http_resp *resp)
 {
 	static const char *const allowed[] = {NULL};
@@ -602,8 +611,7 @@ void api_run_get(struct app *app, struct http_req *req, struct http_resp *resp)
 		return;
 	}
 	if (job == NULL) {
-		http_resp_problem(resp, REASON_JOB_NOT_FOUND, "no job '%.64s' among the recent jobs or in the history",
-				  req->params[0]);
+		job_not_found(resp, req->params[0], "among the recent jobs or in the history");
 		return;
 	}
 	http_resp_json(resp, 200, exec_job_json(job));
@@ -616,7 +624,7 @@ static void api_run_delete_refused(struct app *app, struct http_req *req, enum a
 	struct exec_job *job;
 
 	if (rc == ACCELD_ENOTFOUND) {
-		http_resp_problem(resp, REASON_JOB_NOT_FOUND, "no job '%.64s' among the recent jobs", req->params[0]);
+		job_not_found(resp, req->params[0], "among the recent jobs");
 		return;
 	}
 	job = exec_get(app->exec, req->params[0]);

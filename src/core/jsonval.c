@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/mem.h"
 
 json_t *jsonval_num(double v)
 {
@@ -27,6 +28,62 @@ json_t *jsonval_float(float v)
 			break;
 	}
 	return json_real(strtod(text, NULL));
+}
+
+/* --- text --- */
+
+size_t jsonval_utf8_len(const unsigned char *s)
+{
+	unsigned char c = s[0];
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		return (s[1] & 0xc0) == 0x80 ? 2 : 0;
+	if (c >= 0xe0 && c <= 0xef) {
+		if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80)
+			return 0;
+		if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f)) /* overlong, surrogate */
+			return 0;
+		return 3;
+	}
+	if (c >= 0xf0 && c <= 0xf4) {
+		if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80)
+			return 0;
+		if ((c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] > 0x8f)) /* overlong, past U+10FFFF */
+			return 0;
+		return 4;
+	}
+	return 0;
+}
+
+json_t *jsonval_text(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	json_t *v = json_string(s);
+	char *out;
+	size_t n = 0;
+
+	if (v != NULL)
+		return v;
+	/* each byte that starts no UTF-8 sequence becomes U+FFFD (3 bytes): at most 3 times as long */
+	out = xmalloc(strlen(s) * 3 + 1);
+	while (*p != '\0') {
+		size_t len = jsonval_utf8_len(p);
+
+		if (len == 0) {
+			memcpy(out + n, "\xef\xbf\xbd", 3);
+			n += 3;
+			p++;
+		} else {
+			memcpy(out + n, p, len);
+			n += len;
+			p += len;
+		}
+	}
+	v = json_stringn(out, n);
+	free(out);
+	return v;
 }
 
 void jsonval_set_num(json_t *o, const char *key, double v)

@@ -29,6 +29,15 @@ json_t *jsonval_num(double v);
  */
 json_t *jsonval_float(float v);
 
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 when the bytes there are not one (s NUL-terminated). */
+size_t jsonval_utf8_len(const unsigned char *s);
+
+/*
+ * s as a JSON string (a new reference), never NULL: text from outside (a query, a driver's message) whose bytes are
+ * not UTF-8 keeps its readable part, each byte that starts no UTF-8 sequence written as U+FFFD.
+ */
+json_t *jsonval_text(const char *s);
+
 /* Sets o[key] to v when v is finite; leaves o as it is otherwise. */
 void jsonval_set_num(json_t *o, const char *key, double v);
 

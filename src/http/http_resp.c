@@ -17,6 +17,7 @@
 #include "core/clock.h"
 #include "core/mem.h"
 #include "core/reason.h"
+#include "core/jsonval.h"
 #include "http/http_int.h"
 
 /* --- request ids --- */
@@ -212,11 +213,9 @@ json_t *http_resp_vproblem(struct http_resp *resp, enum reason reason, const cha
 
 	vsnprintf(detail, sizeof(detail), fmt, ap);
 	problem_type(name, type, sizeof(type));
-	doc = json_pack("{s:s, s:s, s:i, s:s, s:s}", "type", type, "title", reason_title(reason), "status", status,
-			"detail", detail, "reason", name);
-	if (doc == NULL) /* detail was not valid UTF-8: say so rather than lose the answer */
-		doc = json_pack("{s:s, s:s, s:i, s:s, s:s}", "type", type, "title", reason_title(reason), "status",
-				status, "detail", "(detail not representable)", "reason", name);
+	/* a detail quoting bytes that are not UTF-8 (a query's) keeps them as U+FFFD */
+	doc = json_pack("{s:s, s:s, s:i, s:o, s:s}", "type", type, "title", reason_title(reason), "status", status,
+			"detail", jsonval_text(detail), "reason", name);
 	json_object_set_new(doc, "request_id", resp->request_id ? json_string(resp->request_id) : json_null());
 	http_resp_json(resp, status, doc);
 	resp->content_type = "application/problem+json";
@@ -255,8 +254,8 @@ static json_t *param_vproblem(struct http_resp *resp, enum reason reason, const 
 {
 	json_t *doc = http_resp_vproblem(resp, reason, fmt, ap);
 
-	/* a parameter name that is not UTF-8 (from a query string) is left out rather than failing the answer */
-	json_object_set_new(doc, "parameter", param ? json_string(param) : json_null());
+	/* a parameter name that is not UTF-8 (from a query string) keeps its readable part */
+	json_object_set_new(doc, "parameter", param ? jsonval_text(param) : json_null());
 	return doc;
 }
 

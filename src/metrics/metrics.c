@@ -21,6 +21,7 @@
 #include "detect/detect.h"
 #include "detect/device.h"
 #include "exec/kernel.h"
+#include "core/jsonval.h"
 #include "core/mem.h"
 #include "core/version.h"
 
@@ -282,32 +283,6 @@ static void out_bytes(struct out *o, const char *p, size_t n)
 		o->full = true;
 }
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 when the bytes there are not one. */
-static size_t utf8_len(const unsigned char *s)
-{
-	unsigned char c = s[0];
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		return (s[1] & 0xc0) == 0x80 ? 2 : 0;
-	if (c >= 0xe0 && c <= 0xef) {
-		if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80)
-			return 0;
-		if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f)) /* overlong, surrogate */
-			return 0;
-		return 3;
-	}
-	if (c >= 0xf0 && c <= 0xf4) {
-		if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80)
-			return 0;
-		if ((c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] > 0x8f)) /* overlong, past U+10FFFF */
-			return 0;
-		return 4;
-	}
-	return 0;
-}
-
 /*
  * Writes s escaped as the text format wants: backslash and newline always, the double quote inside label values.
  * Bytes that are not UTF-8 become U+FFFD, since the format (and Prometheus) takes UTF-8 only.
@@ -317,7 +292,7 @@ static void out_escaped(struct out *o, const char *s, bool label)
 	const unsigned char *p = (const unsigned char *)s;
 
 	while (*p) {
-		size_t n = utf8_len(p);
+		size_t n = jsonval_utf8_len(p);
 
 		if (n == 0) {
 			out_bytes(o, "\xef\xbf\xbd", 3);

@@ -42,24 +42,11 @@ static char *path_with(const char *db_path, const char *suffix)
 
 /* --- the record format --- */
 
-/* A string member; text that is not UTF-8 (a driver's message) is kept with its other bytes as '?'. */
+/* A string member; text that is not UTF-8 (a driver's message) keeps its readable part (jsonval_text). */
 static void set_text(json_t *o, const char *key, const char *v)
 {
-	json_t *s;
-
-	if (v[0] == '\0')
-		return;
-	s = json_string(v);
-	if (s == NULL) {
-		char *copy = xstrdup(v);
-
-		for (char *c = copy; *c; c++)
-			if ((unsigned char)*c >= 0x80)
-				*c = '?';
-		s = json_string(copy);
-		free(copy);
-	}
-	json_object_set_new(o, key, s);
+	if (v[0] != '\0')
+		json_object_set_new(o, key, jsonval_text(v));
 }
 
 size_t journal_encode(const struct store_job *job, char *buf, size_t cap)

@@ -314,6 +314,12 @@ class OneSpelling(ServerTestCase):
                 self.assertIn("%g" % c["score"], c["why"], c)
                 self.assertEqual(float("%.6g" % c["score"]), c["score"], c)
 
+    def test_a_value_not_utf8_is_quoted_readably(self):
+        doc = self.server.get("/batch-config?base=8&dtype=f%FFx").json()
+        self.assertEqual(doc["reason"], "INVALID_PARAMETER")
+        self.assertIn("'f\ufffdx'", doc["detail"])
+        self.assertNotIn("not representable", doc["detail"])
+
     def test_a_bad_size_says_how_to_write_one(self):
         for target in ("/batch-config?base=8&model_bytes=lots", "/batch-config?base=8&sample_bytes=-1"):
             doc = self.server.get(target).json()

@@ -373,6 +373,9 @@ class RunHistory(unittest.TestCase):
                 self.assertEqual(len(s.get("/run?state=succeeded").json()["jobs"]), 6)
                 self.assertEqual(s.get("/run?state=failed").json()["jobs"], [])
                 self.assertEqual(s.get("/run?page_token=hxyz").json()["reason"], "INVALID_PARAMETER")
+                # a job it has nowhere is named, as an unknown device is
+                doc = s.get("/run/01a2nosuchjob").json()
+                self.assertEqual((doc["reason"], doc["job"]), ("JOB_NOT_FOUND", "01a2nosuchjob"))
 
 
 class RunAuthAndCli(unittest.TestCase):

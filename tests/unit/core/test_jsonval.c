@@ -226,6 +226,21 @@ START_TEST(random_doubles_read_back_exactly)
 }
 END_TEST
 
+START_TEST(text_not_utf8_keeps_its_readable_part)
+{
+	json_t *v = jsonval_text("caf\xc3\xa9 \xff\xfe ok \xe2\x82");
+
+	ck_assert_str_eq(json_string_value(v), "caf\xc3\xa9 \xef\xbf\xbd\xef\xbf\xbd ok \xef\xbf\xbd\xef\xbf\xbd");
+	json_decref(v);
+	v = jsonval_text("plain");
+	ck_assert_str_eq(json_string_value(v), "plain");
+	json_decref(v);
+	ck_assert_uint_eq(jsonval_utf8_len((const unsigned char *)"\xf0\x9f\x98\x80"), 4);
+	ck_assert_uint_eq(jsonval_utf8_len((const unsigned char *)"\xed\xa0\x80"), 0); /* a surrogate */
+	ck_assert_uint_eq(jsonval_utf8_len((const unsigned char *)"\xc0\xaf"), 0);     /* overlong */
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("jsonval");
@@ -238,6 +253,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, layout_is_janssons);
 	tcase_add_test(tc, strings_keys_and_integers_are_left_alone);
 	tcase_add_test(tc, random_doubles_read_back_exactly);
+	tcase_add_test(tc, text_not_utf8_keeps_its_readable_part);
 	suite_add_tcase(s, tc);
 	return s;
 }
