@@ -493,16 +493,16 @@ static json_t *stored_job_json(const struct store_job *j)
 static bool history_token(const char *token, int64_t *before_ms, char *id, size_t idsz)
 {
 	uint64_t ms;
-	const char *dot = token[0] == 'h' ? strchr(token, '.') : NULL;
+	const char *sep = token[0] == 'h' ? strchr(token, '.') : NULL;
 	char digits[24];
 
-	if (dot == NULL || (size_t)(dot - token - 1) >= sizeof(digits) || strlen(dot + 1) >= idsz || dot[1] == '\0')
+	if (sep == NULL || (size_t)(sep - token - 1) >= sizeof(digits) || strlen(sep + 1) >= idsz || sep[1] == '\0')
 		return false;
-	snprintf(digits, sizeof(digits), "%.*s", (int)(dot - token - 1), token + 1);
+	snprintf(digits, sizeof(digits), "%.*s", (int)(sep - token - 1), token + 1);
 	if (config_parse_u64(digits, &ms) != 0 || ms == 0 || ms > INT64_MAX)
 		return false;
 	*before_ms = (int64_t)ms;
-	snprintf(id, idsz, "%s", dot + 1);
+	snprintf(id, idsz, "%s", sep + 1);
 	return true;
 }
 

@@ -6,7 +6,7 @@ import tempfile
 import time
 import unittest
 
-from harness import Server, ServerTestCase, until
+from harness import Server, ServerTestCase, until, run_cli
 
 TOKEN = "cost-secret"
 AUTH = {"Authorization": "Bearer " + TOKEN}
@@ -147,9 +147,11 @@ class PricesPersist(unittest.TestCase):
         prices = os.path.join(tmp.name, "prices.json")
         with open(prices, "w") as f:
             f.write('{"prices": [{"device": "cpu:0"}]}')
-        with Server(env={"ACCELD_PRICES_FILE": prices}) as s:
-            s.wait_for(lambda l: l.get("component") == "cost" and "usd_per_hour" in l.get("msg", ""))
-            self.assertEqual(s.get("/cost/prices").status, 503)
+        # the service refuses to start rather than report ready and answer /cost with 503 until a restart
+        r = run_cli("serve", "--listen", "127.0.0.1:0", env={"ACCELD_PRICES_FILE": prices}, timeout=30)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("prices.json", r.stderr)
+        self.assertIn("usd_per_hour", r.stderr)
         tmp.cleanup()
 
 

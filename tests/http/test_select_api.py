@@ -200,7 +200,7 @@ class CpuOnly(SelectCase):
         self.assertEqual(sorted(doc["fields"]), ["colour", "size"])
         self.assertIn("colour", doc["detail"])
         for body, path in (({"allow_tpu": "yes"}, "$.allow_tpu"), ({"min_memory_bytes": 1.5}, "$.min_memory_bytes"),
-                           ({"min_memory_bytes": "1GiB"}, "$.min_memory_bytes"), ({"prefer": 1}, "$.prefer"),
+                           ({"min_memory_bytes": True}, "$.min_memory_bytes"), ({"prefer": 1}, "$.prefer"),
                            ({"executable": 1}, "$.executable"), ({"device": ["cpu:0"]}, "$.device")):
             with self.subTest(body=body):
                 doc = self.assertProblem(self.server.request("POST", "/select", json_body=body), 400, "INVALID_TYPE")
