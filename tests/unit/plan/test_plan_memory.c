@@ -121,7 +121,10 @@ START_TEST(activations_korthikanti_gpt3)
 	ck_assert_int_eq(plan_evaluate(&r, &(struct plan_mesh){1, 1, 8, 1}, &mem), ACCELD_OK);
 	ck_assert_uint_eq(mem.activation_layer_bytes, sbh * 114 / 8);
 	ck_assert_uint_eq(mem.activations_selective.bytes, 96 * (sbh * 34 / 8));
-	ck_assert_uint_eq(mem.activations_full.bytes, 96 * (sbh * 2 / 8));
+	/* full recomputation also holds the layer being recomputed, whole (section 4.1): 2sbh/t a layer + 114sbh/t */
+	ck_assert_uint_eq(mem.activations_full.bytes, 96 * (sbh * 2 / 8) + sbh * 114 / 8);
+	ck_assert_msg(strstr(mem.activations_full.formula, "of the layer being recomputed") != NULL, "%s",
+		      mem.activations_full.formula);
 	ck_assert_uint_eq(mem.remat, PLAN_REMAT_NONE);
 	/* auto picks the least recomputation that fits: 175B over 8 devices does not fit at all -> full */
 	r.remat = PLAN_REMAT_AUTO;
@@ -179,8 +182,9 @@ START_TEST(reserve_and_overflow)
 	struct plan_result res;
 	json_t *doc;
 
-	/* 7.5 GB of weights in 16 GiB: fits with the 0.1 reserve, not with 0.9 kept free */
-	r.model.params = 3750000000ull;
+	/* 7.5 GB of weights (and a small shape's one layer and KV cache) in 16 GiB: fits with the 0.1 reserve, not
+	 * with 0.9 kept free */
+	r.model = (struct plan_model){.params = 3750000000ull, .layers = 16, .hidden = 2048, .heads = 16};
 	ck_assert_int_eq(plan_compute(&r, &res), ACCELD_OK);
 	assert_texts_whole(&res);
 	plan_result_free(&res);
