@@ -196,6 +196,54 @@ class CpuOnly(PlanCase):
                 doc = self.plan("model=llama-2-7b&devices=tpu:" + shape)
                 self.assertEqual((doc["devices"]["hosts"], doc["devices"]["per_host"]), (hosts, per_host))
 
+    def test_a_tpu_grows_its_slice_before_adding_slices(self):
+        """Issue #35, item 2: 70B at 4K with flash attention on a v5p-8 is told one v5p-32 slice (16 chips, FSDP over
+        ICI), not 4 slices with FSDP over the data-centre network."""
+        query = "model=llama-2-70b&mode=train&seq_len=4096&flash_attention=true&devices=tpu:v5p-8"
+        for doc in (self.plan(query), self.post({"model": "llama-2-70b", "mode": "train", "seq_len": 4096,
+                                                 "flash_attention": True, "devices": "tpu:v5p-8"})):
+            first = doc["suggestions"][0]
+            self.assertEqual((first["kind"], first["value"]), ("devices", 16))
+            self.assertEqual(first["text"], "one slice of 16 chips (a 2x2x4 torus, 4 hosts of 4): data 1 x fsdp 16 x "
+                                            "tensor 1 x expert 1")
+        r = run_cli("plan", "--model", "llama-2-70b", "--mode", "train", "--seq-len", "4096", "--flash-attention",
+                    "true", "--devices", "tpu:v5p-8", env=self.server_env)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("devices         one slice of 16 chips (a 2x2x4 torus", r.stdout)
+        # and that slice fits it
+        doc = self.plan(query.replace("v5p-8", "v5p-32"))
+        self.assertTrue(doc["fits"])
+        self.assertEqual(mesh(doc), (1, 16, 1, 1))
+
+    def test_dtypes_as_training_keeps_them(self):
+        """Issue #35, items 3 and 4: f32 activations count twice the 16-bit ones (llama-2-7b at 2048: 30.9 GB in
+        bf16, about 61.5 GB in f32); fp8 training keeps 16 B/param (bf16 weights and gradients, fp32 master and
+        states). zero 1, 2, 3 as ZeRO's Figure 1."""
+        base = "model=llama-2-7b&mode=train&devices=H100x8&remat=none"
+        bf16 = self.plan(base)["memory"]["activations"]["bytes"]
+        f32 = self.plan(base + "&dtype=f32&mixed_precision=false")["memory"]["activations"]["bytes"]
+        self.assertEqual(round(bf16 / 1e9, 1), 30.9)
+        self.assertEqual(f32, 2 * bf16 - 4 * 2048 * 32000)  # the fp32 logits stay as they are
+        doc = self.post({"model": "llama-2-7b", "mode": "train", "devices": "H100x8", "dtype": "fp8"})
+        m = doc["memory"]
+        self.assertEqual(m["weights"]["bytes"] + m["gradients"]["bytes"] + m["optimizer"]["bytes"],
+                         6738415616 // 8 * 16)
+        self.assertTrue(doc["mixed_precision"])
+        # ZeRO-1 (P_os, Figure 1): 2 + 2 B a parameter whole, the 12 B of optimizer state over the fsdp axis
+        query = "params=7.5B&layers=32&hidden=4096&heads=32&mode=train&devices=H100x64&zero=1"
+        got = self.plan(query)
+        m, f = got["memory"], got["mesh"]["fsdp"]
+        self.assertEqual(got["zero"], 1)
+        self.assertEqual(m["weights"]["bytes"] + m["gradients"]["bytes"], 4 * 7500000000)
+        self.assertEqual(m["optimizer"]["bytes"], 7500000000 // f * 12)
+        self.assertIn("ZeRO-1", m["gradients"]["formula"])
+        r = run_cli("plan", *[x for kv in query.split("&") for x in ("--" + kv.split("=")[0], kv.split("=")[1])],
+                    "--json", env=self.server_env)
+        self.assertEqual(json.loads(r.stdout)["memory"], m)
+        doc = self.assertProblem(self.server.get("/plan?model=llama-2-7b&devices=tpu:v5p-8&mode=train&zero=1"),
+                                 400, "INVALID_PARAMETER")
+        self.assertEqual(doc["parameter"], "zero")
+
     def test_env_for_a_slice_this_host_is_not_in_is_an_error(self):
         """Issue #35, item 8: an empty 200 would let `eval` run a lone process; a 422 says why."""
         doc = self.assertProblem(self.server.get("/plan?model=llama-2-7b&devices=tpu:v5p-128&format=env"), 422,
