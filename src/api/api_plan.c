@@ -61,7 +61,8 @@ static void answer(struct app *app, struct plan_params *p, bool body, struct htt
 		if (body) {
 			http_resp_bad_field(resp, REASON_MISSING_FIELD, "$.model", "%s", plan_params_missing(p));
 		} else {
-			http_resp_param_problem(resp, REASON_MISSING_PARAMETER, "model", "model: %s", plan_params_missing(p));
+			http_resp_param_problem(resp, REASON_MISSING_PARAMETER, "model", "model: %s",
+						plan_params_missing(p));
 			http_resp_accepted(resp, plan_param_values("model"));
 		}
 		return;

@@ -344,10 +344,10 @@ static unsigned measured_mhz(void)
  * usable CPU may run at, so a peak computed from it bounds what the CPU does (a job's fraction of the peak stays at
  * or under 1): cpufreq's scaling_max_freq (the policy's ceiling, turbo included), else cpuinfo_max_freq (the
  * hardware's); without cpufreq (VMs, some containers) the maximum frequency of CPUID leaf 0x16, else the DMI table's
- * processor Max Speed, either only when it is not below the clock seen now; else, with measured (this machine's own
- * /proc, not a fixture's: the figure measured once, 0 until it is), the clock a chain of dependent adds runs at; else the highest "cpu MHz" of
- * /proc/cpuinfo, which is only the clock now: *lower_bound says the peak is then at least what it computes. The
- * base clock is never used. *clock_source names the one taken.
+ * processor Max Speed, either only when it is not below the clock seen now; else, with measured (this machine's
+ * own /proc, not a fixture's: the figure measured once, 0 until it is), the clock a chain of dependent adds runs
+ * at; else the highest "cpu MHz" of /proc/cpuinfo, which is only the clock now: *lower_bound says the peak is then
+ * at least what it computes. The base clock is never used. *clock_source names the one taken.
  */
 static void cpuinfo(const struct config *cfg, struct device *d, unsigned *measured, const char **clock_source,
 		    bool *split512, bool *lower_bound)
