@@ -57,6 +57,16 @@ static void answer(struct app *app, struct plan_params *p, bool body, struct htt
 	char why[320];
 	enum acceld_err rc;
 
+	if (plan_params_missing(p) != NULL) {
+		if (body) {
+			http_resp_bad_field(resp, REASON_MISSING_FIELD, "$.model", "%s", plan_params_missing(p));
+		} else {
+			http_resp_param_problem(resp, REASON_MISSING_PARAMETER, "model", "model: %s",
+						plan_params_missing(p));
+			http_resp_accepted(resp, plan_param_values("model"));
+		}
+		return;
+	}
 	if (plan_params_finish(p, &param, why, sizeof(why)) != ACCELD_OK) {
 		refuse(resp, body, param, why);
 		return;
@@ -101,7 +111,11 @@ static void answer(struct app *app, struct plan_params *p, bool body, struct htt
 		goto out;
 	}
 	plan_params_env(p, snap->devices, snap->n, res.hosts, process_getenv, NULL, &env);
-	if (p->format == PLAN_FORMAT_ENV) {
+	if (p->format == PLAN_FORMAT_ENV && res.hosts > 1 && !plan_env_known(&env)) {
+		/* empty export lines would let an eval go on as a lone process: say why instead */
+		http_resp_error(resp, ACCELD_EUNPROCESSABLE, "format=env: this host's process of the %u-host plan cannot "
+				"be placed: %s", res.hosts, env.note);
+	} else if (p->format == PLAN_FORMAT_ENV) {
 		struct envfmt e;
 		size_t len;
 		char *text;

@@ -109,7 +109,10 @@ static void term_line(const char *name, const struct plan_term *t)
 {
 	char size[32];
 
-	gib(size, sizeof(size), t->bytes);
+	if (t->unknown)
+		snprintf(size, sizeof(size), "unknown");
+	else
+		gib(size, sizeof(size), t->bytes);
 	printf("  %-12s %10s  %s\n", name, size, t->formula);
 }
 
@@ -142,7 +145,7 @@ static void print_memory(const struct plan_result *res)
 
 	gib(total, sizeof(total), m->total_bytes);
 	gib(usable, sizeof(usable), m->usable_bytes);
-	printf("memory per device: %s of %s usable%s%s\n", total, usable,
+	printf("memory per device: %s%s of %s usable%s%s\n", m->activations_known ? "" : "at least ", total, usable,
 	       res->req.mode == PLAN_TRAIN ? ", " : "",
 	       res->req.mode == PLAN_TRAIN ? plan_remat_phrase(m->remat) : "");
 	term_line("weights", &m->weights);
@@ -153,6 +156,8 @@ static void print_memory(const struct plan_result *res)
 	term_line("activations", act);
 	if (res->req.mode == PLAN_INFER)
 		term_line("kv cache", &m->kv_cache);
+	if (m->gather.bytes || m->gather.unknown)
+		term_line("fsdp gather", &m->gather);
 }
 
 static void print_env(const struct plan_env *env)
@@ -182,8 +187,17 @@ static void print_plan(const struct plan_params *p, const struct plan_result *re
 		for (size_t i = 0; i < res->ncandidates; i++)
 			if (memcmp(&res->candidates[i].mesh, &res->memory.mesh, sizeof(res->memory.mesh)) == 0)
 				printf("  %s\n", res->candidates[i].why);
-		printf("batch: %llu a device, %llu in all\n\n", (unsigned long long)res->memory.per_device_batch,
+		printf("batch: %llu a device, %llu in all\n", (unsigned long long)res->memory.per_device_batch,
 		       (unsigned long long)res->memory.global_batch);
+		for (size_t i = 0; i < res->nhints; i++)
+			printf("  or %s\n", res->hints[i].text);
+		printf("\n");
+	} else if (!res->judged) {
+		printf("%s\n\n", res->detail);
+		if (res->has_memory) {
+			mesh_line(&res->memory.mesh, ms, sizeof(ms));
+			printf("the mesh the known terms fit, %s:\n", ms);
+		}
 	} else {
 		printf("nothing fits: %s\n", res->detail);
 		if (res->nhints > 0)
@@ -232,6 +246,10 @@ int cli_plan_main(int argc, char **argv)
 	if (rc >= 0)
 		goto out;
 	rc = CLI_EXIT_USAGE;
+	if (plan_params_missing(&p) != NULL) {
+		say("model", plan_params_missing(&p));
+		goto out;
+	}
 	if (plan_params_finish(&p, &param, why, sizeof(why)) != ACCELD_OK) {
 		say(param, why);
 		goto out;
@@ -259,7 +277,13 @@ int cli_plan_main(int argc, char **argv)
 		goto out;
 	}
 	plan_params_env(&p, c.snap->devices, c.snap->n, res.hosts, process_getenv, NULL, &env);
-	if (p.format == PLAN_FORMAT_ENV && !c.json) {
+	if (p.format == PLAN_FORMAT_ENV && !c.json && res.hosts > 1 && !plan_env_known(&env)) {
+		snprintf(msg, sizeof(msg), "--format env: this host's process of the %u-host plan cannot be placed: %s",
+			 res.hosts, env.note);
+		say(NULL, msg);
+		rc = CLI_EXIT_FAIL;
+		goto out;
+	} else if (p.format == PLAN_FORMAT_ENV && !c.json) {
 		struct envfmt e;
 		size_t len;
 		char *text;

@@ -640,9 +640,22 @@ static void money_add(struct money *m, double usd, bool costs)
 	}
 }
 
+/*
+ * The one rule for money in /cost, a part's and a total's alike: unknown (null) only when something that cost
+ * something (time present or busy, jobs run) has no price; nothing that cost anything is 0, whatever the price.
+ */
 static json_t *money_json(const struct money *m)
 {
 	return m->unpriced && !m->priced ? json_null() : json_real(m->usd);
+}
+
+/* One part's money under that rule: usd (NaN when unpriced) for a part that cost something when costs. */
+static json_t *money_of(double usd, bool costs)
+{
+	struct money m = {0};
+
+	money_add(&m, costs ? usd : 0.0, costs);
+	return money_json(&m);
 }
 
 struct totals {
@@ -707,10 +720,10 @@ static enum acceld_err report_one(struct cost *c, const struct subject *s, const
 		add_json(g, "start_time", json_string(when));
 		add_json(g, "allocated_seconds", json_real(u[i].present_ms / 1000.0));
 		add_json(g, "utilized_seconds", json_real(u[i].busy_ms / 1000.0));
-		add_json(g, "allocated_usd", jsonval_num(a));
-		add_json(g, "utilized_usd", jsonval_num(b));
+		add_json(g, "allocated_usd", money_of(a, u[i].present_ms > 0));
+		add_json(g, "utilized_usd", money_of(b, u[i].busy_ms > 0));
 		json_array_append_new(groups, g);
-		add_group_total(t, when, a, b);
+		add_group_total(t, when, u[i].present_ms > 0 ? a : 0.0, u[i].busy_ms > 0 ? b : 0.0);
 		present += u[i].present_ms;
 		busy += u[i].busy_ms;
 	}
@@ -726,11 +739,11 @@ static enum acceld_err report_one(struct cost *c, const struct subject *s, const
 	add_json(o, "price", price_json(&p));
 	x = json_object();
 	add_json(x, "seconds", json_real(present / 1000.0));
-	add_json(x, "usd", jsonval_num(usd(present, p.applied)));
+	add_json(x, "usd", money_of(usd(present, p.applied), present > 0));
 	add_json(o, "allocated", x);
 	x = json_object();
 	add_json(x, "seconds", json_real(busy / 1000.0));
-	add_json(x, "usd", jsonval_num(usd(busy, p.applied)));
+	add_json(x, "usd", money_of(usd(busy, p.applied), busy > 0));
 	add_json(o, "utilized", x);
 	x = json_object();
 	add_json(x, "count", json_integer(ju.jobs));
@@ -739,7 +752,7 @@ static enum acceld_err report_one(struct cost *c, const struct subject *s, const
 		/* the cost the jobs recorded when they all did, else the current price over their time */
 		double jusd = ju.jobs > 0 && ju.priced == ju.jobs ? ju.cost_usd : usd(ju.seconds * 1000.0, p.applied);
 
-		add_json(x, "usd", jsonval_num(jusd));
+		add_json(x, "usd", money_of(jusd, ju.jobs > 0));
 		money_add(&t->jobs, jusd, ju.jobs > 0);
 	}
 	add_json(o, "jobs", x);

@@ -75,11 +75,27 @@ enum acceld_err plan_compute(const struct plan_request *req, struct plan_result 
 		free(cs.v);
 		return ACCELD_ENOMEM;
 	}
-	if (rc == 1) {
+	out->judged = true;
+	if (rc == 1 && !c->shape) {
+		/* the known terms fit, the activations (and the KV cache, the gather buffers) are unknown: whether
+		 * it fits cannot be said; what would let it be said is the shape */
+		char need[96];
+
+		out->judged = false;
+		plan_rank_reasons(c, &cs, &best);
+		plan_fill_memory(c, &best.mesh, &out->memory);
+		out->has_memory = true;
+		plan_mesh_text(&best.mesh, ms, sizeof(ms));
+		plan_gib_text(need, sizeof(need), best.total_bytes);
+		plan_put(out->detail, sizeof(out->detail), "cannot judge whether it fits: the activations%s are unknown "
+		    "without the model's shape (give model, or layers, hidden, heads and vocab); the rest needs %s a "
+		    "device on %s", c->r.mode == PLAN_INFER ? " and the KV cache" : "", need, ms);
+	} else if (rc == 1) {
 		out->fits = true;
 		plan_rank_reasons(c, &cs, &best);
 		plan_fill_memory(c, &best.mesh, &out->memory);
 		out->has_memory = true;
+		plan_hint_global_batch(c, out);
 	} else {
 		/* the closest mesh: the valid one needing the least memory */
 		const struct plan_candidate *near = NULL;
@@ -89,15 +105,15 @@ enum acceld_err plan_compute(const struct plan_request *req, struct plan_result 
 			    (near == NULL || cs.v[i].total_bytes < near->total_bytes))
 				near = &cs.v[i];
 		if (near) {
-			char need[32], have[32];
+			char need[96];
 
 			plan_fill_memory(c, &near->mesh, &out->memory);
 			out->has_memory = true;
 			plan_mesh_text(&near->mesh, ms, sizeof(ms));
-			plan_gib_text(need, sizeof(need), near->total_bytes);
-			plan_gib_text(have, sizeof(have), c->usable);
-			plan_put(out->detail, sizeof(out->detail), "no mesh of %u %s devices fits: the closest, %s, needs "
-			    "%s of %s usable", c->r.devices.count, plan_kind_name(c->r.devices.kind), ms, need, have);
+			plan_need_text(need, sizeof(need), near->total_bytes, c->usable);
+			plan_put(out->detail, sizeof(out->detail), "no mesh of %u %s devices fits: the closest, %s, %s%s",
+			    c->r.devices.count, plan_kind_name(c->r.devices.kind), ms, need,
+			    c->shape ? "" : " without its activations, which are unknown (no model shape)");
 		} else {
 			plan_put(out->detail, sizeof(out->detail), "no mesh of %u %s devices passes the link, divisibility "
 			    "and batch rules (see the candidates)", c->r.devices.count,

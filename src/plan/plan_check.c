@@ -30,6 +30,13 @@ enum acceld_err plan_request_check(const struct plan_request *req, const char **
 		FAIL("optimizer", "not adam, sgd_momentum, sgd or adafactor");
 	if ((unsigned)req->remat > PLAN_REMAT_AUTO)
 		FAIL("remat", "not none, selective, full or auto");
+	if (req->zero > 3)
+		FAIL("zero", "not 1, 2 or 3");
+	if (req->zero && req->mode != PLAN_TRAIN)
+		FAIL("zero", "ZeRO's stages are for training");
+	if (req->zero && req->zero < 3 && d->kind == PLAN_TPU)
+		FAIL("zero", "a TPU's fsdp axis shards weights, gradients and states alike (ZeRO-3); 1 and 2 are for GPU "
+		     "training");
 	if ((unsigned)d->kind > PLAN_TPU)
 		FAIL("devices", "the kind is not cpu, gpu or tpu");
 	if (req->mode == PLAN_TRAIN && (req->dtype == PLAN_INT8 || req->dtype == PLAN_INT4))
@@ -57,8 +64,8 @@ enum acceld_err plan_request_check(const struct plan_request *req, const char **
 		FAIL("heads", "hidden %u is not a multiple of heads %u; give head_dim", m->hidden,
 		     m->heads);
 	if (m->params == 0 && plan_params_from_shape(m, NULL, NULL) == 0)
-		FAIL("params", "give params, or layers, hidden, heads and vocab to derive them (at most "
-		     "%llu)", ULL(PLAN_MAX_PARAMS));
+		FAIL("params", "give model (a preset), params, or layers, hidden, heads and vocab to derive them (at "
+		     "most %llu)", ULL(PLAN_MAX_PARAMS));
 	if (req->seq_len == 0 || req->seq_len > PLAN_MAX_SEQ)
 		FAIL("seq_len", "must be from 1 to %u", PLAN_MAX_SEQ);
 	if (req->global_batch && req->per_device_batch)

@@ -38,25 +38,50 @@ static unsigned board_gpus(const struct spec *s)
  * A slice's usual ICI topology by chip count (cloud.google.com/tpu/docs: v4 and v5p slices are 3D tori, v5e and
  * v6e 2D); {0} when the count is not a standard slice.
  */
+static const struct slice_shape {
+	unsigned chips;
+	unsigned t[3];
+} three[] = {{4, {2, 2, 1}},	 {8, {2, 2, 2}},      {16, {2, 2, 4}},	    {32, {2, 4, 4}},
+	     {64, {4, 4, 4}},	 {128, {4, 4, 8}},    {256, {4, 8, 8}},	    {512, {8, 8, 8}},
+	     {1024, {8, 8, 16}}, {2048, {8, 16, 16}}, {4096, {16, 16, 16}}, {8960, {16, 20, 28}}},
+  two[] = {{1, {1, 1, 0}},  {4, {2, 2, 0}},  {8, {2, 4, 0}},    {16, {4, 4, 0}},
+	   {32, {4, 8, 0}}, {64, {8, 8, 0}}, {128, {8, 16, 0}}, {256, {16, 16, 0}}};
+
+static bool flat_generation(const char *generation)
+{
+	return strcmp(generation, "v5e") == 0 || strcmp(generation, "v6e") == 0;
+}
+
 static void usual_torus(const char *generation, unsigned chips, unsigned torus[3])
 {
-	static const struct {
-		unsigned chips;
-		unsigned t[3];
-	} three[] = {{4, {2, 2, 1}},	   {8, {2, 2, 2}},     {16, {2, 2, 4}},	   {32, {2, 4, 4}},
-		     {64, {4, 4, 4}},	   {128, {4, 4, 8}},   {256, {4, 8, 8}},   {512, {8, 8, 8}},
-		     {1024, {8, 8, 16}},   {2048, {8, 16, 16}}, {4096, {16, 16, 16}}, {8960, {16, 20, 28}}},
-	  two[] = {{1, {1, 1, 0}},   {4, {2, 2, 0}},   {8, {2, 4, 0}},	{16, {4, 4, 0}},
-		   {32, {4, 8, 0}},  {64, {8, 8, 0}},  {128, {8, 16, 0}}, {256, {16, 16, 0}}};
-	bool flat = strcmp(generation, "v5e") == 0 || strcmp(generation, "v6e") == 0;
+	const struct slice_shape *t = flat_generation(generation) ? two : three;
+	size_t n = flat_generation(generation) ? sizeof(two) / sizeof(two[0]) : sizeof(three) / sizeof(three[0]);
 
 	memset(torus, 0, 3 * sizeof(torus[0]));
-	for (size_t i = 0; !flat && i < sizeof(three) / sizeof(three[0]); i++)
-		if (three[i].chips == chips)
-			memcpy(torus, three[i].t, sizeof(three[i].t));
-	for (size_t i = 0; flat && i < sizeof(two) / sizeof(two[0]); i++)
-		if (two[i].chips == chips)
-			memcpy(torus, two[i].t, sizeof(two[i].t));
+	for (size_t i = 0; i < n; i++)
+		if (t[i].chips == chips)
+			memcpy(torus, t[i].t, sizeof(t[i].t));
+}
+
+/* The slices GCP offers of type's generation, named as type is ("v6e-1, v6e-4, ..."), into out. */
+static void real_sizes(const char *type, const char *generation, unsigned chips, char *out, size_t outsz)
+{
+	const struct slice_shape *t = flat_generation(generation) ? two : three;
+	size_t n = flat_generation(generation) ? sizeof(two) / sizeof(two[0]) : sizeof(three) / sizeof(three[0]);
+	const char *dash = strrchr(type, '-');
+	unsigned long named = dash ? strtoul(dash + 1, NULL, 10) : chips;
+	unsigned per_chip = chips && named >= chips ? (unsigned)(named / chips) : 1;
+	size_t k = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < n && k + 1 < outsz; i++) {
+		int w = snprintf(out + k, outsz - k, "%s%.*s-%u", i ? ", " : "", (int)(dash ? dash - type : 0), type,
+				 t[i].chips * per_chip);
+
+		if (w < 0 || (size_t)w >= outsz - k)
+			break;
+		k += (size_t)w;
+	}
 }
 
 /* text without case, blanks, '-' and '_' into out: "H100 PCIe" and "h100-pcie" read alike. */
@@ -123,12 +148,22 @@ static enum acceld_err tpu_slice(const char *type, const char *topology, unsigne
 	memset(out, 0, sizeof(*out));
 	out->kind = PLAN_TPU;
 	out->count = chips;
-	out->per_host = this_host ? this_host : s != NULL && s->chips_per_host ? s->chips_per_host : chips;
-	if (out->per_host > chips)
-		out->per_host = chips;
 	out->memory_bytes = s != NULL && s->memory_gib > 0 ? (uint64_t)(s->memory_gib * (double)GIB) : 0;
 	if (topology == NULL || topology[0] == '\0' || plan_torus_parse(topology, out->torus) != 0)
 		usual_torus(generation, chips, out->torus);
+	if (out->torus[0] == 0 && this_host == 0) {
+		/* a slice named by the caller that GCP does not offer (a host's own slice keeps its unknown torus) */
+		char sizes[320];
+
+		real_sizes(type, generation, chips, sizes, sizeof(sizes));
+		snprintf(err, errsz, "%.40s is no slice GCP offers; %s slices: %s", type, generation, sizes);
+		return ACCELD_EUNSUPPORTED;
+	}
+	out->per_host = this_host ? this_host
+				  : plan_torus_per_host(out->torus, chips,
+							s != NULL && s->chips_per_host ? s->chips_per_host : chips);
+	if (out->per_host > chips)
+		out->per_host = chips;
 	snprintf(origin->model, sizeof(origin->model), "TPU %s", generation);
 	snprintf(origin->text, sizeof(origin->text), "a %s slice: %u chips, %u a host", type, chips, out->per_host);
 	if (out->memory_bytes == 0) {

@@ -45,7 +45,9 @@ enum acceld_err plan_devices_from_registry(const struct device *devs, size_t n, 
  */
 const char *plan_devices_link_words(const struct plan_devices *d);
 
-/* Parses a named shape (above). Returns ACCELD_OK, or ACCELD_EINVAL with a message that says what is accepted. */
+/* Parses a named shape (above). Returns ACCELD_OK; ACCELD_EUNSUPPORTED for a TPU slice GCP does not offer (v6e-3,
+ * v5p-131072), with a message listing the ones it does; or ACCELD_EINVAL with a message that says what is
+ * accepted. */
 enum acceld_err plan_devices_parse(const char *text, struct plan_devices *out, struct plan_devices_origin *origin,
 				   char *err, size_t errsz);
 

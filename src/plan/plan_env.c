@@ -250,3 +250,8 @@ json_t *plan_env_json(const struct plan_env *env)
 	json_object_set_new(o, "note", json_string(env->note));
 	return o;
 }
+
+bool plan_env_known(const struct plan_env *env)
+{
+	return env->coordinator[0] != '\0' && env->num_processes > 0 && env->process_id >= 0;
+}

@@ -2,6 +2,8 @@
 #ifndef ACCELD_PLAN_ENV_H
 #define ACCELD_PLAN_ENV_H
 
+#include <stdbool.h>
+
 #include <jansson.h>
 
 #include "plan/plan_types.h"
@@ -47,5 +49,9 @@ void plan_env_jax(plan_getenv_fn get, void *ctx, const struct plan_env_opts *opt
 json_t *plan_env_json(const struct plan_env *env);
 
 const char *plan_env_source_name(enum plan_env_source s);
+
+/* Whether env knows all three: the coordinator, the process count and this process's id (what `eval` of the
+ * export lines needs to join a multi-host job). */
+bool plan_env_known(const struct plan_env *env);
 
 #endif

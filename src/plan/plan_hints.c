@@ -1,6 +1,8 @@
 /* plan_hints: what would fit when nothing does, each with the mesh it gives. */
 #include "plan/plan_hints.h"
 
+#include <string.h>
+
 #include "plan/plan_mesh.h"
 #include "plan/plan_names.h"
 #include "plan/plan_shape.h"
@@ -8,6 +10,8 @@
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 #define ULL(x) ((unsigned long long)(x))
+#define GIB (1024ull * 1024ull * 1024ull)
+#define PLAN_MAX_DEVICE_GIB (1ull << 20) /* 1 PiB: the memory hint looks no further */
 
 static struct plan_hint *add_hint(struct plan_result *out, enum plan_hint_kind kind, uint64_t value,
 				  const struct plan_mesh *m)
@@ -31,7 +35,10 @@ static bool fits_with(const struct plan_request *req, struct plan_candidate *bes
 	return plan_search(&c, NULL, best) == 1;
 }
 
-/* The device hint: a bigger single GPU host (up to the usual 8), then more hosts (or TPU slices) of this shape. */
+/*
+ * The device hint: a bigger single GPU host (up to the usual 8; NVLink only where this host has it), or a bigger
+ * single TPU slice of this kind (its torus grown as GCP's sizes grow); then more hosts (or TPU slices) of this shape.
+ */
 static void hint_devices(const struct plan_ctx *c, struct plan_result *out)
 {
 	struct plan_request r = c->r;
@@ -39,19 +46,23 @@ static void hint_devices(const struct plan_ctx *c, struct plan_result *out)
 	struct plan_candidate best;
 	struct plan_hint *h;
 	char ms[96], tt[32];
-	unsigned count = d->count, per_host = c->per_host, domain = c->domain, step;
+	unsigned count = d->count, per_host = c->per_host, domain = c->domain, step, t[3];
 
 	if (d->kind == PLAN_GPU && c->hosts == 1 && count < 8) {
 		for (unsigned n = count * 2; n <= 8; n *= 2) {
 			d->count = n;
 			d->per_host = n;
-			d->fast_domain = c->domain == count ? n : c->domain;
+			/* a board's NVLink grows with it; PCIe GPUs stay without (a domain of 1 is no NVLink) */
+			d->fast_domain = c->domain > 1 && c->domain == count ? n : c->domain;
 			if (fits_with(&r, &best)) {
 				h = add_hint(out, PLAN_HINT_DEVICES, n, &best.mesh);
 				plan_mesh_text(&best.mesh, ms, sizeof(ms));
-				if (h)
+				if (h && d->fast_domain > 1)
 					plan_put(h->text, sizeof(h->text), "%u GPUs on one host (a fast-link domain of %u): "
 					    "%s", n, d->fast_domain, ms);
+				else if (h)
+					plan_put(h->text, sizeof(h->text), "%u GPUs on one host, without NVLink%s: %s", n,
+					    best.mesh.tensor > 1 ? " (tensor over PCIe)" : "", ms);
 				return;
 			}
 			count = n;
@@ -59,6 +70,27 @@ static void hint_devices(const struct plan_ctx *c, struct plan_result *out)
 			domain = d->fast_domain;
 		}
 	}
+	memcpy(t, d->torus, sizeof(t));
+	while (d->kind == PLAN_TPU && c->slice && plan_torus_grow(t)) {
+		unsigned chips = plan_torus_chips(t);
+
+		if (chips > PLAN_MAX_DEVICES)
+			break;
+		memcpy(d->torus, t, sizeof(t));
+		d->count = chips;
+		d->per_host = plan_torus_per_host(t, chips, c->per_host);
+		if (!fits_with(&r, &best))
+			continue;
+		h = add_hint(out, PLAN_HINT_DEVICES, chips, &best.mesh);
+		if (h) {
+			plan_mesh_text(&best.mesh, ms, sizeof(ms));
+			plan_torus_text(t, tt, sizeof(tt));
+			plan_put(h->text, sizeof(h->text), "one slice of %u chips (a %s torus, %u hosts of %u): %s", chips,
+			    tt, chips / d->per_host, d->per_host, ms);
+		}
+		return;
+	}
+	memcpy(d->torus, c->r.devices.torus, sizeof(d->torus));
 	step = d->kind == PLAN_TPU && c->slice ? c->slice : per_host;
 	for (unsigned k = 1;; k = k < 64 ? k + 1 : k * 2) {
 		uint64_t n = (uint64_t)count + (uint64_t)k * step;
@@ -75,9 +107,11 @@ static void hint_devices(const struct plan_ctx *c, struct plan_result *out)
 			return;
 		plan_mesh_text(&best.mesh, ms, sizeof(ms));
 		if (d->kind == PLAN_TPU && c->slice) {
+			bool inside = best.mesh.fsdp * best.mesh.tensor * best.mesh.expert <= c->slice;
+
 			plan_torus_text(d->torus, tt, sizeof(tt));
-			plan_put(h->text, sizeof(h->text), "%llu chips (%llu slices of %s, data across slices): %s", ULL(n),
-			    ULL(n / c->slice), tt, ms);
+			plan_put(h->text, sizeof(h->text), "%llu chips (%llu slices of %s, %s): %s", ULL(n), ULL(n / c->slice),
+			    tt, inside ? "data across slices" : "fsdp across slices, over the data-centre network", ms);
 		} else {
 			plan_put(h->text, sizeof(h->text), "%llu %s (%llu hosts of %u): %s", ULL(n),
 			    d->kind == PLAN_GPU ? "GPUs" : d->kind == PLAN_TPU ? "chips" : "CPU devices",
@@ -186,10 +220,82 @@ static void hint_batch(const struct plan_ctx *c, struct plan_result *out)
 	    "%s", ULL(ok), ULL(found.per_device_batch * found.mesh.data * found.mesh.fsdp * found.mesh.expert), ms);
 }
 
+/* The least memory a device (in whole GiB) at which some mesh of these devices fits, when one does below 2^50. */
+static void hint_memory(const struct plan_ctx *c, struct plan_result *out)
+{
+	struct plan_request r = c->r;
+	struct plan_candidate best, found = {0};
+	struct plan_hint *h;
+	uint64_t lo = r.devices.memory_bytes / GIB + 1, hi = PLAN_MAX_DEVICE_GIB, ok = 0;
+	char ms[96];
+
+	while (lo <= hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		r.devices.memory_bytes = mid * GIB;
+		if (fits_with(&r, &best)) {
+			ok = mid;
+			found = best;
+			hi = mid - 1;
+		} else {
+			lo = mid + 1;
+		}
+	}
+	if (ok == 0 || (h = add_hint(out, PLAN_HINT_MEMORY, ok * GIB, &found.mesh)) == NULL)
+		return;
+	plan_mesh_text(&found.mesh, ms, sizeof(ms));
+	plan_put(h->text, sizeof(h->text), "%u device%s of %llu GiB each: %s", c->r.devices.count,
+	    c->r.devices.count == 1 ? "" : "s", ULL(ok), ms);
+}
+
+void plan_hint_global_batch(const struct plan_ctx *c, struct plan_result *out)
+{
+	struct plan_request r = c->r;
+	struct plan_candidate pref, best;
+	struct plan_hint *h;
+	uint64_t g = c->r.global_batch, shards, lo, hi, pick;
+	char ms[96];
+
+	if (g == 0)
+		return;
+	/* the mesh these devices would take with the same samples a device, free of the split */
+	r.global_batch = 0;
+	r.per_device_batch = g / c->r.devices.count ? g / c->r.devices.count : 1;
+	if (!fits_with(&r, &pref))
+		return;
+	shards = (uint64_t)pref.mesh.data * pref.mesh.fsdp * pref.mesh.expert;
+	if (g % shards == 0)
+		return;
+	lo = g / shards * shards;
+	hi = lo + shards;
+	r.per_device_batch = 0;
+	pick = lo > 0 && g - lo <= hi - g ? lo : hi;
+	r.global_batch = pick;
+	if (!fits_with(&r, &best) && pick == lo) {
+		pick = hi;
+		r.global_batch = pick;
+		if (!fits_with(&r, &best))
+			return;
+	} else if (!fits_with(&r, &best)) {
+		return;
+	}
+	if ((h = add_hint(out, PLAN_HINT_GLOBAL_BATCH, pick, &best.mesh)) == NULL)
+		return;
+	plan_mesh_text(&best.mesh, ms, sizeof(ms));
+	if (lo > 0)
+		plan_put(h->text, sizeof(h->text), "global batch %llu or %llu, which split over %llu batch shards as %llu "
+		    "does not: %s", ULL(lo), ULL(hi), ULL(shards), ULL(g), ms);
+	else
+		plan_put(h->text, sizeof(h->text), "global batch %llu, which splits over %llu batch shards as %llu does "
+		    "not: %s", ULL(hi), ULL(shards), ULL(g), ms);
+}
+
 void plan_hints(const struct plan_ctx *c, struct plan_result *out)
 {
 	hint_devices(c, out);
 	hint_dtype(c, out);
 	hint_memory_savers(c, out);
 	hint_batch(c, out);
+	plan_hint_global_batch(c, out);
+	hint_memory(c, out);
 }

@@ -9,4 +9,8 @@
 /* Appends to out->hints (at most PLAN_MAX_HINTS) what would make c's request fit. */
 void plan_hints(const struct plan_ctx *c, struct plan_result *out);
 
+/* When a global batch does not split over the mesh these devices would otherwise take, the nearest global batches
+ * that do, with the mesh they give (a hint of kind PLAN_HINT_GLOBAL_BATCH, fitting or not). */
+void plan_hint_global_batch(const struct plan_ctx *c, struct plan_result *out);
+
 #endif

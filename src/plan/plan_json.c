@@ -19,7 +19,7 @@ static json_t *bytes_json(uint64_t v)
 
 static json_t *term_json(const struct plan_term *t)
 {
-	return json_pack("{s:o, s:s}", "bytes", bytes_json(t->bytes), "formula", t->formula);
+	return json_pack("{s:o, s:s}", "bytes", t->unknown ? json_null() : bytes_json(t->bytes), "formula", t->formula);
 }
 
 static json_t *memory_json(const struct plan_memory *m)
@@ -33,10 +33,12 @@ static json_t *memory_json(const struct plan_memory *m)
 	json_object_set_new(o, "activations_selective", term_json(&m->activations_selective));
 	json_object_set_new(o, "activations_full", term_json(&m->activations_full));
 	json_object_set_new(o, "kv_cache", term_json(&m->kv_cache));
+	json_object_set_new(o, "gather", term_json(&m->gather));
 	json_object_set_new(o, "remat", json_string(plan_remat_name(m->remat)));
-	json_object_set_new(o, "total_bytes", bytes_json(m->total_bytes));
+	/* with a term unknown the sum is a lower bound: unknown, and so is whether it fits */
+	json_object_set_new(o, "total_bytes", m->activations_known ? bytes_json(m->total_bytes) : json_null());
 	json_object_set_new(o, "usable_bytes", bytes_json(m->usable_bytes));
-	json_object_set_new(o, "fits", json_boolean(m->fits));
+	json_object_set_new(o, "fits", m->activations_known ? json_boolean(m->fits) : json_null());
 	return o;
 }
 
@@ -63,12 +65,13 @@ json_t *plan_json(const struct plan_result *res)
 	json_t *o = json_object(), *model = json_object(), *dev = json_object(), *rej = json_array(),
 	       *hints = json_array();
 
-	json_object_set_new(o, "fits", json_boolean(res->fits));
+	json_object_set_new(o, "fits", res->judged ? json_boolean(res->fits) : json_null());
 	json_object_set_new(o, "mode", json_string(plan_mode_name(r->mode)));
 	json_object_set_new(o, "dtype", json_string(plan_dtype_name(r->dtype)));
 	if (r->mode == PLAN_TRAIN) {
 		json_object_set_new(o, "optimizer", json_string(plan_optimizer_name(r->optimizer)));
 		json_object_set_new(o, "mixed_precision", json_boolean(r->mixed_precision));
+		json_object_set_new(o, "zero", json_integer(r->zero ? r->zero : 3));
 		json_object_set_new(o, "remat", json_string(plan_remat_name(r->remat)));
 	} else {
 		json_object_set_new(o, "kv_dtype", json_string(plan_dtype_name(r->kv_dtype)));
@@ -127,7 +130,8 @@ json_t *plan_json(const struct plan_result *res)
 
 		if (res->fits && memcmp(&cd->mesh, &res->memory.mesh, sizeof(cd->mesh)) == 0)
 			continue;
-		e = json_pack("{s:o, s:b, s:s}", "mesh", mesh_json(&cd->mesh), "fits", cd->fits, "reason", cd->why);
+		e = json_pack("{s:o, s:o, s:s}", "mesh", mesh_json(&cd->mesh), "fits",
+			      cd->fits && !res->judged ? json_null() : json_boolean(cd->fits), "reason", cd->why);
 		if (cd->total_bytes) {
 			json_object_set_new(e, "total_bytes", bytes_json(cd->total_bytes));
 			if (r->mode == PLAN_TRAIN)

@@ -49,6 +49,17 @@ void plan_resolve(const struct plan_request *req, struct plan_ctx *c)
 		c->r.per_device_batch = 1;
 	c->wbits = plan_dtype_bits(c->r.dtype);
 	c->kvbits = plan_dtype_bits(c->r.kv_dtype);
+	if (c->r.mode == PLAN_TRAIN && c->r.dtype == PLAN_FP8) {
+		/* fp8 training (Transformer Engine, MaxText's fp8 quantization) computes its matmuls in fp8 but keeps
+		 * bf16 weights and gradients, an fp32 master copy and fp32 optimizer states */
+		c->fp8_train = true;
+		c->wbits = 16;
+		c->r.mixed_precision = true;
+	}
+	/* activations in the compute dtype: 16-bit unless everything runs in f32 */
+	c->abytes = c->r.dtype == PLAN_F32 && !(c->r.mode == PLAN_TRAIN && c->r.mixed_precision) ? 4 : 2;
+	c->zero = c->r.mode == PLAN_TRAIN && c->r.zero ? c->r.zero : 3;
+	c->r.zero = c->r.mode == PLAN_TRAIN ? c->zero : 0;
 	c->shape = plan_shape_complete(m);
 	c->moe = m->experts > 1;
 	c->hd = m->head_dim ? m->head_dim : (m->heads ? m->hidden / m->heads : 0);
@@ -70,6 +81,7 @@ void plan_resolve(const struct plan_request *req, struct plan_ctx *c)
 		c->derived = true;
 	}
 	c->p_dense = c->params - c->p_expert;
+	plan_shape_layer(m, &c->layer_dense, &c->layer_expert);
 	if (counted) {
 		c->fact_dense = s.fact_dense;
 		c->fact_expert = s.fact_expert;
@@ -85,11 +97,12 @@ void plan_resolve(const struct plan_request *req, struct plan_ctx *c)
 	devices_derive(c);
 }
 
-static uint64_t shard_params(const struct plan_ctx *c, const struct plan_mesh *m)
+/* The parameters of dense + expert split over fsdp (when sharded) x tensor, the experts also over expert. */
+static uint64_t shard(uint64_t dense, uint64_t expert, const struct plan_mesh *m, bool over_fsdp)
 {
-	uint64_t ft = (uint64_t)m->fsdp * m->tensor;
+	uint64_t ft = (uint64_t)(over_fsdp ? m->fsdp : 1) * m->tensor;
 
-	return plan_add(plan_cdiv(c->p_dense, ft), plan_cdiv(c->p_expert, ft * m->expert));
+	return plan_add(plan_cdiv(dense, ft), plan_cdiv(expert, ft * m->expert));
 }
 
 /*
@@ -106,12 +119,14 @@ void plan_measure(const struct plan_ctx *c, const struct plan_mesh *m, uint64_t 
 	uint64_t mlp, base, scores, sb = plan_mul(s, b);
 
 	memset(z, 0, sizeof(*z));
-	z->pd = shard_params(c, m);
-	z->weights = bits_to_bytes(z->pd, c->wbits);
+	z->pd = shard(c->p_dense, c->p_expert, m, true);
+	/* ZeRO-1 shards only the optimizer states over the fsdp axis, ZeRO-2 the gradients too, ZeRO-3 (FSDP) the
+	 * weights as well (Rajbhandari et al. 2020, section 5.1: P_os, P_os+g, P_os+g+p) */
+	z->weights = bits_to_bytes(c->zero == 3 ? z->pd : shard(c->p_dense, c->p_expert, m, false), c->wbits);
 	if (c->r.mode == PLAN_TRAIN) {
 		/* gradients in the weights' dtype; mixed precision keeps an fp32 master copy and fp32 states, a
 		 * single-precision run keeps states in the weights' dtype (bf16 states for pure-bf16 training) */
-		z->grads = z->weights;
+		z->grads = bits_to_bytes(c->zero >= 2 ? z->pd : shard(c->p_dense, c->p_expert, m, false), c->wbits);
 		z->state = c->r.mixed_precision ? 4 : c->wbits / 8;
 		z->master = c->r.mixed_precision && c->wbits < 32 ? 4 : 0;
 		switch (c->r.optimizer) {
@@ -132,19 +147,30 @@ void plan_measure(const struct plan_ctx *c, const struct plan_mesh *m, uint64_t 
 			break;
 		}
 		}
+		/* FSDP gathers each layer's full weights (split only by tensor) before using it, and prefetches the
+		 * next one meanwhile: two layers' worth (PyTorch FSDP's default backward prefetch; ZeRO-3's
+		 * prefetch bucket) */
+		if (c->zero == 3 && m->fsdp > 1 && c->shape)
+			z->gather = plan_mul(2, bits_to_bytes(shard(c->layer_dense, c->layer_expert, m, false), c->wbits));
 	}
 	if (c->shape) {
+		/* the coefficients are for 2-byte activations; f32 ones take twice as much */
+		uint64_t af = c->abytes / 2;
+
 		mlp = plan_mul(c->topk, plan_add(3 * h, plan_mul(c->r.model.gated_ffn ? 6 : 4, f)));
-		base = plan_mul(sb, plan_add(15 * h, mlp));
-		scores = c->r.flash_attention ? 0 : plan_mul(plan_mul(5ull * c->r.model.heads, s), sb);
+		base = plan_mul(af, plan_mul(sb, plan_add(15 * h, mlp)));
+		scores = c->r.flash_attention ? 0 : plan_mul(af, plan_mul(plan_mul(5ull * c->r.model.heads, s), sb));
 		z->layer[PLAN_REMAT_NONE] = plan_cdiv(plan_add(base, scores), t);
 		z->layer[PLAN_REMAT_SELECTIVE] = plan_cdiv(base, t);
-		z->layer[PLAN_REMAT_FULL] = plan_cdiv(plan_mul(2 * h, sb), t);
+		z->layer[PLAN_REMAT_FULL] = plan_cdiv(plan_mul(af, plan_mul(2 * h, sb)), t);
 		if (c->r.mode == PLAN_TRAIN) {
 			/* the loss's logits in fp32, 4 bytes x s x b x V, split with the vocabulary over t */
 			z->logits = plan_cdiv(plan_mul(plan_mul(4, sb), c->r.model.vocab), t);
 			for (int r = 0; r < 3; r++)
 				z->act[r] = plan_add(plan_mul(c->r.model.layers, z->layer[r]), z->logits);
+			/* recomputing a layer for its backward pass holds that layer's activations again: full
+			 * recomputation keeps the inputs and one whole layer (Korthikanti et al. 2022, section 4.1) */
+			z->act[PLAN_REMAT_FULL] = plan_add(z->act[PLAN_REMAT_FULL], z->layer[PLAN_REMAT_NONE]);
 		} else {
 			/* a forward pass frees each layer's activations before the next: one layer's working set */
 			for (int r = 0; r < 3; r++)
@@ -158,7 +184,9 @@ void plan_measure(const struct plan_ctx *c, const struct plan_mesh *m, uint64_t 
 
 uint64_t plan_total_for(const struct plan_sizes *z, enum plan_remat r)
 {
-	return plan_add(plan_add(plan_add(z->weights, z->grads), plan_add(z->opt, z->act[r])), z->kv);
+	uint64_t state = plan_add(plan_add(z->weights, z->grads), plan_add(z->opt, z->gather));
+
+	return plan_add(state, plan_add(z->act[r], z->kv));
 }
 
 /* The recomputation counted: inference none; a fixed choice as given; AUTO the least that fits (else full). */
@@ -192,15 +220,19 @@ bool plan_batch_for(const struct plan_ctx *c, const struct plan_mesh *m, uint64_
 	return true;
 }
 
-static void params_text(const struct plan_ctx *c, const struct plan_mesh *m, char *out, size_t outsz)
+/* The parameters one device holds, split over fsdp x tensor, or over tensor alone where ZeRO-1/2 replicate. */
+static void params_text(const struct plan_ctx *c, const struct plan_mesh *m, bool over_fsdp, char *out,
+			size_t outsz)
 {
-	unsigned ft = m->fsdp * m->tensor;
+	unsigned ft = (over_fsdp ? m->fsdp : 1) * m->tensor;
 
 	if (c->p_expert)
 		plan_put(out, outsz, "(%llu dense / %u + %llu expert / %u) params", ULL(c->p_dense), ft,
 		    ULL(c->p_expert), ft * m->expert);
-	else
+	else if (over_fsdp)
 		plan_put(out, outsz, "%llu params / %u (fsdp %u x tensor %u)", ULL(c->params), ft, m->fsdp, m->tensor);
+	else
+		plan_put(out, outsz, "%llu params / tensor %u", ULL(c->params), m->tensor);
 }
 
 static void layer_text(const struct plan_ctx *c, bool scores, char *out, size_t outsz)
@@ -220,21 +252,38 @@ static void layer_text(const struct plan_ctx *c, bool scores, char *out, size_t 
 static void describe(const struct plan_ctx *c, const struct plan_sizes *z, struct plan_memory *out)
 {
 	const struct plan_mesh *m = &out->mesh;
-	const char *dt = plan_dtype_name(c->r.dtype), *pp = plan_per_param_text(c->wbits);
-	char ps[128], lt[64], logits[96] = "";
+	const char *dt = c->fp8_train ? "bf16" : plan_dtype_name(c->r.dtype), *pp = plan_per_param_text(c->wbits);
+	const char *f32 = c->abytes == 4 ? " x 2 for f32 activations" : "";
+	char ps[128], ws[128], gs[128], lt[64], logits[96] = "";
 	bool scores = !c->r.flash_attention;
 
-	params_text(c, m, ps, sizeof(ps));
+	params_text(c, m, true, ps, sizeof(ps));
+	params_text(c, m, c->zero == 3, ws, sizeof(ws));
+	params_text(c, m, c->zero >= 2, gs, sizeof(gs));
 	out->weights.bytes = z->weights;
-	plan_put(out->weights.formula, sizeof(out->weights.formula), "%s x %s B (%s)", ps, pp, dt);
+	plan_put(out->weights.formula, sizeof(out->weights.formula), "%s x %s B (%s%s)", ws, pp, dt,
+	    c->fp8_train ? "; fp8 training computes in fp8 but keeps bf16 weights and gradients, fp32 master and "
+	    "states" : c->zero < 3 ? "; ZeRO-1/2 keep a whole replica per tensor group" : "");
+	out->gather.bytes = z->gather;
+	if (z->gather)
+		plan_put(out->gather.formula, sizeof(out->gather.formula), "2 x one layer's %llu params / tensor %u x "
+		    "%s B: FSDP gathers a layer's full weights to use it and prefetches the next (ZeRO-3 section 5.1.3; "
+		    "PyTorch FSDP's backward prefetch)", ULL(plan_add(c->layer_dense, c->layer_expert)), m->tensor, pp);
+	else
+		plan_put(out->gather.formula, sizeof(out->gather.formula), "%s",
+		    c->r.mode == PLAN_INFER ? "0: inference gathers no weights"
+		    : c->zero < 3 ? "0: ZeRO-1/2 keep the weights whole"
+		    : m->fsdp == 1 ? "0: no fsdp axis, nothing to gather"
+		    : "unknown: give layers, hidden and heads for one layer's weights");
 	out->gradients.bytes = z->grads;
 	out->optimizer.bytes = z->opt;
 	if (c->r.mode == PLAN_TRAIN) {
 		const char *state = c->r.mixed_precision ? "fp32" : dt;
 		const char *master = z->master ? "fp32 master 4 + " : "";
 
-		plan_put(out->gradients.formula, sizeof(out->gradients.formula), "%s x %s B (%s gradients, sharded with "
-		    "the weights as ZeRO-3)", ps, pp, dt);
+		plan_put(out->gradients.formula, sizeof(out->gradients.formula), "%s x %s B (%s gradients, %s)", gs, pp,
+		    dt, c->zero == 3 ? "sharded with the weights as ZeRO-3" : c->zero == 2 ? "sharded over fsdp as ZeRO-2"
+		    : "whole: ZeRO-1 shards only the optimizer states");
 		switch (c->r.optimizer) {
 		case PLAN_ADAM:
 			plan_put(out->optimizer.formula, sizeof(out->optimizer.formula), "%s x %u B (%sAdam m %u + v %u, "
@@ -268,8 +317,14 @@ static void describe(const struct plan_ctx *c, const struct plan_sizes *z, struc
 	out->activations_full.bytes = z->act[PLAN_REMAT_FULL];
 	out->kv_cache.bytes = z->kv;
 	if (!c->shape) {
-		static const char unknown[] = "unknown: give layers, hidden and heads (not counted)";
+		static const char unknown[] = "unknown: give model, or layers, hidden and heads (the total is a lower "
+					      "bound)";
 
+		out->activations.unknown = true;
+		out->activations_selective.unknown = true;
+		out->activations_full.unknown = true;
+		out->kv_cache.unknown = c->r.mode == PLAN_INFER;
+		out->gather.unknown = c->r.mode == PLAN_TRAIN && c->zero == 3 && m->fsdp > 1;
 		plan_put(out->activations.formula, sizeof(out->activations.formula), "%s", unknown);
 		plan_put(out->activations_selective.formula, sizeof(out->activations_selective.formula), "%s", unknown);
 		plan_put(out->activations_full.formula, sizeof(out->activations_full.formula), "%s", unknown);
@@ -280,8 +335,8 @@ static void describe(const struct plan_ctx *c, const struct plan_sizes *z, struc
 	if (c->r.mode == PLAN_INFER) {
 		layer_text(c, scores, lt, sizeof(lt));
 		plan_put(out->activations.formula, sizeof(out->activations.formula), "one layer's working set: s %u x b "
-		    "%llu x (%s) / tensor %u (a forward pass keeps nothing for a backward one; Korthikanti et al. "
-		    "2022 eq. 1)", c->r.seq_len, ULL(out->per_device_batch), lt, m->tensor);
+		    "%llu x (%s) / tensor %u%s (a forward pass keeps nothing for a backward one; Korthikanti et al. "
+		    "2022 eq. 1)", c->r.seq_len, ULL(out->per_device_batch), lt, m->tensor, f32);
 		plan_put(out->activations_selective.formula, sizeof(out->activations_selective.formula), "%s",
 		    "inference: the same as without rematerialization");
 		plan_put(out->activations_full.formula, sizeof(out->activations_full.formula), "%s",
@@ -302,16 +357,17 @@ static void describe(const struct plan_ctx *c, const struct plan_sizes *z, struc
 		plan_put(logits, sizeof(logits), " + %llu B of fp32 logits (4 x s x b x V / t)", ULL(z->logits));
 	layer_text(c, scores, lt, sizeof(lt));
 	plan_put(out->activations.formula, sizeof(out->activations.formula), "%u layers x %llu B: s %u x b %llu x "
-	    "(%s) / tensor %u (Korthikanti et al. 2022 eq. 1, 4%s)%s", c->r.model.layers,
-	    ULL(z->layer[PLAN_REMAT_NONE]), c->r.seq_len, ULL(out->per_device_batch), lt, m->tensor,
+	    "(%s) / tensor %u%s (Korthikanti et al. 2022 eq. 1, 4%s)%s", c->r.model.layers,
+	    ULL(z->layer[PLAN_REMAT_NONE]), c->r.seq_len, ULL(out->per_device_batch), lt, m->tensor, f32,
 	    scores ? "" : "; flash attention keeps no scores", logits);
 	layer_text(c, false, lt, sizeof(lt));
 	plan_put(out->activations_selective.formula, sizeof(out->activations_selective.formula), "%u layers x %llu B: "
-	    "s x b x (%s) / tensor %u (selective recomputation of the attention core, eq. 6)%s",
-	    c->r.model.layers, ULL(z->layer[PLAN_REMAT_SELECTIVE]), lt, m->tensor, logits);
+	    "s x b x (%s) / tensor %u%s (selective recomputation of the attention core, eq. 6)%s",
+	    c->r.model.layers, ULL(z->layer[PLAN_REMAT_SELECTIVE]), lt, m->tensor, f32, logits);
 	plan_put(out->activations_full.formula, sizeof(out->activations_full.formula), "%u layers x %llu B: 2 x s x b "
-	    "x h / tensor %u (full recomputation keeps each layer's input)%s", c->r.model.layers,
-	    ULL(z->layer[PLAN_REMAT_FULL]), m->tensor, logits);
+	    "x h / tensor %u%s (each layer's input) + %llu B of the layer being recomputed (Korthikanti et al. 2022 "
+	    "section 4.1)%s", c->r.model.layers, ULL(z->layer[PLAN_REMAT_FULL]), m->tensor, f32,
+	    ULL(z->layer[PLAN_REMAT_NONE]), logits);
 	plan_put(out->kv_cache.formula, sizeof(out->kv_cache.formula), "0: training keeps no KV cache");
 }
 

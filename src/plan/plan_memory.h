@@ -28,8 +28,13 @@ struct plan_ctx {
 	uint64_t fact_dense;
 	uint64_t fact_expert;
 	bool fact_exact;          /* from the shape, not the square-matrix guess */
-	unsigned wbits;
+	unsigned wbits;           /* the weights and gradients as stored (fp8 training stores bf16) */
 	unsigned kvbits;
+	unsigned abytes;          /* bytes of an activation element: 4 for f32 without mixed precision, else 2 */
+	bool fp8_train;           /* fp8 compute, bf16 weights and gradients, fp32 master and states */
+	unsigned zero;            /* 1, 2 or 3 */
+	uint64_t layer_dense;     /* one layer's parameters (0 without a shape) */
+	uint64_t layer_expert;
 	unsigned per_host;
 	unsigned hosts;
 	unsigned domain;          /* GPU, CPU: the fast-link island */
@@ -48,6 +53,7 @@ struct plan_sizes {
 	uint64_t logits;
 	uint64_t act[3];          /* all layers and the logits: none, selective, full */
 	uint64_t kv;
+	uint64_t gather;          /* ZeRO-3: two layers' full weights (the one in use and the one prefetched) */
 	unsigned kv_dev;          /* KV heads on one device */
 	unsigned master;          /* optimizer bytes per parameter beside the factored moments */
 	unsigned state;           /* bytes of one optimizer state element */

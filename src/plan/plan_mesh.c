@@ -54,14 +54,16 @@ static bool mesh_valid(const struct plan_ctx *c, const struct plan_mesh *m, char
 			plan_put(why, whysz, "tensor parallelism across hosts: tensor %u spans beyond the %u %s of a host",
 			    t, c->per_host, d->kind == PLAN_GPU ? "GPUs" : "devices");
 			return false;
-		} else if (c->domain == 1) {
-			plan_put(why, whysz, "tensor %u without fast links (a fast-link domain of 1)", t);
-			return false;
-		} else if (t > c->domain) {
-			plan_put(why, whysz, "tensor %u splits a fast-link domain of %u", t, c->domain);
-			return false;
-		} else if (c->domain % t) {
-			plan_put(why, whysz, "tensor %u does not divide the fast-link domain of %u", t, c->domain);
+		} else if ((c->domain == 1 || t > c->domain || c->domain % t) && c->r.mode == PLAN_TRAIN) {
+			/* inference may run tensor parallelism over PCIe (vLLM does, at a cost in latency); training's
+			 * all-reduces of activations and gradients on every layer want NVLink */
+			if (c->domain == 1)
+				plan_put(why, whysz, "tensor %u without fast links (a fast-link domain of 1): training's "
+				    "all-reduces over PCIe (allowed for inference)", t);
+			else if (t > c->domain)
+				plan_put(why, whysz, "tensor %u splits a fast-link domain of %u", t, c->domain);
+			else
+				plan_put(why, whysz, "tensor %u does not divide the fast-link domain of %u", t, c->domain);
 			return false;
 		}
 		if (c->shape && md->heads % t) {
@@ -91,15 +93,19 @@ static bool pure_data(const struct plan_mesh *m)
 }
 
 /*
- * The preference between two fitting candidates: < 0 when a comes first. *why gets the rule that decided (0 tensor,
- * 1 pure data, 2 recomputation, 3 fast links, 4 sharding width, 5 expert over fsdp, 6 more replicas).
+ * The preference between two fitting candidates: < 0 when a comes first. *why gets the rule that decided (7 tensor
+ * over PCIe last, 0 tensor, 1 pure data, 2 recomputation, 3 fast links, 4 sharding width, 5 expert over fsdp, 6 more
+ * replicas).
  */
 static int prefer(const struct plan_candidate *a, const struct plan_candidate *b, int *why)
 {
 	int w = 0, r = 0;
 	unsigned sa = a->mesh.fsdp * a->mesh.expert, sb = b->mesh.fsdp * b->mesh.expert;
 
-	if (a->mesh.tensor != b->mesh.tensor)
+	if (a->slow_tensor != b->slow_tensor) {
+		w = 7;
+		r = a->slow_tensor ? 1 : -1;
+	} else if (a->mesh.tensor != b->mesh.tensor)
 		r = a->mesh.tensor < b->mesh.tensor ? -1 : 1;
 	else if (w = 1, pure_data(&a->mesh) != pure_data(&b->mesh))
 		r = pure_data(&a->mesh) ? -1 : 1;
@@ -162,6 +168,8 @@ static void judge(const struct plan_ctx *c, struct plan_candidate *cd, bool text
 	unsigned inner = cd->mesh.fsdp * cd->mesh.expert * cd->mesh.tensor;
 
 	cd->inside_fast_links = inner <= c->fast_inner && c->fast_inner % inner == 0;
+	cd->slow_tensor = c->r.devices.kind != PLAN_TPU && cd->mesh.tensor > 1 &&
+			  (cd->mesh.tensor > c->domain || c->domain % cd->mesh.tensor != 0);
 	cd->valid = mesh_valid(c, &cd->mesh, cd->why, text ? sizeof(cd->why) : 0);
 	if (!cd->valid || !plan_batch_for(c, &cd->mesh, &b, &g))
 		return;
@@ -170,11 +178,10 @@ static void judge(const struct plan_ctx *c, struct plan_candidate *cd, bool text
 	cd->remat = plan_pick_remat(c, &z, &cd->fits);
 	cd->total_bytes = plan_total_for(&z, cd->remat);
 	if (!cd->fits && text) {
-		char need[32], have[32];
+		char need[96];
 
-		plan_gib_text(need, sizeof(need), cd->total_bytes);
-		plan_gib_text(have, sizeof(have), c->usable);
-		plan_put(cd->why, sizeof(cd->why), "does not fit: needs %s of %s usable%s%s", need, have,
+		plan_need_text(need, sizeof(need), cd->total_bytes, c->usable);
+		plan_put(cd->why, sizeof(cd->why), "does not fit: %s%s%s", need,
 		    c->r.mode == PLAN_TRAIN ? " with " : "", c->r.mode == PLAN_TRAIN ? plan_remat_phrase(cd->remat) : "");
 	}
 }
@@ -237,6 +244,10 @@ void plan_rank_reasons(const struct plan_ctx *c, struct plan_cands *cs, const st
 			if (pure_data(&cd->mesh))
 				plan_put(cd->why, sizeof(cd->why), "chosen: a full replica fits each device (pure data "
 				    "parallelism)");
+			else if (cd->slow_tensor)
+				plan_put(cd->why, sizeof(cd->why), "chosen: tensor %u over PCIe, without NVLink: each "
+				    "layer's all-reduces cross PCIe, slower than NVLink (as vLLM serves without it), %s",
+				    cd->mesh.tensor, plan_remat_phrase(cd->remat));
 			else if (cd->mesh.tensor == 1)
 				plan_put(cd->why, sizeof(cd->why), "chosen: sharded (%s) without tensor parallelism, %s",
 				    cd->mesh.expert > 1 ? "expert parallelism" : "FSDP", plan_remat_phrase(cd->remat));
@@ -267,6 +278,9 @@ void plan_rank_reasons(const struct plan_ctx *c, struct plan_cands *cs, const st
 			break;
 		case 5:
 			plan_put(rule, sizeof(rule), "expert parallelism shards the experts without gathering them");
+			break;
+		case 7:
+			plan_put(rule, sizeof(rule), "tensor %u over PCIe ranks below NVLink", cd->mesh.tensor);
 			break;
 		default:
 			plan_put(rule, sizeof(rule), "fewer replicas");

@@ -14,7 +14,8 @@ static const unsigned dtype_bits[] = {16, 32, 16, 16, 8, 8, 4};
 static const char *const mode_names[] = {"infer", "train"};
 static const char *const optimizer_names[] = {"adam", "sgd_momentum", "sgd", "adafactor"};
 static const char *const remat_names[] = {"none", "selective", "full", "auto"};
-static const char *const hint_names[] = {"devices", "dtype", "remat", "flash_attention", "batch"};
+static const char *const hint_names[] = {"devices", "dtype",  "remat",       "flash_attention",
+					 "batch",   "memory", "global_batch"};
 
 const char *plan_kind_name(enum plan_kind k)
 {
@@ -171,4 +172,37 @@ const char *plan_remat_phrase(enum plan_remat r)
 unsigned plan_dtype_bits(enum plan_dtype d)
 {
 	return (unsigned)d < COUNT(dtype_bits) ? dtype_bits[d] : 0;
+}
+
+bool plan_torus_grow(unsigned torus[3])
+{
+	unsigned n = torus[2] ? 3 : 2, lo = 0;
+
+	if (torus[0] == 0 || (n == 2 && torus[1] == 0))
+		return false;
+	for (unsigned i = 1; i < n; i++)
+		if (torus[i] < torus[lo])
+			lo = i;
+	if (torus[lo] >= 16)
+		return false;
+	torus[lo] *= 2;
+	/* ascending, as GCP writes topologies (2x2x4, 4x8) */
+	for (unsigned i = 0; i + 1 < n; i++)
+		for (unsigned j = 0; j + 1 < n - i; j++)
+			if (torus[j] > torus[j + 1]) {
+				unsigned t = torus[j];
+
+				torus[j] = torus[j + 1];
+				torus[j + 1] = t;
+			}
+	return true;
+}
+
+unsigned plan_torus_per_host(const unsigned torus[3], unsigned chips, unsigned single_host)
+{
+	/* v5e and v6e (2D tori) put 8 chips on a single-host slice's VM, 4 on each host of a bigger one (GKE's
+	 * ct5lp-hightpu-4t and ct6e-standard-4t; ct5lp-hightpu-8t and ct6e-standard-8t are single-host only) */
+	if (torus[0] && torus[1] && torus[2] == 0 && chips > 8)
+		return 4;
+	return single_host < chips ? single_host : chips;
 }

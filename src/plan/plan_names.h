@@ -2,12 +2,14 @@
 #ifndef ACCELD_PLAN_NAMES_H
 #define ACCELD_PLAN_NAMES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "plan/plan_types.h"
 
 /* Names: "cpu"/"gpu"/"tpu", "f32"/"bf16"/"f16"/"fp8"/"int8"/"int4", "infer"/"train", "adam"/"sgd_momentum"/
- * "sgd"/"adafactor", "none"/"selective"/"full"/"auto", "devices"/"dtype"/"remat"/"flash_attention"/"batch". */
+ * "sgd"/"adafactor", "none"/"selective"/"full"/"auto", "devices"/"dtype"/"remat"/"flash_attention"/"batch"/"memory"/
+ * "global_batch". */
 const char *plan_kind_name(enum plan_kind k);
 const char *plan_dtype_name(enum plan_dtype d);
 const char *plan_mode_name(enum plan_mode m);
@@ -37,5 +39,14 @@ unsigned plan_torus_chips(const unsigned torus[3]);
 
 /* A torus as "4x4x8", "2x4" or "8". */
 void plan_torus_text(const unsigned torus[3], char *out, size_t outsz);
+
+/* The next bigger slice of a torus's kind: its smallest dimension doubled (2x2x1 -> 2x2x2 -> 2x2x4 -> 2x4x4; 2x4 ->
+ * 4x4 -> 4x8), as GCP's slice sizes grow. False, torus untouched, past 16 a dimension or when it is unknown. */
+bool plan_torus_grow(unsigned torus[3]);
+
+/* The chips of one host of a slice of chips on torus, single_host being the generation's chips a host when the
+ * slice is one host: 4 for a multi-host v5e or v6e slice (a 2D torus past 8 chips), else single_host (at most
+ * chips). */
+unsigned plan_torus_per_host(const unsigned torus[3], unsigned chips, unsigned single_host);
 
 #endif

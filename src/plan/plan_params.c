@@ -88,6 +88,8 @@ static const struct field {
 	{"mode", 's', "infer, train", NULL, 0, false},
 	{"optimizer", 's', "adam, adamw, sgd_momentum, sgd, adafactor", NULL, 0, false},
 	{"mixed_precision", 'b', CONFIG_BOOL_VALUES, NULL, 0, false},
+	{"zero", 'i', NULL, "1, 2 or 3 (ZeRO's stage: optimizer states, and gradients, and weights sharded over fsdp)", 3,
+	 false},
 	{"flash_attention", 'b', CONFIG_BOOL_VALUES, NULL, 0, false},
 	{"remat", 's', "auto, none, selective, full", NULL, 0, false},
 	{"seq_len", 'i', NULL, "an integer from 1 to 16777216", PLAN_MAX_SEQ, false},
@@ -109,7 +111,7 @@ const char *const plan_param_names[] = {
 	"model",	 "params",	"layers",	   "hidden",	     "heads",	       "kv_heads",
 	"head_dim",	 "ffn",		"gated_ffn",	   "vocab",	     "tied_embeddings", "experts",
 	"experts_per_token", "dtype", "kv_dtype",	   "mode",	     "optimizer",       "mixed_precision",
-	"flash_attention", "remat",	"seq_len",	   "global_batch",   "per_device_batch", "reserve",
+	"zero",		 "flash_attention", "remat",	"seq_len",	   "global_batch",   "per_device_batch", "reserve",
 	"devices",	 "hosts",	"memory_bytes",	   "format",	     "k8s_service",     "coordinator_port",
 	NULL};
 
@@ -282,7 +284,10 @@ static bool set_devices(struct plan_params *p, const char *value, char *err, siz
 		return false;
 	}
 	if (!is_id_list(value)) {
-		if (plan_devices_parse(value, &d, &o, why, sizeof(why)) != ACCELD_OK) {
+		enum acceld_err rc = plan_devices_parse(value, &d, &o, why, sizeof(why));
+
+		/* a slice GCP does not offer is well written: plan_params_devices refuses it, listing the real ones */
+		if (rc != ACCELD_OK && rc != ACCELD_EUNSUPPORTED) {
 			snprintf(err, errsz, "%s", why);
 			return false;
 		}
@@ -381,6 +386,8 @@ static enum acceld_err set_field(struct plan_params *p, const char *name, const 
 		ok = plan_optimizer_parse(value, &p->req.optimizer) == 0;
 	} else if (ok && strcmp(name, "remat") == 0) {
 		ok = plan_remat_parse(value, &p->req.remat) == 0;
+	} else if (ok && strcmp(name, "zero") == 0) {
+		p->req.zero = (unsigned)v;
 	} else if (ok && strcmp(name, "seq_len") == 0) {
 		p->req.seq_len = (unsigned)v;
 	} else if (ok && strcmp(name, "global_batch") == 0) {
@@ -480,6 +487,14 @@ enum acceld_err plan_params_set_json(struct plan_params *p, const char *name, js
 		snprintf(err, errsz, __VA_ARGS__);                                                                   \
 		return ACCELD_EINVAL;                                                                                \
 	} while (0)
+
+const char *plan_params_missing(const struct plan_params *p)
+{
+	if (p->model[0] != '\0' || p->shape_field != NULL)
+		return NULL;
+	return "give model (a preset: " PRESET_NAMES "), params (a count such as 7B), or a shape: layers, hidden, "
+	       "heads and vocab";
+}
 
 enum acceld_err plan_params_finish(struct plan_params *p, const char **param, char *err, size_t errsz)
 {
@@ -611,6 +626,8 @@ enum acceld_err plan_params_devices(const struct plan_params *p, const struct de
 	memset(origin, 0, sizeof(*origin));
 	if (source == PLAN_SOURCE_SHAPE) {
 		rc = plan_devices_parse(p->devices, out, origin, why, whysz);
+		if (rc == ACCELD_EUNSUPPORTED)
+			rc = ACCELD_EINVAL;
 	} else if (source == PLAN_SOURCE_IDS) {
 		named = named_devices(p, devs, n, &nnamed, param, &rc, why, whysz);
 		if (named != NULL)

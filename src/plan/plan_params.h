@@ -81,6 +81,10 @@ enum acceld_err plan_params_set(struct plan_params *p, const char *name, const c
 enum acceld_err plan_params_set_json(struct plan_params *p, const char *name, json_t *value, const char **expected,
 				     char *err, size_t errsz);
 
+/* Why no model was given (a message naming model, params and the shape), or NULL when one was: a missing field,
+ * which GET /plan answers as MISSING_PARAMETER and POST /plan as MISSING_FIELD, both naming model. */
+const char *plan_params_missing(const struct plan_params *p);
+
 /*
  * After the fields: applies the model preset and checks what only the fields together say (a preset with a shape
  * or params, hosts with a shape). Returns ACCELD_OK, or ACCELD_EINVAL with the field in *param (static) and a

@@ -59,3 +59,21 @@ uint64_t plan_params_from_shape(const struct plan_model *m, uint64_t *expert, ui
 		*active = s.active;
 	return s.total;
 }
+
+bool plan_shape_layer(const struct plan_model *m, uint64_t *dense, uint64_t *expert)
+{
+	uint64_t h = m->hidden, a = m->heads, kv = m->kv_heads ? m->kv_heads : m->heads;
+	uint64_t hd = m->head_dim ? m->head_dim : (m->heads ? m->hidden / m->heads : 0);
+	uint64_t f = m->ffn ? m->ffn : 4ull * m->hidden;
+	uint64_t ffn = plan_mul(m->gated_ffn ? 3 : 2, plan_mul(h, f));
+	uint64_t e = m->experts > 1 ? m->experts : 1;
+	uint64_t attn = plan_add(plan_mul(2, plan_mul(h, plan_mul(a, hd))), plan_mul(2, plan_mul(h, plan_mul(kv, hd))));
+
+	*dense = 0;
+	*expert = 0;
+	if (!plan_shape_complete(m))
+		return false;
+	*dense = plan_add(plan_add(attn, e > 1 ? plan_mul(h, e) : ffn), plan_mul(2, h));
+	*expert = e > 1 ? plan_mul(e, ffn) : 0;
+	return true;
+}

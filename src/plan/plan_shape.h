@@ -27,6 +27,10 @@ bool plan_shape_counts(const struct plan_model *m, struct plan_shape_counts *out
  * layers, hidden, heads or vocab, or the count passes PLAN_MAX_PARAMS. */
 uint64_t plan_params_from_shape(const struct plan_model *m, uint64_t *expert, uint64_t *active);
 
+/* One decoder layer's parameters: its dense part (attention, norms, a dense FFN or an MoE router) and its experts'
+ * FFNs (0 for a dense model). False, both 0, when the shape lacks layers, hidden or heads. */
+bool plan_shape_layer(const struct plan_model *m, uint64_t *dense, uint64_t *expert);
+
 /* Saturating arithmetic: a figure past 64 bits stays PLAN_SAT and never fits. */
 static inline uint64_t plan_mul(uint64_t a, uint64_t b)
 {

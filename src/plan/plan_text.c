@@ -35,6 +35,37 @@ void plan_gib_text(char *out, size_t outsz, uint64_t bytes)
 		plan_put(out, outsz, "%.1f GiB", (double)bytes / (1024.0 * 1024.0 * 1024.0));
 }
 
+/* bytes in the largest binary unit that keeps a whole number before the point: "43.9 MiB", "512 B". */
+static void unit_text(char *out, size_t outsz, uint64_t bytes)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double v = (double)bytes;
+	size_t u = 0;
+
+	while (v >= 1024.0 && u + 1 < sizeof(units) / sizeof(units[0])) {
+		v /= 1024.0;
+		u++;
+	}
+	if (u == 0)
+		plan_put(out, outsz, "%llu B", (unsigned long long)bytes);
+	else
+		plan_put(out, outsz, "%.1f %s", v, units[u]);
+}
+
+void plan_need_text(char *out, size_t outsz, uint64_t need, uint64_t have)
+{
+	char n[32], h[32], s[32];
+
+	plan_gib_text(n, sizeof(n), need);
+	plan_gib_text(h, sizeof(h), have);
+	if (need > have && need != PLAN_SAT) {
+		unit_text(s, sizeof(s), need - have);
+		plan_put(out, outsz, "needs %s of %s usable (%s short)", n, h, s);
+	} else {
+		plan_put(out, outsz, "needs %s of %s usable", n, h);
+	}
+}
+
 void plan_mesh_text(const struct plan_mesh *m, char *out, size_t outsz)
 {
 	plan_put(out, outsz, "data %u x fsdp %u x tensor %u x expert %u", m->data, m->fsdp, m->tensor, m->expert);

@@ -86,6 +86,7 @@ struct plan_request {
 	enum plan_mode mode;
 	enum plan_optimizer optimizer;    /* training */
 	bool mixed_precision;             /* training: fp32 master copy and fp32 optimizer states */
+	unsigned zero;                    /* GPU training: ZeRO stage 1, 2 or 3 of the fsdp axis; 0 = 3 */
 	bool flash_attention;             /* attention scores are not kept (drops the 5as/h term) */
 	unsigned seq_len;                 /* s */
 	uint64_t global_batch;            /* 0 = per_device_batch x the batch shards */
@@ -103,7 +104,8 @@ struct plan_mesh {
 };
 
 struct plan_term {
-	uint64_t bytes;                   /* per device; UINT64_MAX = beyond 2^64 */
+	uint64_t bytes;                   /* per device; UINT64_MAX = beyond 2^64; 0 when unknown */
+	bool unknown;                     /* not known without the model's shape (JSON null), not 0 */
 	char formula[PLAN_TEXT_MAX];
 };
 
@@ -119,8 +121,10 @@ struct plan_memory {
 	struct plan_term activations_selective;
 	struct plan_term activations_full;
 	struct plan_term kv_cache;        /* 0 for training */
+	struct plan_term gather;          /* ZeRO-3/FSDP: the layers' full weights gathered at once (0 otherwise) */
 	uint64_t activation_layer_bytes;  /* one layer, no recomputation, this device */
-	bool activations_known;           /* the shape gave layers, hidden and heads */
+	bool activations_known;           /* the shape gave layers, hidden and heads (else activations, KV cache and
+					   * gather are unknown: their bytes 0, total_bytes a lower bound) */
 	enum plan_remat remat;            /* the one counted in total_bytes (never AUTO) */
 	uint64_t total_bytes;
 	uint64_t usable_bytes;            /* memory x (1 - reserve) */
@@ -130,6 +134,7 @@ struct plan_memory {
 struct plan_candidate {
 	struct plan_mesh mesh;
 	bool valid;                       /* passed the divisibility and link checks */
+	bool slow_tensor;                 /* the tensor axis runs over PCIe, not NVLink (inference only) */
 	bool inside_fast_links;           /* fsdp x expert x tensor stays inside the fast-link domain */
 	bool fits;
 	enum plan_remat remat;            /* the recomputation it needs (with AUTO the least that fits) */
@@ -138,12 +143,21 @@ struct plan_candidate {
 	char why[PLAN_WHY_MAX];           /* why it was rejected, or why the chosen mesh came first */
 };
 
-enum plan_hint_kind { PLAN_HINT_DEVICES, PLAN_HINT_DTYPE, PLAN_HINT_REMAT, PLAN_HINT_FLASH, PLAN_HINT_BATCH };
+enum plan_hint_kind {
+	PLAN_HINT_DEVICES,
+	PLAN_HINT_DTYPE,
+	PLAN_HINT_REMAT,
+	PLAN_HINT_FLASH,
+	PLAN_HINT_BATCH,
+	PLAN_HINT_MEMORY,       /* devices with this much memory each */
+	PLAN_HINT_GLOBAL_BATCH, /* the nearest global batch that splits over the preferred mesh */
+};
 
 /* What would fit when nothing does: the changed value and the mesh it gives. */
 struct plan_hint {
 	enum plan_hint_kind kind;
-	uint64_t value;                   /* devices; enum plan_dtype; enum plan_remat; 1 (flash); per-device batch */
+	uint64_t value;                   /* devices; enum plan_dtype; enum plan_remat; 1 (flash); per-device batch;
+					   * bytes a device; a global batch */
 	struct plan_mesh mesh;
 	char text[PLAN_TEXT_MAX];
 };
@@ -156,6 +170,7 @@ struct plan_result {
 	bool params_derived;              /* from the shape */
 	unsigned hosts;
 	bool fits;
+	bool judged;                      /* false: a term is unknown (no shape), so whether it fits cannot be said */
 	struct plan_memory memory;        /* the chosen mesh, or the closest one when nothing fits (fits false) */
 	bool has_memory;
 	struct plan_candidate *candidates; /* every mesh tried, chosen first, then in preference order */

@@ -93,7 +93,9 @@ const char *const store_stmt_sql[S_COUNT] = {
 	[S_SAMPLES_MAX] = "SELECT max((SELECT max(ts) FROM samples WHERE device = d.key)) FROM devices d",
 	[S_DEVICES] = "SELECT id, type, model, accelerator_type, uuid, usd_per_hour, price_source, first_seen, "
 		      "last_seen FROM devices ORDER BY id",
-	[S_JOBS_USAGE] = "SELECT count(*), total(coalesce(total_ms, finished_at - started_at)) / 1000.0, "
+	/* a job's time is the device time it ran, its queue wait left out (as its cost_usd is) */
+	[S_JOBS_USAGE] = "SELECT count(*), total(max(0, coalesce(total_ms - coalesce(queued_ms, 0), "
+			 "finished_at - started_at, 0))) / 1000.0, "
 			 "total(cost_usd), count(cost_usd) FROM jobs WHERE device = ?1 AND finished_at >= ?2 "
 			 "AND finished_at < ?3",
 	[S_THROUGHPUT] = "SELECT total(flops), total(kernel_ms), count(*) FROM (SELECT flops, kernel_ms FROM jobs "

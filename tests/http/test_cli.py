@@ -21,7 +21,7 @@ CONFIGURED = {
     "report": ("--json",),
     "select": (),
     "batch": (),
-    "plan": ("--params", "100M"),
+    "plan": ("--params", "100M", "--layers", "12", "--hidden", "768", "--heads", "12"),
     "run": ("saxpy", "--n", "64", "--db", ":memory:"),
 }
 
@@ -38,7 +38,7 @@ HUMAN = {
     "select": ("select",),
     "select --format env": ("select", "--format", "env"),
     "batch": ("batch", "--params", "1000", "--sample-bytes", "1KB"),
-    "plan": ("plan", "--params", "100M"),
+    "plan": ("plan", "--params", "100M", "--layers", "12", "--hidden", "768", "--heads", "12"),
     "run --verify": ("run", "saxpy", "--n", "4096", "--verify", "--db", ":memory:"),
     "run sgemm --verify": ("run", "sgemm", "--m", "16", "--n", "8", "--k", "4", "--verify", "--db", ":memory:"),
     "check": ("check",) + PASSING_CHECK,

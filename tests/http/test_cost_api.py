@@ -121,6 +121,51 @@ class UnknownMoney(unittest.TestCase):
             self.assertTrue(all(g["allocated_usd"] is not None for g in tot["groups"]), tot["groups"])
 
 
+    def test_queued_jobs_are_charged_their_run_time(self):
+        """Issue #35: jobs.seconds was the sum of total_ms, queue wait included; a job costs the device time it ran."""
+        from concurrent.futures import ThreadPoolExecutor
+        with Server(args=("--sample-interval", "100ms"), env={"ACCELD_CLOUD": "none"}) as s:
+            with ThreadPoolExecutor(8) as pool:
+                answers = list(pool.map(lambda _: s.request("POST", "/run", json_body={"kernel": "sgemm", "m": 256, "n": 256, "k": 256}),
+                                        range(8)))
+            jobs = []
+            for r in answers:
+                self.assertEqual(r.status, 200, r)
+                jobs.append(r.json())
+            waited = sum(j["timing"]["total_ms"] for j in jobs) / 1000.0
+            ran = sum(j["timing"]["total_ms"] - j["timing"]["queued_ms"] for j in jobs) / 1000.0
+            self.assertGreater(waited, ran)  # eight jobs on one CPU: some waited
+
+            def report():
+                doc = s.get("/cost").json()
+                cpu = [d for d in doc["devices"] if d["device"] == "cpu:0"][0]
+                return cpu if cpu["jobs"]["count"] >= 8 else None
+            cpu = until(report, what="eight jobs on cpu:0 in /cost")
+            self.assertAlmostEqual(cpu["jobs"]["seconds"], ran, delta=1e-6)
+            # unpriced, they ran: unknown money, null; the allocated time too; nothing busy costs 0, not null
+            self.assertIsNone(cpu["jobs"]["usd"])
+            # priced, the jobs cost their run time at the price (0.36 USD/h: 0.0001 USD a second)
+            r = s.request("PUT", "/cost/prices", json_body={"prices": [{"type": "cpu", "usd_per_hour": 0.36}]})
+            self.assertEqual(r.status, 200, r)
+            cpu = [d for d in s.get("/cost").json()["devices"] if d["device"] == "cpu:0"][0]
+            self.assertAlmostEqual(cpu["jobs"]["seconds"], ran, delta=1e-6)
+
+    def test_money_is_null_only_when_what_cost_something_has_no_price(self):
+        """Issue #35: per-device jobs.usd null beside totals.jobs_usd 0; one rule now: no jobs cost 0."""
+        with Server(args=("--sample-interval", "100ms"), env={"ACCELD_CLOUD": "none"}) as s:
+            def report():
+                doc = s.get("/cost").json()
+                cpu = [d for d in doc["devices"] if d["device"] == "cpu:0"][0]
+                return doc if cpu["allocated"]["seconds"] > 0 else None
+            doc = until(report, what="time on cpu:0")
+            cpu = [d for d in doc["devices"] if d["device"] == "cpu:0"][0]
+            self.assertEqual(cpu["jobs"]["count"], 0)
+            self.assertEqual(cpu["jobs"]["usd"], 0)
+            self.assertEqual(doc["totals"]["jobs_usd"], 0)
+            self.assertIsNone(cpu["allocated"]["usd"])
+            self.assertIsNone(doc["totals"]["allocated_usd"])
+
+
 class PricesPersist(unittest.TestCase):
     def test_file_and_api_overrides_survive_a_restart(self):
         tmp = tempfile.TemporaryDirectory()

@@ -61,7 +61,7 @@ START_TEST(get_bad_values_name_the_parameter)
 	http_resp_release(&resp);
 
 	expect(&resp, HTTP_GET, "/plan?colour=red", NULL, 400, "UNKNOWN_PARAMETER");
-	ck_assert_uint_eq(accepted(&resp), 30);
+	ck_assert_uint_eq(accepted(&resp), 31);
 	http_resp_release(&resp);
 
 	expect(&resp, HTTP_GET, "/plan?params=7B&params=8B", NULL, 400, "DUPLICATE_PARAMETER");
@@ -73,8 +73,14 @@ START_TEST(get_bad_values_name_the_parameter)
 	ck_assert_str_eq(check_member(&resp, "detail"), "heads: hidden 4095 is not a multiple of heads 32; give head_dim");
 	http_resp_release(&resp);
 
-	expect(&resp, HTTP_GET, "/plan?mode=train", NULL, 400, "INVALID_PARAMETER");
-	ck_assert_str_eq(check_member(&resp, "parameter"), "params");
+	/* no model at all: a missing parameter, named model, listing the presets */
+	expect(&resp, HTTP_GET, "/plan?mode=train", NULL, 400, "MISSING_PARAMETER");
+	ck_assert_str_eq(check_member(&resp, "parameter"), "model");
+	ck_assert_uint_eq(accepted(&resp), 8);
+	ck_assert_ptr_nonnull(strstr(check_member(&resp, "detail"), "model: give model (a preset: llama-2-7b"));
+	http_resp_release(&resp);
+	expect(&resp, HTTP_POST, "/plan", "{\"mode\": \"train\"}", 400, "MISSING_FIELD");
+	ck_assert_str_eq(check_member(&resp, "path"), "$.model");
 	http_resp_release(&resp);
 
 	expect(&resp, HTTP_GET, "/plan?model=llama-2-7b&params=7B", NULL, 400, "INVALID_PARAMETER");
@@ -135,7 +141,7 @@ START_TEST(post_types_fields_and_values)
 	expect(&resp, HTTP_POST, "/plan", "{\"colour\": 1, \"size\": 2}", 400, "UNKNOWN_FIELD");
 	ck_assert_str_eq(check_member(&resp, "path"), "$.colour");
 	ck_assert_uint_eq(json_array_size(json_object_get(resp.json, "fields")), 2);
-	ck_assert_uint_eq(accepted(&resp), 30);
+	ck_assert_uint_eq(accepted(&resp), 31);
 	http_resp_release(&resp);
 
 	expect(&resp, HTTP_POST, "/plan", "[1]", 400, "INVALID_TYPE");
@@ -163,18 +169,32 @@ START_TEST(answers)
 	struct http_resp resp;
 	json_t *doc;
 
-	/* 1e9 parameters in bf16 (2 GB) fit the 8 GiB CPU */
-	expect(&resp, HTTP_GET, "/plan?params=1B", NULL, 200, NULL);
+	/* 1e9 parameters in bf16 (2 GB) and one layer's working set fit the 8 GiB CPU */
+	expect(&resp, HTTP_GET, "/plan?params=1B&layers=16&hidden=2048&heads=16", NULL, 200, NULL);
 	doc = resp.json;
 	ck_assert(json_is_true(json_object_get(doc, "fits")));
 	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(doc, "mesh"), "data")), 1);
-	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(doc, "memory"), "total_bytes")),
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(json_object_get(doc, "memory"), "weights"),
+							    "bytes")), 2000000000);
+	ck_assert_int_gt(json_integer_value(json_object_get(json_object_get(doc, "memory"), "total_bytes")),
 			 2000000000);
+	http_resp_release(&resp);
+
+	/* a count alone leaves the activations and the KV cache unknown: null, and whether it fits too */
+	expect(&resp, HTTP_GET, "/plan?params=1B", NULL, 200, NULL);
+	doc = resp.json;
+	ck_assert(json_is_null(json_object_get(doc, "fits")));
+	ck_assert(json_is_null(json_object_get(json_object_get(json_object_get(doc, "memory"), "activations"),
+					       "bytes")));
+	ck_assert(json_is_null(json_object_get(json_object_get(json_object_get(doc, "memory"), "kv_cache"), "bytes")));
+	ck_assert(json_is_null(json_object_get(json_object_get(doc, "memory"), "total_bytes")));
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(doc, "detail")), "cannot judge"));
 	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(doc, "devices"), "kind")), "cpu");
 	http_resp_release(&resp);
 
 	/* the same as a body */
-	expect(&resp, HTTP_POST, "/plan", "{\"params\": \"1B\", \"seq_len\": null}", 200, NULL);
+	expect(&resp, HTTP_POST, "/plan",
+	       "{\"params\": \"1B\", \"layers\": 16, \"hidden\": 2048, \"heads\": 16, \"seq_len\": null}", 200, NULL);
 	ck_assert(json_is_true(json_object_get(resp.json, "fits")));
 	http_resp_release(&resp);
 

@@ -82,7 +82,7 @@ START_TEST(summary_for_a_person)
 	ck_assert_ptr_null(strstr(r.out, "multi-host")); /* one host */
 
 	/* inference counts the KV cache, not gradients; params with units */
-	PLAN("--params", "1.1B");
+	PLAN("--params", "1.1B", "--layers", "16", "--hidden", "2048", "--heads", "16");
 	ck_assert_msg(r.rc == CLI_EXIT_OK, "exit %d: %s", r.rc, r.err);
 	ck_assert_msg(strncmp(r.out, "1100000000 parameters, inference", 32) == 0, "%s", r.out);
 	ck_assert_ptr_nonnull(strstr(r.out, "  kv cache "));
@@ -143,7 +143,7 @@ END_TEST
 
 START_TEST(devices_by_id)
 {
-	PLAN("--params", "1B", "--devices", "tpu:0,tpu:1", "--json");
+	PLAN("--params", "1B", "--layers", "16", "--hidden", "2048", "--heads", "16", "--devices", "tpu:0,tpu:1", "--json");
 	ck_assert_msg(r.rc == CLI_EXIT_OK, "exit %d: %s", r.rc, r.err);
 	ck_assert_int_eq(json_integer_value(member(parsed(), "devices", "count")), 2);
 	ck_assert_str_eq(json_string_value(member(doc, "devices", "source")), "ids");
@@ -152,7 +152,8 @@ START_TEST(devices_by_id)
 	ck_assert_str_eq(r.out, "");
 	ck_assert_str_eq(r.err, "acceld plan: no device gpu:3 on this host (acceld report lists the devices)\n");
 	/* this host's CPU, with more memory than it has */
-	PLAN("--params", "1B", "--devices", "cpu:0", "--memory-bytes", "64GiB", "--json");
+	PLAN("--params", "1B", "--layers", "16", "--hidden", "2048", "--heads", "16", "--devices", "cpu:0", "--memory-bytes",
+	     "64GiB", "--json");
 	ck_assert_msg(r.rc == CLI_EXIT_OK, "exit %d: %s", r.rc, r.err);
 	ck_assert_int_eq(json_integer_value(member(parsed(), "devices", "memory_bytes")), 64ll << 30);
 }
@@ -175,8 +176,13 @@ START_TEST(usage)
 	/* plan.c's words, said as flags */
 	PLAN("--layers", "32", "--hidden", "4095", "--heads", "32", "--vocab", "32000");
 	usage_error("--heads: --hidden 4095 is not a multiple of --heads 32; give --head-dim");
+	/* no model at all is a missing flag, named as --model with the other ways to give one */
 	PLAN("--mode", "train");
-	usage_error("--params: give --params, or --layers, --hidden, --heads and --vocab");
+	usage_error("--model: give model (a preset: llama-2-7b");
+	ck_assert_msg(strstr(r.err, "--params (a count such as 7B), or a shape: --layers, --hidden, --heads and --vocab"),
+		      "%s", r.err);
+	PLAN("--layers", "32", "--hidden", "4096", "--heads", "32");
+	usage_error("--params: give model (a preset), --params, or --layers, --hidden, --heads and --vocab");
 	PLAN("--params", "1B", "--colour", "red");
 	usage_error("unknown option '--colour'");
 	PLAN("--params", "1B", "--devices", "gpu1");

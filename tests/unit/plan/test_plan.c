@@ -92,10 +92,25 @@ START_TEST(llama2_70b_fsdp_needs_two_hosts)
 	ck_assert_int_eq(plan_compute(&r, &res), ACCELD_OK);
 	ck_assert(same_mesh(&res.memory.mesh, 1, 16, 1, 1));
 	ck_assert_uint_eq(res.memory.optimizer.bytes, 68976648192ull / 16 * 12);
-	ck_assert_uint_eq(res.memory.activations_full.bytes, 80ull * 2 * 2048 * 8192 + 4ull * 2048 * 32000);
+	/* 80 layer inputs (2sbh), the layer being recomputed (sb(18h + 6f) with flash attention, section 4.1), the
+	 * fp32 logits */
+	ck_assert_uint_eq(res.memory.activations_full.bytes,
+			  80ull * 2 * 2048 * 8192 + 2048ull * (18 * 8192 + 6 * 28672) + 4ull * 2048 * 32000);
+	/* FSDP gathers one layer's full weights and prefetches the next: 2 x 855,654,400 params x 2 B */
+	ck_assert_uint_eq(res.memory.gather.bytes, 2ull * (2 * 8192ull * 8192 + 2 * 8192ull * 1024 +
+							      3 * 8192ull * 28672 + 2 * 8192) * 2);
 	ck_assert_why(candidate(&res, 2, 8, 1, 1), "does not fit"); /* hybrid sharding within a host: too large */
 	ck_assert_why(candidate(&res, 1, 1, 16, 1), "tensor parallelism across hosts");
 	ck_assert_why(candidate(&res, 1, 8, 2, 1), "more tensor parallelism");
+	assert_texts_whole(&res);
+	plan_result_free(&res);
+
+	/* without flash attention FSDP over 16 misses by 31.3 MiB: the near miss says its shortfall rather than
+	 * "72.0 GiB of 72.0 GiB"; tensor 2 inside NVLink fits */
+	r.flash_attention = false;
+	ck_assert_int_eq(plan_compute(&r, &res), ACCELD_OK);
+	ck_assert(same_mesh(&res.memory.mesh, 1, 8, 2, 1));
+	ck_assert_why(candidate(&res, 1, 16, 1, 1), "does not fit: needs 72.0 GiB of 72.0 GiB usable (31.3 MiB short)");
 	assert_texts_whole(&res);
 	plan_result_free(&res);
 }
@@ -162,17 +177,37 @@ START_TEST(l4x4_without_nvlink)
 	assert_texts_whole(&res);
 	plan_result_free(&res);
 
-	/* 13B (26 GB) fits none, and without NVLink there is no tensor parallelism to spread it: int8 would do, more
-	 * L4s would not */
+	/* 13B (26 GB) fits no one L4: inference runs tensor 2 over PCIe, as vLLM's tensor_parallel_size does
+	 * without NVLink, and says what that costs */
 	llama2_13b(&r.model);
+	ck_assert_int_eq(plan_compute(&r, &res), ACCELD_OK);
+	ck_assert(same_mesh(&res.memory.mesh, 2, 1, 2, 1));
+	ck_assert_why(candidate(&res, 2, 1, 2, 1), "chosen: tensor 2 over PCIe, without NVLink");
+	ck_assert(candidate(&res, 1, 1, 4, 1)->slow_tensor);
+	ck_assert_why(candidate(&res, 1, 1, 4, 1), "more tensor parallelism (tensor 4 vs 2)");
+	assert_texts_whole(&res);
+	plan_result_free(&res);
+
+	/* training keeps tensor parallelism to NVLink: 13B's 16 B/param fit no mesh; int8 is no training dtype */
+	r.mode = PLAN_TRAIN;
 	ck_assert_int_eq(plan_compute(&r, &res), ACCELD_EUNPROCESSABLE);
 	ck_assert_why(candidate(&res, 2, 1, 2, 1), "tensor 2 without fast links (a fast-link domain of 1)");
-	ck_assert_why(candidate(&res, 1, 1, 4, 1), "without fast links");
+	assert_texts_whole(&res);
+	plan_result_free(&res);
+	r.mode = PLAN_INFER;
+
+	/* one L4 (issue: an invented NVLink): two L4s stay without NVLink, tensor over PCIe */
+	r.devices = gpus(1, 1, 24 * GIB, 1);
+	ck_assert_int_eq(plan_compute(&r, &res), ACCELD_EUNPROCESSABLE);
+	h = hint(&res, PLAN_HINT_DEVICES);
+	ck_assert_ptr_nonnull(h);
+	ck_assert_uint_eq(h->value, 2);
+	ck_assert(same_mesh(&h->mesh, 1, 1, 2, 1));
+	ck_assert_str_eq(h->text, "2 GPUs on one host, without NVLink (tensor over PCIe): data 1 x fsdp 1 x tensor 2 x "
+			 "expert 1");
 	h = hint(&res, PLAN_HINT_DTYPE);
 	ck_assert_ptr_nonnull(h);
 	ck_assert_uint_eq(h->value, PLAN_INT8);
-	ck_assert(same_mesh(&h->mesh, 4, 1, 1, 1));
-	ck_assert_ptr_null(hint(&res, PLAN_HINT_DEVICES));
 	assert_texts_whole(&res);
 	plan_result_free(&res);
 }
@@ -248,16 +283,30 @@ START_TEST(cpu_only_host)
 	struct plan_result res;
 	const struct plan_hint *h;
 
-	/* a CPU-only host is one device with the host's memory: 1.1B parameters in bf16 fit */
+	/* a CPU-only host is one device with the host's memory: 1.1B parameters in bf16 would fit, but without a
+	 * shape the activations and the KV cache are unknown, so whether it fits cannot be said (not counted as 0) */
 	r.model.params = 1100000000ull;
-	ck_assert_int_eq(plan_compute(&r, &res), ACCELD_OK);
+	ck_assert_int_eq(plan_compute(&r, &res), ACCELD_EUNPROCESSABLE);
+	ck_assert(!res.judged);
+	ck_assert(!res.fits);
 	ck_assert(same_mesh(&res.memory.mesh, 1, 1, 1, 1));
 	ck_assert_uint_eq(res.ncandidates, 1);
 	ck_assert_uint_eq(res.memory.weights.bytes, 2200000000ull);
 	ck_assert(!res.memory.activations_known);
+	ck_assert(res.memory.activations.unknown && res.memory.kv_cache.unknown);
 	ck_assert_msg(strstr(res.memory.activations.formula, "unknown") != NULL, "%s", res.memory.activations.formula);
+	ck_assert_msg(strstr(res.detail, "cannot judge whether it fits") && strstr(res.detail, "give model"), "%s",
+		      res.detail);
 	assert_texts_whole(&res);
 	plan_result_free(&res);
+
+	/* with a shape it can: TinyLlama's (22 layers, hidden 2048, 32 heads, 4 KV heads) */
+	r.model = (struct plan_model){.params = 1100000000ull, .layers = 22, .hidden = 2048, .heads = 32,
+				      .kv_heads = 4, .ffn = 5632, .gated_ffn = true};
+	ck_assert_int_eq(plan_compute(&r, &res), ACCELD_OK);
+	ck_assert(res.judged && res.fits);
+	plan_result_free(&res);
+	r.model = (struct plan_model){0};
 
 	/* training Llama 2 7B (108 GB of state) does not: another host would, FSDP over both */
 	r.mode = PLAN_TRAIN;

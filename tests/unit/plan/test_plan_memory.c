@@ -121,7 +121,10 @@ START_TEST(activations_korthikanti_gpt3)
 	ck_assert_int_eq(plan_evaluate(&r, &(struct plan_mesh){1, 1, 8, 1}, &mem), ACCELD_OK);
 	ck_assert_uint_eq(mem.activation_layer_bytes, sbh * 114 / 8);
 	ck_assert_uint_eq(mem.activations_selective.bytes, 96 * (sbh * 34 / 8));
-	ck_assert_uint_eq(mem.activations_full.bytes, 96 * (sbh * 2 / 8));
+	/* full recomputation also holds the layer being recomputed, whole (section 4.1): 2sbh/t a layer + 114sbh/t */
+	ck_assert_uint_eq(mem.activations_full.bytes, 96 * (sbh * 2 / 8) + sbh * 114 / 8);
+	ck_assert_msg(strstr(mem.activations_full.formula, "of the layer being recomputed") != NULL, "%s",
+		      mem.activations_full.formula);
 	ck_assert_uint_eq(mem.remat, PLAN_REMAT_NONE);
 	/* auto picks the least recomputation that fits: 175B over 8 devices does not fit at all -> full */
 	r.remat = PLAN_REMAT_AUTO;
@@ -179,8 +182,9 @@ START_TEST(reserve_and_overflow)
 	struct plan_result res;
 	json_t *doc;
 
-	/* 7.5 GB of weights in 16 GiB: fits with the 0.1 reserve, not with 0.9 kept free */
-	r.model.params = 3750000000ull;
+	/* 7.5 GB of weights (and a small shape's one layer and KV cache) in 16 GiB: fits with the 0.1 reserve, not
+	 * with 0.9 kept free */
+	r.model = (struct plan_model){.params = 3750000000ull, .layers = 16, .hidden = 2048, .heads = 16};
 	ck_assert_int_eq(plan_compute(&r, &res), ACCELD_OK);
 	assert_texts_whole(&res);
 	plan_result_free(&res);
@@ -207,6 +211,111 @@ START_TEST(reserve_and_overflow)
 }
 END_TEST
 
+START_TEST(activations_take_their_dtype)
+{
+	struct plan_request r = request(PLAN_TRAIN, h100x8());
+	struct plan_memory bf16, f32;
+
+	/* issue #35, item 3: Korthikanti's 34 and 5 are for 2-byte activations; f32 without mixed precision keeps
+	 * 4-byte ones, twice the layers' share (the fp32 logits stay as they are) */
+	llama2_7b(&r.model);
+	r.remat = PLAN_REMAT_NONE;
+	ck_assert_int_eq(plan_evaluate(&r, &(struct plan_mesh){1, 8, 1, 1}, &bf16), ACCELD_OK);
+	r.dtype = PLAN_F32;
+	r.mixed_precision = false;
+	ck_assert_int_eq(plan_evaluate(&r, &(struct plan_mesh){1, 8, 1, 1}, &f32), ACCELD_OK);
+	ck_assert_uint_eq(f32.activation_layer_bytes, 2 * bf16.activation_layer_bytes);
+	ck_assert_uint_eq(f32.activations.bytes, 2 * bf16.activations.bytes - 4ull * 2048 * 32000);
+	ck_assert_msg(strstr(f32.activations.formula, "x 2 for f32 activations") != NULL, "%s", f32.activations.formula);
+	/* mixed precision computes in bf16 whatever the master copy's dtype */
+	r.mixed_precision = true;
+	ck_assert_int_eq(plan_evaluate(&r, &(struct plan_mesh){1, 8, 1, 1}, &f32), ACCELD_OK);
+	ck_assert_uint_eq(f32.activations.bytes, bf16.activations.bytes);
+	assert_whole(&f32);
+}
+END_TEST
+
+START_TEST(fp8_training_keeps_16_bytes_a_param)
+{
+	struct plan_request r = request(PLAN_TRAIN, h100x8());
+	struct plan_memory mem;
+	const uint64_t p = 6738415616ull;
+
+	/* issue #35, item 4: fp8 training (Transformer Engine; NVIDIA's "Using FP8 with Transformer Engine") runs its
+	 * matmuls in fp8 but keeps bf16 weights and gradients, an fp32 master copy and fp32 Adam states: 16 B/param,
+	 * as bf16 mixed precision, never 1 + 1 + 12 */
+	llama2_7b(&r.model);
+	r.dtype = PLAN_FP8;
+	ck_assert_int_eq(plan_evaluate(&r, &(struct plan_mesh){1, 8, 1, 1}, &mem), ACCELD_OK);
+	ck_assert_uint_eq(mem.weights.bytes, p / 8 * 2);
+	ck_assert_uint_eq(mem.gradients.bytes, p / 8 * 2);
+	ck_assert_uint_eq(mem.optimizer.bytes, p / 8 * 12);
+	ck_assert_msg(strstr(mem.weights.formula, "fp8 training computes in fp8 but keeps bf16 weights") != NULL, "%s",
+		      mem.weights.formula);
+	/* without mixed precision too: fp8 states would not train */
+	r.mixed_precision = false;
+	ck_assert_int_eq(plan_evaluate(&r, &(struct plan_mesh){1, 8, 1, 1}, &mem), ACCELD_OK);
+	ck_assert_uint_eq(mem.weights.bytes + mem.gradients.bytes + mem.optimizer.bytes, p / 8 * 16);
+	assert_whole(&mem);
+}
+END_TEST
+
+START_TEST(zero_stages)
+{
+	struct plan_request r = request(PLAN_TRAIN, gpus(64, 8, 80 * GIB, 8));
+	struct plan_memory mem;
+	const struct plan_mesh fsdp64 = {1, 64, 1, 1};
+	const uint64_t psi = 7500000000ull;
+
+	/* Rajbhandari et al. 2020 (ZeRO), Figure 1: Psi = 7.5B parameters, N_d = 64, K = 12: baseline 120 GB a
+	 * device; P_os 2Psi + 2Psi + K Psi / N_d = 31.4 GB; P_os+g 2Psi + (2 + K) Psi / N_d = 16.6 GB; P_os+g+p
+	 * (2 + 2 + K) Psi / N_d = 1.9 GB */
+	r.model.params = psi;
+	r.zero = 1;
+	ck_assert_int_eq(plan_evaluate(&r, &fsdp64, &mem), ACCELD_OK);
+	ck_assert_uint_eq(mem.weights.bytes + mem.gradients.bytes + mem.optimizer.bytes, 2 * psi + 2 * psi + psi / 64 * 12);
+	ck_assert_uint_eq((mem.weights.bytes + mem.gradients.bytes + mem.optimizer.bytes) / 100000000, 314);
+	ck_assert_uint_eq(mem.gather.bytes, 0);
+	ck_assert_msg(strstr(mem.gradients.formula, "ZeRO-1 shards only the optimizer states") != NULL, "%s",
+		      mem.gradients.formula);
+	r.zero = 2;
+	ck_assert_int_eq(plan_evaluate(&r, &fsdp64, &mem), ACCELD_OK);
+	ck_assert_uint_eq((mem.weights.bytes + mem.gradients.bytes + mem.optimizer.bytes) / 100000000, 166);
+	r.zero = 3;
+	ck_assert_int_eq(plan_evaluate(&r, &fsdp64, &mem), ACCELD_OK);
+	ck_assert_uint_eq(mem.weights.bytes + mem.gradients.bytes + mem.optimizer.bytes, psi / 64 * 16);
+	/* the default is 3 */
+	r.zero = 0;
+	ck_assert_int_eq(plan_evaluate(&r, &fsdp64, &mem), ACCELD_OK);
+	ck_assert_uint_eq(mem.weights.bytes + mem.gradients.bytes + mem.optimizer.bytes, psi / 64 * 16);
+}
+END_TEST
+
+START_TEST(fsdp_gathers_a_layer_and_prefetches_the_next)
+{
+	struct plan_request r = request(PLAN_TRAIN, tpu(256, 4, 95 * GIB, 4, 8, 8));
+	struct plan_memory mem;
+
+	/* issue #35: one Llama 3.1 405B layer in bf16 is 6.4 GB (q, o 16384^2; k, v 16384 x 1024; three 16384 x
+	 * 53248 FFN matrices; two norms), about twice with prefetch; and full recomputation holds one layer's
+	 * activations while it recomputes it, 5.0 GB at 8192 with flash attention */
+	r.model = (struct plan_model){.layers = 126, .hidden = 16384, .heads = 128, .kv_heads = 8, .ffn = 53248,
+				      .gated_ffn = true, .vocab = 128256};
+	r.seq_len = 8192;
+	r.flash_attention = true;
+	r.remat = PLAN_REMAT_FULL;
+	ck_assert_int_eq(plan_evaluate(&r, &(struct plan_mesh){1, 256, 1, 1}, &mem), ACCELD_OK);
+	ck_assert_uint_eq(mem.gather.bytes, 2 * 3187703808ull * 2);
+	ck_assert_uint_eq(mem.gather.bytes / 2 / 100000000, 63); /* 6.4 GB a layer */
+	ck_assert_uint_eq(mem.activation_layer_bytes, 8192ull * (18 * 16384 + 6 * 53248));
+	ck_assert_uint_eq(mem.activation_layer_bytes / 100000000, 50); /* 5.0 GB */
+	ck_assert_uint_eq(mem.activations_full.bytes,
+			  126ull * 2 * 8192 * 16384 + mem.activation_layer_bytes + 4ull * 8192 * 128256);
+	ck_assert_msg(strstr(mem.gather.formula, "prefetches the next") != NULL, "%s", mem.gather.formula);
+	assert_whole(&mem);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("plan_memory");
@@ -218,6 +327,10 @@ Suite *make_suite(void)
 	tcase_add_test(tc, activations_korthikanti_gpt3);
 	tcase_add_test(tc, kv_cache_llama2);
 	tcase_add_test(tc, reserve_and_overflow);
+	tcase_add_test(tc, activations_take_their_dtype);
+	tcase_add_test(tc, fp8_training_keeps_16_bytes_a_param);
+	tcase_add_test(tc, zero_stages);
+	tcase_add_test(tc, fsdp_gathers_a_layer_and_prefetches_the_next);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -12,19 +12,31 @@ START_TEST(link_rules)
 	struct plan_request r = request(PLAN_INFER, gpus(16, 16, 80 * GIB, 8));
 	struct plan_result res;
 
-	/* one host of 16 GPUs in two NVLink islands of 8 */
+	/* one host of 16 GPUs in two NVLink islands of 8: inference may run tensor 16 across them over PCIe (as
+	 * vLLM does), ranked below any mesh whose tensor axis stays on NVLink */
 	llama2_70b(&r.model);
+	ck_assert_int_eq(plan_compute(&r, &res), ACCELD_OK);
+	ck_assert(candidate(&res, 1, 1, 16, 1)->slow_tensor);
+	ck_assert(!candidate(&res, 2, 1, 8, 1)->slow_tensor);
+	ck_assert_why(candidate(&res, 1, 1, 16, 1), "tensor 16 over PCIe ranks below NVLink");
+	assert_texts_whole(&res);
+	plan_result_free(&res);
+
+	/* training keeps the tensor axis inside an island */
+	r.mode = PLAN_TRAIN;
 	ck_assert_int_eq(plan_compute(&r, &res), ACCELD_OK);
 	ck_assert_why(candidate(&res, 1, 1, 16, 1), "tensor 16 splits a fast-link domain of 8");
 	assert_texts_whole(&res);
 	plan_result_free(&res);
 
 	/* an island of 6 (hosts of 12): tensor 4 does not divide it */
+	llama2_7b(&r.model);
 	r.devices = gpus(12, 12, 80 * GIB, 6);
 	ck_assert_int_eq(plan_compute(&r, &res), ACCELD_OK);
 	ck_assert_why(candidate(&res, 3, 1, 4, 1), "tensor 4 does not divide the fast-link domain of 6");
 	assert_texts_whole(&res);
 	plan_result_free(&res);
+	r.mode = PLAN_INFER;
 
 	/* 12 heads over 3 KV heads: tensor 2 splits neither evenly */
 	r.model = (struct plan_model){.layers = 2, .hidden = 768, .heads = 12, .kv_heads = 3, .vocab = 1000};

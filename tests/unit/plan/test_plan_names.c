@@ -53,12 +53,41 @@ START_TEST(names_and_parsers)
 }
 END_TEST
 
+START_TEST(torus_grows_as_gcp_slices_do)
+{
+	unsigned t[3] = {2, 2, 1};
+	static const unsigned three[][3] = {{2, 2, 2}, {2, 2, 4}, {2, 4, 4}, {4, 4, 4}, {4, 4, 8}, {4, 8, 8},
+					    {8, 8, 8}, {8, 8, 16}, {8, 16, 16}, {16, 16, 16}};
+	static const unsigned two[][3] = {{4, 4, 0}, {4, 8, 0}, {8, 8, 0}, {8, 16, 0}, {16, 16, 0}};
+
+	/* v5p's 3D slices (cloud.google.com/tpu/docs/v5p) and v6e's 2D ones (docs/v6e), each from the one before */
+	for (size_t i = 0; i < sizeof(three) / sizeof(three[0]); i++) {
+		ck_assert(plan_torus_grow(t));
+		ck_assert_mem_eq(t, three[i], sizeof(t));
+	}
+	ck_assert(!plan_torus_grow(t));
+	memcpy(t, (unsigned[3]){2, 4, 0}, sizeof(t));
+	for (size_t i = 0; i < sizeof(two) / sizeof(two[0]); i++) {
+		ck_assert(plan_torus_grow(t));
+		ck_assert_mem_eq(t, two[i], sizeof(t));
+	}
+	ck_assert(!plan_torus_grow(t));
+	/* issue #35, item 5: GKE's v5e and v6e hosts of a multi-host slice hold 4 chips (ct5lp-hightpu-4t,
+	 * ct6e-standard-4t); a single-host v5e-8 or v6e-8 keeps its 8 */
+	ck_assert_uint_eq(plan_torus_per_host((unsigned[3]){16, 16, 0}, 256, 8), 4);
+	ck_assert_uint_eq(plan_torus_per_host((unsigned[3]){4, 4, 0}, 16, 8), 4);
+	ck_assert_uint_eq(plan_torus_per_host((unsigned[3]){2, 4, 0}, 8, 8), 8);
+	ck_assert_uint_eq(plan_torus_per_host((unsigned[3]){4, 4, 4}, 64, 4), 4);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("plan_names");
 	TCase *tc = tcase_create("plan_names");
 
 	tcase_add_test(tc, names_and_parsers);
+	tcase_add_test(tc, torus_grows_as_gcp_slices_do);
 	suite_add_tcase(s, tc);
 	return s;
 }
