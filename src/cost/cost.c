@@ -346,7 +346,7 @@ void cost_set_host(struct cost *c, const struct cloud_host *host)
  * The host's price: an override naming its instance type (API over file), else the machine table. Called with
  * c->mu held.
  */
-static void host_price_locked(struct cost *c, struct hostprice *h)
+static void host_price_locked(struct cost *c, struct pricerec *h)
 {
 	const struct store_price *o = NULL;
 	const char *origin = "api override";
@@ -376,7 +376,7 @@ static void host_price_locked(struct cost *c, struct hostprice *h)
 /* The CPU's source when nothing prices it: the host price is unknown, and why. Called with c->mu held. */
 static void unpriced_cpu_source(struct cost *c, char *out, size_t outsz)
 {
-	struct hostprice h;
+	struct pricerec h;
 
 	host_price_locked(c, &h);
 	if (c->host.state == CLOUD_KNOWN && !isfinite(h.usd_per_hour))
@@ -444,7 +444,7 @@ void cost_price_lookup(struct cost *c, const char *id, const char *type, const c
  * and the host's price and split. Called with c->mu held.
  */
 static void shares_locked(struct cost *c, const struct device *devs, size_t n, struct device_price *shares,
-			  struct hostprice *h, struct hostprice_split *split)
+			  struct pricerec *h, struct hostprice_split *split)
 {
 	host_price_locked(c, h);
 	hostprice_split(&c->host, h, devs, n, shares, split);
@@ -466,7 +466,7 @@ static void price_of_device(struct cost *c, const struct device *d, const struct
 static json_t *host_json(struct cost *c, const struct device *devs, size_t n)
 {
 	struct device_price *shares = xcalloc(n ? n : 1, sizeof(*shares));
-	struct hostprice h;
+	struct pricerec h;
 	struct hostprice_split split;
 	json_t *o;
 
@@ -482,7 +482,7 @@ static json_t *host_json(struct cost *c, const struct device *devs, size_t n)
 static struct device_price *shares_of(struct cost *c, const struct device *devs, size_t n)
 {
 	struct device_price *shares = xcalloc(n ? n : 1, sizeof(*shares));
-	struct hostprice h;
+	struct pricerec h;
 	struct hostprice_split split;
 
 	pthread_mutex_lock(&c->mu);
@@ -495,7 +495,7 @@ void cost_applied_prices(struct cost *c, const struct device *devs, size_t n, do
 			 struct cost_host_applied *host)
 {
 	struct device_price *shares = xcalloc(n ? n : 1, sizeof(*shares));
-	struct hostprice h;
+	struct pricerec h;
 	struct hostprice_split split;
 	const char *billing;
 

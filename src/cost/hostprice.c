@@ -14,41 +14,15 @@
 #include "cost/regions.h"
 #include "detect/specs.h"
 
-void hostprice_init(struct hostprice *h)
-{
-	memset(h, 0, sizeof(*h));
-	h->usd_per_hour = NAN;
-	h->usd_per_hour_spot = NAN;
-	h->accelerator_usd_per_hour = NAN;
-	h->accelerator_usd_per_hour_spot = NAN;
-	h->vcpus = NAN;
-	h->memory_gib = NAN;
-	h->hint_usd_per_hour = NAN;
-	h->hint_usd_per_hour_spot = NAN;
-}
-
-void hostprice_add_source(struct hostprice *h, const char *id)
-{
-	const char *as_of = pricebook_as_of(id);
-	size_t i = 0;
-
-	while (i < HOSTPRICE_SOURCES && h->sources[i][0] != '\0' && strcmp(h->sources[i], id) != 0)
-		i++;
-	if (i < HOSTPRICE_SOURCES && h->sources[i][0] == '\0')
-		snprintf(h->sources[i], sizeof(h->sources[i]), "%s", id);
-	/* ISO dates order as strings */
-	if (as_of[0] != '\0' && (h->as_of[0] == '\0' || strcmp(as_of, h->as_of) < 0))
-		snprintf(h->as_of, sizeof(h->as_of), "%.10s", as_of);
-}
-
 /* What the tables say of a shape in a region (gcetype.h's codes, for every cloud). */
-enum found { PRICED, NOT_HERE, UNKNOWN };
+enum price_answer { PRICE_FOUND, PRICE_IN_OTHER_REGIONS, PRICE_SHAPE_UNKNOWN };
 
 /* The host's shape priced in region, into out (set whole); why not in out->source. */
-static enum found price_in(const struct cloud_host *host, const char *region, struct hostprice *out)
+static enum price_answer price_in(const struct cloud_host *host, const char *region, struct pricerec *out)
 {
-	static const enum found of_gce[] = {[GCETYPE_PRICED] = PRICED, [GCETYPE_NOT_HERE] = NOT_HERE,
-					    [GCETYPE_UNKNOWN] = UNKNOWN};
+	static const enum price_answer of_gce[] = {[GCETYPE_PRICED] = PRICE_FOUND,
+						   [GCETYPE_NOT_HERE] = PRICE_IN_OTHER_REGIONS,
+						   [GCETYPE_UNKNOWN] = PRICE_SHAPE_UNKNOWN};
 	const char *cloud = cloud_kind_name(host->cloud);
 	const struct machine *m;
 	int known;
@@ -59,13 +33,13 @@ static enum found price_in(const struct cloud_host *host, const char *region, st
 	m = machines_find(cloud, host->instance_type, region);
 	if (m != NULL) {
 		machines_price(m, out);
-		return PRICED;
+		return PRICE_FOUND;
 	}
-	hostprice_init(out);
+	pricerec_init(out);
 	known = machines_knows_type(cloud, host->instance_type);
 	snprintf(out->source, sizeof(out->source), "none: the price tables have no %s %.60s%s%.60s", cloud,
 		 host->instance_type, known ? " in " : " (in any region), region ", region);
-	return known ? NOT_HERE : UNKNOWN;
+	return known ? PRICE_IN_OTHER_REGIONS : PRICE_SHAPE_UNKNOWN;
 }
 
 struct candidate {
@@ -81,20 +55,20 @@ static int nearer(const void *a, const void *b)
 }
 
 /* The nearest other region where the tables price the host's shape, as out's hint (words appended). */
-static void add_hint(const struct cloud_host *host, struct hostprice *out)
+static void add_hint(const struct cloud_host *host, struct pricerec *out)
 {
 	const char *cloud = cloud_kind_name(host->cloud);
 	size_t n, k = 0, len = strlen(out->source);
 	const struct region *t = regions_table(&n);
 	struct candidate *c = xcalloc(n ? n : 1, sizeof(*c));
-	struct hostprice there;
+	struct pricerec there;
 
 	for (size_t i = 0; i < n; i++)
 		if (strcmp(t[i].cloud, cloud) == 0 && strcmp(t[i].name, host->region) != 0)
 			c[k++] = (struct candidate){regions_distance(cloud, host->region, t[i].name), t[i].name};
 	qsort(c, k, sizeof(*c), nearer);
 	for (size_t i = 0; i < k; i++) {
-		if (price_in(host, c[i].region, &there) != PRICED)
+		if (price_in(host, c[i].region, &there) != PRICE_FOUND)
 			continue;
 		snprintf(out->hint_region, sizeof(out->hint_region), "%s", c[i].region);
 		out->hint_usd_per_hour = there.usd_per_hour;
@@ -110,21 +84,21 @@ static void add_hint(const struct cloud_host *host, struct hostprice *out)
 	free(c);
 }
 
-void hostprice_from_table(const struct cloud_host *host, struct hostprice *out)
+void hostprice_from_table(const struct cloud_host *host, struct pricerec *out)
 {
-	enum found found;
+	enum price_answer found;
 	size_t len;
 
-	hostprice_init(out);
+	pricerec_init(out);
 	if (host->state != CLOUD_KNOWN) {
 		snprintf(out->source, sizeof(out->source), "none: the host is not a known cloud VM (%s); set a price "
 			 "with PUT /cost/prices or ACCELD_PRICES_FILE", cloud_state_name(host->state));
 		return;
 	}
 	found = price_in(host, host->region, out);
-	if (found == PRICED)
+	if (found == PRICE_FOUND)
 		return;
-	if (found == NOT_HERE)
+	if (found == PRICE_IN_OTHER_REGIONS)
 		add_hint(host, out);
 	len = strlen(out->source);
 	snprintf(out->source + len, sizeof(out->source) - len, "; set a price with an instance_type entry in PUT "
@@ -135,7 +109,7 @@ void hostprice_from_table(const struct cloud_host *host, struct hostprice *out)
  * A device's weight (rule 1): the cloud's price of one accelerator of the shape when the device is one of them and
  * the tables give that price, else its accelerator table price; NAN when neither is known. *cloud says which.
  */
-static double weight_of(const struct hostprice *h, const struct device *d, bool *cloud)
+static double weight_of(const struct pricerec *h, const struct device *d, bool *cloud)
 {
 	const struct spec *s = specs_find_key(d->spec_key);
 
@@ -155,7 +129,7 @@ static void unshared(struct device_price *p)
 	p->usd_per_hour_spot = NAN;
 }
 
-void hostprice_split(const struct cloud_host *host, const struct hostprice *h, const struct device *devs, size_t n,
+void hostprice_split(const struct cloud_host *host, const struct pricerec *h, const struct device *devs, size_t n,
 		     struct device_price *shares, struct hostprice_split *info)
 {
 	struct hostprice_split s = {.scale = NAN, .cpu_usd_per_hour = NAN, .accelerators_usd_per_hour = NAN,
@@ -239,11 +213,11 @@ double hostprice_applied(int spot, double usd_per_hour, double usd_per_hour_spot
 }
 
 /* The sources of h spelled out (db/prices/sources.csv); an id the table lacks stands alone. */
-static json_t *sources_json(const struct hostprice *h)
+static json_t *sources_json(const struct pricerec *h)
 {
 	json_t *a = json_array();
 
-	for (size_t i = 0; i < HOSTPRICE_SOURCES && h->sources[i][0] != '\0'; i++) {
+	for (size_t i = 0; i < PRICEREC_SOURCES && h->sources[i][0] != '\0'; i++) {
 		const struct pricebook_source *src = pricebook_source(h->sources[i]);
 		json_t *o = json_pack("{s:s}", "source", h->sources[i]);
 
@@ -259,7 +233,7 @@ static json_t *sources_json(const struct hostprice *h)
 	return a;
 }
 
-json_t *hostprice_json(const struct cloud_host *host, const struct hostprice *h, const struct hostprice_split *s)
+json_t *hostprice_json(const struct cloud_host *host, const struct pricerec *h, const struct hostprice_split *s)
 {
 	json_t *o = cloud_host_json(host);
 	json_t *p = json_object();
@@ -310,10 +284,10 @@ json_t *hostprice_json(const struct cloud_host *host, const struct hostprice *h,
 	return o;
 }
 
-void hostprice_apply_builtin(const struct cloud_host *host, struct device *devs, size_t n, struct hostprice *hout,
+void hostprice_apply_builtin(const struct cloud_host *host, struct device *devs, size_t n, struct pricerec *hout,
 			     struct hostprice_split *info)
 {
-	struct hostprice h;
+	struct pricerec h;
 	struct device_price *shares = xcalloc(n ? n : 1, sizeof(*shares));
 
 	hostprice_from_table(host, &h);
@@ -327,9 +301,16 @@ void hostprice_apply_builtin(const struct cloud_host *host, struct device *devs,
 }
 
 json_t *hostprice_for_registry(void *ctx, const struct cloud_host *host, struct device *devs, size_t n,
-			       struct hostprice *price, struct hostprice_split *split)
+			       struct detect_host_price *price)
 {
+	struct pricerec h;
+	struct hostprice_split split;
+
 	(void)ctx;
-	hostprice_apply_builtin(host, devs, n, price, split);
-	return hostprice_json(host, price, split);
+	hostprice_apply_builtin(host, devs, n, &h, &split);
+	price->usd_per_hour = h.usd_per_hour;
+	price->usd_per_hour_spot = h.usd_per_hour_spot;
+	snprintf(price->source, sizeof(price->source), "%s", h.source);
+	snprintf(price->split_rule, sizeof(price->split_rule), "%s", split.rule);
+	return hostprice_json(host, &h, &split);
 }

@@ -11,8 +11,8 @@
 #include "azure_csv.h"
 #include "core/csv.h"
 #include "core/mem.h"
-#include "cost/hostprice.h"
 #include "cost/pricebook.h"
+#include "cost/pricerec.h"
 #include "gce_shapes_csv.h"
 
 enum col { C_TYPE, C_REGION, C_VCPUS, C_MEMORY, C_ACCELS, C_ACCEL_KEY, C_USD, C_USD_SPOT, C_SOURCE, C_COLS };
@@ -94,16 +94,16 @@ int machines_knows_type(const char *cloud, const char *instance_type)
 	return 0;
 }
 
-void machines_price(const struct machine *m, struct hostprice *out)
+void machines_price(const struct machine *m, struct pricerec *out)
 {
-	hostprice_init(out);
+	pricerec_init(out);
 	out->usd_per_hour = m->usd_per_hour;
 	out->usd_per_hour_spot = m->usd_per_hour_spot;
 	out->vcpus = m->vcpus;
 	out->memory_gib = m->memory_gib;
 	out->accelerators = m->accelerators;
 	snprintf(out->accelerator_key, sizeof(out->accelerator_key), "%s", m->accelerator_key);
-	hostprice_add_source(out, m->source);
+	pricerec_add_source(out, m->source);
 	snprintf(out->source, sizeof(out->source), "built-in table: %s %.60s %.60s: %.60s, as of %.12s", m->cloud,
 		 m->instance_type, m->region, m->source, pricebook_as_of(m->source));
 }

@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 
+#include "cost/pricerec.h"
 #include "detect/cloud.h"
 
 struct machine {
@@ -45,6 +46,6 @@ const struct machine *machines_find(const char *cloud, const char *instance_type
 int machines_knows_type(const char *cloud, const char *instance_type);
 
 /* Sets out whole (hostprice_init, then the row's prices, shape, accelerators, source and date, and words). */
-void machines_price(const struct machine *m, struct hostprice *out);
+void machines_price(const struct machine *m, struct pricerec *out);
 
 #endif

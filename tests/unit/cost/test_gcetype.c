@@ -92,7 +92,7 @@ END_TEST
 /* Prices of a spread of shapes from the tables, and what each found code means. */
 START_TEST(prices_of_a_spread)
 {
-	struct hostprice hp;
+	struct pricerec hp;
 	const struct cloud_gpus t4 = {.vendor = CLOUD_PCI_NVIDIA, .device = 0x1eb8, .count = 2};
 	const struct cloud_gpus h100 = {.vendor = CLOUD_PCI_NVIDIA, .device = 0x2330, .count = 1};
 	const struct cloud_gpus v100 = {.vendor = CLOUD_PCI_NVIDIA, .device = 0x1db1, .count = 4};
@@ -208,7 +208,7 @@ START_TEST(whole_gce_table_within_one_percent)
 		char *cols[8];
 		size_t n;
 		double vcpus, gib, want, want_spot;
-		struct hostprice hp;
+		struct pricerec hp;
 		struct gcetype t;
 
 		csv_split_record(line, cols, 8, &n);

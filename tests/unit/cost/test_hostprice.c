@@ -174,7 +174,7 @@ START_TEST(hosts_on_each_cloud)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct cloud_host h = host_of(cases[i].cloud, cases[i].type, cases[i].region);
-		struct hostprice hp;
+		struct pricerec hp;
 
 		hostprice_from_table(&h, &hp);
 		ck_assert_msg(fabs(hp.usd_per_hour - cases[i].usd) < 1e-9, "%s: %g", cases[i].type, hp.usd_per_hour);
@@ -199,7 +199,7 @@ START_TEST(n1_with_attached_gpus)
 {
 	struct cloud_host h = host_of(CLOUD_GCE, "n1-standard-8", "us-central1");
 	double vm = 8 * 0.031611 + 30 * 0.004237, vm_spot = 8 * 0.00744 + 30 * 0.000954;
-	struct hostprice hp;
+	struct pricerec hp;
 	struct hostprice_split s;
 	struct device d[3];
 	struct device_price p[3];
@@ -271,7 +271,7 @@ START_TEST(pci_bus_names_the_attached_gpus)
 {
 	char root[] = "/tmp/acceld-pci-XXXXXX";
 	struct cloud_host h = host_of(CLOUD_GCE, "n1-highmem-8", "europe-west4");
-	struct hostprice hp;
+	struct pricerec hp;
 	char cmd[600];
 
 	ck_assert_ptr_nonnull(mkdtemp(root));
@@ -307,7 +307,7 @@ END_TEST
 START_TEST(shares_add_up)
 {
 	struct cloud_host h = host_of(CLOUD_AWS, "g6.12xlarge", "us-east-1");
-	struct hostprice hp;
+	struct pricerec hp;
 	struct hostprice_split s;
 	struct device d[5];
 	struct device_price p[5];
@@ -356,7 +356,7 @@ END_TEST
 START_TEST(accelerators_beyond_the_host_price_are_scaled)
 {
 	struct cloud_host h = host_of(CLOUD_AWS, "p5.48xlarge", "us-east-1");
-	struct hostprice hp;
+	struct pricerec hp;
 	struct hostprice_split s;
 	struct device d[2];
 	struct device_price p[2];
@@ -382,7 +382,7 @@ END_TEST
 START_TEST(no_weight_no_split)
 {
 	struct cloud_host h = host_of(CLOUD_AZURE, "Standard_NC40ads_H100_v5", "eastus");
-	struct hostprice hp;
+	struct pricerec hp;
 	struct hostprice_split s;
 	struct device d[2];
 	struct device_price p[2];
@@ -427,7 +427,7 @@ START_TEST(unknowns_name_the_nearest_region)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct cloud_host h = host_of(cases[i].cloud, cases[i].type, cases[i].region);
-		struct hostprice hp;
+		struct pricerec hp;
 
 		if (strcmp(cases[i].type, "n1-standard-8") == 0) {
 			h.npci_gpus = 1;
@@ -454,7 +454,7 @@ START_TEST(unknowns_name_the_nearest_region)
 		struct cloud_host h = host_of(strcmp(unknown[i][0], "aws") == 0 ? CLOUD_AWS :
 					      strcmp(unknown[i][0], "gce") == 0 ? CLOUD_GCE : CLOUD_AZURE,
 					      unknown[i][1], "us-east1");
-		struct hostprice hp;
+		struct pricerec hp;
 
 		hostprice_from_table(&h, &hp);
 		ck_assert(isnan(hp.usd_per_hour));
@@ -467,7 +467,7 @@ END_TEST
 START_TEST(applied_price_and_json)
 {
 	struct cloud_host h = host_of(CLOUD_GCE, "ct6e-standard-4t", "us-central1");
-	struct hostprice hp;
+	struct pricerec hp;
 	struct hostprice_split s;
 	struct device d[1];
 	const char *billing;
