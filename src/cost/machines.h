@@ -45,7 +45,7 @@ const struct machine *machines_find(const char *cloud, const char *instance_type
 /* Whether the tables have the instance type in any region (to tell "unknown shape" from "unknown region"). */
 int machines_knows_type(const char *cloud, const char *instance_type);
 
-/* Sets out whole (hostprice_init, then the row's prices, shape, accelerators, source and date, and words). */
+/* Sets out whole (pricerec_init, then the row's prices, shape, accelerators, source and date, and words). */
 void machines_price(const struct machine *m, struct pricerec *out);
 
 #endif

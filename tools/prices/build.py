@@ -34,7 +34,9 @@ SRC_SP_AWS = "skypilot-aws@001367d2"
 SRC_SP_AZURE = "skypilot-azure@098741e7"
 SRC_KARPENTER = "karpenter-aws@031e72b6"
 SRC_AWS_SCALED = "aws-scaled@001367d2+031e72b6"
+SRC_KARPENTER_AZURE = "karpenter-azure@2b431da1"
 AS_OF = {
+    SRC_KARPENTER_AZURE: "2026-06-18",
     SRC_COCALC: "2026-02-24",
     SRC_SP_GCP: "2026-11-24",
     SRC_SP_AWS: "2026-11-24",
@@ -488,6 +490,122 @@ def build_vm_table(paths, cloud, src, keep, out, fname):
 
 
 
+# ---------------------------------------------------------------- Azure outside the US (Karpenter)
+
+# The regions and series read from Karpenter's Azure list (pay-as-you-go, no Spot): D, E, F and the NC/ND GPU sizes
+# in four regions the SkyPilot catalog lacks. The whole list (57 regions, ~67,700 rows) would not fit the 1 MB the
+# tables may take.
+KARPENTER_AZURE_REGIONS = ("westeurope", "northeurope", "southeastasia", "japaneast")
+AZURE_SERIES = re.compile(r"^Standard_([A-Z]+)(\d+)(-\d+)?([a-z]*)(_.*)?$")
+# Windows is priced per vCPU-hour above Linux: 0.046 USD on the D/E/F/NC/ND sizes, 0.0046 on B (tolerances).
+WINDOWS_STEPS = ((0.046, 0.0015), (0.0046, 0.0005))
+
+
+def azure_family(name):
+    """("D", "ads", "_v5") for Standard_D16ads_v5; None for a name outside the pattern."""
+    m = AZURE_SERIES.match(name)
+    return (m.group(1), m.group(4), m.group(5) or "") if m else None
+
+
+def read_karpenter_azure(paths):
+    """{region: {size: on-demand USD/h}} from copies or extracts of Karpenter's zz_generated.pricing.go."""
+    out = {}
+    for path in paths:
+        region = None
+        with open(path) as f:
+            for line in f:
+                m = re.match(r'\s*initialOnDemandPrices\["([^"]+)"\]', line)
+                if m:
+                    region = m.group(1)
+                    out.setdefault(region, {})
+                    continue
+                m = re.match(r'\s*"([^"]+)":\s*([0-9.]+),', line)
+                if m and region:
+                    out[region][m.group(1)] = float(m.group(2))
+    return out
+
+
+def windows_priced(rows, linux_us, ratio):
+    """The sizes of one family in one region ([(size, price, vcpus)]) whose price is the Windows one: per vCPU a
+    Windows step above the family's lowest rate there; a family of one size: the step above its US Linux price
+    (linux_us) times the region's median ratio to the US (ratio)."""
+    out = set()
+    low = min(p / v for _, p, v in rows)
+    for name, p, v in rows:
+        if any(abs(p / v - low - step) < tol for step, tol in WINDOWS_STEPS):
+            out.add(name)
+        elif len(rows) == 1 and name in linux_us and ratio:
+            base = linux_us[name] * ratio
+            if abs(p - base) > 0.01 * base and any(abs((p - base) / v - step) < tol * 2
+                                                   for step, tol in WINDOWS_STEPS):
+                out.add(name)
+    return out
+
+
+def build_azure_karpenter(paths, out):
+    """Adds the Karpenter rows of KARPENTER_AZURE_REGIONS to azure.csv (shape from the catalog's US rows, which
+    azure.csv already holds), Windows-priced rows left out. Prints what was left out and the check against the US
+    rows."""
+    path = os.path.join(out, "azure.csv")
+    with open(path, newline="") as f:
+        have = [r for r in csv.DictReader(f) if r["source"] != SRC_KARPENTER_AZURE]
+    shape, linux_us = {}, {}
+    for r in have:
+        if r["vcpus"]:
+            shape.setdefault(r["instance_type"], r)
+        if r["region"] == "eastus":
+            linux_us[r["instance_type"]] = float(r["usd_per_hour"])
+    k = read_karpenter_azure(paths)
+
+    def families(region):
+        fams = {}
+        for name, p in k.get(region, {}).items():
+            f = azure_family(name)
+            if f is None or name not in shape or p <= 0 or not (f[0][0] in "DEF" or f[0][:2] in ("NC", "ND")):
+                continue
+            fams.setdefault(f, []).append((name, p, float(shape[name]["vcpus"])))
+        return fams
+
+    # the check: in the US regions both lists price, what the rule leaves out against what differs from Linux
+    hits = misses = wrong = 0
+    for region in sorted({r["region"] for r in have} & set(k)):
+        linux = {r["instance_type"]: float(r["usd_per_hour"]) for r in have if r["region"] == region}
+        for rows in families(region).values():
+            win = windows_priced(rows, {}, None)
+            for name, p, v in rows:
+                if name not in linux:
+                    continue
+                is_win = (p - linux[name]) / linux[name] > 0.01
+                hits += name in win and is_win
+                wrong += name in win and not is_win
+                misses += is_win and name not in win
+    if hits + misses + wrong:
+        print("azure windows check (US regions, against the catalog's Linux rows): %d found, %d missed, %d wrongly "
+              "left out" % (hits, misses, wrong), file=sys.stderr)
+    rows_out = []
+    for region in KARPENTER_AZURE_REGIONS:
+        fams = families(region)
+        ratios = sorted(p / linux_us[n] for rows in fams.values() for n, p, _ in rows if n in linux_us)
+        ratio = ratios[len(ratios) // 2] if ratios else None
+        left = 0
+        for rows in fams.values():
+            win = windows_priced(rows, linux_us, ratio)
+            left += len(win)
+            for name, p, _ in rows:
+                if name in win:
+                    continue
+                s = shape[name]
+                rows_out.append([name, region, s["vcpus"], s["memory_gib"], s["accelerators"], s["accelerator_key"],
+                                 fnum(p), "", SRC_KARPENTER_AZURE])
+        print("azure %s: %d sizes, %d Windows-priced left out" % (region, sum(map(len, fams.values())) - left, left),
+              file=sys.stderr)
+    rows_all = [[r[c] for c in ("instance_type", "region", "vcpus", "memory_gib", "accelerators", "accelerator_key",
+                                "usd_per_hour", "usd_per_hour_spot", "source")] for r in have] + rows_out
+    rows_all.sort(key=lambda r: (r[0], r[1]))
+    write_csv(path, ["instance_type", "region", "vcpus", "memory_gib", "accelerators", "accelerator_key",
+                     "usd_per_hour", "usd_per_hour_spot", "source"], rows_all)
+
+
 # ---------------------------------------------------------------- EC2 (SkyPilot + Karpenter + scaling)
 
 # Accelerators of EC2 types that may have no SkyPilot row read (AWS instance-type documentation):
@@ -707,6 +825,13 @@ def write_sources(out):
          "https://github.com/skypilot-org/skypilot-catalog/blob/master/catalogs/v6/azure/vms.csv",
          "skypilot-org/skypilot-catalog catalogs/v6/azure/vms.csv", "098741e70562f65d7af1cceb81e33b284f742604",
          AS_OF[SRC_SP_AZURE]],
+        [SRC_KARPENTER_AZURE, "Karpenter (Azure) generated Azure Retail Prices list, pay-as-you-go, no Spot: the D, E, "
+         "F, NC and ND sizes in westeurope, northeurope, southeastasia and japaneast, Windows-priced rows left out "
+         "(tools/prices/README.md) (Apache-2.0)",
+         "https://github.com/Azure/karpenter-provider-azure/blob/main/pkg/providers/pricing/zz_generated.pricing.go",
+         "Azure/karpenter-provider-azure pkg/providers/pricing/zz_generated.pricing.go",
+         "2b431da153a6a92b705c18046512c60b1631b682 (generated at 2026-06-18T03:43:41Z)",
+         AS_OF[SRC_KARPENTER_AZURE]],
     ]
     write_csv(os.path.join(out, "sources.csv"),
               ["source", "description", "url", "repository_path", "version", "as_of"], rows)
@@ -720,6 +845,8 @@ def main():
     ap.add_argument("--azure", action="append", default=[])
     ap.add_argument("--aws-karpenter", action="append", default=[],
                     help="transcription (or copy) of Karpenter's zz_generated.pricing_aws.go (us-east-1 list)")
+    ap.add_argument("--azure-karpenter", action="append", default=[],
+                    help="copy or extract of Karpenter's Azure zz_generated.pricing.go (regions outside the US)")
     ap.add_argument("--out", default=os.path.join(ROOT, "db", "prices"))
     ap.add_argument("--reference", default=os.path.join(ROOT, "tests", "fixtures", "prices", "gce_reference.csv"),
                     help="where the --cocalc source's own per-shape prices go (the C side's whole-table test)")
@@ -746,6 +873,8 @@ def main():
         build_vm_table(args.azure, "azure", SRC_SP_AZURE,
                        lambda it, region: region in AZURE_REGIONS or AZURE_ACCEL.match(it),
                        args.out, "azure.csv")
+    if args.azure_karpenter:
+        build_azure_karpenter(args.azure_karpenter, args.out)
     write_sources(args.out)
 
 

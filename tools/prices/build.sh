@@ -27,7 +27,8 @@ if [ $# -eq 0 ]; then
 		--aws "$here/src/skypilot-aws-v7-001367d2-d.tx" \
 		--aws-karpenter "$here/src/karpenter-aws-031e72b6.txt" \
 		--azure "$here/src/skypilot-azure-v6-098741e7.tx" \
-		--azure "$here/src/skypilot-azure-v6-098741e7-b.tx"
+		--azure "$here/src/skypilot-azure-v6-098741e7-b.tx" \
+		--azure-karpenter "$here/src/karpenter-azure-2b431da1-extract.go"
 else
 	prev=
 	for a in "$@"; do
