@@ -1,6 +1,7 @@
 /* cost: the price book (built-in, file, API overrides), accrued cost from the store, and estimates. */
 #include "cost/cost.h"
 
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -11,6 +12,7 @@
 
 #include "core/clock.h"
 #include "cost/hostprice.h"
+#include "cost/pricebook.h"
 #include "core/jsonval.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -418,6 +420,7 @@ static void lookup_locked(struct cost *c, const char *id, const char *type, cons
 		out->usd_per_hour = def->usd_per_hour;
 		out->usd_per_hour_spot = def->usd_per_hour_spot;
 		snprintf(out->unit, sizeof(out->unit), "%s", def->unit);
+		snprintf(out->as_of, sizeof(out->as_of), "%s", def->as_of);
 		snprintf(out->source, sizeof(out->source), "built-in table%s%.180s", def->source[0] ? ": " : "",
 			 def->source);
 	} else if (type != NULL && strcmp(type, "cpu") == 0) {
@@ -526,6 +529,7 @@ static json_t *price_json(const struct cost_price *p)
 	if (p->unit[0])
 		add_json(o, "unit", json_string(p->unit));
 	add_json(o, "source", json_string(p->source));
+	jsonval_set_as_of(o, p->as_of, clock_real_ms());
 	return o;
 }
 
@@ -761,6 +765,37 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/*
+ * "price_note" on doc when a built-in price used for a present device (of q's device, where it names one) is older
+ * than PRICEBOOK_STALE_DAYS: which, and how old.
+ */
+static void stale_note(struct cost *c, const struct device *devs, size_t n, const struct device_price *shares,
+		       const struct cost_query *q, json_t *doc)
+{
+	char oldest[16] = "", who[DEVICE_ID_MAX] = "", text[320];
+	int64_t now = clock_real_ms();
+	long age;
+
+	for (size_t i = 0; i < n; i++) {
+		struct cost_price p;
+
+		if (q->device != NULL && strcmp(q->device, devs[i].id) != 0)
+			continue;
+		price_of_device(c, &devs[i], &shares[i], &p);
+		if (p.as_of[0] != '\0' && (oldest[0] == '\0' || strcmp(p.as_of, oldest) < 0)) {
+			snprintf(oldest, sizeof(oldest), "%s", p.as_of);
+			snprintf(who, sizeof(who), "%s", devs[i].id);
+		}
+	}
+	age = clock_days_since(oldest, now);
+	if (oldest[0] == '\0' || age == LONG_MIN || age <= PRICEBOOK_STALE_DAYS)
+		return;
+	snprintf(text, sizeof(text), "a price used is %ld days old (device %s, as of %s), older than %d days: the cloud "
+		 "may bill otherwise now; set a current one with PUT /cost/prices", age, who, oldest,
+		 PRICEBOOK_STALE_DAYS);
+	add_json(doc, "price_note", json_string(text));
+}
+
 enum acceld_err cost_report(struct cost *c, const struct device *devs, size_t n, const struct cost_query *q,
 			    json_t **out)
 {
@@ -832,6 +867,7 @@ enum acceld_err cost_report(struct cost *c, const struct device *devs, size_t n,
 	add_json(doc, "totals", tot);
 	add_json(doc, "note", json_string("current prices applied to the whole window; allocated = time the device was "
 					  "present, utilized = that time weighted by utilization"));
+	stale_note(c, devs, n, shares, q, doc);
 	*out = doc;
 	list = NULL;
 out:

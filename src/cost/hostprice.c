@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/jsonval.h"
 #include "core/mem.h"
 #include "cost/gcetype.h"
@@ -129,6 +130,35 @@ static void unshared(struct device_price *p)
 	p->usd_per_hour_spot = NAN;
 }
 
+/*
+ * One billing's split (rules 2-5): the host price H, what its CPU and memory cost without accelerators (cpu_est,
+ * NAN unknown), the accelerators' weights w[0..n) (NAN for the CPU and devices without a share) and the shape's
+ * accelerator part at those weights (part, of which listed is what acceld lists). Fills *cpu, *scale and *unlisted
+ * and returns the factor each weight is multiplied by.
+ */
+static double split_one(double hh, double cpu_est, double part, double listed, double *cpu, double *scale,
+			double *unlisted)
+{
+	double f;
+
+	if (part <= 0) {
+		*cpu = hh;
+		*scale = 1;
+		*unlisted = 0;
+		return 0;
+	}
+	if (isfinite(cpu_est) && cpu_est > 0 && cpu_est < hh)
+		f = (hh - cpu_est) / part; /* the accelerators get what the CPU and memory leave */
+	else
+		f = part > hh ? hh / part : 1.0;
+	*cpu = hh - f * part;
+	if (*cpu < 0)
+		*cpu = 0;
+	*scale = f;
+	*unlisted = f * (part - listed);
+	return f;
+}
+
 void hostprice_split(const struct cloud_host *host, const struct pricerec *h, const struct device *devs, size_t n,
 		     struct device_price *shares, struct hostprice_split *info)
 {
@@ -136,12 +166,14 @@ void hostprice_split(const struct cloud_host *host, const struct pricerec *h, co
 				    .unlisted_usd_per_hour = NAN, .devices_usd_per_hour = NAN};
 	double *w = xcalloc(n ? n : 1, sizeof(*w));
 	bool *by_cloud = xcalloc(n ? n : 1, sizeof(*by_cloud));
-	double listed = 0, part, f, hod = h->usd_per_hour, cpu;
+	double listed = 0, part, f, fs = NAN, hod = h->usd_per_hour, hs = h->usd_per_hour_spot, cpu, cpu_s = NAN;
+	double scale_s, unlisted_s, cpu_est, cpu_est_s;
 	const struct spec *shape = specs_find_key(h->accelerator_key);
 	double unit = isfinite(h->accelerator_usd_per_hour) ? h->accelerator_usd_per_hour :
 			shape != NULL ? shape->usd_per_hour : NAN;
-	bool any_cloud = false;
+	bool any_cloud = false, parts;
 	long cpu_index = -1;
+	const char *how;
 
 	for (size_t i = 0; i < n; i++)
 		unshared(&shares[i]);
@@ -168,28 +200,46 @@ void hostprice_split(const struct cloud_host *host, const struct pricerec *h, co
 	part = listed;
 	if (h->accelerators > 0 && isfinite(unit) && h->accelerators * unit > part)
 		part = h->accelerators * unit;
-	f = part > hod ? hod / part : 1.0;
-	cpu = hod - f * part;
-	if (cpu < 0)
-		cpu = 0;
+	/* where the cloud prices the parts (GCE: the VM part and each GPU or chip) the CPU gets the VM part; elsewhere
+	 * the CPU and memory at the nearest unbundled family's rate (pricerec.h); the accelerators the rest */
+	parts = h->accelerators > 0 && isfinite(h->accelerator_usd_per_hour);
+	cpu_est = parts ? hod - h->accelerators * h->accelerator_usd_per_hour : h->cpu_usd_per_hour;
+	cpu_est_s = parts ? hs - h->accelerators * h->accelerator_usd_per_hour_spot : h->cpu_usd_per_hour_spot;
+	f = split_one(hod, cpu_est, part, listed, &cpu, &s.scale, &s.unlisted_usd_per_hour);
+	if (isfinite(hs) && isfinite(cpu_est_s) && cpu_est_s > 0 && cpu_est_s < hs)
+		fs = split_one(hs, cpu_est_s, part, listed, &cpu_s, &scale_s, &unlisted_s);
 	s.split = true;
-	s.scale = f;
 	s.accelerators_usd_per_hour = f * listed;
-	s.unlisted_usd_per_hour = f * (part - listed);
 	s.cpu_usd_per_hour = cpu_index >= 0 ? cpu : NAN;
 	s.devices_usd_per_hour = f * listed + (cpu_index >= 0 ? cpu : 0);
-	snprintf(s.rule, sizeof(s.rule), "accelerators at their %s prices%s, the rest (%.4f USD/h) to the CPU%s",
-		 any_cloud ? "cloud" : "table", f < 1 ? " scaled to fit the host price" : "", cpu,
-		 part > listed ? "; the shape's accelerators acceld does not list keep their part" : "");
+	how = part <= 0 || !(isfinite(cpu_est) && cpu_est > 0 && cpu_est < hod) ? "" :
+	      parts ? "the VM part the cloud prices" : "CPU and memory at the rate of an unbundled shape";
+	if (how[0] != '\0' && !parts)
+		snprintf(s.rule, sizeof(s.rule), "CPU: %s (%.40s), %.4f USD/h; the accelerators the rest, weighed by their "
+			 "%s prices%s", how, h->cpu_like, cpu, any_cloud ? "cloud" : "table",
+			 part > listed ? "; the shape's accelerators acceld does not list keep their part" : "");
+	else if (how[0] != '\0')
+		snprintf(s.rule, sizeof(s.rule), "CPU: %s, %.4f USD/h; the accelerators the rest, weighed by their %s "
+			 "prices%s", how, cpu, any_cloud ? "cloud" : "table",
+			 part > listed ? "; the shape's accelerators acceld does not list keep their part" : "");
+	else
+		snprintf(s.rule, sizeof(s.rule), "accelerators at their %s prices%s, the rest (%.4f USD/h) to the CPU%s",
+			 any_cloud ? "cloud" : "table", f < 1 ? " scaled to fit the host price" : "", cpu,
+			 part > listed ? "; the shape's accelerators acceld does not list keep their part" : "");
 	for (size_t i = 0; i < n; i++) {
-		double v;
+		double v, vs;
 
 		if (devs[i].type == DEVICE_CPU && (long)i != cpu_index)
 			continue;
 		v = devs[i].type == DEVICE_CPU ? cpu : f * w[i];
+		/* Spot: its own split where its parts are known, else the on-demand fractions of the Spot price */
+		vs = !isfinite(hs)    ? NAN :
+		     isfinite(fs)     ? (devs[i].type == DEVICE_CPU ? cpu_s : fs * w[i]) :
+					v / hod * hs;
 		shares[i].usd_per_hour = v;
-		shares[i].usd_per_hour_spot = isfinite(h->usd_per_hour_spot) ? v / hod * h->usd_per_hour_spot : NAN;
+		shares[i].usd_per_hour_spot = vs;
 		snprintf(shares[i].unit, sizeof(shares[i].unit), "host share");
+		snprintf(shares[i].as_of, sizeof(shares[i].as_of), "%s", h->as_of);
 		snprintf(shares[i].source, sizeof(shares[i].source), "share of host %s %.60s (%.40s): %s",
 			 cloud_kind_name(host->cloud), host->instance_type, host->region,
 			 devs[i].type == DEVICE_CPU ? "what the accelerators leave" :
@@ -226,7 +276,7 @@ static json_t *sources_json(const struct pricerec *h)
 			if (src->url[0] != '\0')
 				json_object_set_new(o, "url", json_string(src->url));
 			json_object_set_new(o, "version", json_string(src->version));
-			json_object_set_new(o, "as_of", json_string(src->as_of));
+			jsonval_set_as_of(o, src->as_of, clock_real_ms());
 		}
 		json_array_append_new(a, o);
 	}
@@ -249,8 +299,7 @@ json_t *hostprice_json(const struct cloud_host *host, const struct pricerec *h, 
 	if (host->spot == 1 && !isfinite(h->usd_per_hour_spot) && isfinite(h->usd_per_hour))
 		json_object_set_new(p, "note", json_string("Spot host without a known Spot price: on-demand applied"));
 	json_object_set_new(p, "source", json_string(h->source));
-	if (h->as_of[0] != '\0')
-		json_object_set_new(p, "as_of", json_string(h->as_of));
+	jsonval_set_as_of(p, h->as_of, clock_real_ms());
 	if (h->sources[0][0] != '\0')
 		json_object_set_new(p, "sources", sources_json(h));
 	if (isfinite(h->vcpus))

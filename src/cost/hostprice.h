@@ -46,7 +46,7 @@ struct hostprice_split {
 	double accelerators_usd_per_hour; /* the listed accelerators' shares together */
 	double unlisted_usd_per_hour; /* the part of the shape's accelerators acceld does not list */
 	double devices_usd_per_hour;  /* every listed device's share together */
-	char rule[200];               /* the rule in words, or why there is no split */
+	char rule[280];               /* the rule in words, or why there is no split */
 };
 
 /*

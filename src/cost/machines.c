@@ -94,6 +94,43 @@ int machines_knows_type(const char *cloud, const char *instance_type)
 	return 0;
 }
 
+/* How far a shape of v vCPUs and g GiB lies from the wanted ones: GiB per vCPU first, then the size. */
+static double distance(double v, double g, double want_v, double want_g)
+{
+	return fabs(log((g / v) / (want_g / want_v))) * 16 + fabs(log(v / want_v));
+}
+
+const struct machine *machines_unbundled(const char *cloud, const char *region, double vcpus, double memory_gib,
+					 double *usd_per_hour, double *usd_per_hour_spot)
+{
+	size_t n;
+	const struct machine *t = machines_table(&n), *best = NULL;
+	double best_d = INFINITY;
+
+	*usd_per_hour = *usd_per_hour_spot = NAN;
+	if (cloud == NULL || region == NULL || !(vcpus > 0) || !(memory_gib > 0))
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		const struct machine *m = &t[i];
+		double d;
+
+		if (m->accelerators > 0 || m->accelerator_key[0] != '\0' || !(m->vcpus > 0) || !(m->memory_gib > 0) ||
+		    !isfinite(m->usd_per_hour) || strcmp(m->cloud, cloud) != 0 || strcasecmp(m->region, region) != 0)
+			continue;
+		d = distance(m->vcpus, m->memory_gib, vcpus, memory_gib);
+		if (best == NULL || d < best_d - 1e-9 ||
+		    (fabs(d - best_d) <= 1e-9 && m->usd_per_hour / m->vcpus < best->usd_per_hour / best->vcpus)) {
+			best = m;
+			best_d = d;
+		}
+	}
+	if (best == NULL)
+		return NULL;
+	*usd_per_hour = best->usd_per_hour / best->vcpus * vcpus;
+	*usd_per_hour_spot = best->usd_per_hour_spot / best->vcpus * vcpus;
+	return best;
+}
+
 void machines_price(const struct machine *m, struct pricerec *out)
 {
 	pricerec_init(out);
@@ -104,6 +141,13 @@ void machines_price(const struct machine *m, struct pricerec *out)
 	out->accelerators = m->accelerators;
 	snprintf(out->accelerator_key, sizeof(out->accelerator_key), "%s", m->accelerator_key);
 	pricerec_add_source(out, m->source);
+	if (m->accelerators > 0) {
+		const struct machine *like = machines_unbundled(m->cloud, m->region, m->vcpus, m->memory_gib,
+								&out->cpu_usd_per_hour, &out->cpu_usd_per_hour_spot);
+
+		if (like != NULL)
+			snprintf(out->cpu_like, sizeof(out->cpu_like), "%.47s", like->instance_type);
+	}
 	snprintf(out->source, sizeof(out->source), "built-in table: %s %.60s %.60s: %.60s, as of %.12s", m->cloud,
 		 m->instance_type, m->region, m->source, pricebook_as_of(m->source));
 }

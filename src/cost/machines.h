@@ -48,4 +48,13 @@ int machines_knows_type(const char *cloud, const char *instance_type);
 /* Sets out whole (pricerec_init, then the row's prices, shape, accelerators, source and date, and words). */
 void machines_price(const struct machine *m, struct pricerec *out);
 
+/*
+ * What the CPU and memory of a shape bundling accelerators (vcpus, memory_gib) cost without them in this cloud and
+ * region: the per-vCPU rate of the nearest unbundled shape (no accelerators; the closest GiB per vCPU, then the
+ * closest vCPU count, then the cheaper), times vcpus, on demand and Spot (NAN where that shape has no Spot price).
+ * Returns that shape's row, or NULL when none is priced there (both prices then NAN).
+ */
+const struct machine *machines_unbundled(const char *cloud, const char *region, double vcpus, double memory_gib,
+					 double *usd_per_hour, double *usd_per_hour_spot);
+
 #endif

@@ -199,3 +199,4 @@ const char *pricebook_as_of(const char *id)
 
 	return s != NULL ? s->as_of : "";
 }
+

@@ -70,4 +70,7 @@ const struct pricebook_source *pricebook_source(const char *id);
  * is its source's, said once there. */
 const char *pricebook_as_of(const char *id);
 
+/* A price older than this many days is flagged where it is used (GET /cost). */
+#define PRICEBOOK_STALE_DAYS 180
+
 #endif

@@ -14,6 +14,8 @@ void pricerec_init(struct pricerec *r)
 	r->usd_per_hour_spot = NAN;
 	r->accelerator_usd_per_hour = NAN;
 	r->accelerator_usd_per_hour_spot = NAN;
+	r->cpu_usd_per_hour = NAN;
+	r->cpu_usd_per_hour_spot = NAN;
 	r->vcpus = NAN;
 	r->memory_gib = NAN;
 	r->hint_usd_per_hour = NAN;

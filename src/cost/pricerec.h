@@ -22,6 +22,11 @@ struct pricerec {
 	double accelerator_usd_per_hour;      /* the cloud's own price of one of them where the price tables give it
 					       * apart (GCE GPUs, TPU chips); NAN elsewhere */
 	double accelerator_usd_per_hour_spot; /* NAN unknown */
+	double cpu_usd_per_hour;      /* a shape bundling accelerators that the cloud does not price apart (EC2, Azure):
+				       * its CPU and memory at the nearest unbundled family's rate (machines.h); NAN
+				       * elsewhere */
+	double cpu_usd_per_hour_spot; /* NAN unknown */
+	char cpu_like[48];            /* the unbundled shape that rate is from, "" none */
 	double vcpus;                 /* the shape's vCPUs and memory (from its name or row); NAN unknown */
 	double memory_gib;
 	bool lower_bound;             /* a GCE custom shape priced at predefined rates: Google bills it higher */

@@ -30,7 +30,7 @@ struct detect_host_price {
 	double usd_per_hour;          /* the whole host on demand; NAN unknown */
 	double usd_per_hour_spot;     /* NAN unknown */
 	char source[320];             /* where the price came from, or why it is unknown, in words */
-	char split_rule[200];         /* how it was split over the devices, or why not */
+	char split_rule[280];         /* how it was split over the devices, or why not */
 };
 
 struct detect_snapshot {

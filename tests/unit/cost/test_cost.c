@@ -403,7 +403,8 @@ START_TEST(host_price_is_split_and_spot_applied)
 	doc = cost_prices_json(c, d, 2);
 	hp = json_object_get(json_object_get(doc, "host"), "price");
 	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(hp, "source")), "api override (instance_type"));
-	ck_assert_ptr_null(json_object_get(hp, "as_of"));
+	ck_assert(json_is_null(json_object_get(hp, "as_of"))); /* an override has no table's date */
+	ck_assert(json_is_null(json_object_get(hp, "age_days")));
 	ck_assert_ptr_null(json_object_get(hp, "sources"));
 	json_decref(doc);
 	/* a device override still wins over the share */

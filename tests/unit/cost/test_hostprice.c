@@ -304,6 +304,21 @@ START_TEST(pci_bus_names_the_attached_gpus)
 }
 END_TEST
 
+/* The unbundled EC2 shape in region whose GiB per vCPU and vCPUs are nearest (exact here), the cheapest per vCPU. */
+static const char *cheapest_like(double vcpus, double gib, const char *region)
+{
+	size_t n;
+	const struct machine *t = machines_table(&n), *best = NULL;
+
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(t[i].cloud, "aws") == 0 && strcmp(t[i].region, region) == 0 && t[i].accelerators == 0 &&
+		    t[i].accelerator_key[0] == '\0' && t[i].vcpus == vcpus && t[i].memory_gib == gib &&
+		    (best == NULL || t[i].usd_per_hour < best->usd_per_hour))
+			best = &t[i];
+	ck_assert_ptr_nonnull(best);
+	return best->instance_type;
+}
+
 START_TEST(shares_add_up)
 {
 	struct cloud_host h = host_of(CLOUD_AWS, "g6.12xlarge", "us-east-1");
@@ -334,15 +349,20 @@ START_TEST(shares_add_up)
 	for (int i = 0; i < 5; i++)
 		sum += p[i].usd_per_hour_spot;
 	ck_assert_double_eq_tol(sum, 1.5, 1e-9);
-	ck_assert_double_eq_tol(p[1].usd_per_hour, 0.56, 1e-9);
-	ck_assert_double_eq_tol(p[0].usd_per_hour, 4.6016 - 4 * 0.56, 1e-9);
+	/* EC2 does not price the parts: the CPU and memory (48 vCPUs, 192 GiB) at the nearest unbundled shape's
+	 * per-vCPU rate in the region (4 GiB per vCPU, 48 vCPUs: an m-family 12xlarge), the four L4s the rest */
+	ck_assert_str_eq(hp.cpu_like, cheapest_like(48, 192, "us-east-1"));
+	ck_assert(hp.cpu_usd_per_hour > 0 && hp.cpu_usd_per_hour < hp.usd_per_hour);
+	ck_assert_double_eq_tol(p[0].usd_per_hour, hp.cpu_usd_per_hour, 1e-9);
+	ck_assert_double_eq_tol(p[1].usd_per_hour, (4.6016 - hp.cpu_usd_per_hour) / 4, 1e-9);
 	ck_assert_double_eq_tol(s.unlisted_usd_per_hour, 0, 1e-12);
 	ck_assert_str_eq(p[1].unit, "host share");
-	ck_assert_ptr_nonnull(strstr(s.rule, "table prices"));
+	ck_assert_str_eq(p[1].as_of, hp.as_of);
+	ck_assert_ptr_nonnull(strstr(s.rule, "unbundled"));
 	/* two of the four GPUs hidden: their part stays off the devices, not on the CPU */
 	hostprice_split(&h, &hp, d, 3, p, &s);
-	ck_assert_double_eq_tol(p[0].usd_per_hour, 4.6016 - 4 * 0.56, 1e-9);
-	ck_assert_double_eq_tol(s.unlisted_usd_per_hour, 2 * 0.56, 1e-9);
+	ck_assert_double_eq_tol(p[0].usd_per_hour, hp.cpu_usd_per_hour, 1e-9);
+	ck_assert_double_eq_tol(s.unlisted_usd_per_hour, (4.6016 - hp.cpu_usd_per_hour) / 2, 1e-9);
 	ck_assert_double_eq_tol(s.devices_usd_per_hour + s.unlisted_usd_per_hour, 4.6016, 1e-9);
 	/* a GCE g2: the L4 weighs GCE's own L4 price in the region, the CPU gets the VM part */
 	h = host_of(CLOUD_GCE, "g2-standard-4", "us-central1");
@@ -364,8 +384,16 @@ START_TEST(accelerators_beyond_the_host_price_are_scaled)
 	cpu(&d[0]);
 	gpu(&d[1], "gpu:0", "nvidia-h100-sxm");
 	hostprice_from_table(&h, &hp);
-	/* 8 x H100 at the table's 10.98 = 87.84 > 55.04 (the price since AWS's 2025 cut): all scaled */
+	/* 8 x H100 at the table's 10.98 = 87.84 > 55.04 (the price since AWS's 2025 cut): the CPU and memory still
+	 * cost what an unbundled shape's rate says, the H100s share the rest */
 	ck_assert_double_eq_tol(hp.usd_per_hour, 55.04, 1e-9);
+	hostprice_split(&h, &hp, d, 2, p, &s);
+	ck_assert(p[0].usd_per_hour > 0);
+	ck_assert_double_eq_tol(p[0].usd_per_hour, hp.cpu_usd_per_hour, 1e-9);
+	ck_assert_double_eq_tol(p[1].usd_per_hour, (55.04 - hp.cpu_usd_per_hour) / 8, 1e-9);
+	ck_assert_double_eq_tol(s.scale, (55.04 - hp.cpu_usd_per_hour) / 87.84, 1e-12);
+	/* where no unbundled shape prices the CPU: everything scales to fit */
+	hp.cpu_usd_per_hour = hp.cpu_usd_per_hour_spot = NAN;
 	hostprice_split(&h, &hp, d, 2, p, &s);
 	ck_assert_double_eq_tol(s.scale, 55.04 / 87.84, 1e-12);
 	ck_assert_double_eq_tol(p[0].usd_per_hour, 0, 1e-12);
@@ -413,9 +441,9 @@ START_TEST(unknowns_name_the_nearest_region)
 	} cases[] = {
 		/* EC2 outside the regions read: Sao Paulo's nearest is us-east-1 */
 		{CLOUD_AWS, "m6i.large", "sa-east-1", "us-east-1", "no aws m6i.large in sa-east-1", 0.096},
-		/* Azure Europe and Asia are missing: Tokyo's nearest priced F8s_v2 is in Washington state */
-		{CLOUD_AZURE, "Standard_F8s_v2", "japaneast", "westus2", "no azure Standard_F8s_v2 in japaneast",
-		 0.338},
+		/* Azure outside the US and four regions is missing: Seoul's nearest priced F8s_v2 is in Tokyo */
+		{CLOUD_AZURE, "Standard_F8s_v2", "koreacentral", "japaneast", "no azure Standard_F8s_v2 in koreacentral",
+		 0.428},
 		/* GCE: n1 rates in Osaka, but no T4 price there: Tokyo has both */
 		{CLOUD_GCE, "n1-standard-8", "asia-northeast2", "asia-northeast1", "no nvidia-t4 price there", NAN},
 		/* a region the region table does not know yet: its namesakes */
