@@ -213,9 +213,9 @@ void hostprice_split(const struct cloud_host *host, const struct pricerec *h, co
 	s.cpu_usd_per_hour = cpu_index >= 0 ? cpu : NAN;
 	s.devices_usd_per_hour = f * listed + (cpu_index >= 0 ? cpu : 0);
 	how = part <= 0 || !(isfinite(cpu_est) && cpu_est > 0 && cpu_est < hod) ? "" :
-	      parts ? "the VM part the cloud prices" : "CPU and memory at the rate of an unbundled shape";
+	      parts ? "the VM part the cloud prices" : "CPU and memory at unbundled rates";
 	if (how[0] != '\0' && !parts)
-		snprintf(s.rule, sizeof(s.rule), "CPU: %s (%.40s), %.4f USD/h; the accelerators the rest, weighed by their "
+		snprintf(s.rule, sizeof(s.rule), "CPU: %s (%.50s), %.4f USD/h; the accelerators the rest, weighed by their "
 			 "%s prices%s", how, h->cpu_like, cpu, any_cloud ? "cloud" : "table",
 			 part > listed ? "; the shape's accelerators acceld does not list keep their part" : "");
 	else if (how[0] != '\0')

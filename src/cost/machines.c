@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -94,41 +95,93 @@ int machines_knows_type(const char *cloud, const char *instance_type)
 	return 0;
 }
 
-/* How far a shape of v vCPUs and g GiB lies from the wanted ones: GiB per vCPU first, then the size. */
-static double distance(double v, double g, double want_v, double want_g)
+/*
+ * The unbundled families whose sizes price a vCPU and a GiB in a region, per cloud: compute, general purpose and
+ * memory (2, 4 and 8 GiB per vCPU) of one generation, sold in every region the tables hold; and the region whose
+ * rates stand in where a region lacks them. A name is the family's prefix and suffix around the size.
+ */
+static const struct unbundled {
+	const char *cloud;
+	const char *fallback;
+	const char *families[3][2];
+} unbundled[] = {
+	{"aws", "us-east-1", {{"c6i.", ""}, {"m6i.", ""}, {"r6i.", ""}}},
+	{"azure", "eastus", {{"Standard_F", "s_v2"}, {"Standard_D", "s_v5"}, {"Standard_E", "s_v5"}}},
+};
+
+/* Whether name is prefix, a size (digits, or a word for EC2) and suffix, a metal size left out. */
+static bool of_family(const char *name, const char *prefix, const char *suffix)
 {
-	return fabs(log((g / v) / (want_g / want_v))) * 16 + fabs(log(v / want_v));
+	size_t np = strlen(prefix), ns = strlen(suffix), n = strlen(name);
+
+	if (n <= np + ns || strncmp(name, prefix, np) != 0 || strcmp(name + n - ns, suffix) != 0 ||
+	    strstr(name, "metal") != NULL)
+		return false;
+	for (size_t i = np; ns > 0 && i < n - ns; i++)
+		if (name[i] < '0' || name[i] > '9')
+			return false;
+	return true;
 }
 
-const struct machine *machines_unbundled(const char *cloud, const char *region, double vcpus, double memory_gib,
-					 double *usd_per_hour, double *usd_per_hour_spot)
+/*
+ * The per-vCPU and per-GiB rates (*a, *b) fitted to the families' sizes in region, on demand or Spot (least
+ * squares of the relative error); false where fewer than two sizes with distinct GiB per vCPU are priced.
+ */
+static bool fit_rates(const struct unbundled *u, const char *region, bool spot, double *a, double *b)
 {
 	size_t n;
-	const struct machine *t = machines_table(&n), *best = NULL;
-	double best_d = INFINITY;
+	const struct machine *t = machines_table(&n);
+	double svv = 0, svg = 0, sgg = 0, svp = 0, sgp = 0, det;
 
-	*usd_per_hour = *usd_per_hour_spot = NAN;
-	if (cloud == NULL || region == NULL || !(vcpus > 0) || !(memory_gib > 0))
-		return NULL;
 	for (size_t i = 0; i < n; i++) {
 		const struct machine *m = &t[i];
-		double d;
+		double p = spot ? m->usd_per_hour_spot : m->usd_per_hour, v, g;
+		bool member = false;
 
-		if (m->accelerators > 0 || m->accelerator_key[0] != '\0' || !(m->vcpus > 0) || !(m->memory_gib > 0) ||
-		    !isfinite(m->usd_per_hour) || strcmp(m->cloud, cloud) != 0 || strcasecmp(m->region, region) != 0)
+		if (strcmp(m->cloud, u->cloud) != 0 || strcasecmp(m->region, region) != 0 || !isfinite(p) || p <= 0 ||
+		    !(m->vcpus > 0) || !(m->memory_gib > 0))
 			continue;
-		d = distance(m->vcpus, m->memory_gib, vcpus, memory_gib);
-		if (best == NULL || d < best_d - 1e-9 ||
-		    (fabs(d - best_d) <= 1e-9 && m->usd_per_hour / m->vcpus < best->usd_per_hour / best->vcpus)) {
-			best = m;
-			best_d = d;
-		}
+		for (size_t f = 0; f < 3 && !member; f++)
+			member = of_family(m->instance_type, u->families[f][0], u->families[f][1]);
+		if (!member)
+			continue;
+		v = m->vcpus / p;
+		g = m->memory_gib / p;
+		svv += v * v, svg += v * g, sgg += g * g, svp += v, sgp += g;
 	}
-	if (best == NULL)
+	det = svv * sgg - svg * svg;
+	if (!(fabs(det) > 1e-12 * svv * sgg))
+		return false;
+	*a = (svp * sgg - sgp * svg) / det;
+	*b = (sgp * svv - svp * svg) / det;
+	return *a > 0 && *b >= 0;
+}
+
+const char *machines_unbundled(const char *cloud, const char *region, double vcpus, double memory_gib,
+			       double *usd_per_hour, double *usd_per_hour_spot)
+{
+	double a, b;
+
+	*usd_per_hour = *usd_per_hour_spot = NAN;
+	if (cloud == NULL || region == NULL || !(vcpus > 0) || !(memory_gib >= 0))
 		return NULL;
-	*usd_per_hour = best->usd_per_hour / best->vcpus * vcpus;
-	*usd_per_hour_spot = best->usd_per_hour_spot / best->vcpus * vcpus;
-	return best;
+	for (size_t i = 0; i < sizeof(unbundled) / sizeof(unbundled[0]); i++) {
+		const struct unbundled *u = &unbundled[i];
+		const char *where = region;
+
+		if (strcmp(u->cloud, cloud) != 0)
+			continue;
+		if (!fit_rates(u, where, false, &a, &b)) {
+			where = u->fallback;
+			if (!fit_rates(u, where, false, &a, &b))
+				return NULL;
+		}
+		*usd_per_hour = vcpus * a + memory_gib * b;
+		if (fit_rates(u, where, true, &a, &b))
+			*usd_per_hour_spot = vcpus * a + memory_gib * b;
+		return where;
+	}
+	return NULL;
 }
 
 void machines_price(const struct machine *m, struct pricerec *out)
@@ -142,11 +195,12 @@ void machines_price(const struct machine *m, struct pricerec *out)
 	snprintf(out->accelerator_key, sizeof(out->accelerator_key), "%s", m->accelerator_key);
 	pricerec_add_source(out, m->source);
 	if (m->accelerators > 0) {
-		const struct machine *like = machines_unbundled(m->cloud, m->region, m->vcpus, m->memory_gib,
-								&out->cpu_usd_per_hour, &out->cpu_usd_per_hour_spot);
+		const char *where = machines_unbundled(m->cloud, m->region, m->vcpus, m->memory_gib,
+						       &out->cpu_usd_per_hour, &out->cpu_usd_per_hour_spot);
 
-		if (like != NULL)
-			snprintf(out->cpu_like, sizeof(out->cpu_like), "%.47s", like->instance_type);
+		if (where != NULL)
+			snprintf(out->cpu_like, sizeof(out->cpu_like), "%s rates in %.24s",
+				 strcmp(m->cloud, "aws") == 0 ? "c6i/m6i/r6i" : "Fsv2/Dsv5/Esv5", where);
 	}
 	snprintf(out->source, sizeof(out->source), "built-in table: %s %.60s %.60s: %.60s, as of %.12s", m->cloud,
 		 m->instance_type, m->region, m->source, pricebook_as_of(m->source));

@@ -50,11 +50,13 @@ void machines_price(const struct machine *m, struct pricerec *out);
 
 /*
  * What the CPU and memory of a shape bundling accelerators (vcpus, memory_gib) cost without them in this cloud and
- * region: the per-vCPU rate of the nearest unbundled shape (no accelerators; the closest GiB per vCPU, then the
- * closest vCPU count, then the cheaper), times vcpus, on demand and Spot (NAN where that shape has no Spot price).
- * Returns that shape's row, or NULL when none is priced there (both prices then NAN).
+ * region: vcpus x a + memory_gib x b, with per-vCPU and per-GiB rates fitted to the sizes of the cloud's unbundled
+ * compute, general-purpose and memory families of one generation in the region (EC2 c6i, m6i, r6i; Azure Fsv2,
+ * Dsv5, Esv5: between them the nearest unbundled family of any GiB per vCPU), on demand and Spot (NAN where they
+ * have no Spot price). Where the region lacks them, the rates of the cloud's reference region (us-east-1, eastus)
+ * stand in. Returns the region whose rates were used, or NULL (both prices NAN: a cloud without such families).
  */
-const struct machine *machines_unbundled(const char *cloud, const char *region, double vcpus, double memory_gib,
-					 double *usd_per_hour, double *usd_per_hour_spot);
+const char *machines_unbundled(const char *cloud, const char *region, double vcpus, double memory_gib,
+			       double *usd_per_hour, double *usd_per_hour_spot);
 
 #endif

@@ -26,7 +26,7 @@ struct pricerec {
 				       * its CPU and memory at the nearest unbundled family's rate (machines.h); NAN
 				       * elsewhere */
 	double cpu_usd_per_hour_spot; /* NAN unknown */
-	char cpu_like[48];            /* the unbundled shape that rate is from, "" none */
+	char cpu_like[64];            /* the unbundled families and region those rates are from, "" none */
 	double vcpus;                 /* the shape's vCPUs and memory (from its name or row); NAN unknown */
 	double memory_gib;
 	bool lower_bound;             /* a GCE custom shape priced at predefined rates: Google bills it higher */

@@ -304,21 +304,6 @@ START_TEST(pci_bus_names_the_attached_gpus)
 }
 END_TEST
 
-/* The unbundled EC2 shape in region whose GiB per vCPU and vCPUs are nearest (exact here), the cheapest per vCPU. */
-static const char *cheapest_like(double vcpus, double gib, const char *region)
-{
-	size_t n;
-	const struct machine *t = machines_table(&n), *best = NULL;
-
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(t[i].cloud, "aws") == 0 && strcmp(t[i].region, region) == 0 && t[i].accelerators == 0 &&
-		    t[i].accelerator_key[0] == '\0' && t[i].vcpus == vcpus && t[i].memory_gib == gib &&
-		    (best == NULL || t[i].usd_per_hour < best->usd_per_hour))
-			best = &t[i];
-	ck_assert_ptr_nonnull(best);
-	return best->instance_type;
-}
-
 START_TEST(shares_add_up)
 {
 	struct cloud_host h = host_of(CLOUD_AWS, "g6.12xlarge", "us-east-1");
@@ -349,10 +334,11 @@ START_TEST(shares_add_up)
 	for (int i = 0; i < 5; i++)
 		sum += p[i].usd_per_hour_spot;
 	ck_assert_double_eq_tol(sum, 1.5, 1e-9);
-	/* EC2 does not price the parts: the CPU and memory (48 vCPUs, 192 GiB) at the nearest unbundled shape's
-	 * per-vCPU rate in the region (4 GiB per vCPU, 48 vCPUs: an m-family 12xlarge), the four L4s the rest */
-	ck_assert_str_eq(hp.cpu_like, cheapest_like(48, 192, "us-east-1"));
-	ck_assert(hp.cpu_usd_per_hour > 0 && hp.cpu_usd_per_hour < hp.usd_per_hour);
+	/* EC2 does not price the parts: the CPU and memory (48 vCPUs, 192 GiB) at the rates of the unbundled c6i,
+	 * m6i and r6i sizes in the region (4 GiB per vCPU: close to what an m6i.12xlarge costs), the L4s the rest */
+	ck_assert_str_eq(hp.cpu_like, "c6i/m6i/r6i rates in us-east-1");
+	ck_assert_double_eq_tol(hp.cpu_usd_per_hour, machines_find("aws", "m6i.12xlarge", "us-east-1")->usd_per_hour,
+				0.05 * hp.cpu_usd_per_hour);
 	ck_assert_double_eq_tol(p[0].usd_per_hour, hp.cpu_usd_per_hour, 1e-9);
 	ck_assert_double_eq_tol(p[1].usd_per_hour, (4.6016 - hp.cpu_usd_per_hour) / 4, 1e-9);
 	ck_assert_double_eq_tol(s.unlisted_usd_per_hour, 0, 1e-12);
