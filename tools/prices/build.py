@@ -501,6 +501,22 @@ AZURE_SERIES = re.compile(r"^Standard_([A-Z]+)(\d+)(-\d+)?([a-z]*)(_.*)?$")
 WINDOWS_STEPS = ((0.046, 0.0015), (0.0046, 0.0005))
 
 
+# The GPU sizes Karpenter prices outside the US that the SkyPilot US catalog lacks (so no shape from it): vCPUs, GiB,
+# accelerators and their key, from Azure's size documentation (ND H200 v5, ND MI300X v5, ND H100 v5, NDm A100 v4,
+# ND A100 v4, NDv2).
+AZURE_EXTRA_SHAPES = {
+    "Standard_ND96isr_H200_v5": (96, 1850, 8, "nvidia-h200"),
+    "Standard_ND96is_MI300X_v5": (96, 1850, 8, "amd-mi300x"),
+    "Standard_ND96isr_MI300X_v5": (96, 1850, 8, "amd-mi300x"),
+    "Standard_ND96is_H100_v5": (96, 1900, 8, "nvidia-h100-sxm"),
+    "Standard_ND96is_flex_H100_v5": (96, 1900, 8, "nvidia-h100-sxm"),
+    "Standard_ND96is_noIB_H100_v5": (96, 1900, 8, "nvidia-h100-sxm"),
+    "Standard_ND96ams_A100_v4": (96, 1900, 8, "nvidia-a100-80gb"),
+    "Standard_ND96asr_A100_v4": (96, 900, 8, "nvidia-a100-40gb"),
+    "Standard_ND40s_v2": (40, 672, 8, "nvidia-v100-32gb"),
+}
+
+
 def azure_family(name):
     """("D", "ads", "_v5") for Standard_D16ads_v5; None for a name outside the pattern."""
     m = AZURE_SERIES.match(name)
@@ -550,6 +566,8 @@ def build_azure_karpenter(paths, out):
     with open(path, newline="") as f:
         have = [r for r in csv.DictReader(f) if r["source"] != SRC_KARPENTER_AZURE]
     shape, linux_us = {}, {}
+    for name, (v, g, n, key) in AZURE_EXTRA_SHAPES.items():
+        shape[name] = {"vcpus": str(v), "memory_gib": str(g), "accelerators": str(n), "accelerator_key": key}
     for r in have:
         if r["vcpus"]:
             shape.setdefault(r["instance_type"], r)
