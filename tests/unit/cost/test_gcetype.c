@@ -129,9 +129,9 @@ START_TEST(prices_of_a_spread)
 	ck_assert_int_eq(gcetype_price("n1-highmem-16", "us-west1", &v100, 1, &hp), GCETYPE_PRICED);
 	ck_assert_double_eq_tol(hp.usd_per_hour, 16 * r->usd_per_vcpu_hour + 104 * r->usd_per_gib_hour + 4 * 2.48,
 				1e-9);
-	ck_assert_str_eq(hp.sources[0], "cocalc-gcp@1.17.0");
+	ck_assert_str_eq(hp.sources[0], "cyclenerd-gce@fd66b26f");
 	ck_assert_str_eq(hp.sources[1], "skypilot-gcp@017e2502");
-	ck_assert_str_eq(hp.as_of, "2026-02-24"); /* the older of the two */
+	ck_assert_str_eq(hp.as_of, "2026-07-30"); /* the older of the two */
 	/* attached GPUs a region does not price: not here; a kind the tables lack: nowhere */
 	ck_assert_int_eq(gcetype_price("n1-standard-8", "asia-northeast2", &t4, 1, &hp), GCETYPE_NOT_HERE);
 	ck_assert(isnan(hp.usd_per_hour));

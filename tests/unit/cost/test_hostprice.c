@@ -161,12 +161,13 @@ START_TEST(hosts_on_each_cloud)
 		 "Standard_D8s_v5"},
 		{CLOUD_AZURE, "Standard_E4ds_v5", "eastus2", 0.288, 0.03744, "skypilot-azure@098741e7", "azure"},
 		/* GCE: predefined from rates, shared-core and bundled rows, a vCPU-only family, a TPU host */
-		{CLOUD_GCE, "n2-standard-2", "us-central1", 2 * 0.031611 + 8 * 0.004237, 2 * 0.01119 + 8 * 0.001499,
-		 "cocalc-gcp@1.17.0", "= 2 vCPU x 0.031611 + 8 GiB x 0.004237 USD/h (n2 rates"},
-		{CLOUD_GCE, "e2-medium", "us-central1", 0.03350571, 0.013396, "cocalc-gcp@1.17.0",
+		{CLOUD_GCE, "n2-standard-2", "us-central1", 2 * 0.031611 + 8 * 0.004237, 2 * 0.01499 + 8 * 0.00201,
+		 "cyclenerd-gce@fd66b26f", "= 2 vCPU x 0.031611 + 8 GiB x 0.004237 USD/h (n2 rates"},
+		{CLOUD_GCE, "e2-medium", "us-central1", 0.03350571, 0.020106, "cyclenerd-gce@fd66b26f",
 		 "built-in table: gce"},
-		{CLOUD_GCE, "g2-standard-16", "us-central1", 1.147208, 0.458044, "cocalc-gcp@1.17.0", "g2-standard-16"},
-		{CLOUD_GCE, "c2-standard-8", "us-central1", 8 * 0.052202, 8 * 0.013404, "cocalc-gcp@1.17.0",
+		{CLOUD_GCE, "g2-standard-16", "us-central1", 1.147208, 0.644944, "cyclenerd-gce@fd66b26f",
+		 "g2-standard-16"},
+		{CLOUD_GCE, "c2-standard-8", "us-central1", 8 * 0.052202, 8 * 0.02492, "cyclenerd-gce@fd66b26f",
 		 "memory included"},
 		{CLOUD_GCE, "ct6e-standard-4t", "us-central1", 10.8, 2.59332, "skypilot-gcp@017e2502",
 		 "as of 2026-11-24"},
@@ -198,7 +199,7 @@ END_TEST
 START_TEST(n1_with_attached_gpus)
 {
 	struct cloud_host h = host_of(CLOUD_GCE, "n1-standard-8", "us-central1");
-	double vm = 8 * 0.031611 + 30 * 0.004237, vm_spot = 8 * 0.00744 + 30 * 0.000954;
+	double vm = 8 * 0.031611 + 30 * 0.004237, vm_spot = 8 * 0.01115 + 30 * 0.001494;
 	struct pricerec hp;
 	struct hostprice_split s;
 	struct device d[3];
