@@ -16,12 +16,18 @@
  *      share (the host price still shows), and each keeps its own table price, if any.
  *   2. The shape's accelerator part P is what its accelerators cost at those prices: the count and kind the tables
  *      name (8 x H100 for a3-highgpu-8g, the GPUs attached to an n1), or, where they name none, the listed ones.
- *   3. When P exceeds the host price H, every accelerator share is scaled by f = H / P; otherwise f = 1.
+ *   3. The CPU and memory C, split by resources: where the cloud prices the parts (GCE's VM part plus each GPU or
+ *      chip) C = H - the shape's accelerators at the cloud's price of one; on EC2 and Azure, the shape's vCPUs and
+ *      GiB at the unbundled families' rates in the region (pricerec.h's cpu_usd_per_hour, machines.h). When
+ *      0 < C < H the accelerators share the rest, f = (H - C) / P; else (nothing prices the CPU apart, or a TPU VM
+ *      billed per chip only) f = H / P when P exceeds H, otherwise 1.
  *   4. Each listed accelerator gets f x its weight; the CPU (cpu:0) gets the rest, H - f x P, never below 0.
  *      Accelerators of the shape that acceld does not list (hidden by CUDA_VISIBLE_DEVICES, or not granted to
  *      the container) keep their part, f x (P - listed weights), off every device: it is reported as
  *      "unlisted". When acceld lists every accelerator of the shape, the shares add up to H exactly.
- *   5. Spot: the same fractions (share / H) apply to the Spot host price, so Spot shares add up likewise.
+ *   5. Spot: split the same way on the Spot price with the Spot parts where C's Spot figure is known, else by the
+ *      on-demand fractions (share / H); either way the Spot shares add up to the Spot host price, and a device on
+ *      a Spot host is charged its Spot share.
  *
  * All prices are USD per hour; unknown is NAN, never 0.
  */
