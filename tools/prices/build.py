@@ -36,7 +36,9 @@ SRC_KARPENTER = "karpenter-aws@031e72b6"
 SRC_AWS_SCALED = "aws-scaled@001367d2+031e72b6"
 SRC_KARPENTER_AZURE = "karpenter-azure@2b431da1"
 SRC_CYCLENERD = "cyclenerd-gce@fd66b26f"
+SRC_SP_AWS_V8 = "skypilot-aws@e385a0d3"
 AS_OF = {
+    SRC_SP_AWS_V8: "2026-11-28",
     SRC_CYCLENERD: "2026-07-30",
     SRC_KARPENTER_AZURE: "2026-06-18",
     SRC_COCALC: "2026-02-24",
@@ -75,7 +77,7 @@ def source_keys():
     """Each source id -> the short key the tables' rows name it by (sources.csv spells the key out: a 2-letter key
     in place of a 22-28 character id on every row keeps the tables within their 1 MB)."""
     return {SRC_COCALC: "cc", SRC_SP_GCP: "sg", SRC_SP_AWS: "sa", SRC_SP_AZURE: "sz", SRC_KARPENTER: "ka",
-            SRC_AWS_SCALED: "as", SRC_KARPENTER_AZURE: "kz", SRC_CYCLENERD: "cy"}
+            SRC_AWS_SCALED: "as", SRC_KARPENTER_AZURE: "kz", SRC_CYCLENERD: "cy", SRC_SP_AWS_V8: "s8"}
 
 
 def write_csv(path, header, rows):
@@ -218,11 +220,11 @@ def read_skypilot(paths):
 
 
 SHARED_CORE = {"e2-micro", "e2-small", "e2-medium", "f1-micro", "g1-small"}
-# Families whose shapes carry more than vCPUs and memory (GPUs, local SSD) or have a single shape:
-# priced per shape, not from rates.
 # Families acceld prices from rates (src/cost/gcetype.c knows their classes).
 GCE_RATED_FAMILIES = {"c2", "c2d", "c3", "c3d", "c4", "c4a", "e2", "m1", "m2", "m3", "n1", "n2", "n2d", "n4", "t2a",
                       "t2d"}
+# Families whose shapes carry more than vCPUs and memory (GPUs, local SSD) or have a single shape:
+# priced per shape, not from rates.
 GCE_SHAPE_FAMILIES = {"a2", "a3", "a4", "g2", "g4", "z3", "h3", "x4", "ct3", "ct3p", "ct4p", "ct5lp", "ct5p", "ct6e"}
 
 
@@ -800,6 +802,9 @@ def aws_size_vcpus(it):
 def build_aws(args, out):
     sp = read_skypilot(args.aws)
     karp = read_karpenter(args.aws_karpenter)
+    # the v8 catalog's rows, where read, win over everything else for their (type, region): newer (P4/P5 after
+    # AWS's June 2025 cut), so never rescaled
+    v8 = {(k[0], k[3]): r for k, r in read_skypilot(args.aws_v8).items() if k[0] and r["price"] is not None}
     use1 = "us-east-1"
     rows = {}   # (type, region) -> dict(price, spot, vcpus, mem, acc, cnt)
     specs = {}  # type -> (vcpus, mem, acc, cnt)
@@ -864,11 +869,13 @@ def build_aws(args, out):
         return fcount(v) if v else "", fcount(m) if m else "", acc, cnt
 
     out_rows = []
-    counts = {SRC_SP_AWS: 0, SRC_KARPENTER: 0, SRC_AWS_SCALED: 0}
-    types = sorted(set(it for it, _ in rows) | set(karp))
+    counts = {SRC_SP_AWS_V8: 0, SRC_SP_AWS: 0, SRC_KARPENTER: 0, SRC_AWS_SCALED: 0}
+    types = sorted(set(it for it, _ in rows) | set(karp) | set(it for it, _ in v8))
+    for (it, region), r in v8.items():
+        specs.setdefault(it, (r["vcpus"], r["mem"], r["acc"], r["acc_count"]))
     for it in types:
         fam = aws_family(it)
-        regions = {rg for (t, rg) in rows if t == it}
+        regions = {rg for (t, rg) in rows if t == it} | {rg for (t, rg) in v8 if t == it}
         if it in karp:
             regions.add(use1)
             regions |= fam_regions.get(fam, set())
@@ -880,7 +887,12 @@ def build_aws(args, out):
                 continue
             r = rows.get((it, region))
             spot = r["spot"] if r else None
-            if r and r["price"] is not None and it not in stale:
+            if (it, region) in v8:
+                r = v8[(it, region)]
+                price, src, spot = r["price"], SRC_SP_AWS_V8, r["spot"]
+                if spot is not None and spot >= price * 0.999:
+                    spot = None  # the catalog repeats the on-demand figure where a zone has no Spot price
+            elif r and r["price"] is not None and it not in stale:
                 price, src = r["price"], SRC_SP_AWS
             elif r and r["price"] is not None and it in stale:
                 price, src = r["price"] * stale[it][1] / stale[it][0], SRC_AWS_SCALED
@@ -945,6 +957,12 @@ def write_sources(out):
          "https://github.com/skypilot-org/skypilot-catalog/blob/master/catalogs/v7/aws/vms.csv",
          "skypilot-org/skypilot-catalog catalogs/v7/aws/vms.csv", "001367d22a0033fac286a8c71aeac7109e431bcb",
          AS_OF[SRC_SP_AWS]],
+        [SRC_SP_AWS_V8, "SkyPilot catalog v8, AWS EC2 Linux on-demand and Spot (lowest zone of the region): the "
+         "P4, P5 and P6 rows, read because they carry the prices after AWS's June 2025 cut (Apache-2.0). "
+         + SKYPILOT_DATE,
+         "https://github.com/skypilot-org/skypilot-catalog/blob/master/catalogs/v8/aws/vms.csv",
+         "skypilot-org/skypilot-catalog catalogs/v8/aws/vms.csv", "e385a0d348eda9cefd9806423e7725944dc249e4",
+         AS_OF[SRC_SP_AWS_V8]],
         [SRC_KARPENTER, "Karpenter (AWS) generated EC2 on-demand price list, us-east-1, Linux, every instance type "
          "(Apache-2.0). Date: the file's own generated-at header",
          "https://github.com/aws/karpenter-provider-aws/blob/main/pkg/providers/pricing/zz_generated.pricing_aws.go",
@@ -988,6 +1006,8 @@ def main():
     ap.add_argument("--azure", action="append", default=[])
     ap.add_argument("--aws-karpenter", action="append", default=[],
                     help="transcription (or copy) of Karpenter's zz_generated.pricing_aws.go (us-east-1 list)")
+    ap.add_argument("--aws-v8", action="append", default=[],
+                    help="SkyPilot catalogs/v8/aws/vms.csv, whole or an extract: its rows win for their type and region")
     ap.add_argument("--cyclenerd", action="append", default=[],
                     help="Cyclenerd/google-cloud-pricing-cost-calculator pricing.yml (GCE on demand and Spot)")
     ap.add_argument("--azure-karpenter", action="append", default=[],

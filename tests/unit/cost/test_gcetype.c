@@ -257,6 +257,9 @@ Suite *make_suite(void)
 	Suite *s = suite_create("gcetype");
 	TCase *tc = tcase_create("gcetype");
 
+	/* the whole-table test prices 11,740 shapes (Check's default 4 s is too short on a loaded two-core machine) */
+	tcase_set_timeout(tc, 60);
+
 	tcase_add_test(tc, names_say_the_shape);
 	tcase_add_test(tc, prices_of_a_spread);
 	tcase_add_test(tc, tpu_host_rows_are_their_chips);

@@ -5,15 +5,20 @@
  * westeurope, northeurope, southeastasia and japaneast blocks, and eastus for the build's check): every (size,
  * region) of the four regions the table answers from that source is within 1 % of the file's price; a size the
  * build found Windows-priced is left out; each of the four regions prices D, E, F, NC and ND sizes.
+ *
+ * SkyPilot's v8 AWS catalog (the P4, P5 and P6 rows read, tools/prices/src/skypilot-aws-v8-e385a0d3-p.csv): every
+ * (type, region) the table answers from it is the file's on-demand price and its lowest zone's Spot price, to 1 %.
  */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "check_main.h"
+#include "core/csv.h"
 #include "cost/machines.h"
 
 #define KARPENTER_AZURE "tools/prices/src/karpenter-azure-2b431da1-extract.go"
+#define SKYPILOT_AWS_V8 "tools/prices/src/skypilot-aws-v8-e385a0d3-p.csv"
 #define KARPENTER_AZURE_ID "karpenter-azure@2b431da1"
 
 static const char *const regions[] = {"westeurope", "northeurope", "southeastasia", "japaneast"};
@@ -110,6 +115,72 @@ START_TEST(four_regions_price_d_e_f_nc_and_nd)
 }
 END_TEST
 
+/* One (type, region) of the v8 extract: its on-demand price and lowest real Spot price over the zones. */
+struct v8_row {
+	char type[32], region[32];
+	double price, spot;
+};
+
+START_TEST(skypilot_aws_v8_rows_match_their_source)
+{
+	FILE *f = fopen(SKYPILOT_AWS_V8, "r");
+	char line[512];
+	struct v8_row rows[64];
+	size_t n = 0, answered = 0, spots = 0;
+
+	ck_assert_msg(f != NULL, "%s", SKYPILOT_AWS_V8);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		char *cols[12];
+		size_t nc, i;
+		double price, spot;
+
+		if (line[0] == '#' || strncmp(line, "InstanceType,", 13) == 0)
+			continue;
+		csv_split_record(line, cols, 12, &nc);
+		ck_assert_uint_eq(nc, 9);
+		price = csv_number(cols[5]);
+		spot = csv_number(cols[6]);
+		if (isfinite(spot) && spot >= 0.999 * price)
+			spot = NAN; /* the catalog repeats the on-demand price where a zone has no Spot price */
+		for (i = 0; i < n; i++)
+			if (strcmp(rows[i].type, cols[0]) == 0 && strcmp(rows[i].region, cols[7]) == 0)
+				break;
+		if (i == n) {
+			ck_assert_uint_lt(n, sizeof(rows) / sizeof(rows[0]));
+			snprintf(rows[n].type, sizeof(rows[n].type), "%s", cols[0]);
+			snprintf(rows[n].region, sizeof(rows[n].region), "%s", cols[7]);
+			rows[n].price = price;
+			rows[n].spot = spot;
+			n++;
+		} else if (isfinite(spot) && (!isfinite(rows[i].spot) || spot < rows[i].spot)) {
+			rows[i].spot = spot;
+		}
+	}
+	fclose(f);
+	for (size_t i = 0; i < n; i++) {
+		const struct machine *m = machines_find("aws", rows[i].type, rows[i].region);
+
+		ck_assert_msg(m != NULL, "%s %s", rows[i].type, rows[i].region);
+		ck_assert_str_eq(m->source, "skypilot-aws@e385a0d3");
+		ck_assert_msg(fabs(m->usd_per_hour - rows[i].price) <= 0.01 * rows[i].price, "%s %s: %g, the source %g",
+			      rows[i].type, rows[i].region, m->usd_per_hour, rows[i].price);
+		if (isfinite(rows[i].spot)) {
+			ck_assert_msg(fabs(m->usd_per_hour_spot - rows[i].spot) <= 0.01 * rows[i].spot,
+				      "%s %s Spot: %g, the source %g", rows[i].type, rows[i].region,
+				      m->usd_per_hour_spot, rows[i].spot);
+			spots++;
+		} else {
+			ck_assert_msg(isnan(m->usd_per_hour_spot), "%s %s", rows[i].type, rows[i].region);
+		}
+		answered++;
+	}
+	ck_assert_uint_ge(answered, 45);
+	ck_assert_uint_ge(spots, 35);
+	/* the P5 price after AWS's cut, read in each region, not scaled from us-east-1 */
+	ck_assert_double_eq_tol(machines_find("aws", "p5.48xlarge", "eu-west-2")->usd_per_hour, 71.552, 1e-9);
+}
+END_TEST
+
 START_TEST(unbundled_rates_price_cpu_and_memory)
 {
 	double od, spot;
@@ -142,6 +213,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, karpenter_azure_rows_match_their_source);
 	tcase_add_test(tc, windows_priced_azure_rows_are_left_out);
 	tcase_add_test(tc, four_regions_price_d_e_f_nc_and_nd);
+	tcase_add_test(tc, skypilot_aws_v8_rows_match_their_source);
 	tcase_add_test(tc, unbundled_rates_price_cpu_and_memory);
 	suite_add_tcase(s, tc);
 	return s;
