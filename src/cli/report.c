@@ -226,7 +226,7 @@ static void print_host(const struct detect_snapshot *s, FILE *out)
 			h->note[0] ? "; " : "", h->note);
 	if (isfinite(applied))
 		fprintf(out, "Host price:         %.4f USD/h %s (%s); split: %s\n\n", applied,
-			strcmp(billing, "spot") == 0 ? "Spot" : "on demand", source, s->host_split.rule);
+			strcmp(billing, "spot") == 0 ? "Spot" : "on demand", source, s->host_price.split_rule);
 	else
 		fprintf(out, "Host price:         unknown: %s\n\n", source);
 }

@@ -1,6 +1,8 @@
 /* clock: time sources, deadlines, and RFC 3339 formatting and parsing. */
 #include "core/clock.h"
 
+#include <limits.h>
+
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -179,4 +181,16 @@ int clock_parse_rfc3339(const char *s, int64_t *unix_ms)
 		return -1;
 	*unix_ms = total * 1000 + ms;
 	return 0;
+}
+
+long clock_days_since(const char *date, int64_t unix_ms)
+{
+	const char *p = date;
+	int y, m, d;
+	int64_t day_ms = 86400000;
+
+	if (p == NULL || digits(&p, 4, &y) != 0 || *p++ != '-' || digits(&p, 2, &m) != 0 || *p++ != '-' ||
+	    digits(&p, 2, &d) != 0 || *p != '\0' || m < 1 || m > 12 || d < 1 || d > days_in_month(y, m))
+		return LONG_MIN;
+	return (long)((unix_ms >= 0 ? unix_ms / day_ms : (unix_ms - day_ms + 1) / day_ms) - days_from_civil(y, m, d));
 }

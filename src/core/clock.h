@@ -38,4 +38,10 @@ void clock_rfc3339(int64_t unix_ms, char out[CLOCK_RFC3339_LEN]);
  */
 int clock_parse_rfc3339(const char *s, int64_t *unix_ms);
 
+/*
+ * Whole days from the date ("2026-02-24", taken as UTC midnight) to unix_ms: a price's age (negative for a date
+ * after it). LONG_MIN for text (or NULL) that is no such date.
+ */
+long clock_days_since(const char *date, int64_t unix_ms);
+
 #endif

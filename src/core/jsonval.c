@@ -1,6 +1,7 @@
 /* jsonval: finite numbers or null, optional numbers and instants, the shortest reals: one way for every document. */
 #include "core/jsonval.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -405,4 +406,12 @@ int jsonval_dumpf(const json_t *v, FILE *out, size_t flags)
 		rc = 0;
 	free(text);
 	return rc;
+}
+
+void jsonval_set_as_of(json_t *o, const char *as_of, int64_t unix_ms)
+{
+	long age = clock_days_since(as_of, unix_ms);
+
+	json_object_set_new(o, "as_of", age != LONG_MIN ? json_string(as_of) : json_null());
+	json_object_set_new(o, "age_days", age != LONG_MIN ? json_integer(age < 0 ? 0 : age) : json_null());
 }

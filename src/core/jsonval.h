@@ -44,6 +44,12 @@ void jsonval_set_num(json_t *o, const char *key, double v);
 /* Sets o[key] to the RFC 3339 form of unix_ms when it is positive (0 or less: unknown, left out). */
 void jsonval_set_time(json_t *o, const char *key, int64_t unix_ms);
 
+/*
+ * Sets "as_of" to the date of a price ("2026-06-18") and "age_days" to its whole days before unix_ms
+ * (clock_days_since); both null where the date is "" or no date.
+ */
+void jsonval_set_as_of(json_t *o, const char *as_of, int64_t unix_ms);
+
 /* Room for any text jsonval_real_text writes, its NUL included. */
 #define JSONVAL_REAL_MAX 32
 

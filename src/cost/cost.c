@@ -1,6 +1,7 @@
 /* cost: the price book (built-in, file, API overrides), accrued cost from the store, and estimates. */
 #include "cost/cost.h"
 
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -11,6 +12,7 @@
 
 #include "core/clock.h"
 #include "cost/hostprice.h"
+#include "cost/pricebook.h"
 #include "core/jsonval.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -361,7 +363,7 @@ void cost_set_host(struct cost *c, const struct cloud_host *host)
  * The host's price: an override naming its instance type (API over file), else the machine table. Called with
  * c->mu held.
  */
-static void host_price_locked(struct cost *c, struct hostprice *h)
+static void host_price_locked(struct cost *c, struct pricerec *h)
 {
 	const struct store_price *o = NULL;
 	const char *origin = "api override";
@@ -391,7 +393,7 @@ static void host_price_locked(struct cost *c, struct hostprice *h)
 /* The CPU's source when nothing prices it: the host price is unknown, and why. Called with c->mu held. */
 static void unpriced_cpu_source(struct cost *c, char *out, size_t outsz)
 {
-	struct hostprice h;
+	struct pricerec h;
 
 	host_price_locked(c, &h);
 	if (c->host.state == CLOUD_KNOWN && !isfinite(h.usd_per_hour))
@@ -433,6 +435,7 @@ static void lookup_locked(struct cost *c, const char *id, const char *type, cons
 		out->usd_per_hour = def->usd_per_hour;
 		out->usd_per_hour_spot = def->usd_per_hour_spot;
 		snprintf(out->unit, sizeof(out->unit), "%s", def->unit);
+		snprintf(out->as_of, sizeof(out->as_of), "%s", def->as_of);
 		snprintf(out->source, sizeof(out->source), "built-in table%s%.180s", def->source[0] ? ": " : "",
 			 def->source);
 	} else if (type != NULL && strcmp(type, "cpu") == 0) {
@@ -459,7 +462,7 @@ void cost_price_lookup(struct cost *c, const char *id, const char *type, const c
  * and the host's price and split. Called with c->mu held.
  */
 static void shares_locked(struct cost *c, const struct device *devs, size_t n, struct device_price *shares,
-			  struct hostprice *h, struct hostprice_split *split)
+			  struct pricerec *h, struct hostprice_split *split)
 {
 	host_price_locked(c, h);
 	hostprice_split(&c->host, h, devs, n, shares, split);
@@ -481,7 +484,7 @@ static void price_of_device(struct cost *c, const struct device *d, const struct
 static json_t *host_json(struct cost *c, const struct device *devs, size_t n)
 {
 	struct device_price *shares = xcalloc(n ? n : 1, sizeof(*shares));
-	struct hostprice h;
+	struct pricerec h;
 	struct hostprice_split split;
 	json_t *o;
 
@@ -497,7 +500,7 @@ static json_t *host_json(struct cost *c, const struct device *devs, size_t n)
 static struct device_price *shares_of(struct cost *c, const struct device *devs, size_t n)
 {
 	struct device_price *shares = xcalloc(n ? n : 1, sizeof(*shares));
-	struct hostprice h;
+	struct pricerec h;
 	struct hostprice_split split;
 
 	pthread_mutex_lock(&c->mu);
@@ -510,7 +513,7 @@ void cost_applied_prices(struct cost *c, const struct device *devs, size_t n, do
 			 struct cost_host_applied *host)
 {
 	struct device_price *shares = xcalloc(n ? n : 1, sizeof(*shares));
-	struct hostprice h;
+	struct pricerec h;
 	struct hostprice_split split;
 	const char *billing;
 
@@ -541,6 +544,7 @@ static json_t *price_json(const struct cost_price *p)
 	if (p->unit[0])
 		add_json(o, "unit", json_string(p->unit));
 	add_json(o, "source", json_string(p->source));
+	jsonval_set_as_of(o, p->as_of, clock_real_ms());
 	return o;
 }
 
@@ -789,6 +793,37 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/*
+ * "price_note" on doc when a built-in price used for a present device (of q's device, where it names one) is older
+ * than PRICEBOOK_STALE_DAYS: which, and how old.
+ */
+static void stale_note(struct cost *c, const struct device *devs, size_t n, const struct device_price *shares,
+		       const struct cost_query *q, json_t *doc)
+{
+	char oldest[16] = "", who[DEVICE_ID_MAX] = "", text[320];
+	int64_t now = clock_real_ms();
+	long age;
+
+	for (size_t i = 0; i < n; i++) {
+		struct cost_price p;
+
+		if (q->device != NULL && strcmp(q->device, devs[i].id) != 0)
+			continue;
+		price_of_device(c, &devs[i], &shares[i], &p);
+		if (p.as_of[0] != '\0' && (oldest[0] == '\0' || strcmp(p.as_of, oldest) < 0)) {
+			snprintf(oldest, sizeof(oldest), "%s", p.as_of);
+			snprintf(who, sizeof(who), "%s", devs[i].id);
+		}
+	}
+	age = clock_days_since(oldest, now);
+	if (oldest[0] == '\0' || age == LONG_MIN || age <= PRICEBOOK_STALE_DAYS)
+		return;
+	snprintf(text, sizeof(text), "a price used is %ld days old (device %s, as of %s), older than %d days: the cloud "
+		 "may bill otherwise now; set a current one with PUT /cost/prices", age, who, oldest,
+		 PRICEBOOK_STALE_DAYS);
+	add_json(doc, "price_note", json_string(text));
+}
+
 enum acceld_err cost_report(struct cost *c, const struct device *devs, size_t n, const struct cost_query *q,
 			    json_t **out)
 {
@@ -860,6 +895,7 @@ enum acceld_err cost_report(struct cost *c, const struct device *devs, size_t n,
 	add_json(doc, "totals", tot);
 	add_json(doc, "note", json_string("current prices applied to the whole window; allocated = time the device was "
 					  "present, utilized = that time weighted by utilization"));
+	stale_note(c, devs, n, shares, q, doc);
 	*out = doc;
 	list = NULL;
 out:

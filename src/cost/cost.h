@@ -81,6 +81,7 @@ struct cost_price {
 	char billing[12];           /* "spot" or "on_demand" */
 	char unit[16];
 	char source[320];           /* e.g. "api override (accelerator_type H100)", "built-in table: GCP ..." */
+	char as_of[16];             /* the date of a built-in figure ("2026-06-18"); "" an override or unknown */
 };
 
 /*

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "cost/hostprice.h"
 #include "cost/machines.h"
 #include "cost/pricebook.h"
+#include "cost/pricerec.h"
 #include "detect/specs.h"
 
 #define MAX_TOKENS 6
@@ -75,6 +75,9 @@ static const struct whole_shape {
 	{"m3-megamem-128", 128, 1952},     {"m3-ultramem-32", 32, 976},       {"m3-ultramem-64", 64, 1952},
 	{"m3-ultramem-128", 128, 3904},    {"n2-highmem-128", 128, 864},      {"c3-standard-192-metal", 192, 768},
 	{"c3-highmem-192-metal", 192, 1536}, {"c3-highcpu-192-metal", 192, 512},
+	/* c3d-highcpu past 16 vCPUs: 59 GiB per 30, not 2 per vCPU */
+	{"c3d-highcpu-30", 30, 59},        {"c3d-highcpu-60", 60, 118},       {"c3d-highcpu-90", 90, 177},
+	{"c3d-highcpu-180", 180, 354},     {"c3d-highcpu-360", 360, 708},
 };
 
 static const struct family *family_of(const char *name)
@@ -231,9 +234,9 @@ static void __attribute__((format(printf, 4, 5))) append(char *buf, size_t size,
 
 /* A price unknown here: NAN prices, and why in out->source ("no gce <name> in <region>" and the detail). */
 static enum gcetype_found lacking(enum gcetype_found found, const char *name, const char *region,
-				  struct hostprice *out, const char *detail)
+				  struct pricerec *out, const char *detail)
 {
-	hostprice_init(out);
+	pricerec_init(out);
 	if (found == GCETYPE_UNKNOWN)
 		snprintf(out->source, sizeof(out->source), "none: the price tables have no gce %.60s (in any region), "
 			 "region %.60s: %.120s", name, region, detail);
@@ -244,7 +247,7 @@ static enum gcetype_found lacking(enum gcetype_found found, const char *name, co
 }
 
 /* A shape priced per shape without a row here: known elsewhere or not at all. */
-static enum gcetype_found no_row(const char *name, const char *region, struct hostprice *out)
+static enum gcetype_found no_row(const char *name, const char *region, struct pricerec *out)
 {
 	if (machines_knows_type("gce", name))
 		return lacking(GCETYPE_NOT_HERE, name, region, out, "priced per shape, with no row in this region");
@@ -252,7 +255,7 @@ static enum gcetype_found no_row(const char *name, const char *region, struct ho
 }
 
 /* A shape's row: whole, with its accelerators' own price here where the tables give one. */
-static enum gcetype_found from_row(const struct machine *m, const struct gcetype *t, struct hostprice *out)
+static enum gcetype_found from_row(const struct machine *m, const struct gcetype *t, struct pricerec *out)
 {
 	const struct pricebook_unit *u = NULL;
 
@@ -274,7 +277,7 @@ static enum gcetype_found from_row(const struct machine *m, const struct gcetype
 
 /* A TPU host without a row: its chips at their price here. */
 static enum gcetype_found from_chips(const char *name, const char *region, const struct gcetype *t,
-				     struct hostprice *out)
+				     struct pricerec *out)
 {
 	const struct pricebook_unit *u = pricebook_tpu_chip(t->tpu_key, region);
 	char detail[80];
@@ -283,14 +286,14 @@ static enum gcetype_found from_chips(const char *name, const char *region, const
 		snprintf(detail, sizeof(detail), "no %s chip price there", t->tpu_key);
 		return lacking(GCETYPE_NOT_HERE, name, region, out, detail);
 	}
-	hostprice_init(out);
+	pricerec_init(out);
 	out->usd_per_hour = t->tpu_chips * u->usd_per_hour;
 	out->usd_per_hour_spot = t->tpu_chips * u->usd_per_hour_spot;
 	out->accelerators = t->tpu_chips;
 	snprintf(out->accelerator_key, sizeof(out->accelerator_key), "%s", t->tpu_key);
 	out->accelerator_usd_per_hour = u->usd_per_hour;
 	out->accelerator_usd_per_hour_spot = u->usd_per_hour_spot;
-	hostprice_add_source(out, u->source);
+	pricerec_add_source(out, u->source);
 	snprintf(out->source, sizeof(out->source), "built-in rates: gce %.60s %.60s = %u chips x %g USD/h (%s: %.60s, "
 		 "as of %.12s)", name, region, t->tpu_chips, u->usd_per_hour, t->tpu_key, u->source,
 		 pricebook_as_of(u->source));
@@ -299,7 +302,7 @@ static enum gcetype_found from_chips(const char *name, const char *region, const
 
 /* The GPUs attached to an n1, each at its price here, added to out; GCETYPE_PRICED or why not into detail. */
 static enum gcetype_found attach(const char *region, const struct cloud_gpus *gpus, size_t ngpus,
-				 struct hostprice *out, char *words, size_t wordsz, size_t *used, char *detail,
+				 struct pricerec *out, char *words, size_t wordsz, size_t *used, char *detail,
 				 size_t detailsz)
 {
 	for (size_t k = 0; k < ngpus; k++) {
@@ -327,7 +330,7 @@ static enum gcetype_found attach(const char *region, const struct cloud_gpus *gp
 			out->accelerator_usd_per_hour = out->accelerator_usd_per_hour_spot = NAN;
 		}
 		out->accelerators += gpus[k].count;
-		hostprice_add_source(out, u->source);
+		pricerec_add_source(out, u->source);
 		append(words, wordsz, used, " + %u x %s x %g USD/h (%.40s, as of %.12s)", gpus[k].count, s->key,
 		       u->usd_per_hour, u->source, pricebook_as_of(u->source));
 	}
@@ -335,7 +338,7 @@ static enum gcetype_found attach(const char *region, const struct cloud_gpus *gp
 }
 
 enum gcetype_found gcetype_price(const char *name, const char *region, const struct cloud_gpus *gpus, size_t ngpus,
-				 struct hostprice *out)
+				 struct pricerec *out)
 {
 	struct gcetype t;
 	const struct machine *m = machines_find("gce", name, region);
@@ -356,13 +359,13 @@ enum gcetype_found gcetype_price(const char *name, const char *region, const str
 		snprintf(detail, sizeof(detail), "no %s rates there", t.family);
 		return lacking(GCETYPE_NOT_HERE, name, region, out, detail);
 	}
-	hostprice_init(out);
+	pricerec_init(out);
 	out->vcpus = t.vcpus;
 	out->memory_gib = t.memory_gib;
 	out->lower_bound = t.custom;
 	out->usd_per_hour = t.vcpus * r->usd_per_vcpu_hour + t.memory_gib * r->usd_per_gib_hour;
 	out->usd_per_hour_spot = t.vcpus * r->usd_per_vcpu_hour_spot + t.memory_gib * r->usd_per_gib_hour_spot;
-	hostprice_add_source(out, r->source);
+	pricerec_add_source(out, r->source);
 	append(words, sizeof(words), &used, "built-in rates%s: gce %.60s %.60s = %g vCPU x %g", t.custom ?
 	       ", a lower bound" : "", name, region, t.vcpus, r->usd_per_vcpu_hour);
 	if (strcmp(r->fit, "vcpu-only") == 0)

@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cost/pricerec.h"
 #include "detect/cloud.h"
 
 struct gcetype {
@@ -54,6 +55,6 @@ enum gcetype_found {
  * the prices are NAN and out->source says what the tables lack.
  */
 enum gcetype_found gcetype_price(const char *name, const char *region, const struct cloud_gpus *gpus, size_t ngpus,
-				 struct hostprice *out);
+				 struct pricerec *out);
 
 #endif

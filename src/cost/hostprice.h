@@ -16,12 +16,18 @@
  *      share (the host price still shows), and each keeps its own table price, if any.
  *   2. The shape's accelerator part P is what its accelerators cost at those prices: the count and kind the tables
  *      name (8 x H100 for a3-highgpu-8g, the GPUs attached to an n1), or, where they name none, the listed ones.
- *   3. When P exceeds the host price H, every accelerator share is scaled by f = H / P; otherwise f = 1.
+ *   3. The CPU and memory C, split by resources: where the cloud prices the parts (GCE's VM part plus each GPU or
+ *      chip) C = H - the shape's accelerators at the cloud's price of one; on EC2 and Azure, the shape's vCPUs and
+ *      GiB at the unbundled families' rates in the region (pricerec.h's cpu_usd_per_hour, machines.h). When
+ *      0 < C < H the accelerators share the rest, f = (H - C) / P; else (nothing prices the CPU apart, or a TPU VM
+ *      billed per chip only) f = H / P when P exceeds H, otherwise 1.
  *   4. Each listed accelerator gets f x its weight; the CPU (cpu:0) gets the rest, H - f x P, never below 0.
  *      Accelerators of the shape that acceld does not list (hidden by CUDA_VISIBLE_DEVICES, or not granted to
  *      the container) keep their part, f x (P - listed weights), off every device: it is reported as
  *      "unlisted". When acceld lists every accelerator of the shape, the shares add up to H exactly.
- *   5. Spot: the same fractions (share / H) apply to the Spot host price, so Spot shares add up likewise.
+ *   5. Spot: split the same way on the Spot price with the Spot parts where C's Spot figure is known, else by the
+ *      on-demand fractions (share / H); either way the Spot shares add up to the Spot host price, and a device on
+ *      a Spot host is charged its Spot share.
  *
  * All prices are USD per hour; unknown is NAN, never 0.
  */
@@ -33,32 +39,35 @@
 
 #include <jansson.h>
 
+#include "cost/pricerec.h"
 #include "detect/cloud.h"
+#include "detect/detect.h"
 #include "detect/device.h"
 
-/* struct hostprice and struct hostprice_split, the records these functions fill, are cloud.h's (detection
- * carries them in its snapshots without knowing how they are worked out). */
-
-/* Sets h to "nothing known": prices, figures and hint NAN, no accelerators, no sources, empty words. */
-void hostprice_init(struct hostprice *h);
-
-/* Adds a source id to h->sources (once each; past HOSTPRICE_SOURCES left out), keeping the oldest of their dates
- * (sources.csv) in h->as_of. */
-void hostprice_add_source(struct hostprice *h, const char *id);
+/* How a host price was split. */
+struct hostprice_split {
+	bool split;                   /* shares were given (rule 1 did not stop it) */
+	double scale;                 /* f */
+	double cpu_usd_per_hour;      /* the CPU's share; NAN when not split */
+	double accelerators_usd_per_hour; /* the listed accelerators' shares together */
+	double unlisted_usd_per_hour; /* the part of the shape's accelerators acceld does not list */
+	double devices_usd_per_hour;  /* every listed device's share together */
+	char rule[280];               /* the rule in words, or why there is no split */
+};
 
 /*
  * The built-in price of the host from the price tables (see above), into out (set whole). Without a known host
  * (not a cloud, metadata failed) or a price for its shape in its region, the prices stay NAN and source says why,
  * with the nearest region's price as a hint (hint_*) where the tables price the shape elsewhere.
  */
-void hostprice_from_table(const struct cloud_host *host, struct hostprice *out);
+void hostprice_from_table(const struct cloud_host *host, struct pricerec *out);
 
 /*
  * Splits h over devs[0..n) (see above) into shares[0..n): the share of each device, with unit "host share" and
  * a source naming the host. A device without a share (no split, or no host price) gets NAN prices and an empty
  * source. info (may be NULL) receives the totals and the rule.
  */
-void hostprice_split(const struct cloud_host *host, const struct hostprice *h, const struct device *devs, size_t n,
+void hostprice_split(const struct cloud_host *host, const struct pricerec *h, const struct device *devs, size_t n,
 		     struct device_price *shares, struct hostprice_split *info);
 
 /*
@@ -74,17 +83,20 @@ double hostprice_applied(int spot, double usd_per_hour, double usd_per_hour_spot
  * memory_gib of the shape, accelerators and accelerator (their key) with accelerator_usd_per_hour(_spot),
  * lower_bound (true: a GCE custom shape), hint (region, usd_per_hour, usd_per_hour_spot: not this host's price).
  */
-json_t *hostprice_json(const struct cloud_host *host, const struct hostprice *h, const struct hostprice_split *s);
+json_t *hostprice_json(const struct cloud_host *host, const struct pricerec *h, const struct hostprice_split *s);
 
 /*
  * Applies the built-in split to devs in place: every device with a share gets it as its price (the others keep
  * their table price). Fills info (may be NULL) and h (may be NULL) with what was used.
  */
-void hostprice_apply_builtin(const struct cloud_host *host, struct device *devs, size_t n, struct hostprice *h,
+void hostprice_apply_builtin(const struct cloud_host *host, struct device *devs, size_t n, struct pricerec *h,
 			     struct hostprice_split *info);
 
-/* The registry's host pricing (a detect_price_fn, detect.h): hostprice_apply_builtin, then the "host" document. */
+/*
+ * The registry's host pricing (a detect_price_fn, detect.h): hostprice_apply_builtin, what the snapshot keeps of it
+ * into price, then the "host" document.
+ */
 json_t *hostprice_for_registry(void *ctx, const struct cloud_host *host, struct device *devs, size_t n,
-			       struct hostprice *price, struct hostprice_split *split);
+			       struct detect_host_price *price);
 
 #endif

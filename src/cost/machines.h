@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 
+#include "cost/pricerec.h"
 #include "detect/cloud.h"
 
 struct machine {
@@ -44,7 +45,18 @@ const struct machine *machines_find(const char *cloud, const char *instance_type
 /* Whether the tables have the instance type in any region (to tell "unknown shape" from "unknown region"). */
 int machines_knows_type(const char *cloud, const char *instance_type);
 
-/* Sets out whole (hostprice_init, then the row's prices, shape, accelerators, source and date, and words). */
-void machines_price(const struct machine *m, struct hostprice *out);
+/* Sets out whole (pricerec_init, then the row's prices, shape, accelerators, source and date, and words). */
+void machines_price(const struct machine *m, struct pricerec *out);
+
+/*
+ * What the CPU and memory of a shape bundling accelerators (vcpus, memory_gib) cost without them in this cloud and
+ * region: vcpus x a + memory_gib x b, with per-vCPU and per-GiB rates fitted to the sizes of the cloud's unbundled
+ * compute, general-purpose and memory families of one generation in the region (EC2 c6i, m6i, r6i; Azure Fsv2,
+ * Dsv5, Esv5: between them the nearest unbundled family of any GiB per vCPU), on demand and Spot (NAN where they
+ * have no Spot price). Where the region lacks them, the rates of the cloud's reference region (us-east-1, eastus)
+ * stand in. Returns the region whose rates were used, or NULL (both prices NAN: a cloud without such families).
+ */
+const char *machines_unbundled(const char *cloud, const char *region, double vcpus, double memory_gib,
+			       double *usd_per_hour, double *usd_per_hour_spot);
 
 #endif

@@ -18,7 +18,7 @@ enum rate_col {
 };
 enum gpu_col { G_KEY, G_REGION, G_USD, G_USD_SPOT, G_NAME, G_SOURCE, G_COLS };
 enum chip_col { T_KEY, T_REGION, T_USD, T_USD_SPOT, T_SLICE, T_SOURCE, T_COLS };
-enum source_col { S_ID, S_DESCRIPTION, S_URL, S_PATH, S_VERSION, S_AS_OF, S_COLS };
+enum source_col { S_ID, S_DESCRIPTION, S_URL, S_PATH, S_VERSION, S_AS_OF, S_KEY, S_COLS };
 
 /* Parsed once; the strings point into writable copies of the embedded CSVs. */
 static char rates_text[sizeof(gce_rates_csv)], gpus_text[sizeof(gce_gpus_csv)], chips_text[sizeof(tpu_chips_csv)],
@@ -64,7 +64,7 @@ static void parse_rates(void)
 		r->usd_per_vcpu_hour_spot = csv_number(cols[R_VCPU_SPOT]);
 		r->usd_per_gib_hour_spot = csv_number(cols[R_GIB_SPOT]);
 		r->fit = cols[R_FIT];
-		r->source = cols[R_SOURCE];
+		r->source = pricebook_source_id(cols[R_SOURCE]);
 		nrates++;
 	}
 }
@@ -85,7 +85,7 @@ static size_t parse_units(char *text, const unsigned char *csv, size_t size, str
 		u[count].region = cols[G_REGION];
 		u[count].usd_per_hour = csv_number(cols[G_USD]);
 		u[count].usd_per_hour_spot = csv_number(cols[G_USD_SPOT]);
-		u[count].source = cols[G_SOURCE];
+		u[count].source = pricebook_source_id(cols[G_SOURCE]);
 		count++;
 	}
 	*out = u;
@@ -104,18 +104,20 @@ static void parse_sources(void)
 	while (next_record(&p, cols, S_COLS)) {
 		sources[nsources] = (struct pricebook_source){.id = cols[S_ID], .description = cols[S_DESCRIPTION],
 							      .url = cols[S_URL], .version = cols[S_VERSION],
-							      .as_of = cols[S_AS_OF]};
+							      .as_of = cols[S_AS_OF], .key = cols[S_KEY]};
 		nsources++;
 	}
 }
 
+static pthread_once_t sources_once = PTHREAD_ONCE_INIT;
+
 static void parse_all(void)
 {
 	_Static_assert((int)T_COLS == (int)G_COLS && (int)T_SOURCE == (int)G_SOURCE, "GPU and chip tables align");
+	pthread_once(&sources_once, parse_sources);
 	parse_rates();
 	ngpus = parse_units(gpus_text, gce_gpus_csv, sizeof(gpus_text), &gpus);
 	nchips = parse_units(chips_text, tpu_chips_csv, sizeof(chips_text), &chips);
-	parse_sources();
 }
 
 const struct pricebook_rate *pricebook_gce_rates(size_t *n)
@@ -141,7 +143,7 @@ const struct pricebook_unit *pricebook_tpu_chips(size_t *n)
 
 const struct pricebook_source *pricebook_sources(size_t *n)
 {
-	pthread_once(&once, parse_all);
+	pthread_once(&sources_once, parse_sources);
 	*n = nsources;
 	return sources;
 }
@@ -193,9 +195,21 @@ const struct pricebook_source *pricebook_source(const char *id)
 	return NULL;
 }
 
+const char *pricebook_source_id(const char *key)
+{
+	size_t n;
+	const struct pricebook_source *t = pricebook_sources(&n);
+
+	for (size_t i = 0; key != NULL && i < n; i++)
+		if (strcmp(t[i].key, key) == 0)
+			return t[i].id;
+	return key;
+}
+
 const char *pricebook_as_of(const char *id)
 {
 	const struct pricebook_source *s = pricebook_source(id);
 
 	return s != NULL ? s->as_of : "";
 }
+

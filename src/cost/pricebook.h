@@ -7,7 +7,8 @@
  *   gce_gpus.csv    GCE GPUs per GPU-hour and region: those attached to n1 (T4, V100, P100, P4) and the GPU part of
  *                   the shapes that bundle them (L4, A100, H100, H200, B200).
  *   tpu_chips.csv   TPU VMs per chip-hour by generation and region.
- *   sources.csv     each source id the rows name, spelled out (what, where, version, date).
+ *   sources.csv     each source the rows name, spelled out (what, where, version, date), and the short key the
+ *                   rows name it by (a row says "cy", the answers "cyclenerd-gce@fd66b26f").
  *
  * The per-shape tables (gce_shapes.csv, aws.csv, azure.csv) are machines.h's. Each table is parsed once, on first
  * use, into storage that lives as long as the process. Unknown figures are NAN: an empty cell is never read as 0.
@@ -46,6 +47,7 @@ struct pricebook_source {
 	const char *url;              /* "" where the figures are computed, not read */
 	const char *version;
 	const char *as_of;
+	const char *key;              /* what the tables' rows name it by: "cy" */
 };
 
 /* Every row of each table; *n receives the count. Never fails (a malformed row is left out). */
@@ -66,8 +68,15 @@ const struct pricebook_unit *pricebook_tpu_chip(const char *key, const char *reg
 /* The source with this id, or NULL. */
 const struct pricebook_source *pricebook_source(const char *id);
 
+/* The id of the source the tables' rows name by key ("cy" -> "cyclenerd-gce@fd66b26f"); key itself when no source
+ * has that key. */
+const char *pricebook_source_id(const char *key);
+
 /* The date of the figures of the source with this id ("2026-11-24"), "" for an id sources.csv lacks: a row's date
  * is its source's, said once there. */
 const char *pricebook_as_of(const char *id);
+
+/* A price older than this many days is flagged where it is used (GET /cost). */
+#define PRICEBOOK_STALE_DAYS 180
 
 #endif

@@ -139,37 +139,4 @@ void cloud_get(struct cloud *c, struct cloud_host *out);
 /* Waits for the thread (at most the budget) and frees; NULL is allowed. */
 void cloud_free(struct cloud *c);
 
-#define HOSTPRICE_SOURCES 2 /* price sources one host price may combine: a VM part and its GPUs */
-
-/* The host's price and where it came from (hostprice.h fills it). */
-struct hostprice {
-	double usd_per_hour;          /* the whole host on demand; NAN unknown */
-	double usd_per_hour_spot;     /* NAN unknown */
-	unsigned accelerators;        /* accelerators of the shape, or attached to it (GCE n1); 0 none or unknown */
-	char accelerator_key[32];     /* their accelerator table row, "" unknown */
-	double accelerator_usd_per_hour;      /* the cloud's own price of one of them where the price tables give it
-					       * apart (GCE GPUs, TPU chips); NAN elsewhere */
-	double accelerator_usd_per_hour_spot; /* NAN unknown */
-	double vcpus;                 /* the shape's vCPUs and memory (from its name or row); NAN unknown */
-	double memory_gib;
-	bool lower_bound;             /* a GCE custom shape priced at predefined rates: Google bills it higher */
-	char sources[HOSTPRICE_SOURCES][48]; /* ids of the price sources used (db/prices/sources.csv); "" none */
-	char as_of[16];               /* the oldest date of the figures used, "2026-02-24"; "" none */
-	char hint_region[CLOUD_NAME_MAX];   /* price unknown here: the nearest region the tables price the shape in */
-	double hint_usd_per_hour;     /* the shape's prices there: a hint, never this host's price; NAN none */
-	double hint_usd_per_hour_spot;
-	char source[320];             /* "built-in table: ...", "built-in rates: ...", "api override (...)" */
-};
-
-/* How a host price was split. */
-struct hostprice_split {
-	bool split;                   /* shares were given (rule 1 did not stop it) */
-	double scale;                 /* f */
-	double cpu_usd_per_hour;      /* the CPU's share; NAN when not split */
-	double accelerators_usd_per_hour; /* the listed accelerators' shares together */
-	double unlisted_usd_per_hour; /* the part of the shape's accelerators acceld does not list */
-	double devices_usd_per_hour;  /* every listed device's share together */
-	char rule[200];               /* the rule in words, or why there is no split */
-};
-
 #endif

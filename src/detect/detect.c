@@ -399,11 +399,8 @@ static struct snap *snap_build(struct detect *det, const struct probe_result *re
 	if (det->host_known) {
 		s->host = det->host;
 		s->pub.host = &s->host;
-		s->pub.host_price = (struct hostprice){.usd_per_hour = NAN, .usd_per_hour_spot = NAN};
-		s->pub.host_split = (struct hostprice_split){.cpu_usd_per_hour = NAN};
-		host_doc = det->price ? det->price(det->price_ctx, &s->host, s->devs, n, &s->pub.host_price,
-						   &s->pub.host_split)
-				      : NULL;
+		s->pub.host_price = (struct detect_host_price){.usd_per_hour = NAN, .usd_per_hour_spot = NAN};
+		host_doc = det->price ? det->price(det->price_ctx, &s->host, s->devs, n, &s->pub.host_price) : NULL;
 	}
 	s->probes = xcalloc(det->nprobes + 1, sizeof(*s->probes));
 	s->pub.generation = ++det->generation;

@@ -25,6 +25,14 @@ struct detect_probe_status {
 };
 
 /* An immutable view of the devices. Take it with detect_acquire, give it back with detect_release. */
+/* What a snapshot carries of the host's price (cost's hostprice.h works it out; detection only keeps it). */
+struct detect_host_price {
+	double usd_per_hour;          /* the whole host on demand; NAN unknown */
+	double usd_per_hour_spot;     /* NAN unknown */
+	char source[320];             /* where the price came from, or why it is unknown, in words */
+	char split_rule[280];         /* how it was split over the devices, or why not */
+};
+
 struct detect_snapshot {
 	const struct device *devices; /* ordered: cpu:0, gpu:0.., tpu:0.. */
 	size_t n;
@@ -38,8 +46,7 @@ struct detect_snapshot {
 	double refresh_ms;            /* how long the refresh that built this snapshot took */
 	bool full;                    /* built by a full probe (true) or a telemetry refresh (false) */
 	const struct cloud_host *host; /* what the host is (detect_set_host); NULL until it is known */
-	struct hostprice host_price;  /* the host's built-in price and its split, when host is not NULL */
-	struct hostprice_split host_split;
+	struct detect_host_price host_price; /* the host's built-in price and its split, when host is not NULL */
 };
 
 /*
@@ -59,11 +66,11 @@ typedef bool (*detect_executable_fn)(void *ctx, const struct device *dev);
 void detect_set_executable(struct detect *det, detect_executable_fn fn, void *ctx);
 
 /*
- * Prices the host for a snapshot: fills price and split, gives each device of devs its share (device.price), and
+ * Prices the host for a snapshot: fills price (what detection carries of it), gives each device of devs its share (device.price), and
  * returns the "host" document of GET /devices (new reference). How is cost's (hostprice.h); detection only calls it.
  */
 typedef json_t *(*detect_price_fn)(void *ctx, const struct cloud_host *host, struct device *devs, size_t n,
-				   struct hostprice *price, struct hostprice_split *split);
+				   struct detect_host_price *price);
 
 /*
  * Tells the registry what the host is (cloud.h; copied) and how to price it (price may be NULL: unpriced): every

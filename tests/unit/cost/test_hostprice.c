@@ -161,12 +161,13 @@ START_TEST(hosts_on_each_cloud)
 		 "Standard_D8s_v5"},
 		{CLOUD_AZURE, "Standard_E4ds_v5", "eastus2", 0.288, 0.03744, "skypilot-azure@098741e7", "azure"},
 		/* GCE: predefined from rates, shared-core and bundled rows, a vCPU-only family, a TPU host */
-		{CLOUD_GCE, "n2-standard-2", "us-central1", 2 * 0.031611 + 8 * 0.004237, 2 * 0.01119 + 8 * 0.001499,
-		 "cocalc-gcp@1.17.0", "= 2 vCPU x 0.031611 + 8 GiB x 0.004237 USD/h (n2 rates"},
-		{CLOUD_GCE, "e2-medium", "us-central1", 0.03350571, 0.013396, "cocalc-gcp@1.17.0",
+		{CLOUD_GCE, "n2-standard-2", "us-central1", 2 * 0.031611 + 8 * 0.004237, 2 * 0.01499 + 8 * 0.00201,
+		 "cyclenerd-gce@fd66b26f", "= 2 vCPU x 0.031611 + 8 GiB x 0.004237 USD/h (n2 rates"},
+		{CLOUD_GCE, "e2-medium", "us-central1", 0.03350571, 0.020106, "cyclenerd-gce@fd66b26f",
 		 "built-in table: gce"},
-		{CLOUD_GCE, "g2-standard-16", "us-central1", 1.147208, 0.458044, "cocalc-gcp@1.17.0", "g2-standard-16"},
-		{CLOUD_GCE, "c2-standard-8", "us-central1", 8 * 0.052202, 8 * 0.013404, "cocalc-gcp@1.17.0",
+		{CLOUD_GCE, "g2-standard-16", "us-central1", 1.147208, 0.644944, "cyclenerd-gce@fd66b26f",
+		 "g2-standard-16"},
+		{CLOUD_GCE, "c2-standard-8", "us-central1", 8 * 0.052202, 8 * 0.02492, "cyclenerd-gce@fd66b26f",
 		 "memory included"},
 		{CLOUD_GCE, "ct6e-standard-4t", "us-central1", 10.8, 2.59332, "skypilot-gcp@017e2502",
 		 "as of 2026-11-24"},
@@ -174,7 +175,7 @@ START_TEST(hosts_on_each_cloud)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct cloud_host h = host_of(cases[i].cloud, cases[i].type, cases[i].region);
-		struct hostprice hp;
+		struct pricerec hp;
 
 		hostprice_from_table(&h, &hp);
 		ck_assert_msg(fabs(hp.usd_per_hour - cases[i].usd) < 1e-9, "%s: %g", cases[i].type, hp.usd_per_hour);
@@ -198,8 +199,8 @@ END_TEST
 START_TEST(n1_with_attached_gpus)
 {
 	struct cloud_host h = host_of(CLOUD_GCE, "n1-standard-8", "us-central1");
-	double vm = 8 * 0.031611 + 30 * 0.004237, vm_spot = 8 * 0.00744 + 30 * 0.000954;
-	struct hostprice hp;
+	double vm = 8 * 0.031611 + 30 * 0.004237, vm_spot = 8 * 0.01115 + 30 * 0.001494;
+	struct pricerec hp;
 	struct hostprice_split s;
 	struct device d[3];
 	struct device_price p[3];
@@ -271,7 +272,7 @@ START_TEST(pci_bus_names_the_attached_gpus)
 {
 	char root[] = "/tmp/acceld-pci-XXXXXX";
 	struct cloud_host h = host_of(CLOUD_GCE, "n1-highmem-8", "europe-west4");
-	struct hostprice hp;
+	struct pricerec hp;
 	char cmd[600];
 
 	ck_assert_ptr_nonnull(mkdtemp(root));
@@ -307,7 +308,7 @@ END_TEST
 START_TEST(shares_add_up)
 {
 	struct cloud_host h = host_of(CLOUD_AWS, "g6.12xlarge", "us-east-1");
-	struct hostprice hp;
+	struct pricerec hp;
 	struct hostprice_split s;
 	struct device d[5];
 	struct device_price p[5];
@@ -334,15 +335,21 @@ START_TEST(shares_add_up)
 	for (int i = 0; i < 5; i++)
 		sum += p[i].usd_per_hour_spot;
 	ck_assert_double_eq_tol(sum, 1.5, 1e-9);
-	ck_assert_double_eq_tol(p[1].usd_per_hour, 0.56, 1e-9);
-	ck_assert_double_eq_tol(p[0].usd_per_hour, 4.6016 - 4 * 0.56, 1e-9);
+	/* EC2 does not price the parts: the CPU and memory (48 vCPUs, 192 GiB) at the rates of the unbundled c6i,
+	 * m6i and r6i sizes in the region (4 GiB per vCPU: close to what an m6i.12xlarge costs), the L4s the rest */
+	ck_assert_str_eq(hp.cpu_like, "c6i/m6i/r6i rates in us-east-1");
+	ck_assert_double_eq_tol(hp.cpu_usd_per_hour, machines_find("aws", "m6i.12xlarge", "us-east-1")->usd_per_hour,
+				0.05 * hp.cpu_usd_per_hour);
+	ck_assert_double_eq_tol(p[0].usd_per_hour, hp.cpu_usd_per_hour, 1e-9);
+	ck_assert_double_eq_tol(p[1].usd_per_hour, (4.6016 - hp.cpu_usd_per_hour) / 4, 1e-9);
 	ck_assert_double_eq_tol(s.unlisted_usd_per_hour, 0, 1e-12);
 	ck_assert_str_eq(p[1].unit, "host share");
-	ck_assert_ptr_nonnull(strstr(s.rule, "table prices"));
+	ck_assert_str_eq(p[1].as_of, hp.as_of);
+	ck_assert_ptr_nonnull(strstr(s.rule, "unbundled"));
 	/* two of the four GPUs hidden: their part stays off the devices, not on the CPU */
 	hostprice_split(&h, &hp, d, 3, p, &s);
-	ck_assert_double_eq_tol(p[0].usd_per_hour, 4.6016 - 4 * 0.56, 1e-9);
-	ck_assert_double_eq_tol(s.unlisted_usd_per_hour, 2 * 0.56, 1e-9);
+	ck_assert_double_eq_tol(p[0].usd_per_hour, hp.cpu_usd_per_hour, 1e-9);
+	ck_assert_double_eq_tol(s.unlisted_usd_per_hour, (4.6016 - hp.cpu_usd_per_hour) / 2, 1e-9);
 	ck_assert_double_eq_tol(s.devices_usd_per_hour + s.unlisted_usd_per_hour, 4.6016, 1e-9);
 	/* a GCE g2: the L4 weighs GCE's own L4 price in the region, the CPU gets the VM part */
 	h = host_of(CLOUD_GCE, "g2-standard-4", "us-central1");
@@ -356,7 +363,7 @@ END_TEST
 START_TEST(accelerators_beyond_the_host_price_are_scaled)
 {
 	struct cloud_host h = host_of(CLOUD_AWS, "p5.48xlarge", "us-east-1");
-	struct hostprice hp;
+	struct pricerec hp;
 	struct hostprice_split s;
 	struct device d[2];
 	struct device_price p[2];
@@ -364,8 +371,16 @@ START_TEST(accelerators_beyond_the_host_price_are_scaled)
 	cpu(&d[0]);
 	gpu(&d[1], "gpu:0", "nvidia-h100-sxm");
 	hostprice_from_table(&h, &hp);
-	/* 8 x H100 at the table's 10.98 = 87.84 > 55.04 (the price since AWS's 2025 cut): all scaled */
+	/* 8 x H100 at the table's 10.98 = 87.84 > 55.04 (the price since AWS's 2025 cut): the CPU and memory still
+	 * cost what an unbundled shape's rate says, the H100s share the rest */
 	ck_assert_double_eq_tol(hp.usd_per_hour, 55.04, 1e-9);
+	hostprice_split(&h, &hp, d, 2, p, &s);
+	ck_assert(p[0].usd_per_hour > 0);
+	ck_assert_double_eq_tol(p[0].usd_per_hour, hp.cpu_usd_per_hour, 1e-9);
+	ck_assert_double_eq_tol(p[1].usd_per_hour, (55.04 - hp.cpu_usd_per_hour) / 8, 1e-9);
+	ck_assert_double_eq_tol(s.scale, (55.04 - hp.cpu_usd_per_hour) / 87.84, 1e-12);
+	/* where no unbundled shape prices the CPU: everything scales to fit */
+	hp.cpu_usd_per_hour = hp.cpu_usd_per_hour_spot = NAN;
 	hostprice_split(&h, &hp, d, 2, p, &s);
 	ck_assert_double_eq_tol(s.scale, 55.04 / 87.84, 1e-12);
 	ck_assert_double_eq_tol(p[0].usd_per_hour, 0, 1e-12);
@@ -382,7 +397,7 @@ END_TEST
 START_TEST(no_weight_no_split)
 {
 	struct cloud_host h = host_of(CLOUD_AZURE, "Standard_NC40ads_H100_v5", "eastus");
-	struct hostprice hp;
+	struct pricerec hp;
 	struct hostprice_split s;
 	struct device d[2];
 	struct device_price p[2];
@@ -413,9 +428,9 @@ START_TEST(unknowns_name_the_nearest_region)
 	} cases[] = {
 		/* EC2 outside the regions read: Sao Paulo's nearest is us-east-1 */
 		{CLOUD_AWS, "m6i.large", "sa-east-1", "us-east-1", "no aws m6i.large in sa-east-1", 0.096},
-		/* Azure Europe and Asia are missing: Tokyo's nearest priced F8s_v2 is in Washington state */
-		{CLOUD_AZURE, "Standard_F8s_v2", "japaneast", "westus2", "no azure Standard_F8s_v2 in japaneast",
-		 0.338},
+		/* Azure outside the US and four regions is missing: Seoul's nearest priced F8s_v2 is in Tokyo */
+		{CLOUD_AZURE, "Standard_F8s_v2", "koreacentral", "japaneast", "no azure Standard_F8s_v2 in koreacentral",
+		 0.428},
 		/* GCE: n1 rates in Osaka, but no T4 price there: Tokyo has both */
 		{CLOUD_GCE, "n1-standard-8", "asia-northeast2", "asia-northeast1", "no nvidia-t4 price there", NAN},
 		/* a region the region table does not know yet: its namesakes */
@@ -427,7 +442,7 @@ START_TEST(unknowns_name_the_nearest_region)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct cloud_host h = host_of(cases[i].cloud, cases[i].type, cases[i].region);
-		struct hostprice hp;
+		struct pricerec hp;
 
 		if (strcmp(cases[i].type, "n1-standard-8") == 0) {
 			h.npci_gpus = 1;
@@ -454,7 +469,7 @@ START_TEST(unknowns_name_the_nearest_region)
 		struct cloud_host h = host_of(strcmp(unknown[i][0], "aws") == 0 ? CLOUD_AWS :
 					      strcmp(unknown[i][0], "gce") == 0 ? CLOUD_GCE : CLOUD_AZURE,
 					      unknown[i][1], "us-east1");
-		struct hostprice hp;
+		struct pricerec hp;
 
 		hostprice_from_table(&h, &hp);
 		ck_assert(isnan(hp.usd_per_hour));
@@ -467,7 +482,7 @@ END_TEST
 START_TEST(applied_price_and_json)
 {
 	struct cloud_host h = host_of(CLOUD_GCE, "ct6e-standard-4t", "us-central1");
-	struct hostprice hp;
+	struct pricerec hp;
 	struct hostprice_split s;
 	struct device d[1];
 	const char *billing;

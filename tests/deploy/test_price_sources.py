@@ -1,0 +1,80 @@
+"""The price tables against the source files kept in tools/prices/src (the SkyPilot v7 AWS and Azure extracts, and
+Karpenter's AWS list): every (shape, region) a table answers from one of them is that file's price within 1 %, on
+demand and Spot. The other sources have tests of their own: Cyclenerd's GCE file through its reference fixture
+(tests/unit/cost/test_gcetype.c), Karpenter's Azure list and SkyPilot's v8 AWS rows in tests/unit/cost/test_machines.c.
+Rows computed, not read (aws-scaled), are checked by build.py's leave-one-out check instead."""
+import csv
+import os
+import sys
+import unittest
+
+from harness import ROOT
+
+TOOLS = os.path.join(ROOT, "tools", "prices")
+sys.path.insert(0, TOOLS)
+import build  # noqa: E402
+
+SRC = os.path.join(TOOLS, "src")
+AWS_V7 = [os.path.join(SRC, f) for f in ("skypilot-aws-v7-001367d2.tx", "skypilot-aws-v7-001367d2-b.tx",
+                                         "skypilot-aws-v7-001367d2-c.tx", "skypilot-aws-v7-001367d2-d.tx")]
+AZURE_V6 = [os.path.join(SRC, f) for f in ("skypilot-azure-v6-098741e7.tx", "skypilot-azure-v6-098741e7-b.tx")]
+KARPENTER_AWS = [os.path.join(SRC, "karpenter-aws-031e72b6.txt")]
+
+
+def table(name):
+    with open(os.path.join(ROOT, "db", "prices", name + ".csv"), newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def key_of(source_id):
+    return next(s["key"] for s in table("sources") if s["source"] == source_id)
+
+
+def by_type_region(paths):
+    """(type, region) -> the catalog's row, as build.py collapses it (the first with a price)."""
+    out = {}
+    for (it, acc, cnt, region), r in build.read_skypilot(paths).items():
+        cur = out.get((it, region))
+        if it and (cur is None or (cur["price"] is None and r["price"] is not None)):
+            out[(it, region)] = r
+    return out
+
+
+class PriceSources(unittest.TestCase):
+    def within(self, got, want, what):
+        self.assertLessEqual(abs(got - want), 0.01 * want, f"{what}: table {got}, source {want}")
+
+    def check_catalog(self, name, paths, source_id, least):
+        src = by_type_region(paths)
+        key = key_of(source_id)
+        rows = [r for r in table(name) if r["source"] == key]
+        self.assertGreaterEqual(len(rows), least)
+        spots = 0
+        for r in rows:
+            s = src.get((r["instance_type"], r["region"]))
+            what = f"{r['instance_type']} {r['region']}"
+            self.assertIsNotNone(s, what)
+            self.within(float(r["usd_per_hour"]), s["price"], what)
+            if r["usd_per_hour_spot"]:
+                self.within(float(r["usd_per_hour_spot"]), s["spot"], what + " Spot")
+                spots += 1
+        return spots
+
+    def test_skypilot_aws_v7(self):
+        self.assertGreater(self.check_catalog("aws", AWS_V7, build.SRC_SP_AWS, 2000), 1500)
+
+    def test_skypilot_azure_v6(self):
+        self.assertGreater(self.check_catalog("azure", AZURE_V6, build.SRC_SP_AZURE, 5000), 4000)
+
+    def test_karpenter_aws(self):
+        karp = build.read_karpenter(KARPENTER_AWS)
+        rows = [r for r in table("aws") if r["source"] == key_of(build.SRC_KARPENTER)]
+        self.assertGreaterEqual(len(rows), 700)
+        for r in rows:
+            self.assertEqual(r["region"], "us-east-1")
+            self.within(float(r["usd_per_hour"]), karp[r["instance_type"]], r["instance_type"])
+            self.assertEqual(r["usd_per_hour_spot"], "", r["instance_type"])  # the list has no Spot prices
+
+
+if __name__ == "__main__":
+    unittest.main()
