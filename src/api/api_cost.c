@@ -237,18 +237,19 @@ void api_cost_prices_put(struct app *app, struct http_req *req, struct http_resp
 	static const char *const fields[] = {"currency", "prices", NULL};
 	struct store_price *v = NULL;
 	size_t n = 0;
-	enum reason fault;
-	const char *accepted;
-	char path[128], why[160];
+	struct refusal why = {.err = ACCELD_OK};
 	struct prices_put *put;
 
 	if (!http_req_check_query_body(req, resp, allowed, fields) || !http_req_check_body(req, resp, fields))
 		return;
-	if (cost_parse_prices(req->json, &v, &n, &fault, &accepted, path, sizeof(path), why, sizeof(why)) !=
-	    ACCELD_OK) {
-		http_resp_bad_field(resp, fault, path, "%s", why);
-		if (accepted != NULL)
-			http_resp_accepted(resp, accepted);
+	if (cost_parse_prices(req->json, &v, &n, &why) != ACCELD_OK) {
+		json_t *accepted = json_object_get(why.extra, "accepted");
+
+		http_resp_bad_field(resp, why.reason, json_string_value(json_object_get(why.extra, "path")), "%s",
+				    why.detail);
+		if (accepted != NULL && json_is_object(resp->json))
+			json_object_set(resp->json, "accepted", accepted);
+		refusal_release(&why);
 		return;
 	}
 	/* answered once the prices are committed (at once with recorded false while the database fails) */

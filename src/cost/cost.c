@@ -40,43 +40,43 @@ static int add_json(json_t *o, const char *key, json_t *v)
 
 /* --- the prices document --- */
 
-/*
- * Where a prices document is wrong: the fault, the names the field takes when they form a set, the JSON path and the
- * detail (the out-parameters of the parse).
- */
-struct price_fault {
-	enum reason *reason;        /* may be NULL */
-	const char **accepted;      /* may be NULL */
-	char *path;
-	size_t pathsz;
-	char *why;
-	size_t whysz;
-};
-
 #define ENTRY_FIELDS "device, accelerator_type, type, instance_type, usd_per_hour, usd_per_hour_spot, unit, note"
 #define DOCUMENT_FIELDS "currency, prices"
 #define TYPE_NAMES "cpu, gpu, tpu"
 
-/* Fills the fault; names is what the field takes (", "-separated) when that is a set, else NULL. */
-static enum acceld_err vbad(const struct price_fault *f, enum reason r, const char *p, const char *names,
-			    const char *fmt, va_list ap) __attribute__((format(printf, 5, 0)));
+/*
+ * Fills the refusal: its reason and detail, and as members the JSON path p and, when the field takes a set of names
+ * (names, ", "-separated), `accepted`.
+ */
+static enum acceld_err vbad(struct refusal *f, enum reason r, const char *p, const char *names, const char *fmt,
+			    va_list ap) __attribute__((format(printf, 5, 0)));
 
-static enum acceld_err vbad(const struct price_fault *f, enum reason r, const char *p, const char *names,
-			    const char *fmt, va_list ap)
+static enum acceld_err vbad(struct refusal *f, enum reason r, const char *p, const char *names, const char *fmt,
+			    va_list ap)
 {
-	if (f->reason != NULL)
-		*f->reason = r;
-	if (f->accepted != NULL)
-		*f->accepted = names;
-	snprintf(f->path, f->pathsz, "%s", p);
-	vsnprintf(f->why, f->whysz, fmt, ap);
+	f->err = ACCELD_EINVAL;
+	f->reason = r;
+	vsnprintf(f->detail, sizeof(f->detail), fmt, ap);
+	json_decref(f->extra);
+	f->extra = json_pack("{s:s}", "path", p);
+	if (names != NULL) {
+		json_t *list = json_array();
+
+		for (const char *n = names; *n != '\0'; n += strspn(n, ", ")) {
+			size_t len = strcspn(n, ",");
+
+			json_array_append_new(list, json_stringn(n, len));
+			n += len;
+		}
+		json_object_set_new(f->extra, "accepted", list);
+	}
 	return ACCELD_EINVAL;
 }
 
-static enum acceld_err bad(const struct price_fault *f, enum reason r, const char *p, const char *fmt, ...)
+static enum acceld_err bad(struct refusal *f, enum reason r, const char *p, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-static enum acceld_err bad(const struct price_fault *f, enum reason r, const char *p, const char *fmt, ...)
+static enum acceld_err bad(struct refusal *f, enum reason r, const char *p, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -86,10 +86,10 @@ static enum acceld_err bad(const struct price_fault *f, enum reason r, const cha
 	return ACCELD_EINVAL;
 }
 
-static enum acceld_err bad_among(const struct price_fault *f, enum reason r, const char *p, const char *names,
+static enum acceld_err bad_among(struct refusal *f, enum reason r, const char *p, const char *names,
 				 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
-static enum acceld_err bad_among(const struct price_fault *f, enum reason r, const char *p, const char *names,
+static enum acceld_err bad_among(struct refusal *f, enum reason r, const char *p, const char *names,
 				 const char *fmt, ...)
 {
 	va_list ap;
@@ -100,7 +100,7 @@ static enum acceld_err bad_among(const struct price_fault *f, enum reason r, con
 	return ACCELD_EINVAL;
 }
 
-static enum acceld_err parse_entry(json_t *e, size_t idx, struct store_price *p, const struct price_fault *f)
+static enum acceld_err parse_entry(json_t *e, size_t idx, struct store_price *p, struct refusal *f)
 {
 	char base[48];
 	char at[112];
@@ -173,11 +173,9 @@ static enum acceld_err parse_entry(json_t *e, size_t idx, struct store_price *p,
 	return ACCELD_OK;
 }
 
-enum acceld_err cost_parse_prices(json_t *doc, struct store_price **out, size_t *n, enum reason *fault,
-				  const char **accepted, char *path, size_t pathsz, char *why, size_t whysz)
+enum acceld_err cost_parse_prices(json_t *doc, struct store_price **out, size_t *n, struct refusal *why)
 {
-	const struct price_fault f = {.reason = fault, .accepted = accepted, .path = path, .pathsz = pathsz, .why = why,
-				      .whysz = whysz};
+	struct refusal *f = why;
 	struct store_price *v = NULL;
 	json_t *list;
 	const char *key;
@@ -188,37 +186,37 @@ enum acceld_err cost_parse_prices(json_t *doc, struct store_price **out, size_t 
 	*out = NULL;
 	*n = 0;
 	if (!json_is_object(doc))
-		return bad(&f, REASON_INVALID_TYPE, "$", "must be an object with a prices array");
+		return bad(f, REASON_INVALID_TYPE, "$", "must be an object with a prices array");
 	json_object_foreach(doc, key, val) {
 		char at[80];
 
 		snprintf(at, sizeof(at), "$.%.60s", key);
 		if (strcmp(key, "currency") == 0) {
 			if (!json_is_string(val))
-				return bad(&f, REASON_INVALID_TYPE, at, "must be the string \"USD\"");
+				return bad(f, REASON_INVALID_TYPE, at, "must be the string \"USD\"");
 			if (strcmp(json_string_value(val), "USD") != 0)
-				return bad(&f, REASON_INVALID_VALUE, at, "'%.16s' is not USD, the one currency acceld "
+				return bad(f, REASON_INVALID_VALUE, at, "'%.16s' is not USD, the one currency acceld "
 					   "counts in", json_string_value(val));
 		} else if (strcmp(key, "prices") != 0) {
-			return bad_among(&f, REASON_UNKNOWN_FIELD, at, DOCUMENT_FIELDS, "unknown field; accepted: "
+			return bad_among(f, REASON_UNKNOWN_FIELD, at, DOCUMENT_FIELDS, "unknown field; accepted: "
 					 DOCUMENT_FIELDS);
 		}
 	}
 	list = json_object_get(doc, "prices");
 	if (!json_is_array(list))
-		return bad(&f, list == NULL ? REASON_MISSING_FIELD : REASON_INVALID_TYPE, "$.prices", "must be an array");
+		return bad(f, list == NULL ? REASON_MISSING_FIELD : REASON_INVALID_TYPE, "$.prices", "must be an array");
 	len = json_array_size(list);
 	if (len > COST_MAX_PRICES)
-		return bad(&f, REASON_INVALID_VALUE, "$.prices", "has more than 1024 entries");
+		return bad(f, REASON_INVALID_VALUE, "$.prices", "has more than 1024 entries");
 	v = len ? xcalloc(len, sizeof(*v)) : NULL;
 	for (size_t i = 0; i < len && e == ACCELD_OK; i++) {
-		e = parse_entry(json_array_get(list, i), i, &v[i], &f);
+		e = parse_entry(json_array_get(list, i), i, &v[i], f);
 		for (size_t j = 0; j < i && e == ACCELD_OK; j++) {
 			if (strcmp(v[j].selector, v[i].selector) == 0 && strcmp(v[j].value, v[i].value) == 0) {
 				char at[48];
 
 				snprintf(at, sizeof(at), "$.prices[%zu]", i);
-				e = bad(&f, REASON_INVALID_VALUE, at, "repeats an earlier entry's selector");
+				e = bad(f, REASON_INVALID_VALUE, at, "repeats an earlier entry's selector");
 			}
 		}
 	}
@@ -235,7 +233,7 @@ static enum acceld_err load_file(struct cost *c, char *err, size_t errsz)
 {
 	json_error_t je;
 	json_t *doc = json_load_file(c->file, JSON_REJECT_DUPLICATES, &je);
-	char path[128], why[160];
+	struct refusal why = {.err = ACCELD_OK};
 	enum acceld_err e;
 
 	if (doc == NULL && je.line < 1) /* not read at all: jansson's text names the file's fault ("No such file") */
@@ -245,10 +243,12 @@ static enum acceld_err load_file(struct cost *c, char *err, size_t errsz)
 			 je.line, je.column);
 	if (doc == NULL)
 		return ACCELD_EINVAL;
-	e = cost_parse_prices(doc, &c->file_prices, &c->nfile, NULL, NULL, path, sizeof(path), why, sizeof(why));
+	e = cost_parse_prices(doc, &c->file_prices, &c->nfile, &why);
 	json_decref(doc);
 	if (e != ACCELD_OK)
-		snprintf(err, errsz, "prices file %s (ACCELD_PRICES_FILE): %s %s", c->file, path, why);
+		snprintf(err, errsz, "prices file %s (ACCELD_PRICES_FILE): %s %s", c->file,
+			 json_string_value(json_object_get(why.extra, "path")), why.detail);
+	refusal_release(&why);
 	return e;
 }
 

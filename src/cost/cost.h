@@ -56,14 +56,12 @@ void cost_free(struct cost *c);
 
 /*
  * Validates a prices document (borrowed, not changed). On success *out is a malloc'ed array (free() it) of *n
- * entries. On failure returns ACCELD_EINVAL with the fault in *fault (when not NULL): REASON_UNKNOWN_FIELD,
- * REASON_MISSING_FIELD, REASON_CONFLICTING_FIELDS (two selectors), REASON_INVALID_TYPE or REASON_INVALID_VALUE; in
- * *accepted (when not NULL) the names the field takes when they form a set ("cpu, gpu, tpu"; static), else NULL;
- * the JSON path ("$.prices[2].usd_per_hour") in path and what is wrong in why, repeating a bad value ("-1 is not
- * from 0 to 1000000").
+ * entries. On failure returns ACCELD_EINVAL with why filled (release it): its reason REASON_UNKNOWN_FIELD,
+ * REASON_MISSING_FIELD, REASON_CONFLICTING_FIELDS (two selectors), REASON_INVALID_TYPE or REASON_INVALID_VALUE, its
+ * detail what is wrong, repeating a bad value ("-1 is not from 0 to 1000000"), and as members the JSON path
+ * (`path`: "$.prices[2].usd_per_hour") and, when the field takes a set of names, `accepted` (["cpu", "gpu", "tpu"]).
  */
-enum acceld_err cost_parse_prices(json_t *doc, struct store_price **out, size_t *n, enum reason *fault,
-				  const char **accepted, char *path, size_t pathsz, char *why, size_t whysz);
+enum acceld_err cost_parse_prices(json_t *doc, struct store_price **out, size_t *n, struct refusal *why);
 
 /* Replaces the overrides set through the API with v[0..n) (copied) and queues them for the database. */
 void cost_set_overrides(struct cost *c, const struct store_price *v, size_t n);

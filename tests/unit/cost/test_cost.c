@@ -63,7 +63,14 @@ static enum acceld_err parse_prices(const char *text, char *path, char *why)
 	struct store_price *v = NULL;
 	size_t n = 0;
 	json_t *doc = parse(text);
-	enum acceld_err e = cost_parse_prices(doc, &v, &n, NULL, NULL, path, 128, why, 160);
+	struct refusal r = {.err = ACCELD_OK};
+	enum acceld_err e = cost_parse_prices(doc, &v, &n, &r);
+
+	if (e != ACCELD_OK) {
+		snprintf(path, 128, "%s", json_string_value(json_object_get(r.extra, "path")));
+		snprintf(why, 160, "%s", r.detail);
+	}
+	refusal_release(&r);
 
 	json_decref(doc);
 	free(v);
