@@ -67,8 +67,8 @@ static enum acceld_err parse_prices(const char *text, char *path, char *why)
 	enum acceld_err e = cost_parse_prices(doc, &v, &n, &r);
 
 	if (e != ACCELD_OK) {
-		snprintf(path, 128, "%s", json_string_value(json_object_get(r.extra, "path")));
-		snprintf(why, 160, "%s", r.detail);
+		snprintf(path, 128, "%.127s", json_string_value(json_object_get(r.extra, "path")));
+		snprintf(why, 160, "%.159s", r.detail);
 	}
 	refusal_release(&r);
 
