@@ -21,9 +21,9 @@ enum acceld_err plan_request_check(const struct plan_request *req, const char **
 	unsigned per_host = d->per_host ? d->per_host : d->count;
 
 	if ((unsigned)req->dtype > PLAN_INT4)
-		FAIL("dtype", "not one of f32, bf16, f16, fp8, int8, int4");
+		FAIL("dtype", "not one of " DTYPE_NAMES);
 	if ((unsigned)req->kv_dtype > PLAN_INT4)
-		FAIL("kv_dtype", "not one of f32, bf16, f16, fp8, int8, int4");
+		FAIL("kv_dtype", "not one of " DTYPE_NAMES);
 	if ((unsigned)req->mode > PLAN_TRAIN)
 		FAIL("mode", "not infer or train");
 	if ((unsigned)req->optimizer > PLAN_ADAFACTOR)

@@ -113,7 +113,8 @@ json_t *plan_json(const struct plan_result *res)
 	} else {
 		json_object_set_new(dev, "fast_domain", json_integer(d->fast_domain ? d->fast_domain : 1));
 	}
-	json_object_set_new(dev, "reserve_ppm", json_integer(r->reserve_ppm));
+	/* the fraction of memory kept back, as /batch-config's memory.reserve and both requests' reserve say it */
+	json_object_set_new(dev, "reserve", json_real((double)r->reserve_ppm / 1e6));
 	json_object_set_new(dev, "usable_bytes", bytes_json(batch_usable_bytes(d->memory_bytes, r->reserve_ppm)));
 	json_object_set_new(o, "devices", dev);
 

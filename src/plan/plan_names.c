@@ -9,8 +9,6 @@
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *const kind_names[] = {"cpu", "gpu", "tpu"};
-static const char *const dtype_names[] = {"bf16", "f32", "bf16", "f16", "fp8", "int8", "int4"}; /* AUTO as bf16 */
-static const unsigned dtype_bits[] = {16, 32, 16, 16, 8, 8, 4};
 static const char *const mode_names[] = {"infer", "train"};
 static const char *const optimizer_names[] = {"adam", "sgd_momentum", "sgd", "adafactor"};
 static const char *const remat_names[] = {"none", "selective", "full", "auto"};
@@ -24,7 +22,7 @@ const char *plan_kind_name(enum plan_kind k)
 
 const char *plan_dtype_name(enum plan_dtype d)
 {
-	return names_at(dtype_names, COUNT(dtype_names), d);
+	return d == PLAN_DTYPE_AUTO ? "bf16" : dtype_name((enum dtype)d); /* AUTO shows as what it becomes */
 }
 
 const char *plan_mode_name(enum plan_mode m)
@@ -59,23 +57,12 @@ int plan_kind_parse(const char *text, enum plan_kind *out)
 
 int plan_dtype_parse(const char *text, enum plan_dtype *out)
 {
-	static const struct {
-		const char *name;
-		enum plan_dtype d;
-	} aliases[] = {{"fp32", PLAN_F32}, {"float32", PLAN_F32}, {"fp16", PLAN_F16}, {"float16", PLAN_F16},
-		       {"bfloat16", PLAN_BF16}};
-	int i = names_find(dtype_names + 1, COUNT(dtype_names) - 1, text); /* index 0 is AUTO's display name */
+	enum dtype d;
 
-	if (i >= 0) {
-		*out = (enum plan_dtype)(i + 1);
-		return 0;
-	}
-	for (size_t k = 0; text && k < COUNT(aliases); k++)
-		if (strcmp(aliases[k].name, text) == 0) {
-			*out = aliases[k].d;
-			return 0;
-		}
-	return -1;
+	if (!dtype_parse(text, &d))
+		return -1;
+	*out = (enum plan_dtype)d;
+	return 0;
 }
 
 int plan_mode_parse(const char *text, enum plan_mode *out)
@@ -171,7 +158,7 @@ const char *plan_remat_phrase(enum plan_remat r)
 
 unsigned plan_dtype_bits(enum plan_dtype d)
 {
-	return (unsigned)d < COUNT(dtype_bits) ? dtype_bits[d] : 0;
+	return d == PLAN_DTYPE_AUTO ? 16 : dtype_bits((enum dtype)d);
 }
 
 bool plan_torus_grow(unsigned torus[3])

@@ -14,7 +14,6 @@
 #include "select/batch.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-#define DTYPE_VALUES "f32, bf16, f16, fp8, int8, int4"
 
 /*
  * The presets: the shapes of their published configurations (Hugging Face config.json of each model; GPT-3 from
@@ -83,8 +82,8 @@ static const struct field {
 	{"tied_embeddings", 'b', CONFIG_BOOL_VALUES, NULL, 0, true},
 	{"experts", 'i', NULL, "an integer from 1 to 4096", PLAN_MAX_EXPERTS, true},
 	{"experts_per_token", 'i', NULL, "an integer from 1 to 4096", PLAN_MAX_EXPERTS, true},
-	{"dtype", 's', DTYPE_VALUES, NULL, 0, false},
-	{"kv_dtype", 's', DTYPE_VALUES, NULL, 0, false},
+	{"dtype", 's', DTYPE_NAMES, NULL, 0, false},
+	{"kv_dtype", 's', DTYPE_NAMES, NULL, 0, false},
 	{"mode", 's', "infer, train", NULL, 0, false},
 	{"optimizer", 's', "adam, adamw, sgd_momentum, sgd, adafactor", NULL, 0, false},
 	{"mixed_precision", 'b', CONFIG_BOOL_VALUES, NULL, 0, false},

@@ -13,6 +13,8 @@
 #include "core/err.h"
 #include "select/batch.h"
 
+#include "core/dtype.h"
+
 #define PLAN_SAT UINT64_MAX /* a figure beyond 64 bits: never fits */
 #define PLAN_MAX_DEVICES 65536u
 #define PLAN_MAX_PARAMS (1ull << 50) /* about 1.1e15 */
@@ -34,7 +36,16 @@
 enum plan_kind { PLAN_CPU, PLAN_GPU, PLAN_TPU };
 
 /* Bits per element: 32, 16, 16, 8, 8, 4. AUTO is bf16 for weights; for the KV cache bf16, or f32 with f32 weights. */
-enum plan_dtype { PLAN_DTYPE_AUTO, PLAN_F32, PLAN_BF16, PLAN_F16, PLAN_FP8, PLAN_INT8, PLAN_INT4 };
+/* core/dtype.h's formats (one table of names and widths); AUTO is dtype's NONE: bf16 where the plan must choose */
+enum plan_dtype {
+	PLAN_DTYPE_AUTO = DTYPE_NONE,
+	PLAN_F32 = DTYPE_F32,
+	PLAN_BF16 = DTYPE_BF16,
+	PLAN_F16 = DTYPE_F16,
+	PLAN_FP8 = DTYPE_FP8,
+	PLAN_INT8 = DTYPE_INT8,
+	PLAN_INT4 = DTYPE_INT4
+};
 
 enum plan_mode { PLAN_INFER, PLAN_TRAIN };
 

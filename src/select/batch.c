@@ -7,8 +7,6 @@
 #define PPM 1000000u
 
 static const char *const mode_names[] = {"infer", "train"};
-static const char *const dtype_names[] = {"", "fp32", "fp16", "bf16", "int8", "fp8"};
-static const unsigned dtype_bytes[] = {2, 4, 2, 2, 1, 1}; /* NONE counts as bf16 */
 
 const char *const batch_param_names[] = {"device", "base", "model_bytes", "params", "dtype",
 					 "sample_bytes", "mode", "reserve", NULL};
@@ -23,7 +21,7 @@ static const struct {
 	{"base", NULL, "an integer from 1 to 1048576"},
 	{"model_bytes", NULL, "a size from 1 byte, such as 14000000000, 14GB or 13GiB (" CONFIG_SIZE_UNITS ")"},
 	{"params", NULL, "a count from 1, such as 7000000000, 7B or 6.7B (" CONFIG_COUNT_UNITS ")"},
-	{"dtype", "fp32, fp16, bf16, int8, fp8", NULL},
+	{"dtype", DTYPE_NAMES, NULL},
 	{"sample_bytes", NULL, "a size from 1 byte, such as 1048576, 1MiB or 1MB (" CONFIG_SIZE_UNITS ")"},
 	{"mode", "infer, train", NULL},
 	{"reserve", NULL, "a decimal from 0 to 0.9 with at most 6 decimals, such as 0.1"},
@@ -58,9 +56,9 @@ const char *batch_mode_name(enum batch_mode m)
 	return (unsigned)m < 2 ? mode_names[m] : "infer";
 }
 
-const char *batch_dtype_name(enum batch_dtype d)
+const char *batch_dtype_name(enum dtype d)
 {
-	return (unsigned)d < 6 && d != BATCH_DTYPE_NONE ? dtype_names[d] : "bf16";
+	return d == DTYPE_NONE ? "bf16" : dtype_name(d); /* not given: bf16, as a plan assumes */
 }
 
 void batch_request_init(struct batch_request *req, const struct config *cfg)
@@ -139,11 +137,7 @@ enum acceld_err batch_request_set(struct batch_request *req, const char *name, c
 	} else if (strcmp(name, "sample_bytes") == 0) {
 		ok = parse_count(value, true, BATCH_MAX_BYTES, &req->sample_bytes) == 0;
 	} else if (strcmp(name, "dtype") == 0) {
-		for (size_t i = 1; i < 6 && !ok; i++) {
-			ok = strcmp(value, dtype_names[i]) == 0;
-			if (ok)
-				req->dtype = (enum batch_dtype)i;
-		}
+		ok = dtype_parse(value, &req->dtype);
 	} else if (strcmp(name, "mode") == 0) {
 		for (size_t i = 0; i < 2 && !ok; i++) {
 			ok = strcmp(value, mode_names[i]) == 0;
@@ -173,7 +167,7 @@ enum acceld_err batch_request_check(const struct batch_request *req, const char 
 		snprintf(err, errsz, "give model_bytes or params (with dtype), not both");
 		return ACCELD_EINVAL;
 	}
-	if (req->dtype != BATCH_DTYPE_NONE && req->params == 0) {
+	if (req->dtype != DTYPE_NONE && req->params == 0) {
 		*param = "dtype";
 		snprintf(err, errsz, "dtype applies to params; give params with it (model_bytes is already in bytes)");
 		return ACCELD_EINVAL;
@@ -246,10 +240,16 @@ static bool model_state(const struct batch_request *req, uint64_t *state, const 
 			*rule = "params x 16 bytes (mixed-precision Adam: weights, gradients, fp32 master, 2 moments)";
 			return !__builtin_mul_overflow(req->params, (uint64_t)16, state);
 		}
-		*rule = req->dtype == BATCH_FP32				? "params x 4 bytes (fp32 weights)"
-			: req->dtype == BATCH_INT8 || req->dtype == BATCH_FP8 ? "params x 1 byte (8-bit weights)"
-									      : "params x 2 bytes (16-bit weights)";
-		return !__builtin_mul_overflow(req->params, (uint64_t)dtype_bytes[req->dtype], state);
+		unsigned bits = req->dtype == DTYPE_NONE ? 16 : dtype_bits(req->dtype);
+
+		*rule = bits == 32 ? "params x 4 bytes (32-bit weights)"
+			: bits == 8 ? "params x 1 byte (8-bit weights)"
+			: bits == 4 ? "params x 0.5 byte (4-bit weights)"
+				    : "params x 2 bytes (16-bit weights)";
+		if (__builtin_mul_overflow(req->params, (uint64_t)bits, state))
+			return false;
+		*state = (*state + 7) / 8;
+		return true;
 	}
 	if (req->model_bytes) {
 		if (req->mode == BATCH_TRAIN) {

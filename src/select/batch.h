@@ -22,13 +22,13 @@
 #include <jansson.h>
 
 #include "core/config.h"
+#include "core/dtype.h"
 #include "detect/detect.h"
 #include "detect/device.h"
 #include "core/err.h"
 
 enum batch_mode { BATCH_INFER, BATCH_TRAIN };
 
-enum batch_dtype { BATCH_DTYPE_NONE, BATCH_FP32, BATCH_FP16, BATCH_BF16, BATCH_INT8, BATCH_FP8 };
 
 #define BATCH_MAX_BASE 1048576u             /* 2^20 */
 #define BATCH_MAX_BYTES ((uint64_t)INT64_MAX) /* model_bytes, params, sample_bytes */
@@ -40,7 +40,7 @@ struct batch_request {
 	uint64_t base;             /* 1..BATCH_MAX_BASE, default 1 */
 	uint64_t model_bytes;      /* 0 = not given */
 	uint64_t params;           /* 0 = not given */
-	enum batch_dtype dtype;    /* with params; NONE = bf16 */
+	enum dtype dtype;          /* with params (core/dtype.h); NONE = bf16 */
 	uint64_t sample_bytes;     /* 0 = not given */
 	enum batch_mode mode;
 	unsigned reserve_ppm;      /* memory kept back, in millionths; default BATCH_DEFAULT_RESERVE_PPM (0.1) */
@@ -144,6 +144,6 @@ json_t *batch_steps_json(const struct batch_result *res);
 json_t *batch_memory_json(const struct batch_memory *m);
 
 const char *batch_mode_name(enum batch_mode m);
-const char *batch_dtype_name(enum batch_dtype d);
+const char *batch_dtype_name(enum dtype d);
 
 #endif

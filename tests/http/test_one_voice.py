@@ -320,6 +320,23 @@ class OneSpelling(ServerTestCase):
         self.assertIn("'f\ufffdx'", doc["detail"])
         self.assertNotIn("not representable", doc["detail"])
 
+    def test_dtypes_read_alike(self):
+        # one table of dtype names: /plan and /batch-config take the same names and aliases, and refuse alike
+        for name, canonical in (("f32", "f32"), ("fp32", "f32"), ("float32", "f32"), ("bf16", "bf16"),
+                                ("fp16", "f16"), ("int8", "int8"), ("int4", "int4"), ("fp8", "fp8")):
+            b = self.server.get(f"/batch-config?base=8&params=1B&dtype={name}")
+            self.assertEqual(b.status, 200, (name, b.json()))
+            self.assertEqual(b.json()["model"]["dtype"], canonical)
+            p = self.server.get(f"/plan?params=7B&layers=32&hidden=4096&heads=32&vocab=32000&dtype={name}")
+            self.assertEqual(p.status, 200, (name, p.json()))
+        refusals = [self.server.get("/batch-config?base=8&params=7B&dtype=fp64").json(),
+                    self.server.get("/plan?params=7B&dtype=fp64").json()]
+        self.assertEqual([r["accepted"] for r in refusals], [["f32", "bf16", "f16", "fp8", "int8", "int4"]] * 2)
+        # and so is the reserve: a fraction, as given, in both answers
+        b = self.server.get("/batch-config?base=8&params=1B&sample_bytes=1MiB&reserve=0.2").json()
+        p = self.server.get("/plan?params=7B&layers=32&hidden=4096&heads=32&vocab=32000&reserve=0.2").json()
+        self.assertEqual((b["memory"]["reserve"], p["devices"]["reserve"]), (0.2, 0.2))
+
     def test_a_bad_size_says_how_to_write_one(self):
         for target in ("/batch-config?base=8&model_bytes=lots", "/batch-config?base=8&sample_bytes=-1"):
             doc = self.server.get(target).json()

@@ -343,7 +343,7 @@ class CpuOnly(PlanCase):
         doc = self.post(body)
         get = self.plan("params=1.1B&dtype=f16&seq_len=1024&reserve=0.2&flash_attention=false")
         self.assertEqual(doc, get)
-        self.assertEqual(doc["devices"]["reserve_ppm"], 200000)
+        self.assertEqual(doc["devices"]["reserve"], 0.2)
         self.assertEqual(doc["model"]["params"], 1100000000)
         r = self.server.request("POST", "/plan", json_body={"params": 1100000000, "format": "env"})
         self.assertEqual(r.status, 200, r)

@@ -190,12 +190,12 @@ START_TEST(memory_cap_infer)
 	ck_assert_msg(strstr(step(&res, "memory")->text, "= 91") != NULL, "%s", step(&res, "memory")->text);
 
 	/* fp32 weights take 4 bytes each: (23192823398 - 28e9) < 0 -> does not fit */
-	r.dtype = BATCH_FP32;
+	r.dtype = DTYPE_F32;
 	ck_assert_int_eq(batch_compute(gpu(24 * GIB), &r, &res), ACCELD_EUNPROCESSABLE);
 	ck_assert_msg(strstr(res.detail, "does not fit") && strstr(res.detail, "28000000000"), "%s", res.detail);
 
 	/* int8 weights: 7e9 */
-	r.dtype = BATCH_INT8;
+	r.dtype = DTYPE_INT8;
 	ck_assert_int_eq(batch_compute(gpu(24 * GIB), &r, &res), ACCELD_OK);
 	ck_assert_uint_eq(res.memory.state_bytes, 7000000000ull);
 	ck_assert_uint_eq(res.max_batch_size, 161);
@@ -282,7 +282,7 @@ START_TEST(overflow_near_2_63)
 	/* INT64_MAX params x 4 (fp32 inference) overflows */
 	r = request(1);
 	r.params = (uint64_t)INT64_MAX;
-	r.dtype = BATCH_FP32;
+	r.dtype = DTYPE_F32;
 	ck_assert_int_eq(batch_compute(gpu(80 * GIB), &r, &res), ACCELD_EUNPROCESSABLE);
 
 	/* INT64_MAX model bytes for inference fits no device but does not overflow */
@@ -342,9 +342,9 @@ START_TEST(request_fields)
 	ck_assert_int_eq(batch_request_set(&r, "params", "18446744073709551616", err, sizeof(err)), ACCELD_EINVAL);
 	ck_assert_int_eq(batch_request_set(&r, "sample_bytes", "0", err, sizeof(err)), ACCELD_EINVAL);
 	ck_assert_int_eq(batch_request_set(&r, "dtype", "fp8", err, sizeof(err)), ACCELD_OK);
-	ck_assert_int_eq(r.dtype, BATCH_FP8);
+	ck_assert_int_eq(r.dtype, DTYPE_FP8);
 	ck_assert_int_eq(batch_request_set(&r, "dtype", "fp64", err, sizeof(err)), ACCELD_EINVAL);
-	ck_assert_str_eq(err, "dtype: 'fp64' is not one of fp32, fp16, bf16, int8, fp8");
+	ck_assert_str_eq(err, "dtype: 'fp64' is not one of f32, bf16, f16, fp8, int8, int4");
 	ck_assert_ptr_nonnull(batch_param_values("dtype"));
 	ck_assert_ptr_null(batch_param_values("base"));
 	ck_assert_int_eq(batch_request_set(&r, "mode", "train", err, sizeof(err)), ACCELD_OK);
@@ -372,7 +372,7 @@ START_TEST(request_fields)
 	ck_assert_int_eq(batch_request_check(&r, &param, err, sizeof(err)), ACCELD_EINVAL);
 	ck_assert_str_eq(param, "model_bytes");
 	r.params = 0;
-	r.dtype = BATCH_FP16;
+	r.dtype = DTYPE_F16;
 	ck_assert_int_eq(batch_request_check(&r, &param, err, sizeof(err)), ACCELD_EINVAL);
 	ck_assert_str_eq(param, "dtype");
 	r.model_bytes = 0;
