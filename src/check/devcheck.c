@@ -312,7 +312,7 @@ static void expect(struct devcheck_run *run, const struct device *dev, const str
 
 	pthread_mutex_lock(&run->c->mu);
 	expect_one(&run->matrix, basis->fp32_tflops * 1000.0, basis->source, ops, matrix, matrix_why);
-	expect_one(&run->memory, basis->memory_bandwidth_gbps, basis->source, ops, memory, memory_why);
+	expect_one(&run->memory, basis->memory_gbytes_per_s, basis->source, ops, memory, memory_why);
 	pthread_mutex_unlock(&run->c->mu);
 }
 
@@ -790,7 +790,7 @@ void devcheck_apply(struct devcheck *c, struct device *dev)
 		if (devcheck_usable(ds->s.gflops))
 			dev->peak.fp32_tflops = ds->s.gflops / 1000.0;
 		if (devcheck_usable(ds->s.gbytes_per_s))
-			dev->peak.memory_bandwidth_gbps = ds->s.gbytes_per_s;
+			dev->peak.memory_gbytes_per_s = ds->s.gbytes_per_s;
 		clock_rfc3339(ds->s.figures_ms, when);
 		devcheck_words(dev->peak.source, sizeof(dev->peak.source),
 			       "measured by health check %s at %s (%s %.1f GFLOP/s, %s %.1f GB/s); replaces: %s",

@@ -951,8 +951,8 @@ static void estimate_time(struct cost *c, const struct device *d, const char *ke
 	}
 	if (isfinite(d->peak.fp32_tflops) && d->peak.fp32_tflops > 0)
 		t_flops = flops / (d->peak.fp32_tflops * 1e12);
-	if (isfinite(d->peak.memory_bandwidth_gbps) && d->peak.memory_bandwidth_gbps > 0)
-		t_bytes = bytes / (d->peak.memory_bandwidth_gbps * 1e9);
+	if (isfinite(d->peak.memory_gbytes_per_s) && d->peak.memory_gbytes_per_s > 0)
+		t_bytes = bytes / (d->peak.memory_gbytes_per_s * 1e9);
 	if (isfinite(t_flops) || isfinite(t_bytes)) {
 		e->seconds = !isfinite(t_flops) ? t_bytes : !isfinite(t_bytes) ? t_flops : fmax(t_flops, t_bytes);
 		e->gflops = flops / e->seconds / 1e9;

@@ -125,7 +125,7 @@ static void absorb(struct device *dst, const struct device *in)
 		FILL_NUM(peak.fp32_tflops);
 		FILL_NUM(peak.bf16_tflops);
 		FILL_NUM(peak.int8_tops);
-		FILL_NUM(peak.memory_bandwidth_gbps);
+		FILL_NUM(peak.memory_gbytes_per_s);
 		FILL_STR(peak.source);
 	}
 	FILL_NUM(telemetry.utilization_ratio);

@@ -18,7 +18,7 @@ void device_init(struct device *d, enum device_type type)
 	d->peak.fp32_tflops = DEVICE_UNKNOWN;
 	d->peak.bf16_tflops = DEVICE_UNKNOWN;
 	d->peak.int8_tops = DEVICE_UNKNOWN;
-	d->peak.memory_bandwidth_gbps = DEVICE_UNKNOWN;
+	d->peak.memory_gbytes_per_s = DEVICE_UNKNOWN;
 	d->telemetry.utilization_ratio = DEVICE_UNKNOWN;
 	d->telemetry.temperature_celsius = DEVICE_UNKNOWN;
 	d->telemetry.power_watts = DEVICE_UNKNOWN;
@@ -206,14 +206,29 @@ static void put_obj(json_t *parent, const char *key, json_t *o)
 		json_decref(o);
 }
 
+/*
+ * A peak of the table (in TFLOPS) in the unit every measured figure of the API uses, GFLOP/s, to the 9 significant
+ * digits the table's figures never pass (0.166144 TFLOPS is 166.144, not the double's 166.14399999999998).
+ */
+static double giga(double tera)
+{
+	char text[32];
+
+	if (!isfinite(tera))
+		return tera;
+	snprintf(text, sizeof(text), "%.9g", tera * 1000.0);
+	return strtod(text, NULL);
+}
+
 static json_t *peak_json(const struct device_peak *p)
 {
 	json_t *o = json_object();
 
-	jsonval_set_num(o, "fp32_tflops", p->fp32_tflops);
-	jsonval_set_num(o, "bf16_tflops", p->bf16_tflops);
-	jsonval_set_num(o, "int8_tops", p->int8_tops);
-	jsonval_set_num(o, "memory_bandwidth_gbps", p->memory_bandwidth_gbps);
+	/* one unit per quantity, named as the measured figures are: GFLOP/s (GOP/s for int8) and GB/s */
+	jsonval_set_num(o, "fp32_gflops", giga(p->fp32_tflops));
+	jsonval_set_num(o, "bf16_gflops", giga(p->bf16_tflops));
+	jsonval_set_num(o, "int8_gops", giga(p->int8_tops));
+	jsonval_set_num(o, "memory_gbytes_per_s", p->memory_gbytes_per_s);
 	if (json_object_size(o) > 0)
 		put_str(o, "source", p->source);
 	return o;

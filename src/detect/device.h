@@ -40,7 +40,7 @@ struct device_peak {
 	double fp32_tflops;
 	double bf16_tflops;
 	double int8_tops;
-	double memory_bandwidth_gbps;
+	double memory_gbytes_per_s;
 	char source[512];           /* room for a health check's figures and the estimate they replace, whole */
 };
 

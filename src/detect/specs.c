@@ -75,7 +75,7 @@ static void parse_table(void)
 		s->pci_device = csv_uint(cols[C_PCI_DEVICE], 16, 0xffff);
 		s->pci_subsystem = csv_uint(cols[C_PCI_SUBSYSTEM], 16, 0xffff);
 		s->memory_gib = csv_number(cols[C_MEMORY_GIB]);
-		s->memory_bandwidth_gbps = csv_number(cols[C_BANDWIDTH]);
+		s->memory_gbytes_per_s = csv_number(cols[C_BANDWIDTH]);
 		s->fp32_tflops = csv_number(cols[C_FP32]);
 		s->bf16_tflops = csv_number(cols[C_BF16]);
 		s->int8_tops = csv_number(cols[C_INT8]);
@@ -264,7 +264,7 @@ void specs_apply(const struct spec *s, struct device *d)
 	fill_nan(&d->peak.fp32_tflops, s->fp32_tflops);
 	fill_nan(&d->peak.bf16_tflops, s->bf16_tflops);
 	fill_nan(&d->peak.int8_tops, s->int8_tops);
-	fill_nan(&d->peak.memory_bandwidth_gbps, s->memory_bandwidth_gbps);
+	fill_nan(&d->peak.memory_gbytes_per_s, s->memory_gbytes_per_s);
 	if (d->memory_total_bytes == 0 && !isnan(s->memory_gib))
 		d->memory_total_bytes = (uint64_t)(s->memory_gib * 1073741824.0);
 	if (d->type == DEVICE_TPU && d->tpu.cores_per_chip == 0)

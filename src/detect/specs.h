@@ -22,7 +22,7 @@ struct spec {
 	unsigned pci_device;
 	unsigned pci_subsystem;
 	double memory_gib;           /* per chip or GPU */
-	double memory_bandwidth_gbps;
+	double memory_gbytes_per_s;
 	double fp32_tflops;
 	double bf16_tflops;
 	double int8_tops;

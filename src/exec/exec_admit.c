@@ -244,8 +244,8 @@ static void rates(const struct worker *w, enum kernel_id k, double *gflops, doub
 		*gflops = d->type == DEVICE_CPU ? 200.0 * units : 200000.0;
 	if (w->best_gbps[k] > 0)
 		*gbps = w->best_gbps[k];
-	else if (!isnan(d->peak.memory_bandwidth_gbps) && d->peak.memory_bandwidth_gbps > 0)
-		*gbps = d->peak.memory_bandwidth_gbps;
+	else if (!isnan(d->peak.memory_gbytes_per_s) && d->peak.memory_gbytes_per_s > 0)
+		*gbps = d->peak.memory_gbytes_per_s;
 	else
 		*gbps = d->type == DEVICE_CPU ? 400.0 : 8000.0;
 	*gflops *= 2.0;

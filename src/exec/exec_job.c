@@ -177,7 +177,7 @@ void exec_job_peak(const struct exec_job *job, double *gflops, double *gbytes_pe
 	const struct device *dev = &job->ex->workers[job->chain[job->chain_pos]].dev;
 
 	*gflops = dev->peak.fp32_tflops * 1000.0;
-	*gbytes_per_s = dev->peak.memory_bandwidth_gbps;
+	*gbytes_per_s = dev->peak.memory_gbytes_per_s;
 }
 
 struct exec_record exec_record_of(const struct exec_job *job)

@@ -288,10 +288,10 @@ static double throughput(const struct device *d, int k, const struct select_meas
 			*source = checked ? "check" : "measured";
 			return hit->gbytes_per_s;
 		}
-		if (usable(d->peak.memory_bandwidth_gbps)) {
+		if (usable(d->peak.memory_gbytes_per_s)) {
 			*figure = "peak memory bandwidth GB/s";
 			*source = "peak";
-			return d->peak.memory_bandwidth_gbps;
+			return d->peak.memory_gbytes_per_s;
 		}
 		return NAN;
 	}

@@ -96,7 +96,7 @@ class CpuCheck(CheckCase):
         self.assertIn("estimate, not measured", sgemm["expected_source"])
         self.assertGreater(sgemm["expected"], 0)
         # and sgemm stays under it on this host
-        self.assertLess(sgemm["measured"], estimate["fp32_tflops"] * 1000, estimate["source"])
+        self.assertLess(sgemm["measured"], estimate["fp32_gflops"], estimate["source"])
         # arrays four times the last-level cache, at least 16 MiB each
         self.assertGreaterEqual(triad["size"]["n"], 1 << 22)
         self.assertEqual(doc["measured"]["gflops"], sgemm["measured"])
@@ -122,8 +122,8 @@ class CpuCheck(CheckCase):
         self.assertEqual(cpu["check"]["id"], doc["id"])
         self.assertEqual(cpu["check"]["verdict"], "pass")
         self.assertIn("measured by health check " + doc["id"], cpu["peak"]["source"])
-        self.assertAlmostEqual(cpu["peak"]["fp32_tflops"] * 1000, sgemm["measured"], places=6)
-        self.assertAlmostEqual(cpu["peak"]["memory_bandwidth_gbps"], triad["measured"], places=6)
+        self.assertAlmostEqual(cpu["peak"]["fp32_gflops"], sgemm["measured"], places=3)
+        self.assertAlmostEqual(cpu["peak"]["memory_gbytes_per_s"], triad["measured"], places=6)
 
         # /select ranks by the check's figures and says so
         for kernel in ("sgemm", "triad", "saxpy"):
@@ -264,7 +264,7 @@ class FakeGpuCheck(CheckCase):
         self.assertEqual(doc["telemetry"]["ecc_uncorrected"]["end"], 0)
         # a GPU's spec peak stays: only a CPU's estimate is replaced by a measurement
         dev = s.get("/devices/gpu:0").json()
-        self.assertEqual(dev["peak"]["fp32_tflops"], 67)
+        self.assertEqual(dev["peak"]["fp32_gflops"], 67000)
         self.assertEqual(dev["check"]["verdict"], "fail")
 
     def test_wrong_results_fail(self):

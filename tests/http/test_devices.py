@@ -245,8 +245,8 @@ class PeakIsACeiling(unittest.TestCase):
             self.assertTrue(peak["source"].startswith("estimate, not measured: 0.50 cores x 3500 MHz (DMI processor "
                                                       "Max Speed)"), peak["source"])
             # 0.5 x 3500 MHz x 32 FLOP/cycle, written as the shortest number that reads back
-            self.assertEqual(peak["fp32_tflops"], 0.056)
-            self.assertIn('"fp32_tflops":0.056,', r.text)
+            self.assertEqual(peak["fp32_gflops"], 56)
+            self.assertIn('"fp32_gflops":56.0,', r.text)
         # QEMU's DMI maximum is below the clock now: no ceiling, and the estimate says it is a lower bound
         with Server(env=fixture_env("dmi-qemu")) as s:
             peak = s.get("/devices/cpu:0").json()["peak"]
@@ -402,7 +402,7 @@ class Report(unittest.TestCase):
         self.assertEqual([d["id"] for d in tpus], ["tpu:%d" % i for i in range(8)])
         self.assertEqual([d["pci_bus_id"] for d in tpus], sorted(d["pci_bus_id"] for d in tpus))
         self.assertEqual(tpus[0]["accelerator_type"], "TPU-V6E")
-        self.assertEqual(tpus[0]["peak"]["bf16_tflops"], 918)
+        self.assertEqual(tpus[0]["peak"]["bf16_gflops"], 918000)
         self.assertFalse(tpus[0]["executable"])
         self.assertEqual(labels["tpu-count"], "8")
         self.assertEqual(labels["tpu-generation"], "v6e")

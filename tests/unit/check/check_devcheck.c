@@ -279,7 +279,7 @@ void setup(void)
 	DEVICE_SET(devs[0].id, "cpu:0");
 	DEVICE_SET(devs[0].model, "Test CPU");
 	devs[0].peak.fp32_tflops = 0.1;
-	devs[0].peak.memory_bandwidth_gbps = 10;
+	devs[0].peak.memory_gbytes_per_s = 10;
 	DEVICE_SET(devs[0].peak.source, "estimate, not measured: test");
 	devs[0].memory_total_bytes = 8ull << 30;
 	devs[0].memory_available_bytes = 8ull << 30;

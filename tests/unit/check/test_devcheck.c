@@ -264,7 +264,7 @@ START_TEST(figures_feed_selection_and_the_device_view)
 	ck_assert_str_eq(d.check.id, s.id);
 	ck_assert_str_eq(d.check.verdict, "pass");
 	ck_assert_double_eq_tol(d.peak.fp32_tflops, 0.08, 1e-9);
-	ck_assert_double_eq_tol(d.peak.memory_bandwidth_gbps, 8, 1e-6);
+	ck_assert_double_eq_tol(d.peak.memory_gbytes_per_s, 8, 1e-6);
 	ck_assert_ptr_nonnull(strstr(d.peak.source, "measured by health check"));
 	ck_assert_ptr_nonnull(strstr(d.peak.source, "estimate, not measured: test"));
 	/* a whole estimate follows "replaces:", never cut inside a word (it once ended "... x 64 FP3") */

@@ -29,13 +29,13 @@ static void setup(void)
 	device_init(&devs[0], DEVICE_CPU);
 	snprintf(devs[0].id, sizeof(devs[0].id), "cpu:0");
 	devs[0].peak.fp32_tflops = 1;
-	devs[0].peak.memory_bandwidth_gbps = 20;
+	devs[0].peak.memory_gbytes_per_s = 20;
 	devs[0].executable = true;
 	device_init(&devs[1], DEVICE_GPU);
 	snprintf(devs[1].id, sizeof(devs[1].id), "gpu:0");
 	snprintf(devs[1].accelerator_type, sizeof(devs[1].accelerator_type), "H100");
 	devs[1].peak.fp32_tflops = 67;
-	devs[1].peak.memory_bandwidth_gbps = 3350;
+	devs[1].peak.memory_gbytes_per_s = 3350;
 	devs[1].price.usd_per_hour = 10.98;
 	snprintf(devs[1].price.source, sizeof(devs[1].price.source), "GCP a3-highgpu-1g");
 	device_init(&devs[2], DEVICE_GPU);

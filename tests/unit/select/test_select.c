@@ -54,7 +54,7 @@ static void host_tpu(void)
 		d->tpu.chip_index = i;
 		d->memory_total_bytes = 32 * GIB;
 		d->peak.bf16_tflops = 918;
-		d->peak.memory_bandwidth_gbps = 1638;
+		d->peak.memory_gbytes_per_s = 1638;
 		d->price.usd_per_hour = 2.70;
 	}
 }
@@ -70,7 +70,7 @@ static struct device *add_gpu(const char *id, const char *vendor, const char *mo
 	d->memory_total_bytes = mem;
 	d->peak.fp32_tflops = fp32;
 	d->peak.bf16_tflops = bf16;
-	d->peak.memory_bandwidth_gbps = bw;
+	d->peak.memory_gbytes_per_s = bw;
 	d->price.usd_per_hour = price;
 	d->executable = true;
 	return d;
