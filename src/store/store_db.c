@@ -62,7 +62,7 @@ static int make_parent_dirs(const char *path)
 			continue;
 		*p = '\0';
 		if (mkdir(copy, 0750) == 0) {
-			log_fields(LOGL_WARN, "store", "created a folder for the database",
+			log_fields(LOGL_INFO, "store", "created a folder for the database",
 				   (struct log_field[]){LOG_S("folder", copy), LOG_S("database", path)}, 2);
 		} else if (errno != EEXIST) {
 			rc = -1;

@@ -96,7 +96,7 @@ static void mkdir_p(const char *dir)
 
 			path[i] = '\0';
 			if (mkdir(path, 0700) == 0)
-				log_fields(LOGL_WARN, "opencl", "created a folder for PoCL's program cache",
+				log_fields(LOGL_INFO, "opencl", "created a folder for PoCL's program cache",
 					   (struct log_field[]){LOG_S("folder", path)}, 1);
 			else if (errno != EEXIST)
 				return;

@@ -43,7 +43,7 @@ START_TEST(fresh_file_gets_the_newest_schema)
 	ck_assert_int_eq(store_open(path, &st, err, sizeof(err)), ACCELD_OK);
 	ck_assert(store_healthy(st, err, sizeof(err)));
 	store_close(st);
-	ck_assert_int_eq(file_query(path, "PRAGMA user_version"), 6);
+	ck_assert_int_eq(file_query(path, "PRAGMA user_version"), store_schema_version());
 	ck_assert_int_eq(file_query(path, "SELECT count(*) FROM sqlite_schema WHERE name IN ('devices', 'samples', "
 					  "'rollup_minute', 'rollup_hour', 'jobs', 'prices', 'checks')"),
 			 7);
@@ -65,7 +65,7 @@ START_TEST(older_file_is_upgraded_keeping_its_rows)
 	ck_assert_int_eq(store_open(path, &st, err, sizeof(err)), ACCELD_OK);
 	ck_assert_msg(store_healthy(st, err, sizeof(err)), "%s", err);
 	store_close(st);
-	ck_assert_int_eq(file_query(path, "PRAGMA user_version"), 6);
+	ck_assert_int_eq(file_query(path, "PRAGMA user_version"), store_schema_version());
 	ck_assert_int_eq(file_query(path, "SELECT count(*) FROM devices WHERE id = 'gpu:7'"), 1);
 	ck_assert_int_eq(file_query(path, "SELECT count(*) FROM jobs"), 0);
 }
