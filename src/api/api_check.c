@@ -44,7 +44,7 @@ static bool parse_body(const struct http_req *hreq, struct devcheck_request *req
 			return http_resp_accepted(resp, LEVEL_NAMES);
 		}
 		if (!devcheck_level_parse(json_string_value(v), &req->level)) {
-			http_resp_bad_field(resp, REASON_UNKNOWN_LEVEL, "$.level", "'%.40s' is not one of %s",
+			http_resp_bad_field(resp, REASON_INVALID_VALUE, "$.level", "'%.40s' is not one of %s",
 					    json_string_value(v), LEVEL_NAMES);
 			return http_resp_accepted(resp, LEVEL_NAMES);
 		}
@@ -58,7 +58,7 @@ static bool parse_body(const struct http_req *hreq, struct devcheck_request *req
 			return http_resp_bad_field(resp, REASON_NOT_APPLICABLE, "$.duration_s",
 						   "only the long level runs for a duration");
 		if (json_integer_value(v) < DURATION_MIN_S || json_integer_value(v) > DURATION_MAX_S)
-			return http_resp_bad_field(resp, REASON_OUT_OF_RANGE, "$.duration_s", "%" JSON_INTEGER_FORMAT
+			return http_resp_bad_field(resp, REASON_INVALID_VALUE, "$.duration_s", "%" JSON_INTEGER_FORMAT
 						   " is not from %d to %d seconds", json_integer_value(v),
 						   DURATION_MIN_S, DURATION_MAX_S);
 		req->duration_ms = (uint64_t)json_integer_value(v) * 1000u;

@@ -29,13 +29,11 @@ enum reason {
 	REASON_INVALID_TYPE,        /* a body field has the wrong JSON type */
 	REASON_INVALID_VALUE,       /* a body field has a bad value */
 	REASON_NOT_A_NUMBER,        /* NaN or Infinity where a finite number is needed */
-	REASON_OUT_OF_RANGE,        /* a number outside its range */
 	REASON_LENGTH_MISMATCH,     /* an inline array does not match the sizes */
 	REASON_ROW_LENGTH_MISMATCH, /* the rows of an inline matrix differ in length */
 	REASON_TOO_MANY_ELEMENTS,   /* an inline array larger than the sizes or the cap */
 	REASON_NOT_APPLICABLE,      /* a field the kernel does not take */
 	REASON_CONFLICTING_FIELDS,  /* two fields that exclude each other */
-	REASON_UNKNOWN_LEVEL,       /* a health check level other than quick or long */
 	/* 401 */
 	REASON_UNAUTHORIZED,        /* a mutating route without the bearer token */
 	/* 404 */

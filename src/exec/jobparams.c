@@ -165,7 +165,7 @@ bool jobparams_json_float(json_t *v, float *out, struct jobparams_refusal *why)
 		return refuse(why, REASON_INVALID_TYPE, NULL, "expected a number");
 	d = json_number_value(v);
 	if (!isfinite(d) || fabs(d) > FLT_MAX)
-		return refuse(why, REASON_OUT_OF_RANGE, NULL, "%g is outside the float32 range (|x| <= %g)", d,
+		return refuse(why, REASON_INVALID_VALUE, NULL, "%g is outside the float32 range (|x| <= %g)", d,
 			      (double)FLT_MAX);
 	*out = (float)d;
 	return true;
@@ -181,7 +181,7 @@ static bool json_count(json_t *v, uint64_t max, const char *type, const char *li
 		return refuse(why, REASON_INVALID_TYPE, NULL, "%s", type);
 	i = json_integer_value(v);
 	if (i < 1 || (uint64_t)i > max)
-		return refuse(why, REASON_OUT_OF_RANGE, NULL,
+		return refuse(why, REASON_INVALID_VALUE, NULL,
 			      "%" JSON_INTEGER_FORMAT " is not an integer from 1 to %llu%s", i, (unsigned long long)max,
 			      limit);
 	*out = (uint64_t)i;

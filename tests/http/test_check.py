@@ -158,12 +158,12 @@ class CpuCheck(CheckCase):
     def test_limits_and_bad_input(self):
         s = self.start(OPEN)
         self.problem(s.request("POST", "/devices/gpu:7/check"), 404, "UNKNOWN_DEVICE")
-        self.problem(s.request("POST", "/devices/cpu:0/check", json_body={"level": "thorough"}), 400, "UNKNOWN_LEVEL")
+        self.problem(s.request("POST", "/devices/cpu:0/check", json_body={"level": "thorough"}), 400, "INVALID_VALUE")
         doc = self.problem(s.request("POST", "/devices/cpu:0/check", json_body={"duration_s": 10}), 400,
                            "NOT_APPLICABLE")
         self.assertEqual(doc["path"], "$.duration_s")
         self.problem(s.request("POST", "/devices/cpu:0/check", json_body={"level": "long", "duration_s": 99999}),
-                     400, "OUT_OF_RANGE")
+                     400, "INVALID_VALUE")
         self.problem(s.request("POST", "/devices/cpu:0/check", json_body={"lvl": "long"}), 400, "UNKNOWN_FIELD")
         self.problem(s.request("POST", "/devices/cpu:0/check", body=b"{", headers={"Content-Type": "application/json"}),
                      400, "MALFORMED_JSON")

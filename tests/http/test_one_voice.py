@@ -91,7 +91,7 @@ class OneVoice(ServerTestCase):
                     body = {"level": "thorough"}  # past the id, refused for its level: no check runs
                 r = self.call(method, target, body)
                 if r.status >= 400:  # a check that is not found, a level that is not one: not about the device
-                    self.assertIn(r.json()["reason"], ("CHECK_NOT_FOUND", "UNKNOWN_LEVEL"), r)
+                    self.assertIn(r.json()["reason"], ("CHECK_NOT_FOUND", "INVALID_VALUE"), r)
 
     def test_a_price_names_a_device_id_here_or_not(self):
         """PUT /cost/prices is the one body with an id that need not be here: a price outlives the device it names

@@ -90,10 +90,10 @@ static void wait_for(const char *id)
 
 START_TEST(bad_bodies_are_named)
 {
-	bad_body("{\"level\": \"thorough\"}", "UNKNOWN_LEVEL", "$.level");
+	bad_body("{\"level\": \"thorough\"}", "INVALID_VALUE", "$.level");
 	bad_body("{\"level\": 1}", "INVALID_TYPE", "$.level");
 	bad_body("{\"duration_s\": 30}", "NOT_APPLICABLE", "$.duration_s");
-	bad_body("{\"level\": \"long\", \"duration_s\": 1}", "OUT_OF_RANGE", "$.duration_s");
+	bad_body("{\"level\": \"long\", \"duration_s\": 1}", "INVALID_VALUE", "$.duration_s");
 	bad_body("{\"level\": \"long\", \"duration_s\": 30.5}", "INVALID_TYPE", "$.duration_s");
 	bad_body("{\"levle\": \"long\"}", "UNKNOWN_FIELD", "$.levle");
 	bad_body("{\"wait\": \"yes\"}", "INVALID_TYPE", "$.wait");

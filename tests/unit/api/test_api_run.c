@@ -46,15 +46,15 @@ START_TEST(bodies_are_checked_field_by_field)
 	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"k\": 2}", 400, "NOT_APPLICABLE", "$.k");
 	expect("{\"kernel\": \"dot\", \"n\": 3, \"alpha\": 2}", 400, "NOT_APPLICABLE", "$.alpha");
 	expect("{\"kernel\": \"saxpy\", \"n\": 2.5}", 400, "INVALID_TYPE", "$.n");
-	expect("{\"kernel\": \"saxpy\", \"n\": 0}", 400, "OUT_OF_RANGE", "$.n");
+	expect("{\"kernel\": \"saxpy\", \"n\": 0}", 400, "INVALID_VALUE", "$.n");
 	expect("{\"kernel\": \"saxpy\"}", 400, "MISSING_FIELD", "$.n");
 	expect("{\"kernel\": \"softmax\", \"n\": 3}", 400, "MISSING_FIELD", "$.m");
 	expect("{\"kernel\": \"sgemm\", \"n\": 3, \"m\": 3}", 400, "MISSING_FIELD", "$.k");
 	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"alpha\": \"NaN\"}", 400, "NOT_A_NUMBER", "$.alpha");
-	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"alpha\": 1e39}", 400, "OUT_OF_RANGE", "$.alpha");
+	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"alpha\": 1e39}", 400, "INVALID_VALUE", "$.alpha");
 	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"verify\": 1}", 400, "INVALID_TYPE", "$.verify");
 	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"return\": \"all\"}", 400, "INVALID_VALUE", "$.return");
-	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"timeout_ms\": 0}", 400, "OUT_OF_RANGE", "$.timeout_ms");
+	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"timeout_ms\": 0}", 400, "INVALID_VALUE", "$.timeout_ms");
 	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"backend\": \"cuda\"}", 400, "INVALID_VALUE", "$.backend");
 	expect("{\"kernel\": \"saxpy\", \"n\": 3, \"device\": \"cpu:0\", \"prefer\": \"gpu\"}", 400,
 	       "CONFLICTING_FIELDS", "$.prefer");

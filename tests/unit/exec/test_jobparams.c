@@ -83,7 +83,7 @@ START_TEST(json_values)
 	ck_assert(!set(&p, "alpha", "\"NaN\"", &why));
 	ck_assert_int_eq(why.reason, REASON_NOT_A_NUMBER);
 	ck_assert(!set(&p, "alpha", "1e39", &why));
-	ck_assert_int_eq(why.reason, REASON_OUT_OF_RANGE);
+	ck_assert_int_eq(why.reason, REASON_INVALID_VALUE);
 	ck_assert(!set(&p, "n", "0", &why));
 	ck_assert_str_eq(why.detail, "0 is not an integer from 1 to 1099511627776");
 	ck_assert(!set(&p, "timeout_ms", "1001", &why));

@@ -111,9 +111,9 @@ START_TEST(bad_field_and_value_helpers)
 	json_t *acc;
 
 	http_resp_init(&resp, "r");
-	ck_assert(!http_resp_bad_field(&resp, REASON_OUT_OF_RANGE, "$.n", "%d is not from 1 to %d", 0, 9));
+	ck_assert(!http_resp_bad_field(&resp, REASON_INVALID_VALUE, "$.n", "%d is not from 1 to %d", 0, 9));
 	ck_assert_int_eq(resp.status, 400);
-	ck_assert_str_eq(json_string_value(json_object_get(resp.json, "reason")), "OUT_OF_RANGE");
+	ck_assert_str_eq(json_string_value(json_object_get(resp.json, "reason")), "INVALID_VALUE");
 	ck_assert_str_eq(json_string_value(json_object_get(resp.json, "path")), "$.n");
 	ck_assert_str_eq(json_string_value(json_object_get(resp.json, "detail")), "$.n: 0 is not from 1 to 9");
 	ck_assert_ptr_null(json_object_get(resp.json, "parameter"));
