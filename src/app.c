@@ -308,16 +308,29 @@ static size_t measured_from_history(struct app *app, const struct detect_snapsho
 enum acceld_err app_select(struct app *app, const struct detect_snapshot *snap, const struct select_request *req,
 			   struct select_result *res)
 {
-	struct select_measured measured[64 + 320];
+	size_t cap = 64 + 320 + snap->n;
+	struct select_measured *measured = xcalloc(cap, sizeof(*measured));
 	char ids[320][DEVICE_ID_MAX];
 	size_t nmeasured = 0;
+	enum acceld_err rc;
 
 	/* a recent health check's figures come first: selection takes the first figure of a device and kernel */
 	if (app->devcheck != NULL)
 		nmeasured = devcheck_measured(app->devcheck, clock_real_ms(), measured, ids, 320);
 	nmeasured += measured_from_history(app, snap, kernel_name(select_kernel(req->kernel)), measured + nmeasured,
 					   64);
-	return select_choose(snap->devices, snap->n, req, measured, nmeasured, res);
+	/* the prices in force (overrides, a prices file, the host's share), which the cost policies weigh */
+	if (app->cost != NULL) {
+		double *usd = xcalloc(snap->n ? snap->n : 1, sizeof(*usd));
+		struct cost_host_applied host;
+
+		cost_applied_prices(app->cost, snap->devices, snap->n, usd, &host);
+		nmeasured += select_prices(snap->devices, usd, snap->n, measured + nmeasured, cap - nmeasured);
+		free(usd);
+	}
+	rc = select_choose(snap->devices, snap->n, req, measured, nmeasured, res);
+	free(measured);
+	return rc;
 }
 
 /* --- health checks --- */

@@ -7,6 +7,8 @@
 
 #include "select/batch.h"
 #include "cli/cli.h"
+#include "core/mem.h"
+#include "cost/cost.h"
 #include "core/config.h"
 #include "detect/detect.h"
 #include "exec/kernel.h"
@@ -123,6 +125,30 @@ static void init_batch(void *req, const struct config *cfg)
 	batch_request_init(req, cfg);
 }
 
+/*
+ * The prices in force for the command's devices, as the service's selection weighs them: a prices file's
+ * (--prices-file), else the built-in table's. *out is malloc'ed (free() it); returns its length.
+ */
+static size_t cli_select_prices(const struct cli_request *c, struct select_measured **out)
+{
+	struct cost *book;
+	struct cost_host_applied host;
+	char err[512];
+	double *usd;
+	size_t n;
+
+	*out = NULL;
+	if (cost_new(NULL, c->cfg.prices_file, &book, err, sizeof(err)) != ACCELD_OK)
+		return 0; /* refused before: cli_load_config checks the file */
+	usd = xcalloc(c->snap->n ? c->snap->n : 1, sizeof(*usd));
+	cost_applied_prices(book, c->snap->devices, c->snap->n, usd, &host);
+	*out = xcalloc(c->snap->n ? c->snap->n : 1, sizeof(**out));
+	n = select_prices(c->snap->devices, usd, c->snap->n, *out, c->snap->n);
+	free(usd);
+	cost_free(book);
+	return n;
+}
+
 int cli_select_main(int argc, char **argv)
 {
 	static const char *const bools[] = {"executable", NULL};
@@ -131,6 +157,8 @@ int cli_select_main(int argc, char **argv)
 	struct cli_request c;
 	struct select_request req;
 	struct select_result res;
+	struct select_measured *prices = NULL;
+	size_t nprices = 0;
 	enum acceld_err err;
 	int rc = cli_request_start(&c, &kind, argc, argv, &req);
 
@@ -142,7 +170,9 @@ int cli_select_main(int argc, char **argv)
 		rc = CLI_EXIT_USAGE;
 		goto out;
 	}
-	err = select_choose(c.snap->devices, c.snap->n, &req, NULL, 0, &res);
+	nprices = cli_select_prices(&c, &prices);
+	err = select_choose(c.snap->devices, c.snap->n, &req, prices, nprices, &res);
+	free(prices);
 	if (err != ACCELD_OK) {
 		fprintf(stderr, "acceld select: %s\n", res.reason);
 		if (req.format == SELECT_FORMAT_JSON)

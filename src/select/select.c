@@ -328,11 +328,32 @@ static double shown(double v)
 	return strtod(text, NULL);
 }
 
+size_t select_prices(const struct device *devs, const double *usd, size_t n, struct select_measured *m, size_t cap)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n && k < cap; i++)
+		if (isfinite(usd[i]))
+			m[k++] = (struct select_measured){.device_id = devs[i].id, .gflops = NAN, .gbytes_per_s = NAN,
+							  .usd_per_hour = usd[i]};
+	return k;
+}
+
+/* The price in force of d: the caller's entry of price for it, else the built-in one. */
+static double price_of(const struct device *d, const struct select_measured *m, size_t nm)
+{
+	for (size_t i = 0; i < nm; i++)
+		if (m[i].kernel == NULL && m[i].device_id != NULL && strcmp(m[i].device_id, d->id) == 0 &&
+		    isfinite(m[i].usd_per_hour))
+			return m[i].usd_per_hour;
+	return d->price.usd_per_hour;
+}
+
 static void score_candidate(struct select_candidate *c, const struct select_request *req,
 			    const struct select_measured *m, size_t nm)
 {
 	const struct device *d = c->dev;
-	double price = d->price.usd_per_hour;
+	double price = price_of(d, m, nm);
 	double tp;
 	const char *figure;
 	const char *source;

@@ -52,14 +52,25 @@ struct select_request {
  * measures arithmetic (KERNEL_FIGURE_MATRIX). */
 enum kernel_id select_kernel(int hint);
 
-/* One measured throughput, from history: gflops for compute-bound kernels, gbytes_per_s for the others. */
+/*
+ * What the caller knows of a device beyond detection: one measured throughput (gflops for compute-bound kernels,
+ * gbytes_per_s for the others), or, with kernel NULL, the price in force (usd_per_hour: the price book's, its
+ * overrides and the host's share included), which the cost policies then weigh instead of the built-in one.
+ */
 struct select_measured {
 	const char *device_id;
-	const char *kernel;           /* the kernel's name (kernel_name) */
+	const char *kernel;           /* the kernel's name (kernel_name); NULL: an entry of price */
 	double gflops;                /* NAN unknown */
 	double gbytes_per_s;          /* NAN unknown */
 	const char *source;           /* static: "check" (a recent health check, devcheck.h); NULL: finished jobs */
+	double usd_per_hour;          /* with kernel NULL: the price in force; NAN unknown */
 };
+
+/*
+ * Appends to m (room for cap entries) an entry of price for each device of devs whose usd[i] is known; returns how
+ * many it added.
+ */
+size_t select_prices(const struct device *devs, const double *usd, size_t n, struct select_measured *m, size_t cap);
 
 /* What became of one device. */
 struct select_candidate {

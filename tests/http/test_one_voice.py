@@ -337,6 +337,22 @@ class OneSpelling(ServerTestCase):
         p = self.server.get("/plan?params=7B&layers=32&hidden=4096&heads=32&vocab=32000&reserve=0.2").json()
         self.assertEqual((b["memory"]["reserve"], p["devices"]["reserve"]), (0.2, 0.2))
 
+    def test_the_cost_policies_weigh_the_prices_in_force(self):
+        # a prices file's price is the one the service and the command rank by, not the built-in table's
+        import os
+        import tempfile
+        from harness import Server, run_cli
+        with tempfile.TemporaryDirectory() as d:
+            prices = os.path.join(d, "prices.json")
+            with open(prices, "w") as f:
+                json.dump({"currency": "USD", "prices": [{"device": "cpu:0", "usd_per_hour": 0.04}]}, f)
+            with Server(args=["--prices-file", prices]) as s:
+                served = s.get("/select?policy=cheapest").json()
+            told = json.loads(run_cli("select", "--policy", "cheapest", "--prices-file", prices).stdout)
+            for doc in (served, told):
+                self.assertIn("0.04 USD per hour", doc["reason"], doc["reason"])
+                self.assertEqual(doc["candidates"][0]["score"], 0.04)
+
     def test_a_bad_size_says_how_to_write_one(self):
         for target in ("/batch-config?base=8&model_bytes=lots", "/batch-config?base=8&sample_bytes=-1"):
             doc = self.server.get(target).json()

@@ -255,9 +255,9 @@ START_TEST(policy_fastest_uses_measured)
 	struct select_result res;
 	/* made-up history: the L4 measured faster on triad than the H100 */
 	const struct select_measured m[] = {
-		{"gpu:0", "triad", NAN, 900, NULL},
-		{"gpu:1", "triad", NAN, 1200, NULL},
-		{"gpu:1", "sgemm", 25000, NAN, NULL},
+		{"gpu:0", "triad", NAN, 900, NULL, NAN},
+		{"gpu:1", "triad", NAN, 1200, NULL, NAN},
+		{"gpu:1", "sgemm", 25000, NAN, NULL, NAN},
 	};
 
 	host_gpus();
@@ -284,9 +284,9 @@ START_TEST(policy_fastest_says_a_health_check_measured_it)
 	struct select_result res;
 	/* a check's figure comes first, the jobs' after it: the first of a device and kernel counts */
 	const struct select_measured m[] = {
-		{"gpu:0", "sgemm", 700, NAN, "check"},
-		{"gpu:1", "sgemm", 900, NAN, "check"},
-		{"gpu:0", "sgemm", 60000, NAN, NULL},
+		{"gpu:0", "sgemm", 700, NAN, "check", NAN},
+		{"gpu:1", "sgemm", 900, NAN, "check", NAN},
+		{"gpu:0", "sgemm", 60000, NAN, NULL, NAN},
 	};
 
 	host_gpus();
@@ -320,6 +320,24 @@ START_TEST(policy_cheapest)
 	ck_assert_uint_eq(cand(&res, "cpu:0")->rank, 3);
 	ck_assert(isnan(cand(&res, "cpu:0")->score));
 	select_result_release(&res);
+
+	/* the prices in force (an override of the CPU, none for gpu:0) are the ones ranked, the built-in ones elsewhere */
+	{
+		double usd[16];
+		struct select_measured m[16];
+		size_t n;
+
+		for (size_t i = 0; i < ndevs; i++)
+			usd[i] = strcmp(devs[i].id, "cpu:0") == 0 ? 0.04 : NAN;
+		n = select_prices(devs, usd, ndevs, m, 16);
+		ck_assert_uint_eq(n, 1);
+		ck_assert_ptr_null(m[0].kernel);
+		ck_assert_int_eq(select_choose(devs, ndevs, &r, m, n, &res), ACCELD_OK);
+		ck_assert_str_eq(res.device->id, "cpu:0");
+		ck_assert_double_eq_tol(cand(&res, "cpu:0")->score, 0.04, 1e-12);
+		ck_assert_double_eq_tol(cand(&res, "gpu:1")->score, 0.56, 1e-12);
+		select_result_release(&res);
+	}
 }
 END_TEST
 
@@ -328,8 +346,8 @@ START_TEST(policy_efficient)
 	struct select_request r = request(PREFER_GPU, SELECT_EFFICIENT);
 	struct select_result res;
 	const struct select_measured m[] = {
-		{"gpu:0", "sgemm", 60000, NAN, NULL},
-		{"gpu:1", "sgemm", 2000, NAN, NULL},
+		{"gpu:0", "sgemm", 60000, NAN, NULL, NAN},
+		{"gpu:1", "sgemm", 2000, NAN, NULL, NAN},
 	};
 
 	host_gpus();
