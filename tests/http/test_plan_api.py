@@ -628,6 +628,19 @@ class HgxH100(PlanCase):
         self.assertEqual(mesh(doc), (2, 1, 2, 1))
 
 
+class V5litepodIndexedJob(PlanCase):
+    """The fourth pod of a Kubernetes indexed Job on a v5litepod-16 (GKE's ct5lp-hightpu-4t: 4 hosts of 4 chips),
+    issue #35 item 5: every pod is a process, pods 2 and 3 included (8-chip hosts made it 2 processes on pods 0-1)."""
+
+    server_env = {"JOB_COMPLETION_INDEX": "3", "HOSTNAME": "llama-3", "JOBSET_NAME": "llama"}
+
+    def test_every_host_of_the_slice_is_a_process(self):
+        got = sh_eval(self.env_text("model=llama-2-7b&devices=tpu:v5litepod-16"))
+        self.assertEqual({k: got.get(k) for k in ("JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID")},
+                         {"JAX_COORDINATOR_ADDRESS": "llama-0.llama:8476", "JAX_NUM_PROCESSES": "4",
+                          "JAX_PROCESS_ID": "3"})
+
+
 class L4x4(PlanCase):
     """Four L4s (24 GiB) on PCIe, no NVLink: a GCE g2-standard-48."""
 
