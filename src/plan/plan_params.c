@@ -145,57 +145,14 @@ void plan_params_init(struct plan_params *p)
 	p->format = PLAN_FORMAT_JSON;
 }
 
-/* "7000000000", "7B", "6.7B", "70b", "1.5T": digits, then (with a suffix) up to 3 decimals and K, M, B (or G), T. */
+/* A count of parameters ("7000000000", "7B", "6.7B", "1.5T": config_parse_count) from 1 to PLAN_MAX_PARAMS. */
 static int parse_params(const char *text, uint64_t *out)
 {
-	size_t whole = strspn(text, "0123456789");
-	size_t nfrac = 0;
-	const char *p = text + whole, *frac = NULL;
-	uint64_t w = 0, f = 0, mult = 1, step;
+	uint64_t v;
 
-	if (whole == 0 || whole > 16)
+	if (config_parse_count(text, &v) != 0 || v == 0 || v > PLAN_MAX_PARAMS)
 		return -1;
-	if (*p == '.') {
-		frac = p + 1;
-		nfrac = strspn(frac, "0123456789");
-		if (nfrac == 0 || nfrac > 3)
-			return -1;
-		p = frac + nfrac;
-	}
-	switch (*p) {
-	case '\0':
-		break;
-	case 'k': case 'K':
-		mult = 1000ull;
-		break;
-	case 'm': case 'M':
-		mult = 1000000ull;
-		break;
-	case 'b': case 'B': case 'g': case 'G':
-		mult = 1000000000ull;
-		break;
-	case 't': case 'T':
-		mult = 1000000000000ull;
-		break;
-	default:
-		return -1;
-	}
-	if ((*p != '\0' && p[1] != '\0') || (frac != NULL && mult == 1))
-		return -1;
-	for (size_t i = 0; i < whole; i++)
-		w = w * 10 + (uint64_t)(text[i] - '0');
-	for (size_t i = 0; i < nfrac; i++)
-		f = f * 10 + (uint64_t)(frac[i] - '0');
-	if (w > PLAN_MAX_PARAMS / mult)
-		return -1;
-	/* a decimal's worth of the unit: mult is at least 1000 wherever there are decimals (at most 3), so whole */
-	step = mult;
-	for (size_t i = 0; i < nfrac; i++)
-		step /= 10;
-	w = w * mult + f * step;
-	if (w == 0 || w > PLAN_MAX_PARAMS)
-		return -1;
-	*out = w;
+	*out = v;
 	return 0;
 }
 
