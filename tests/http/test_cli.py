@@ -215,7 +215,7 @@ class Output(unittest.TestCase):
     def test_every_command_with_a_document_takes_json(self):
         # what the API answers, every command prints with --json (select's default --format json included)
         for name, args in (("report", ()), ("select", ()), ("batch", ("--params", "1000")),
-                           ("plan", ("--params", "100M")), ("run", ("saxpy", "--n", "64", "--db", ":memory:")),
+                           ("plan", CONFIGURED["plan"]), ("run", ("saxpy", "--n", "64", "--db", ":memory:")),
                            ("check",) + (PASSING_CHECK,)):
             with self.subTest(name):
                 r = run_cli(name, *args, "--json", env=QUIET, timeout=300)
