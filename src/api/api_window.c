@@ -26,12 +26,12 @@ enum acceld_err api_window_parse(const char *start, const char *end, int64_t now
 
 	out->end_ms = now_ms;
 	if (end != NULL && clock_parse_rfc3339(end, &out->end_ms) != 0) {
-		snprintf(why, whysz, "end_time '%.64s' is not an RFC 3339 date-time such as 2026-01-02T15:04:05Z", end);
+		snprintf(why, whysz, "end_time: '%.64s' is not an RFC 3339 date-time such as 2026-01-02T15:04:05Z", end);
 		return fail(param, reason, "end_time", REASON_INVALID_TIME);
 	}
 	out->start_ms = out->end_ms - default_span_ms;
 	if (start != NULL && clock_parse_rfc3339(start, &out->start_ms) != 0) {
-		snprintf(why, whysz, "start_time '%.64s' is not an RFC 3339 date-time such as 2026-01-02T15:04:05Z",
+		snprintf(why, whysz, "start_time: '%.64s' is not an RFC 3339 date-time such as 2026-01-02T15:04:05Z",
 			 start);
 		return fail(param, reason, "start_time", REASON_INVALID_TIME);
 	}

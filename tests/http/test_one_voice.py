@@ -353,6 +353,15 @@ class OneSpelling(ServerTestCase):
                 self.assertIn("0.04 USD per hour", doc["reason"], doc["reason"])
                 self.assertEqual(doc["candidates"][0]["score"], 0.04)
 
+    def test_a_bad_query_value_is_quoted_after_its_name(self):
+        # one form for a refused query value: "name: 'value' is not ..."
+        for target in ("/history?step=abc", "/history?start_time=yesterday", "/cost?group_by=x", "/select?policy=fast",
+                       "/plan?params=7B&seq_len=-1", "/batch-config?base=0", "/run?page_size=0",
+                       "/cost/estimate?seconds=x"):
+            doc = self.server.get(target).json()
+            name, value = target.split("?")[1].split("&")[-1].split("=")
+            self.assertTrue(doc["detail"].startswith(f"{name}: '{value}' is not "), (target, doc["detail"]))
+
     def test_a_bad_size_says_how_to_write_one(self):
         for target in ("/batch-config?base=8&model_bytes=lots", "/batch-config?base=8&sample_bytes=-1"):
             doc = self.server.get(target).json()
