@@ -1166,4 +1166,6 @@ const struct backend_ops backend_pjrt = {
 	.close = pj_close,
 	.reference = pj_reference,
 	.runs = stablehlo_has,
+	.facts = pjrt_plugin_facts,
+	.learn = pjrt_plugin_learn,
 };
