@@ -15,8 +15,9 @@
 
 void wproto_stamp(char *out, size_t outsz)
 {
-	snprintf(out, outsz, "%.16s %.16s %.24s d%zu w%zu t%zu", version_string(), version_commit(),
-		 version_build_time(), sizeof(struct device), sizeof(struct kernel_work), sizeof(struct backend_timing));
+	snprintf(out, outsz, "%.16s d%zu w%zu t%zu a%zu r%zu", version_string(), sizeof(struct device),
+		 sizeof(struct kernel_work), sizeof(struct backend_timing), sizeof(struct wmsg_answer),
+		 sizeof(struct wmsg_run));
 }
 
 int wproto_send(int sock, const void *msg, size_t len, int fd)

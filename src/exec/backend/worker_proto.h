@@ -4,7 +4,7 @@
  *
  * Both ends are the same binary (the daemon starts /proc/self/exe), so struct device, struct kernel_work and
  * struct backend_timing travel as raw bytes; the worker's first message (wproto_hello) carries the build's version,
- * commit and those structs' sizes, and the daemon refuses a worker whose stamp differs. Every message is one
+ * and the sizes of what travels raw, and the daemon refuses a worker whose stamp differs. Every message is one
  * SOCK_SEQPACKET datagram of a fixed struct that starts with its type, except WMSG_FACTS (a header, then the
  * backend's facts). A file descriptor (a channel's socket, a memfd) rides along as SCM_RIGHTS. Inputs and outputs
  * never go through the socket: a run names where each buffer lies in the channel's memfd.
@@ -76,7 +76,10 @@ struct wmsg_facts_head {
 	uint32_t len; /* bytes of facts that follow */
 };
 
-/* The build's stamp: "0.1.0 <commit> <built> d<sizeof device> w<sizeof kernel_work> t<sizeof timing>". */
+/*
+ * The build's stamp: "0.1.0 d<sizeof device> w<sizeof kernel_work> t<sizeof timing> a<answer> r<run>": what the raw
+ * bytes depend on (the commit and build time are left out: a unit test's worker is the acceld built beside it).
+ */
 void wproto_stamp(char *out, size_t outsz);
 
 /*

@@ -363,6 +363,21 @@ static size_t tpu_local_env(const struct wkind *k, char **env, size_t n, size_t 
 	return n;
 }
 
+/*
+ * fd moved to 10 or above (close-on-exec), so that the spawn's dup2 onto 0 to 3 never meets a descriptor already
+ * there: dup2 of a descriptor onto itself would leave its close-on-exec flag set, and the worker without it.
+ */
+static int high_fd(int fd)
+{
+	int moved;
+
+	if (fd < 0 || fd >= 10)
+		return fd;
+	moved = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+	close(fd);
+	return moved;
+}
+
 /* Starts the kind's worker and waits for its hello (kind->mu held). NULL with a message when it cannot. */
 static struct wproc *proc_start(struct wkind *k, char *err, size_t errsz)
 {
@@ -379,6 +394,7 @@ static struct wproc *proc_start(struct wkind *k, char *err, size_t errsz)
 	size_t nout = 0;
 	char **env = NULL;
 	char tpu[3][96];
+	const char *exe;
 	char *tpu_env[3];
 	size_t ntpu;
 	struct wmsg_hello hello;
@@ -393,6 +409,12 @@ static struct wproc *proc_start(struct wkind *k, char *err, size_t errsz)
 	p->cause = -1;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl) != 0 || pipe2(errp, O_CLOEXEC) != 0 ||
 	    pipe2(p->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
+		snprintf(err, errsz, "cannot start a %s worker: %s", k->name, strerror(errno));
+		goto fail;
+	}
+	ctl[1] = high_fd(ctl[1]);
+	errp[1] = high_fd(errp[1]);
+	if (ctl[1] < 0 || errp[1] < 0) {
 		snprintf(err, errsz, "cannot start a %s worker: %s", k->name, strerror(errno));
 		goto fail;
 	}
@@ -440,7 +462,9 @@ static struct wproc *proc_start(struct wkind *k, char *err, size_t errsz)
 	posix_spawnattr_setsigmask(&attr, &none);
 	posix_spawnattr_setsigdefault(&attr, &dfl);
 	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-	rc = posix_spawn(&p->pid, "/proc/self/exe", &fa, &attr, (char *const *)(uintptr_t)argv, env);
+	exe = getenv("ACCELD_WORKER_EXE");
+	rc = posix_spawn(&p->pid, exe != NULL && exe[0] != '\0' ? exe : "/proc/self/exe", &fa, &attr,
+			 (char *const *)(uintptr_t)argv, env);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&attr);
 	free(env);

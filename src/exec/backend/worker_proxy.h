@@ -12,6 +12,8 @@
  * after a grace) when a run passes its job's deadline, and fails its runs in flight with ACCELD_ECRASHED
  * (BACKEND_CRASHED) when it dies, naming the signal or exit status and its last lines on stderr (which the daemon
  * logs). Crashes in a row back off the next start (exponential, capped).
+ *
+ * The worker is /proc/self/exe, or ACCELD_WORKER_EXE where set: for unit tests, whose own binary is not acceld.
  */
 #ifndef ACCELD_WORKER_PROXY_H
 #define ACCELD_WORKER_PROXY_H
