@@ -3,8 +3,8 @@
  * and the shared memory a run's buffers travel in.
  *
  * Both ends are the same binary (the daemon starts /proc/self/exe), so struct device, struct kernel_work and
- * struct backend_timing travel as raw bytes; the worker's first message (wproto_hello) carries the build's version,
- * and the sizes of what travels raw, and the daemon refuses a worker whose stamp differs. Every message is one
+ * struct backend_timing travel as raw bytes; the worker's first message (WMSG_HELLO) carries the build's version
+ * and the sizes of what travels raw (wproto_stamp), and the daemon refuses a worker whose stamp differs. Every message is one
  * SOCK_SEQPACKET datagram of a fixed struct that starts with its type, except WMSG_FACTS (a header, then the
  * backend's facts). A file descriptor (a channel's socket, a memfd) rides along as SCM_RIGHTS. Inputs and outputs
  * never go through the socket: a run names where each buffer lies in the channel's memfd.
