@@ -41,12 +41,15 @@ def measure(binary, fake):
             try:
                 c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
                 c.request("GET", "/readyz")
-                if c.getresponse().read() and time.monotonic() and True:
+                r = c.getresponse()
+                r.read()
+                if r.status == 200:
                     break
             except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("acceld did not get ready")
+            time.sleep(0.1)
         out = {}
         for dev in ("cpu:0", "tpu:0"):
             body = json.dumps({"kernel": "saxpy", "n": 1024, "device": dev})

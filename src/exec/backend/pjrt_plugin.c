@@ -382,12 +382,19 @@ void pjrt_plugin_note_problem(const char *path, unsigned ordinal, const char *no
 
 size_t pjrt_plugin_facts(uint64_t *since, void *buf, size_t bufsz)
 {
+	/* what was last sent: a note that wrote what was there already (memory figures read by every job) is no news */
+	static struct record sent[RECORDS_MAX];
+	static size_t nsent;
 	size_t len = 0;
 	uint32_t n;
 
 	pthread_mutex_lock(&records_mu);
 	n = (uint32_t)nrecords;
+	if (records_gen != *since && n == nsent && memcmp(sent, records, n * sizeof(struct record)) == 0)
+		*since = records_gen;
 	if (records_gen != *since && bufsz >= sizeof(n) + n * sizeof(struct record)) {
+		memcpy(sent, records, n * sizeof(struct record));
+		nsent = n;
 		memcpy(buf, &n, sizeof(n));
 		memcpy((char *)buf + sizeof(n), records, n * sizeof(struct record));
 		len = sizeof(n) + n * sizeof(struct record);
