@@ -7,7 +7,7 @@
 const struct backend_ops *const backend_builtin[] = {
 	&backend_native,
 	&backend_pjrt_proxy, /* PJRT runs in a worker process: the daemon never maps a plugin (worker_proxy.h) */
-	&backend_opencl,
+	&backend_opencl_proxy, /* OpenCL on a GPU in a worker process, on PoCL's CPU device here */
 	NULL,
 };
 

@@ -135,6 +135,7 @@ extern const struct backend_ops backend_native; /* exec_cpu.c */
 extern const struct backend_ops backend_opencl; /* exec_opencl.c */
 extern const struct backend_ops backend_pjrt;   /* exec_pjrt.c: what a worker process runs */
 extern const struct backend_ops backend_pjrt_proxy; /* worker_proxy.c: "pjrt" in the daemon, in a worker process */
+extern const struct backend_ops backend_opencl_proxy; /* worker_proxy.c: "opencl", in a worker but on PoCL's CPU */
 
 /* The built-in backends, NULL-terminated: the only list of them. */
 extern const struct backend_ops *const backend_builtin[];

@@ -12,7 +12,7 @@ from harness import BIN, FAKES, FIXTURES, ServersTestCase, run_cli, until
 PLUGIN = os.path.join(FAKES, "libpjrt.so")
 SGEMM = {"kernel": "sgemm", "m": 128, "n": 128, "k": 128, "verify": True}
 FAKE_VARS = ("FAKE_PJRT_CRASH", "FAKE_PJRT_CRASH_FLAG", "FAKE_PJRT_SLOW_MS", "FAKE_PJRT_LOCKFILE", "FAKE_PJRT_BUSY",
-             "FAKE_PJRT_VERSION")
+             "FAKE_PJRT_VERSION", "ACCELD_OPENCL_WORKER")
 for _name in FAKE_VARS:
     os.environ.pop(_name, None)
 
@@ -181,6 +181,25 @@ class Deadline(WorkerTestCase):
         until(lambda: metric(s, "acceld_worker_exits_total", backend="pjrt", cause="deadline") == 1,
               what="the worker ended for the deadline")
         until(lambda: not workers_of(s.proc.pid), what="no worker left")
+
+
+class OpenclInAWorker(WorkerTestCase):
+    def test_an_opencl_job_through_a_worker(self):
+        # CI has no GPU: ACCELD_OPENCL_WORKER=all (for tests) sends PoCL's CPU device through a worker as a GPU's is
+        s = self.start(args=("--pjrt-idle", "1s"), env={"ACCELD_OPENCL_WORKER": "all"})
+        r = s.request("POST", "/run", json_body={"kernel": "saxpy", "n": 100000, "device": "cpu:0",
+                                                  "backend": "opencl", "verify": True})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json()["backend"], "opencl")
+        self.assertTrue(r.json()["verified"])
+        self.assertGreaterEqual(metric(s, "acceld_worker_starts_total", backend="opencl"), 1)
+        until(lambda: not workers_of(s.proc.pid), timeout=20, what="the worker's exit")
+        # without the knob, PoCL's CPU device runs in the daemon: no worker starts
+        plain = self.start(env={})
+        r = plain.request("POST", "/run", json_body={"kernel": "saxpy", "n": 100000, "device": "cpu:0",
+                                                      "backend": "opencl"})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(metric(plain, "acceld_worker_starts_total", backend="opencl"), 0)
 
 
 class Reasons(unittest.TestCase):

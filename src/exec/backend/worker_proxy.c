@@ -106,6 +106,8 @@ struct wdev {
 static struct wkind kinds[] = {
 	{.name = "pjrt", .real = &backend_pjrt, .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
 	 .idle_ns = 30000000000ull, .last_cause = -1},
+	{.name = "opencl", .real = &backend_opencl, .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
+	 .idle_ns = 30000000000ull, .last_cause = -1},
 };
 
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
@@ -1019,4 +1021,98 @@ const struct backend_ops backend_pjrt_proxy = {
 	.open = pjrt_open,
 	.run = proxy_run,
 	.close = proxy_close,
+};
+
+/* --- OpenCL: in a worker on devices that are not CPUs, in the daemon on PoCL's CPU device --- */
+
+#define K_OPENCL (&kinds[1])
+
+bool worker_proxy_opencl_all(void)
+{
+	const char *v = getenv("ACCELD_OPENCL_WORKER");
+
+	return v != NULL && strcmp(v, "all") == 0;
+}
+
+/* A device's OpenCL state: the real backend's, here or in the worker. */
+struct osplit {
+	bool remote;
+	void *state;
+};
+
+static void opencl_prepare(const struct config *cfg)
+{
+	proxy_prepare(K_OPENCL, cfg); /* the real prepare too: PoCL's CPU device runs here */
+}
+
+static bool opencl_serves(const struct device *dev)
+{
+	return backend_opencl.serves(dev);
+}
+
+static enum acceld_err opencl_admit(const struct device *dev, enum kernel_id k, const struct kernel_shape *s,
+				    enum reason *reason, char *detail, size_t detailsz)
+{
+	return backend_opencl.admit(dev, k, s, reason, detail, detailsz);
+}
+
+static double opencl_reference(const struct device *dev, enum kernel_id k, const char **source)
+{
+	return backend_opencl.reference != NULL ? backend_opencl.reference(dev, k, source) : 1.0;
+}
+
+static bool opencl_runs(enum kernel_id k)
+{
+	return backend_opencl.runs == NULL || backend_opencl.runs(k);
+}
+
+/* a GPU vendor's driver keeps a context (and memory) on the device: only PoCL's CPU device stays here */
+static enum acceld_err opencl_open(const struct device *dev, unsigned threads, void **state, char *err, size_t errsz)
+{
+	struct osplit *s = xcalloc(1, sizeof(*s));
+	enum acceld_err rc;
+
+	s->remote = dev->type != DEVICE_CPU || worker_proxy_opencl_all();
+	rc = s->remote ? proxy_open(K_OPENCL, dev, threads, &s->state, err, errsz)
+		       : backend_opencl.open(dev, threads, &s->state, err, errsz);
+	if (rc != ACCELD_OK) {
+		free(s);
+		return rc;
+	}
+	*state = s;
+	return ACCELD_OK;
+}
+
+static enum acceld_err opencl_run(void *state, struct kernel_work *w, struct backend_timing *t, char *err,
+				  size_t errsz)
+{
+	struct osplit *s = state;
+
+	return s->remote ? proxy_run(s->state, w, t, err, errsz) : backend_opencl.run(s->state, w, t, err, errsz);
+}
+
+static void opencl_close(void *state)
+{
+	struct osplit *s = state;
+
+	if (s->remote)
+		proxy_close(s->state);
+	else
+		backend_opencl.close(s->state);
+	free(s);
+}
+
+/* one backend as users see it ("opencl"), whichever process runs a device's jobs */
+const struct backend_ops backend_opencl_proxy = {
+	.name = "opencl",
+	.serves_what = "devices with an OpenCL view",
+	.rank = 20,
+	.serves = opencl_serves,
+	.prepare = opencl_prepare,
+	.admit = opencl_admit,
+	.open = opencl_open,
+	.run = opencl_run,
+	.close = opencl_close,
+	.reference = opencl_reference,
+	.runs = opencl_runs,
 };
