@@ -409,6 +409,12 @@ static struct wproc *proc_start(struct wkind *k, char *err, size_t errsz)
 	p->kind = k;
 	p->ctl = p->errfd = p->wake[0] = p->wake[1] = -1;
 	p->cause = -1;
+	if (getenv("ACCELD_WORKER_CHILD") != NULL) {
+		/* a worker never starts workers (nor does a binary that is not acceld, started as one by mistake) */
+		snprintf(err, errsz, "a %s worker cannot start from inside a worker", k->name);
+		free(p);
+		return NULL;
+	}
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl) != 0 || pipe2(errp, O_CLOEXEC) != 0 ||
 	    pipe2(p->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
 		snprintf(err, errsz, "cannot start a %s worker: %s", k->name, strerror(errno));
@@ -437,7 +443,7 @@ static struct wproc *proc_start(struct wkind *k, char *err, size_t errsz)
 	argv[na] = NULL;
 	while (environ[nenv] != NULL)
 		nenv++;
-	env = xcalloc(nenv + 4, sizeof(*env));
+	env = xcalloc(nenv + 5, sizeof(*env));
 	ntpu = tpu_local_env(k, tpu_env, 0, 3, tpu);
 	for (size_t i = 0; i < nenv; i++) {
 		bool tpu_var = strncmp(environ[i], "TPU_PROCESS_BOUNDS=", 19) == 0 ||
@@ -450,6 +456,7 @@ static struct wproc *proc_start(struct wkind *k, char *err, size_t errsz)
 	}
 	for (size_t i = 0; i < ntpu; i++)
 		env[nout++] = tpu_env[i];
+	env[nout++] = (char *)(uintptr_t)"ACCELD_WORKER_CHILD=1";
 	env[nout] = NULL;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
