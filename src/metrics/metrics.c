@@ -809,7 +809,7 @@ static void render_workers(struct out *o, const struct metrics_view *v)
 		sample(o, "acceld_worker_starts_total", "", keys, &v->workers[i].backend, 1, NULL, NULL,
 		       (double)v->workers[i].starts);
 	header(o, "acceld_worker_exits_total", "counter",
-	       "Worker processes ended, by backend and cause (idle, deadline, crash, start, stop).");
+	       "Worker processes ended, by backend and cause (idle, deadline, crash, start).");
 	for (size_t i = 0; i < v->nworkers; i++)
 		for (size_t c = 0; c < METRICS_WORKER_CAUSES && v->workers[i].causes[c] != NULL; c++) {
 			const char *vals[] = {v->workers[i].backend, v->workers[i].causes[c]};

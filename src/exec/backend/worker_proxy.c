@@ -112,7 +112,7 @@ static struct wkind kinds[] = {
 
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
 
-static const char *const cause_names[WORKER_CAUSE_COUNT] = {"idle", "deadline", "crash", "start", "stop"};
+static const char *const cause_names[WORKER_CAUSE_COUNT] = {"idle", "deadline", "crash", "start"};
 
 const char *worker_cause_name(enum worker_cause c)
 {

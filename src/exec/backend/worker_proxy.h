@@ -34,11 +34,10 @@ enum worker_cause {
 	WORKER_CAUSE_DEADLINE, /* a run passed its job's deadline */
 	WORKER_CAUSE_CRASH,    /* it died of a signal or exited on its own */
 	WORKER_CAUSE_START,    /* it could not start, or its handshake was refused */
-	WORKER_CAUSE_STOP,     /* acceld stopped it (shutdown) */
 	WORKER_CAUSE_COUNT
 };
 
-/* "idle", "deadline", "crash", "start", "stop". */
+/* "idle", "deadline", "crash", "start". */
 const char *worker_cause_name(enum worker_cause c);
 
 /* What a backend's workers did since acceld started. */
