@@ -335,14 +335,14 @@ END_TEST
 
 /* --verbose loads the plugin each TPU would use, so its API version (or why it is refused) shows. */
 /* -v loads the plugin in a worker process, never in the command's own: this test's binary is not acceld, so the
- * worker is the built one (ACCELD_BIN) */
+ * worker is the acceld of this build (ACCELD_BUILD's, as the fakes are found) */
 static void worker_exe(void)
 {
-	const char *bin = getenv("ACCELD_BIN");
+	const char *build = getenv("ACCELD_BUILD");
 	char rel[PATH_MAX];
 	char abs[PATH_MAX];
 
-	snprintf(rel, sizeof(rel), "%s", bin != NULL && bin[0] != '\0' ? bin : "build/acceld");
+	snprintf(rel, sizeof(rel), "%s/acceld", build != NULL && build[0] != '\0' ? build : "build");
 	ck_assert_msg(realpath(rel, abs) != NULL, "%s is not built", rel);
 	setenv("ACCELD_WORKER_EXE", abs, 1);
 }
