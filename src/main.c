@@ -17,6 +17,7 @@
 #include "core/clock.h"
 #include "core/jsonval.h"
 #include "exec/exec.h"
+#include "exec/backend/worker_main.h"
 #include "http/http.h"
 #include "core/log.h"
 #include "metrics/metrics.h"
@@ -328,6 +329,9 @@ int main(int argc, char **argv)
 		return cmd_help(argc - 2, argv + 2);
 	if (strcmp(argv[1], "--version") == 0)
 		return cmd_version(argc - 2, argv + 2);
+	/* not a command of the help: the worker process acceld starts itself (worker_main.h) */
+	if (strcmp(argv[1], "worker") == 0)
+		return worker_main(argc - 1, argv + 1);
 	c = find_command(argv[1]);
 	if (c != NULL)
 		return c->fn(argc - 2, argv + 2);

@@ -12,6 +12,7 @@
 #include "detect/detect.h"
 #include "check/devcheck.h"
 #include "exec/exec.h"
+#include "exec/backend/worker_proxy.h"
 #include "http/http.h"
 #include "core/mem.h"
 #include "metrics/metrics.h"
@@ -27,6 +28,9 @@ void api_metrics(struct app *app, struct http_req *req, struct http_resp *resp)
 	struct devcheck_summary sums[64];
 	struct metrics_check checks[64];
 	size_t nchecks = 0;
+	struct worker_counts counts[4];
+	struct metrics_worker workers[4];
+	size_t nworkers;
 	enum acceld_err err;
 	char *text = NULL;
 	size_t len = 0;
@@ -116,6 +120,16 @@ void api_metrics(struct app *app, struct http_req *req, struct http_resp *resp)
 		.checks = checks,
 		.nchecks = nchecks,
 	};
+	nworkers = worker_proxy_counts(counts, sizeof(counts) / sizeof(counts[0]));
+	for (size_t i = 0; i < nworkers; i++) {
+		workers[i] = (struct metrics_worker){.backend = counts[i].backend, .starts = counts[i].starts};
+		for (unsigned c = 0; c < WORKER_CAUSE_COUNT && c < METRICS_WORKER_CAUSES; c++) {
+			workers[i].causes[c] = worker_cause_name((enum worker_cause)c);
+			workers[i].exits[c] = counts[i].exits[c];
+		}
+	}
+	view.workers = workers;
+	view.nworkers = nworkers;
 	err = metrics_render(app->metrics, &view, &text, &len);
 	free(prices);
 	if (snap != NULL)

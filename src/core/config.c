@@ -128,8 +128,9 @@ static const struct opt opts[] = {
 	{"pjrt-search", "ACCELD_PJRT_SEARCH", OPT_STR, F(pjrt_search),
 	 "$VIRTUAL_ENV/lib:~/.local/lib:/usr/local/lib:/usr/lib:/lib:/opt/conda/lib", 0, 0, NULL, 0,
 	 "folders searched for libtpu.so and JAX's plugins (python3.*/site-packages and dist-packages below each)"},
-	{"pjrt-idle", "ACCELD_PJRT_IDLE", OPT_DURATION, F(pjrt_idle_ms), "30s", 100, 86400000, NULL, 0,
-	 "a PJRT client (which holds its devices) is closed after this long without jobs"},
+	{"pjrt-idle", "ACCELD_PJRT_IDLE", OPT_DURATION, F(pjrt_idle_ms), "30s", 0, 86400000, NULL, 0,
+	 "a worker process (PJRT's, OpenCL's on GPUs: it holds its devices) ends after this long without jobs (0: after every "
+	 "job)"},
 	{"check-interval", "ACCELD_CHECK_INTERVAL", OPT_DURATION, F(check_interval_ms), "0", 0, 2592000000ull, NULL, 0,
 	 "run a quick health check on each idle device this often (0 = never)"},
 	{"check-max-age", "ACCELD_CHECK_MAX_AGE", OPT_DURATION, F(check_max_age_ms), "24h", 0, 31622400000ull, NULL, 0,

@@ -23,6 +23,7 @@ static const struct {
 	[ACCELD_ENOMEM] = {"out of memory", REASON_OUT_OF_MEMORY},
 	[ACCELD_EHELD] = {"device held elsewhere", REASON_DEVICE_BUSY},
 	[ACCELD_EDEVMEM] = {"exceeds device memory", REASON_EXCEEDS_DEVICE_MEMORY},
+	[ACCELD_ECRASHED] = {"backend crashed", REASON_BACKEND_CRASHED},
 };
 
 static int err_valid(enum acceld_err err)

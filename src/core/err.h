@@ -29,6 +29,7 @@ enum acceld_err {
 	ACCELD_ENOMEM,         /* out of memory (503) */
 	ACCELD_EHELD,          /* the device is held by another process, or still finishing abandoned work (409) */
 	ACCELD_EDEVMEM,        /* the job does not fit the device's memory as its runtime reports it (413) */
+	ACCELD_ECRASHED,       /* the worker process running the job died (502) */
 	ACCELD_ERR_COUNT
 };
 

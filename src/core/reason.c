@@ -57,6 +57,7 @@ static const struct {
 	[REASON_INTERNAL] = {"INTERNAL", 500, "Internal error"},
 	[REASON_IO_ERROR] = {"IO_ERROR", 500, "Input/output error"},
 	[REASON_DEVICE_FAILURE] = {"DEVICE_FAILURE", 502, "Device failure"},
+	[REASON_BACKEND_CRASHED] = {"BACKEND_CRASHED", 502, "Backend crashed"},
 	[REASON_STARTING] = {"STARTING", 503, "Starting"},
 	[REASON_SHUTTING_DOWN] = {"SHUTTING_DOWN", 503, "Shutting down"},
 	[REASON_NOT_READY] = {"NOT_READY", 503, "Not ready"},

@@ -71,6 +71,7 @@ enum reason {
 	REASON_IO_ERROR,            /* an I/O or database error */
 	/* 502 */
 	REASON_DEVICE_FAILURE,      /* the device failed (build error, out of resources) */
+	REASON_BACKEND_CRASHED,     /* the worker process running the job died (a signal, an exit) */
 	/* 503 */
 	REASON_STARTING,            /* start-up work is still running */
 	REASON_SHUTTING_DOWN,       /* draining after SIGTERM */

@@ -6,8 +6,8 @@
 
 const struct backend_ops *const backend_builtin[] = {
 	&backend_native,
-	&backend_pjrt,
-	&backend_opencl,
+	&backend_pjrt_proxy, /* PJRT runs in a worker process: the daemon never maps a plugin (worker_proxy.h) */
+	&backend_opencl_proxy, /* OpenCL on a GPU in a worker process, on PoCL's CPU device here */
 	NULL,
 };
 
@@ -62,6 +62,23 @@ void backend_libraries(const struct backend_ops *const *list, json_t *out)
 	for (size_t i = 0; list[i] != NULL; i++)
 		if (list[i]->libraries != NULL)
 			list[i]->libraries(out);
+}
+
+size_t backend_work_buffers(struct kernel_work *w, struct backend_buffer *out)
+{
+	struct kernel_shape s = {.m = w->m, .n = w->n, .k = w->k};
+	size_t n = 0;
+
+	for (unsigned i = 0; i < KERNEL_MAX_INPUTS; i++) {
+		uint64_t len = kernel_input_len(w->kernel, &s, i);
+
+		if (len > 0)
+			out[n++] = (struct backend_buffer){.in = &w->in[i], .bytes = (size_t)len * sizeof(float)};
+	}
+	if (kernel_output_rank(w->kernel) > 0)
+		out[n++] = (struct backend_buffer){.out = &w->out,
+						   .bytes = (size_t)kernel_output_len(w->kernel, &s) * sizeof(float)};
+	return n;
 }
 
 bool backend_runs(const struct backend_ops *ops, enum kernel_id k)

@@ -98,7 +98,31 @@ struct backend_ops {
 	 * loading it said is known too: for `acceld report -v`, in a command's own process; the service never calls it.
 	 */
 	json_t *(*inspect)(const struct device *dev);
+	/*
+	 * May be NULL (nothing learnt). What the backend learnt in this process that another one should know (what
+	 * loading a plugin said): when it changed since *since, writes it to buf (at most bufsz bytes), sets *since
+	 * and returns its length; 0 otherwise. learn takes such bytes (from the same binary) into this process's
+	 * records. A worker (worker_proxy.c) sends its facts with each answer; the daemon learns them.
+	 */
+	size_t (*facts)(uint64_t *since, void *buf, size_t bufsz);
+	void (*learn)(const void *buf, size_t len);
 };
+
+/* One buffer of a kernel_work: exactly one of in and out is set (the address of its pointer in the work). */
+struct backend_buffer {
+	const float **in;
+	float **out;
+	size_t bytes;
+};
+
+#define BACKEND_WORK_BUFFERS_MAX (KERNEL_MAX_INPUTS + 1)
+
+/*
+ * Every buffer a run of w's kernel and sizes may have, in a fixed order, whether its pointer is set or NULL (an
+ * input left out): the one list of a work item's buffers, which the worker proxy places in shared memory. Returns
+ * how many (at most BACKEND_WORK_BUFFERS_MAX).
+ */
+size_t backend_work_buffers(struct kernel_work *w, struct backend_buffer *out);
 
 /* Whether ops runs kernel k (its runs, or every kernel when it has none). */
 bool backend_runs(const struct backend_ops *ops, enum kernel_id k);
@@ -109,7 +133,9 @@ double backend_reference(const struct backend_ops *ops, const struct device *dev
 
 extern const struct backend_ops backend_native; /* exec_cpu.c */
 extern const struct backend_ops backend_opencl; /* exec_opencl.c */
-extern const struct backend_ops backend_pjrt;   /* exec_pjrt.c */
+extern const struct backend_ops backend_pjrt;   /* exec_pjrt.c: what a worker process runs */
+extern const struct backend_ops backend_pjrt_proxy; /* worker_proxy.c: "pjrt" in the daemon, in a worker process */
+extern const struct backend_ops backend_opencl_proxy; /* worker_proxy.c: "opencl", in a worker but on PoCL's CPU */
 
 /* The built-in backends, NULL-terminated: the only list of them. */
 extern const struct backend_ops *const backend_builtin[];

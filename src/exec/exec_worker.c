@@ -211,7 +211,7 @@ static void job_started(struct exec *ex, struct exec_job *job)
 static bool device_failure(enum acceld_err rc)
 {
 	return rc == ACCELD_EDEVICE || rc == ACCELD_EUNSUPPORTED || rc == ACCELD_ENOMEM || rc == ACCELD_EHELD ||
-	       rc == ACCELD_EDEVMEM;
+	       rc == ACCELD_EDEVMEM || rc == ACCELD_ECRASHED;
 }
 
 /*

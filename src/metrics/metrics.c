@@ -802,6 +802,27 @@ static void render_connections(struct out *o, const struct metrics_view *v)
 		       (double)v->listeners[i].conns.timed_out);
 }
 
+/* --- worker processes (the backends that run out of the daemon) --- */
+
+static void render_workers(struct out *o, const struct metrics_view *v)
+{
+	static const char *const keys[] = {"backend", "cause"};
+
+	header(o, "acceld_worker_starts_total", "counter", "Worker processes started, by backend.");
+	for (size_t i = 0; i < v->nworkers; i++)
+		sample(o, "acceld_worker_starts_total", "", keys, &v->workers[i].backend, 1, NULL, NULL,
+		       (double)v->workers[i].starts);
+	header(o, "acceld_worker_exits_total", "counter",
+	       "Worker processes ended, by backend and cause (idle, deadline, crash, start).");
+	for (size_t i = 0; i < v->nworkers; i++)
+		for (size_t c = 0; c < METRICS_WORKER_CAUSES && v->workers[i].causes[c] != NULL; c++) {
+			const char *vals[] = {v->workers[i].backend, v->workers[i].causes[c]};
+
+			sample(o, "acceld_worker_exits_total", "", keys, vals, 2, NULL, NULL,
+			       (double)v->workers[i].exits[c]);
+		}
+}
+
 /* --- health checks, from the check module's summaries --- */
 
 static void render_checks(struct out *o, const struct metrics_view *v)
@@ -891,6 +912,7 @@ enum acceld_err metrics_render(struct metrics *m, const struct metrics_view *vie
 	render_devices(&o, view->devices);
 	render_prices(&o, view);
 	render_checks(&o, view);
+	render_workers(&o, view);
 	render_probes(&o, view->devices);
 	if (o.full) {
 		buf_release(&o.b);

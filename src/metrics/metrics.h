@@ -107,6 +107,15 @@ struct metrics_check {
 	uint64_t finished[3];                  /* checks finished since start: pass, warn, fail */
 };
 
+/* What a backend's worker processes did since start (worker_proxy.h), for acceld_worker_*_total{backend}. */
+#define METRICS_WORKER_CAUSES 8
+struct metrics_worker {
+	const char *backend;                   /* "pjrt" */
+	uint64_t starts;
+	const char *causes[METRICS_WORKER_CAUSES]; /* why workers ended ("idle", "crash", ...), NULL-padded */
+	uint64_t exits[METRICS_WORKER_CAUSES];
+};
+
 /* What a scrape shows besides the registry; every member is read, none is kept. */
 struct metrics_view {
 	const struct detect_snapshot *devices; /* borrowed; NULL while there is no registry yet */
@@ -118,6 +127,8 @@ struct metrics_view {
 	const struct metrics_listener *listeners; /* borrowed, nlisteners of them; NULL leaves their series out */
 	size_t nlisteners;
 	const struct metrics_check *checks;    /* borrowed, nchecks of them (devices ever checked) */
+	const struct metrics_worker *workers;  /* borrowed, nworkers of them (backends that run in workers) */
+	size_t nworkers;
 	size_t nchecks;
 };
 

@@ -52,6 +52,14 @@
  *   FAKE_PJRT_NO_MEMSTATS=1   PJRT_Device_MemoryStats answers UNIMPLEMENTED
  *   FAKE_PJRT_WRONG_RESULT=1  outputs are perturbed (element 0), for verification tests
  *   FAKE_PJRT_EXACT=1         sgemm does not round its operands on cuda or tpu
+ *   FAKE_PJRT_CRASH=execute|compile|client  abort() in PJRT_LoadedExecutable_Execute, PJRT_Client_Compile or
+ *                             PJRT_Client_Create, after writing "fake pjrt: FAKE_PJRT_CRASH=<where>: aborting" to
+ *                             stderr (a CHECK failure in XLA ends the process the same way); with
+ *                             FAKE_PJRT_CRASH_FLAG=path, only while that file exists
+ *   FAKE_PJRT_LOCKFILE=path   on tpu, PJRT_Client_Create takes libtpu's process lock: lockf on path (libtpu's is
+ *                             /tmp/libtpu_lockfile; unset: no lock, so that test runs on one machine never
+ *                             collide), held until the process exits (destroying the client keeps it, as libtpu
+ *                             does); a lock held elsewhere fails with libtpu's two ABORTED messages
  *
  * Stricter than a real plugin on purpose: PJRT_Plugin_Initialize must come first; ToHostBuffer fills dst with
  * NaN and writes the data only when its event is seen complete (Await, IsReady true, Error or OnReady), so a
@@ -67,6 +75,7 @@
  * Thread safety: one client used from one thread at a time, with events awaited or called back on others.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -1033,6 +1042,50 @@ static PJRT_Error *create_refused(enum flavour fl)
 	return NULL;
 }
 
+/* FAKE_PJRT_CRASH: ends the process in the call named where, saying so on stderr first. */
+static void crash_in(const char *where)
+{
+	const char *flag = env_str("FAKE_PJRT_CRASH_FLAG");
+
+	if (!env_is("FAKE_PJRT_CRASH", where) || (flag != NULL && access(flag, F_OK) != 0))
+		return;
+	fprintf(stderr, "fake pjrt: FAKE_PJRT_CRASH=%s: aborting\n", where);
+	fflush(stderr);
+	abort();
+}
+
+/*
+ * libtpu's process lock (TryAcquireTpuLock): lockf on the lock file at the first client, kept until the process
+ * exits. NULL when taken (or FAKE_PJRT_LOCKFILE is unset), else libtpu's ABORTED error naming the holder.
+ */
+static PJRT_Error *tpu_lock(void)
+{
+	static int held = -1;
+	const char *path = env_str("FAKE_PJRT_LOCKFILE");
+	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+	int fd;
+
+	if (path == NULL || held >= 0)
+		return NULL;
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd >= 0 && lockf(fd, F_TLOCK, 0) == 0) {
+		held = fd; /* never closed: the lock goes with the process */
+		return NULL;
+	}
+	if (fd >= 0 && fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK && fl.l_pid > 0) {
+		close(fd);
+		return make_error(PJRT_Error_Code_ABORTED,
+				  "The TPU is already in use by process with pid %ld. Not attempting to load libtpu.so "
+				  "in this process.", (long)fl.l_pid);
+	}
+	if (fd >= 0)
+		close(fd);
+	return make_error(PJRT_Error_Code_ABORTED,
+			  "The TPU is already in use by another process probably owned by another user. Run \"$ sudo "
+			  "lsof -w /dev/accel0\" to figure out which process is using the TPU. If you still get this "
+			  "message, run \"$ sudo rm /tmp/libtpu_lockfile\".");
+}
+
 static PJRT_Error *client_create(PJRT_Client_Create_Args *args)
 {
 	const char *platform = platform_env();
@@ -1046,6 +1099,7 @@ static PJRT_Error *client_create(PJRT_Client_Create_Args *args)
 	long cores;
 
 	count("PJRT_Client_Create");
+	crash_in("client");
 	CHECK_ARGS(args, PJRT_Client_Create_Args);
 	if (!g_initialized)
 		return make_error(PJRT_Error_Code_FAILED_PRECONDITION,
@@ -1055,6 +1109,8 @@ static PJRT_Error *client_create(PJRT_Client_Create_Args *args)
 		return err;
 	record_options(args->create_options, args->num_options);
 	err = create_refused(fl);
+	if (err == NULL && fl == FLAVOUR_TPU)
+		err = tpu_lock();
 	if (err != NULL)
 		return err;
 	alloc = find_option(args->create_options, args->num_options, "allocator");
@@ -1532,6 +1588,7 @@ static PJRT_Error *client_compile(PJRT_Client_Compile_Args *args)
 	char *text;
 
 	count("PJRT_Client_Compile");
+	crash_in("compile");
 	CHECK_ARGS(args, PJRT_Client_Compile_Args);
 	c = args->client;
 	prog = args->program;
@@ -2079,6 +2136,7 @@ static PJRT_Error *loaded_execute(PJRT_LoadedExecutable_Execute_Args *args)
 	PJRT_Error *err;
 
 	count("PJRT_LoadedExecutable_Execute");
+	crash_in("execute");
 	CHECK_ARGS(args, PJRT_LoadedExecutable_Execute_Args);
 	if (args->options == NULL)
 		return make_error(PJRT_Error_Code_INVALID_ARGUMENT, "PJRT_LoadedExecutable_Execute: options is NULL");

@@ -3,17 +3,24 @@
  * plugin, driven through the PJRT C API (pjrt_abi.h; plugins found and loaded by pjrt_plugin.c), running the
  * StableHLO programs stablehlo.c writes. No Python at run time.
  *
+ * Where it runs: never in the daemon. The daemon's "pjrt" is backend_pjrt_proxy (worker_proxy.c), which sends open,
+ * run, close and inspect to a worker process (`acceld worker pjrt`, worker_main.c) where this code runs; what loading
+ * a plugin said reaches the daemon through facts/learn (pjrt_plugin_facts). Closing a client frees neither libtpu's
+ * process lock (lockf on /tmp/libtpu_lockfile, held until the process exits) nor XLA's LocalClient (one per platform
+ * for the process's life, with a CUDA context on every GPU it took): only the end of the process does. So the daemon
+ * ends the whole worker after ACCELD_PJRT_IDLE without jobs (0: after every job), and when a run passes its job's
+ * deadline; within a worker the client's own idle close is set far out (the worker passes --pjrt-idle 24h).
+ *
  * One host per plugin: the client every device of that plugin shares (libtpu allows one per process, and the CUDA
- * plugin builds every client of a process on the GPUs its first one took: XLA's ClientLibrary keeps one LocalClient
- * per platform), opened only when a job needs it, without preallocation (the CUDA plugin would otherwise take 75 %
- * of each GPU), and closed after ACCELD_PJRT_IDLE without jobs, so acceld never keeps a user's JAX program off its
- * devices for long. The CUDA client is given the GPUs acceld runs jobs on (visible_devices). A client that cannot
- * open because another process holds the devices answers ACCELD_EHELD (409 DEVICE_BUSY), and the job falls back
- * when it may; on a host of several GPUs the first client then opens without the GPU that is held, so only that
- * GPU's jobs fail, until acceld restarts (the plugin's GPUs are fixed for the process). Programs are compiled once per (device, kernel, shape, precision) and kept in a
- * bounded cache per client. A program still running at its job's deadline is abandoned: the worker is freed at
- * once, the client takes no new work, and an idle thread destroys what the program held, then the client, when it
- * ends; the next job opens a new client.
+ * plugin builds every client of a process on the GPUs its first one took), opened only when a job needs it, without
+ * preallocation (the CUDA plugin would otherwise take 75 % of each GPU). The CUDA client is given the GPUs acceld
+ * runs jobs on (visible_devices). A client that cannot open because another process holds the devices answers
+ * ACCELD_EHELD (409 DEVICE_BUSY), and the job falls back when it may; on a host of several GPUs the first client
+ * then opens without the GPU that is held, so only that GPU's jobs fail, until the worker ends (the plugin's GPUs
+ * are fixed for the process). Programs are compiled once per (device, kernel, shape, precision) and kept in a
+ * bounded cache per client, for the worker's life. A program still running at its job's deadline is abandoned
+ * here too (the worker's thread is freed, an idle thread destroys what the program held, then the client), though
+ * in a worker the daemon ends the process first.
  *
  * Locking: host->mu guards the client, the cache, the leftovers and the counters; compiles and client creation
  * happen under it (they are rare), uploads, executions and downloads outside it (PJRT clients are thread-safe).
@@ -1166,4 +1173,6 @@ const struct backend_ops backend_pjrt = {
 	.close = pj_close,
 	.reference = pj_reference,
 	.runs = stablehlo_has,
+	.facts = pjrt_plugin_facts,
+	.learn = pjrt_plugin_learn,
 };

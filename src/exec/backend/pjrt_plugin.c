@@ -300,12 +300,14 @@ static pthread_mutex_t records_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct record records[RECORDS_MAX];
 static size_t oldest; /* once full: the record made longest ago */
 static size_t nrecords;
+static uint64_t records_gen; /* counts changes: a worker sends its records when they changed (pjrt_plugin_facts) */
 
 /* The record of path, made when new (the oldest is reused beyond RECORDS_MAX); records_mu held. */
 static struct record *record_of(const char *path)
 {
 	struct record *r;
 
+	records_gen++; /* every caller changes what it gets */
 	for (size_t i = 0; i < nrecords; i++)
 		if (strcmp(records[i].path, path) == 0)
 			return &records[i];
@@ -376,6 +378,57 @@ void pjrt_plugin_note_problem(const char *path, unsigned ordinal, const char *no
 	r = record_of(path);
 	snprintf(r->note[ordinal], sizeof(r->note[ordinal]), "%s", note);
 	pthread_mutex_unlock(&records_mu);
+}
+
+size_t pjrt_plugin_facts(uint64_t *since, void *buf, size_t bufsz)
+{
+	/* what was last sent: a note that wrote what was there already (memory figures read by every job) is no news */
+	static struct record sent[RECORDS_MAX];
+	static size_t nsent;
+	size_t len = 0;
+	uint32_t n;
+
+	pthread_mutex_lock(&records_mu);
+	n = (uint32_t)nrecords;
+	if (records_gen != *since && n == nsent && memcmp(sent, records, n * sizeof(struct record)) == 0)
+		*since = records_gen;
+	if (records_gen != *since && bufsz >= sizeof(n) + n * sizeof(struct record)) {
+		memcpy(sent, records, n * sizeof(struct record));
+		nsent = n;
+		memcpy(buf, &n, sizeof(n));
+		memcpy((char *)buf + sizeof(n), records, n * sizeof(struct record));
+		len = sizeof(n) + n * sizeof(struct record);
+		*since = records_gen;
+	}
+	pthread_mutex_unlock(&records_mu);
+	return len;
+}
+
+void pjrt_plugin_learn(const void *buf, size_t len)
+{
+	uint32_t n;
+
+	if (len < sizeof(n))
+		return;
+	memcpy(&n, buf, sizeof(n));
+	if (n > RECORDS_MAX || len != sizeof(n) + n * sizeof(struct record))
+		return; /* not from this build: nothing learnt */
+	pthread_mutex_lock(&records_mu);
+	for (uint32_t i = 0; i < n; i++) {
+		struct record in;
+		struct record *r;
+
+		memcpy(&in, (const char *)buf + sizeof(n) + i * sizeof(struct record), sizeof(in));
+		in.path[sizeof(in.path) - 1] = '\0';
+		r = record_of(in.path);
+		*r = in; /* the worker that loaded the plugin knows best; records of plugins it never loaded stay */
+	}
+	pthread_mutex_unlock(&records_mu);
+}
+
+size_t pjrt_plugin_facts_max(void)
+{
+	return sizeof(uint32_t) + RECORDS_MAX * sizeof(struct record);
 }
 
 const char *pjrt_error_code_name(int code)

@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/config.h"
 #include "detect/device.h"
@@ -114,6 +115,16 @@ void pjrt_plugin_note_platform(const char *path, const char *name, const char *v
 void pjrt_plugin_note_memory(const char *path, unsigned ordinal, uint64_t limit, uint64_t in_use);
 /* A call whose answer acceld needs was refused for the device at this ordinal: shown with it as pjrt.note. */
 void pjrt_plugin_note_problem(const char *path, unsigned ordinal, const char *note);
+
+/*
+ * The records above as bytes, for another process of the same binary (a worker tells the daemon what loading
+ * said): when they changed since *since, writes them to buf (bufsz at least pjrt_plugin_facts_max()), sets *since
+ * and returns their length; 0 otherwise. pjrt_plugin_learn takes such bytes in, record by record (by path); bytes
+ * of another size are ignored.
+ */
+size_t pjrt_plugin_facts(uint64_t *since, void *buf, size_t bufsz);
+void pjrt_plugin_learn(const void *buf, size_t len);
+size_t pjrt_plugin_facts_max(void);
 
 /* "INVALID_ARGUMENT", ...: the name of a PJRT error code, as absl names it. */
 const char *pjrt_error_code_name(int code);

@@ -334,6 +334,19 @@ START_TEST(report_table)
 END_TEST
 
 /* --verbose loads the plugin each TPU would use, so its API version (or why it is refused) shows. */
+/* -v loads the plugin in a worker process, never in the command's own: this test's binary is not acceld, so the
+ * worker is the acceld of this build (ACCELD_BUILD's, as the fakes are found) */
+static void worker_exe(void)
+{
+	const char *build = getenv("ACCELD_BUILD");
+	char rel[PATH_MAX];
+	char abs[PATH_MAX];
+
+	snprintf(rel, sizeof(rel), "%s/acceld", build != NULL && build[0] != '\0' ? build : "build");
+	ck_assert_msg(realpath(rel, abs) != NULL, "%s is not built", rel);
+	setenv("ACCELD_WORKER_EXE", abs, 1);
+}
+
 START_TEST(report_verbose_loads_the_plugin)
 {
 	char rel[512];
@@ -346,6 +359,7 @@ START_TEST(report_verbose_loads_the_plugin)
 	snprintf(setting, sizeof(setting), "tpu=%s", fake);
 	setenv("ACCELD_PJRT_PLUGINS", setting, 1);
 	setenv("FAKE_PJRT_PLATFORM", "tpu", 1);
+	worker_exe();
 
 	/* not verbose: found, not loaded */
 	REPORT(NULL);
@@ -376,6 +390,7 @@ START_TEST(report_verbose_shows_a_refusal)
 	snprintf(setting, sizeof(setting), "tpu=%s", fake);
 	setenv("ACCELD_PJRT_PLUGINS", setting, 1);
 	setenv("FAKE_PJRT_VERSION", "0.40", 1);
+	worker_exe();
 	REPORT("--verbose");
 	ck_assert_int_eq(r.rc, CLI_EXIT_OK);
 	snprintf(line, sizeof(line), "\n  tpu:0: pjrt: %s (from ACCELD_PJRT_PLUGINS): refused: %s refused: PJRT C API "

@@ -114,6 +114,10 @@ static size_t make_devices(enum device_type type, unsigned n)
 	return 1 + n;
 }
 
+/* The real backend in this process: the daemon's "pjrt" (backend_pjrt_proxy) would start this test binary as its
+ * worker process. */
+static const struct backend_ops *const backends[] = {&backend_native, &backend_pjrt, &backend_opencl, NULL};
+
 static struct exec *start(enum device_type type, unsigned n)
 {
 	struct exec_opts o;
@@ -123,6 +127,7 @@ static struct exec *start(enum device_type type, unsigned n)
 	o.devices = devs;
 	o.ndevices = make_devices(type, n);
 	o.cpu_threads = 2;
+	o.backends = backends;
 	ck_assert_int_eq(exec_new(&o, &ex), ACCELD_OK);
 	return ex;
 }
@@ -553,6 +558,7 @@ START_TEST(a_gpu_that_disagrees_with_nvml_is_refused)
 		o.devices = devs;
 		o.ndevices = 2;
 		o.cpu_threads = 2;
+		o.backends = backends;
 		ck_assert_int_eq(exec_new(&o, &ex), ACCELD_OK);
 	}
 	fails_with(ex, "gpu:0", REASON_UNSUPPORTED, "compute capability 8.0, NVML says 9.0");

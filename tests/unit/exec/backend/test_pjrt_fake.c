@@ -4,6 +4,9 @@
  * and every failure switch. It proves the header and the fake agree before the backend relies on both.
  */
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -1067,6 +1070,103 @@ START_TEST(conf_busy_gpu)
 }
 END_TEST
 
+/* conf-tpu-process-lock: libtpu's lockf on its lock file, held until the process exits, and its ABORTED message */
+START_TEST(conf_tpu_process_lock)
+{
+	char path[] = "/tmp/acceld-tpu-lock-XXXXXX";
+	int fd = mkstemp(path);
+	int ready[2];
+	char msg[512];
+	char want[96];
+	char c;
+	PJRT_Client *cl;
+	pid_t holder;
+	int status;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pipe(ready), 0);
+	setenv("FAKE_PJRT_PLATFORM", "tpu", 1);
+	setenv("FAKE_PJRT_LOCKFILE", path, 1);
+	holder = fork();
+	ck_assert_int_ge(holder, 0);
+	if (holder == 0) { /* another process holds the TPU */
+		if (lockf(fd, F_TLOCK, 0) != 0 || write(ready[1], "x", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	ck_assert_int_eq(read(ready[0], &c, 1), 1);
+	initialize();
+	ck_assert_int_eq(take(try_client(NULL, 0, &cl), msg, sizeof(msg)), PJRT_Error_Code_ABORTED);
+	snprintf(want, sizeof(want), "The TPU is already in use by process with pid %d.", (int)holder);
+	ck_assert_msg(strstr(msg, want) != NULL, "%s", msg);
+	kill(holder, SIGKILL);
+	waitpid(holder, &status, 0);
+	/* free again: the client takes the lock, and destroying the client keeps it */
+	cl = client_new(NULL, 0);
+	client_free(cl);
+	holder = fork();
+	ck_assert_int_ge(holder, 0);
+	if (holder == 0) {
+		int again = open(path, O_RDWR);
+
+		_exit(again >= 0 && lockf(again, F_TLOCK, 0) != 0 ? 0 : 1);
+	}
+	waitpid(holder, &status, 0);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	unsetenv("FAKE_PJRT_LOCKFILE");
+	close(fd);
+	unlink(path);
+}
+END_TEST
+
+/* conf-check-failure-aborts: a CHECK failure in XLA or a driver fault ends the whole process (abort) */
+START_TEST(conf_check_failure_aborts)
+{
+	static const char *const where[] = {"client", "compile", "execute"};
+
+	for (size_t i = 0; i < sizeof(where) / sizeof(where[0]); i++) {
+		int err[2];
+		char line[256] = "";
+		char want[96];
+		int status;
+		pid_t pid;
+		ssize_t n;
+
+		ck_assert_int_eq(pipe(err), 0);
+		pid = fork();
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0) {
+			float x[4] = {1, 2, 3, 4};
+			int64_t dims[] = {4};
+			char text[2048];
+			PJRT_Client *cl;
+			PJRT_LoadedExecutable *exe;
+			PJRT_Buffer *in[2];
+			PJRT_Buffer *out[1];
+
+			dup2(err[1], 2);
+			setenv("FAKE_PJRT_CRASH", where[i], 1);
+			cl = client_new(NULL, 0);
+			module_saxpy(text, sizeof(text), "saxpy", 4);
+			exe = compile(cl, text, 0);
+			in[0] = upload(cl, device(cl, 0, NULL), x, dims, 1);
+			in[1] = upload(cl, device(cl, 0, NULL), x, dims, 1);
+			execute(exe, in, 2, out, NULL);
+			_exit(0);
+		}
+		close(err[1]);
+		n = read(err[0], line, sizeof(line) - 1);
+		line[n > 0 ? n : 0] = '\0';
+		close(err[0]);
+		waitpid(pid, &status, 0);
+		ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT, "%s: status %d", where[i], status);
+		snprintf(want, sizeof(want), "fake pjrt: FAKE_PJRT_CRASH=%s: aborting", where[i]);
+		ck_assert_msg(strstr(line, want) != NULL, "%s", line);
+	}
+}
+END_TEST
+
 /* conf-host-layout: ToHostBuffer takes a tiled major-to-minor layout, refuses strides as the C API wrapper does */
 START_TEST(conf_host_layout)
 {
@@ -1486,6 +1586,8 @@ Suite *make_suite(void)
 	tcase_add_test(conformance, conf_busy_gpu);
 	tcase_add_test(conformance, conf_host_layout);
 	tcase_add_test(conformance, conf_execute_options);
+	tcase_add_test(conformance, conf_tpu_process_lock);
+	tcase_add_test(conformance, conf_check_failure_aborts);
 	suite_add_tcase(s, conformance);
 	return s;
 }
