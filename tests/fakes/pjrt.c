@@ -58,6 +58,11 @@
  * caller that reads before awaiting sees garbage; destroying a client that still has buffers or executables
  * fails. Every argument struct's struct_size is checked like a real plugin does.
  *
+ * Executables serialize (PJRT_Executable_Serialize) into bytes naming the API version and platform that wrote them;
+ * PJRT_Executable_DeserializeAndLoad loads only those of the same version and platform, as the real header demands.
+ * FAKE_PJRT_COMPILE_LOG=path: a line per real compile ("<pid> compile <kernel>") is appended there, so tests can
+ * count compiles across processes.
+ *
  * Test hooks: fake_pjrt_calls(name) counts calls by PJRT function name; fake_pjrt_live(what) counts live
  * "clients", "executables" (loaded ones and PJRT_Executable views), "buffers", "events", "errors", pending
  * "callbacks", or "all"; fake_pjrt_last_precision() is what the last compile asked for ("" when none);
@@ -159,6 +164,7 @@ struct PJRT_LoadedExecutable {
 
 struct PJRT_Executable {
 	size_t num_outputs;
+	PJRT_LoadedExecutable program; /* what it was taken from, for PJRT_Executable_Serialize */
 };
 
 struct PJRT_Buffer {
@@ -192,8 +198,10 @@ static const char *const counted[] = {
 	"PJRT_LoadedExecutable_Destroy", "PJRT_LoadedExecutable_GetExecutable", "PJRT_LoadedExecutable_Execute",
 	"PJRT_Buffer_Destroy", "PJRT_Buffer_ElementType", "PJRT_Buffer_Dimensions",
 	"PJRT_Buffer_OnDeviceSizeInBytes", "PJRT_Buffer_ToHostBuffer", "PJRT_Buffer_ReadyEvent",
+	"PJRT_Executable_Serialize", "PJRT_Executable_DeserializeAndLoad",
 };
 
+static PJRT_Api api; /* the table, filled below */
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static long g_live[LIVE_COUNT];
 static long g_calls[sizeof(counted) / sizeof(counted[0])];
@@ -1522,6 +1530,18 @@ static PJRT_Error *parse_program(const char *text, PJRT_LoadedExecutable *x)
 	return NULL;
 }
 
+/* FAKE_PJRT_COMPILE_LOG=path: a line per real compile, appended, so tests count compiles across processes. */
+static void log_compile(const PJRT_LoadedExecutable *x)
+{
+	const char *path = env_str("FAKE_PJRT_COMPILE_LOG");
+	FILE *f = path != NULL ? fopen(path, "a") : NULL;
+
+	if (f == NULL)
+		return;
+	fprintf(f, "%ld compile %s\n", (long)getpid(), kernel_names[x->kernel]);
+	fclose(f);
+}
+
 static PJRT_Error *client_compile(PJRT_Client_Compile_Args *args)
 {
 	const PJRT_Program *prog;
@@ -1589,7 +1609,103 @@ static PJRT_Error *client_compile(PJRT_Client_Compile_Args *args)
 	c->live_execs++;
 	pthread_mutex_unlock(&g_lock);
 	live_add(LIVE_EXECUTABLES, 1);
+	log_compile(x);
 	args->executable = x;
+	return NULL;
+}
+
+/* The bytes of a serialized executable: a header naming the plugin version and platform it is for, then the
+ * program as compiled. */
+struct serialized {
+	char magic[16];
+	int major, minor;
+	char platform[32];
+	int device_ordinal;
+	enum kernel kernel;
+	int nargs;
+	struct shape args[MAX_ARGS];
+	struct shape result;
+	char precision[8];
+};
+
+#define SERIALIZED_MAGIC "fake-pjrt-exe-1"
+
+static void serialized_delete(PJRT_SerializedExecutable *exec)
+{
+	free(exec);
+}
+
+static PJRT_Error *executable_serialize(PJRT_Executable_Serialize_Args *args)
+{
+	const PJRT_LoadedExecutable *x;
+	struct serialized *b;
+
+	count("PJRT_Executable_Serialize");
+	CHECK_ARGS(args, PJRT_Executable_Serialize_Args);
+	if (args->executable == NULL)
+		return make_error(PJRT_Error_Code_INVALID_ARGUMENT, "PJRT_Executable_Serialize: executable is NULL");
+	x = &args->executable->program;
+	b = xmalloc(sizeof(*b));
+	memset(b, 0, sizeof(*b));
+	snprintf(b->magic, sizeof(b->magic), "%s", SERIALIZED_MAGIC);
+	b->major = api.pjrt_api_version.major_version;
+	b->minor = api.pjrt_api_version.minor_version;
+	snprintf(b->platform, sizeof(b->platform), "%s", x->client->platform);
+	b->device_ordinal = x->device->ordinal;
+	b->kernel = x->kernel;
+	b->nargs = x->nargs;
+	memcpy(b->args, x->args, sizeof(b->args));
+	b->result = x->result;
+	memcpy(b->precision, x->precision, sizeof(b->precision));
+	args->serialized_bytes = (const char *)b;
+	args->serialized_bytes_size = sizeof(*b);
+	args->serialized_executable = (PJRT_SerializedExecutable *)b;
+	args->serialized_executable_deleter = serialized_delete;
+	return NULL;
+}
+
+static PJRT_Error *executable_deserialize(PJRT_Executable_DeserializeAndLoad_Args *args)
+{
+	struct serialized b;
+	PJRT_LoadedExecutable *x;
+	PJRT_Client *c;
+
+	count("PJRT_Executable_DeserializeAndLoad");
+	CHECK_ARGS(args, PJRT_Executable_DeserializeAndLoad_Args);
+	c = args->client;
+	if (args->serialized_executable_size != sizeof(b))
+		return make_error(PJRT_Error_Code_INVALID_ARGUMENT,
+				  "fake plugin: a serialized executable of %zu bytes is not one of this plugin's",
+				  args->serialized_executable_size);
+	memcpy(&b, args->serialized_executable, sizeof(b));
+	if (strncmp(b.magic, SERIALIZED_MAGIC, sizeof(b.magic)) != 0 || b.kernel < 0 || b.kernel >= K_COUNT ||
+	    b.nargs < 0 || b.nargs > MAX_ARGS)
+		return make_error(PJRT_Error_Code_INVALID_ARGUMENT, "fake plugin: not a serialized executable");
+	/* like the real ones, only the platform and plugin version that wrote it may load it */
+	if (b.major != api.pjrt_api_version.major_version || b.minor != api.pjrt_api_version.minor_version ||
+	    strncmp(b.platform, c->platform, sizeof(b.platform)) != 0)
+		return make_error(PJRT_Error_Code_INVALID_ARGUMENT,
+				  "fake plugin: the executable was serialized by PJRT %d.%d on %.32s, this is %d.%d on %s",
+				  b.major, b.minor, b.platform, api.pjrt_api_version.major_version,
+				  api.pjrt_api_version.minor_version, c->platform);
+	x = xmalloc(sizeof(*x));
+	memset(x, 0, sizeof(*x));
+	x->client = c;
+	x->kernel = b.kernel;
+	x->nargs = b.nargs;
+	memcpy(x->args, b.args, sizeof(x->args));
+	x->result = b.result;
+	memcpy(x->precision, b.precision, sizeof(x->precision));
+	x->precision[sizeof(x->precision) - 1] = '\0';
+	x->device = c->list[0];
+	for (size_t i = 0; i < c->ndev; i++)
+		if (c->list[i]->ordinal == b.device_ordinal)
+			x->device = c->list[i];
+	pthread_mutex_lock(&g_lock);
+	c->live_execs++;
+	pthread_mutex_unlock(&g_lock);
+	live_add(LIVE_EXECUTABLES, 1);
+	args->loaded_executable = x;
 	return NULL;
 }
 
@@ -1951,6 +2067,7 @@ static PJRT_Error *loaded_get_executable(PJRT_LoadedExecutable_GetExecutable_Arg
 	CHECK_ARGS(args, PJRT_LoadedExecutable_GetExecutable_Args);
 	e = xmalloc(sizeof(*e));
 	e->num_outputs = 1;
+	e->program = *args->loaded_executable;
 	args->executable = e;
 	live_add(LIVE_EXECUTABLES, 1);
 	return NULL;
@@ -2201,6 +2318,8 @@ static PJRT_Api api = {
 	.PJRT_LoadedExecutable_Destroy = loaded_destroy,
 	.PJRT_LoadedExecutable_GetExecutable = loaded_get_executable,
 	.PJRT_LoadedExecutable_Execute = loaded_execute,
+	.PJRT_Executable_Serialize = executable_serialize,
+	.PJRT_Executable_DeserializeAndLoad = executable_deserialize,
 	.PJRT_Buffer_Destroy = buffer_destroy,
 	.PJRT_Buffer_ElementType = buffer_element_type,
 	.PJRT_Buffer_Dimensions = buffer_dimensions,

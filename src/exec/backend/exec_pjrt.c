@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "exec/backend.h"
 #include "core/clock.h"
@@ -34,6 +35,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "exec/backend/pjrt_abi.h"
+#include "exec/backend/pjrt_cache.h"
 #include "exec/backend/pjrt_plugin.h"
 #include "exec/backend/stablehlo.h"
 
@@ -76,6 +78,7 @@ struct host {
 	PJRT_Client *client;
 	uint64_t generation;          /* of the client: device handles are valid for one generation */
 	char platform[32];
+	char platform_version[96];
 	/* CUDA: the ordinals of the GPUs the devices using this host are, and those the plugin took at the process's
 	 * first client (fixed for the process: later clients get the same ones, whatever they ask) */
 	unsigned ordinals[ORDINALS_MAX];
@@ -104,6 +107,7 @@ struct pj {
 	PJRT_Device *device;          /* on the client of generation gen */
 	uint64_t stats_refused_gen;   /* the client generation whose MemoryStats refusal was said */
 	int device_id;                /* its PJRT id, which the compile options name */
+	char kind[64];                /* its PJRT device kind, part of the compile cache's key */
 	uint64_t gen;
 };
 
@@ -320,6 +324,7 @@ static enum acceld_err client_open(struct host *h, char *err, size_t errsz)
 	if (take(h->api, h->api->PJRT_Client_PlatformVersion(&pv), "PJRT_Client_PlatformVersion", NULL, 0) ==
 	    PJRT_Error_Code_OK)
 		copy_text(version, sizeof(version), pv.platform_version, pv.platform_version_size);
+	snprintf(h->platform_version, sizeof(h->platform_version), "%s", version);
 	pjrt_plugin_note_platform(h->path, h->platform, version);
 	log_fields(LOGL_INFO, "pjrt", "client opened",
 		   (struct log_field[]){LOG_S("plugin", h->path), LOG_S("platform", h->platform),
@@ -375,6 +380,22 @@ static bool read_device(const struct host *h, PJRT_Device *dev, struct seen *s)
 	s->cc = attribute(at.attributes, at.num_attributes, "compute_capability");
 	s->memory = attribute(at.attributes, at.num_attributes, "device_memory_bytes_limit");
 	return true;
+}
+
+/* The device's kind ("NVIDIA H100 80GB HBM3", "TPU v6 lite"), "" when the plugin does not say. */
+static void device_kind(const struct host *h, PJRT_Device *dev, char *out, size_t outsz)
+{
+	PJRT_Device_GetDescription_Args g = {.struct_size = PJRT_Device_GetDescription_Args_STRUCT_SIZE, .device = dev};
+	PJRT_DeviceDescription_Kind_Args k = {.struct_size = PJRT_DeviceDescription_Kind_Args_STRUCT_SIZE};
+
+	out[0] = '\0';
+	if (take(h->api, h->api->PJRT_Device_GetDescription(&g), "PJRT_Device_GetDescription", NULL, 0) !=
+	    PJRT_Error_Code_OK)
+		return;
+	k.device_description = g.device_description;
+	if (take(h->api, h->api->PJRT_DeviceDescription_Kind(&k), "PJRT_DeviceDescription_Kind", NULL, 0) ==
+	    PJRT_Error_Code_OK)
+		copy_text(out, outsz, k.device_kind, k.device_kind_size);
 }
 
 /*
@@ -468,6 +489,7 @@ static enum acceld_err match(struct pj *p, char *err, size_t errsz)
 	p->device = best.device;
 	p->device_id = best.id;
 	p->gen = h->generation;
+	device_kind(h, best.device, p->kind, sizeof(p->kind));
 	return ACCELD_OK;
 }
 
@@ -521,6 +543,97 @@ static enum stablehlo_dot dot_for(const struct host *h, enum kernel_precision *p
 	return STABLEHLO_DOT_HIGHEST;
 }
 
+/* --- the compile cache on disk (pjrt_cache.c) --- */
+
+/*
+ * The program's key: its slot is the plugin file, the device kind, the compile options and the program text; what
+ * must match besides is the plugin's version (its API version, its file's size and time) and the platform's.
+ */
+static void disk_key(const struct pj *p, const PJRT_Program *prog, const PJRT_Client_Compile_Args *c,
+		     struct pjrt_cache_key *k)
+{
+	const struct host *h = p->host;
+	struct stat st;
+	char v[96];
+
+	pjrt_cache_key_add(k, "plugin", h->path, strlen(h->path));
+	pjrt_cache_key_add(k, "device_kind", p->kind, strlen(p->kind));
+	pjrt_cache_key_add(k, "compile_options", c->compile_options, c->compile_options_size);
+	pjrt_cache_key_add(k, "program", prog->code, prog->code_size);
+	pjrt_cache_key_seal(k);
+	snprintf(v, sizeof(v), "%d.%d", PJRT_API_MAJOR, h->minor);
+	pjrt_cache_key_add(k, "api_version", v, strlen(v));
+	if (stat(h->path, &st) == 0) {
+		snprintf(v, sizeof(v), "%lld %lld.%09ld", (long long)st.st_size, (long long)st.st_mtim.tv_sec,
+			 (long)st.st_mtim.tv_nsec);
+		pjrt_cache_key_add(k, "plugin_file", v, strlen(v));
+	}
+	pjrt_cache_key_add(k, "platform", h->platform, strlen(h->platform));
+	pjrt_cache_key_add(k, "platform_version", h->platform_version, strlen(h->platform_version));
+}
+
+/* The key's program loaded from disk, or NULL (none, not trusted, or refused by the plugin: then dropped). */
+static PJRT_LoadedExecutable *disk_load(struct host *h, const struct pjrt_cache_key *k)
+{
+	PJRT_Executable_DeserializeAndLoad_Args d = {.struct_size = PJRT_Executable_DeserializeAndLoad_Args_STRUCT_SIZE,
+						     .client = h->client};
+	char why[512] = "", path[4200];
+	void *bytes = NULL;
+	size_t n = 0;
+	enum pjrt_cache_result r;
+
+	if (!pjrt_cache_on() || !pjrt_api_has(h->api, PJRT_Executable_DeserializeAndLoad))
+		return NULL;
+	r = pjrt_cache_load(k, &bytes, &n, why, sizeof(why));
+	if (r == PJRT_CACHE_HIT) {
+		d.serialized_executable = bytes;
+		d.serialized_executable_size = n;
+		if (take(h->api, h->api->PJRT_Executable_DeserializeAndLoad(&d), "PJRT_Executable_DeserializeAndLoad", why,
+			 sizeof(why)) != PJRT_Error_Code_OK) {
+			pjrt_cache_drop(k);
+			d.loaded_executable = NULL;
+			r = PJRT_CACHE_DROPPED;
+		}
+	}
+	free(bytes);
+	if (r == PJRT_CACHE_DROPPED) {
+		pjrt_cache_path(k, path, sizeof(path));
+		log_fields(LOGL_WARN, "pjrt", "a cached program was not trusted; it is compiled again",
+			   (struct log_field[]){LOG_S("file", path), LOG_S("why", why)}, 2);
+	}
+	return r == PJRT_CACHE_HIT ? d.loaded_executable : NULL;
+}
+
+/* Serializes a program just compiled into the cache; a failure costs only a later compile, and is logged. */
+static void disk_save(struct host *h, const struct pjrt_cache_key *k, PJRT_LoadedExecutable *exe)
+{
+	PJRT_LoadedExecutable_GetExecutable_Args g = {.struct_size = PJRT_LoadedExecutable_GetExecutable_Args_STRUCT_SIZE,
+						      .loaded_executable = exe};
+	PJRT_Executable_Serialize_Args sa = {.struct_size = PJRT_Executable_Serialize_Args_STRUCT_SIZE};
+	PJRT_Executable_Destroy_Args x = {.struct_size = PJRT_Executable_Destroy_Args_STRUCT_SIZE};
+	char why[512] = "";
+
+	if (!pjrt_cache_on() || !pjrt_api_has(h->api, PJRT_Executable_Serialize) ||
+	    !pjrt_api_has(h->api, PJRT_Executable_DeserializeAndLoad))
+		return;
+	if (take(h->api, h->api->PJRT_LoadedExecutable_GetExecutable(&g), "PJRT_LoadedExecutable_GetExecutable", why,
+		 sizeof(why)) != PJRT_Error_Code_OK)
+		goto out;
+	sa.executable = g.executable;
+	if (take(h->api, h->api->PJRT_Executable_Serialize(&sa), "PJRT_Executable_Serialize", why, sizeof(why)) ==
+	    PJRT_Error_Code_OK) {
+		pjrt_cache_store(k, sa.serialized_bytes, sa.serialized_bytes_size, why, sizeof(why));
+		if (sa.serialized_executable_deleter != NULL)
+			sa.serialized_executable_deleter(sa.serialized_executable);
+	}
+	x.executable = g.executable;
+	pjrt_error_take(h->api, h->api->PJRT_Executable_Destroy(&x), NULL, 0);
+out:
+	if (why[0] != '\0')
+		log_fields(LOGL_WARN, "pjrt", "a compiled program could not be kept on disk",
+			   (struct log_field[]){LOG_S("plugin", h->path), LOG_S("why", why)}, 2);
+}
+
 /*
  * The compiled program for the run (from the cache, or compiled now and kept, evicting the least recently used
  * idle one); marks it busy. h->mu held.
@@ -535,6 +648,7 @@ static enum acceld_err program_for(struct pj *p, const struct kernel_work *w, bo
 	PJRT_Client_Compile_Args c = {.struct_size = PJRT_Client_Compile_Args_STRUCT_SIZE, .client = h->client,
 				      .program = &prog};
 	unsigned char options[STABLEHLO_OPTIONS_MAX];
+	struct pjrt_cache_key key = {.text = NULL};
 	uint64_t t0;
 	size_t len;
 	char *text;
@@ -574,13 +688,19 @@ static enum acceld_err program_for(struct pj *p, const struct kernel_work *w, bo
 	prog.code_size = len;
 	c.compile_options = (const char *)options;
 	c.compile_options_size = stablehlo_compile_options(p->device_id, options);
+	disk_key(p, &prog, &c, &key);
 	t0 = clock_mono_ns();
-	code = take(h->api, h->api->PJRT_Client_Compile(&c), "cannot compile the program", err, errsz);
+	c.executable = disk_load(h, &key);
+	t->cached = c.executable != NULL;
+	code = c.executable != NULL ? PJRT_Error_Code_OK :
+	       take(h->api, h->api->PJRT_Client_Compile(&c), "cannot compile the program", err, errsz);
+	t->compile_ms = (double)(clock_mono_ns() - t0) / 1e6;
 	free(text);
+	if (code == PJRT_Error_Code_OK && !t->cached)
+		disk_save(h, &key, c.executable);
+	pjrt_cache_key_release(&key);
 	if (code != PJRT_Error_Code_OK)
 		return classify(code, err);
-	t->compile_ms = (double)(clock_mono_ns() - t0) / 1e6;
-	t->cached = 0;
 	*slot = (struct program){.exe = c.executable, .kernel = w->kernel, .shape = s, .with_c = with_c, .dot = dot,
 				 .device_id = p->device_id, .busy = 1, .last_use = ++h->tick};
 	*out = slot;
@@ -1082,8 +1202,12 @@ static json_t *pj_inspect(const struct device *dev)
 
 static void pj_prepare(const struct config *cfg)
 {
+	char dir[4096];
+
 	pjrt_plugin_configure(cfg);
 	atomic_store(&idle_ns, cfg->pjrt_idle_ms * 1000000ull);
+	pjrt_cache_dir_for(cfg, dir, sizeof(dir));
+	pjrt_cache_configure(dir, cfg->pjrt_cache_bytes);
 	/*
 	 * CUDA then counts GPUs in PCI order, as acceld's ids do: the ordinal is how a GPU is found (match). Set even
 	 * over the caller's value: any other order (FASTEST_FIRST, CUDA's default) would match jobs to the wrong GPU.

@@ -643,6 +643,40 @@ typedef struct PJRT_LoadedExecutable_GetExecutable_Args {
 	PJRT_STRUCT_SIZE(PJRT_LoadedExecutable_GetExecutable_Args, executable)
 typedef PJRT_Error *PJRT_LoadedExecutable_GetExecutable(PJRT_LoadedExecutable_GetExecutable_Args *args);
 
+/* A serialized executable, owned by the plugin until its deleter is called. */
+typedef struct PJRT_SerializedExecutable PJRT_SerializedExecutable;
+
+/* The plugin's own serialization of an executable (for the compile cache, pjrt_cache.c): serialized_bytes live
+ * until serialized_executable_deleter(serialized_executable) is called, once. */
+typedef struct PJRT_Executable_Serialize_Args {
+	size_t struct_size;
+	PJRT_Extension_Base *extension_start;
+	const PJRT_Executable *executable;
+	const char *serialized_bytes;                     /* out */
+	size_t serialized_bytes_size;                     /* out */
+	PJRT_SerializedExecutable *serialized_executable; /* out, backs serialized_bytes */
+	void (*serialized_executable_deleter)(PJRT_SerializedExecutable *exec); /* out */
+} PJRT_Executable_Serialize_Args;
+#define PJRT_Executable_Serialize_Args_STRUCT_SIZE                                                                  \
+	PJRT_STRUCT_SIZE(PJRT_Executable_Serialize_Args, serialized_executable_deleter)
+typedef PJRT_Error *PJRT_Executable_Serialize(PJRT_Executable_Serialize_Args *args);
+
+/* Loads what PJRT_Executable_Serialize wrote, which must come from the same platform and plugin version. The two
+ * overridden_* fields came in 0.71; NULL keeps the options the executable was compiled with. */
+typedef struct PJRT_Executable_DeserializeAndLoad_Args {
+	size_t struct_size;
+	PJRT_Extension_Base *extension_start;
+	PJRT_Client *client;
+	const char *serialized_executable;
+	size_t serialized_executable_size;
+	PJRT_LoadedExecutable *loaded_executable; /* out, destroy it */
+	const char *overridden_serialized_compile_options;
+	size_t overridden_serialized_compile_options_size;
+} PJRT_Executable_DeserializeAndLoad_Args;
+#define PJRT_Executable_DeserializeAndLoad_Args_STRUCT_SIZE                                                         \
+	PJRT_STRUCT_SIZE(PJRT_Executable_DeserializeAndLoad_Args, overridden_serialized_compile_options_size)
+typedef PJRT_Error *PJRT_Executable_DeserializeAndLoad(PJRT_Executable_DeserializeAndLoad_Args *args);
+
 /* Per-execution options; acceld zeroes them all and sets struct_size. The last four fields came after 0.94. */
 typedef struct PJRT_ExecuteOptions {
 	size_t struct_size;
@@ -825,7 +859,7 @@ typedef struct PJRT_Api {
 	void *PJRT_Executable_GetCostAnalysis;
 	void *PJRT_Executable_OutputMemoryKinds;
 	void *PJRT_Executable_OptimizedProgram;
-	void *PJRT_Executable_Serialize;
+	PJRT_Executable_Serialize *PJRT_Executable_Serialize;
 
 	PJRT_LoadedExecutable_Destroy *PJRT_LoadedExecutable_Destroy;
 	PJRT_LoadedExecutable_GetExecutable *PJRT_LoadedExecutable_GetExecutable;
@@ -833,7 +867,7 @@ typedef struct PJRT_Api {
 	void *PJRT_LoadedExecutable_Delete;
 	void *PJRT_LoadedExecutable_IsDeleted;
 	PJRT_LoadedExecutable_Execute *PJRT_LoadedExecutable_Execute;
-	void *PJRT_Executable_DeserializeAndLoad;
+	PJRT_Executable_DeserializeAndLoad *PJRT_Executable_DeserializeAndLoad;
 	void *PJRT_LoadedExecutable_Fingerprint;
 
 	PJRT_Buffer_Destroy *PJRT_Buffer_Destroy;
@@ -879,6 +913,10 @@ _Static_assert(PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE == 80, "PJRT_Loade
 _Static_assert(PJRT_Plugin_Attributes_Args_STRUCT_SIZE == 32, "PJRT_Plugin_Attributes_Args");
 _Static_assert(PJRT_Buffer_MemoryLayout_Tiled_STRUCT_SIZE == 56, "PJRT_Buffer_MemoryLayout_Tiled");
 _Static_assert(PJRT_Buffer_MemoryLayout_STRUCT_SIZE == 76, "PJRT_Buffer_MemoryLayout");
+_Static_assert(offsetof(PJRT_Api, PJRT_Executable_Serialize) == 40 + 49 * 8, "PJRT_Api slot 49");
+_Static_assert(offsetof(PJRT_Api, PJRT_Executable_DeserializeAndLoad) == 40 + 56 * 8, "PJRT_Api slot 56");
+_Static_assert(PJRT_Executable_Serialize_Args_STRUCT_SIZE == 56, "PJRT_Executable_Serialize_Args");
+_Static_assert(PJRT_Executable_DeserializeAndLoad_Args_STRUCT_SIZE == 64, "PJRT_Executable_DeserializeAndLoad_Args");
 #endif
 
 /* True when the plugin's table is long enough to hold slot `field` and the slot is filled. */

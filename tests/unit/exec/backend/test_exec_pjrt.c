@@ -81,6 +81,7 @@ static void setup(void)
 	resolve(lib, &fake_compile_option, sizeof(fake_compile_option), "fake_pjrt_compile_option");
 	ck_assert_int_eq(config_load(&cfg, 0, NULL, NULL, err, sizeof(err)), 0);
 	cfg.pjrt_idle_ms = 60000;
+	cfg.pjrt_cache_bytes = 0; /* no compile cache on disk, but where a test asks for one */
 	/* both kinds' plugin is the fake (ACCELD_PJRT_PLUGINS) */
 	snprintf(plugins, sizeof(plugins), "tpu=%s,cuda=%s", lib_path, lib_path);
 	free(cfg.pjrt_plugins);
@@ -657,6 +658,42 @@ START_TEST(execute_options_sized_by_version)
 }
 END_TEST
 
+/* A program compiled once is loaded from the cache on disk by a later host (a new process, in service). */
+START_TEST(compiled_programs_outlive_their_process)
+{
+	char dir[] = "/tmp/acceld-pjrt-cache-XXXXXX", cmd[80];
+	long compiles, loads, saves;
+	struct exec *ex;
+	json_t *job;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	free(cfg.pjrt_cache_dir);
+	cfg.pjrt_cache_dir = strdup(dir);
+	cfg.pjrt_cache_bytes = 1 << 20;
+	backend_pjrt.prepare(&cfg);
+	setenv("FAKE_PJRT_PLATFORM", "tpu", 1);
+	ex = start(DEVICE_TPU, 1);
+	compiles = fake_calls("PJRT_Client_Compile");
+	loads = fake_calls("PJRT_Executable_DeserializeAndLoad");
+	saves = fake_calls("PJRT_Executable_Serialize");
+	json_decref(run_ok(ex, KERNEL_DOT, shapes[KERNEL_DOT], "tpu:0"));
+	ck_assert_int_eq(fake_calls("PJRT_Client_Compile"), compiles + 1);
+	ck_assert_int_eq(fake_calls("PJRT_Executable_Serialize"), saves + 1);
+	exec_free(ex); /* the host and its client go, as a worker's do */
+	wait_live_zero();
+	ex = start(DEVICE_TPU, 1);
+	job = run_ok(ex, KERNEL_DOT, shapes[KERNEL_DOT], "tpu:0");
+	ck_assert(json_is_true(json_object_get(job, "program_cached")));
+	json_decref(job);
+	ck_assert_int_eq(fake_calls("PJRT_Client_Compile"), compiles + 1);
+	ck_assert_int_eq(fake_calls("PJRT_Executable_DeserializeAndLoad"), loads + 1);
+	exec_free(ex);
+	wait_live_zero();
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 /* TPU chips of two TensorCores: chip 1 is the second chip's first core whether ids count chips or cores. */
 static void second_chip_is_found(const char *hw_ids)
 {
@@ -726,6 +763,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, execute_options_sized_by_version);
 	tcase_add_test(tc, tpu_ids_counting_cores);
 	tcase_add_test(tc, tpu_ids_counting_chips);
+	tcase_add_test(tc, compiled_programs_outlive_their_process);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -42,7 +42,7 @@ static void setup(void)
 		"FAKE_PJRT_CREATE_FAIL", "FAKE_PJRT_BUSY",	 "FAKE_PJRT_BUSY_PID",	  "FAKE_PJRT_COMPILE_FAIL",
 		"FAKE_PJRT_OOM",	"FAKE_PJRT_EXEC_FAIL",	 "FAKE_PJRT_SLOW_MS",	  "FAKE_PJRT_NO_MEMSTATS",
 		"FAKE_PJRT_WRONG_RESULT", "FAKE_PJRT_EXACT", "FAKE_PJRT_BUSY_DEVICES", "FAKE_PJRT_EXEC_OPTIONS_SIZE",
-		"FAKE_PJRT_CORES_PER_CHIP", "FAKE_PJRT_HW_IDS",
+		"FAKE_PJRT_CORES_PER_CHIP", "FAKE_PJRT_HW_IDS", "FAKE_PJRT_COMPILE_LOG",
 	};
 	PJRT_GetPjrtApi_Fn *get;
 
@@ -1067,6 +1067,66 @@ START_TEST(conf_busy_gpu)
 }
 END_TEST
 
+/* conf-serialize: an executable's serialization loads back on the plugin version and platform that wrote it, and
+ * on no other */
+START_TEST(conf_serialize)
+{
+	char text[2048], msg[256];
+	PJRT_Client *c;
+	PJRT_LoadedExecutable *x;
+	PJRT_LoadedExecutable_GetExecutable_Args g = {
+		.struct_size = PJRT_LoadedExecutable_GetExecutable_Args_STRUCT_SIZE};
+	PJRT_Executable_Serialize_Args sa = {.struct_size = PJRT_Executable_Serialize_Args_STRUCT_SIZE};
+	PJRT_Executable_Destroy_Args d = {.struct_size = PJRT_Executable_Destroy_Args_STRUCT_SIZE};
+	PJRT_Executable_DeserializeAndLoad_Args l = {.struct_size = PJRT_Executable_DeserializeAndLoad_Args_STRUCT_SIZE};
+	PJRT_GetPjrtApi_Fn *get;
+	char *bytes;
+	size_t n;
+
+	setenv("FAKE_PJRT_PLATFORM", "cuda", 1);
+	initialize();
+	c = client_new(NULL, 0);
+	module_saxpy(text, sizeof(text), "saxpy", 16);
+	x = compile(c, text, device_id(device(c, 0, NULL)));
+	g.loaded_executable = x;
+	ok(api->PJRT_LoadedExecutable_GetExecutable(&g));
+	sa.executable = g.executable;
+	ok(api->PJRT_Executable_Serialize(&sa));
+	ck_assert_uint_gt(sa.serialized_bytes_size, 0);
+	ck_assert(sa.serialized_executable_deleter != NULL);
+	n = sa.serialized_bytes_size;
+	bytes = malloc(n);
+	memcpy(bytes, sa.serialized_bytes, n);
+	sa.serialized_executable_deleter(sa.serialized_executable);
+	d.executable = g.executable;
+	ok(api->PJRT_Executable_Destroy(&d));
+	executable_free(x);
+	/* loads back, and runs as the compiled one did */
+	l.client = c;
+	l.serialized_executable = bytes;
+	l.serialized_executable_size = n;
+	ok(api->PJRT_Executable_DeserializeAndLoad(&l));
+	ck_assert_ptr_nonnull(l.loaded_executable);
+	ck_assert_uint_eq(num_outputs(l.loaded_executable), 1);
+	executable_free(l.loaded_executable);
+	/* a shortened one, and one of another plugin version, are refused */
+	l.serialized_executable_size = n - 1;
+	ck_assert_int_eq(take(api->PJRT_Executable_DeserializeAndLoad(&l), msg, sizeof(msg)),
+			 PJRT_Error_Code_INVALID_ARGUMENT);
+	resolve(&get, sizeof(get), "GetPjrtApi");
+	setenv("FAKE_PJRT_VERSION", "0.114", 1);
+	get();
+	l.serialized_executable_size = n;
+	ck_assert_int_eq(take(api->PJRT_Executable_DeserializeAndLoad(&l), msg, sizeof(msg)),
+			 PJRT_Error_Code_INVALID_ARGUMENT);
+	ck_assert_ptr_nonnull(strstr(msg, "serialized by PJRT"));
+	unsetenv("FAKE_PJRT_VERSION");
+	get();
+	free(bytes);
+	client_free(c);
+}
+END_TEST
+
 /* conf-host-layout: ToHostBuffer takes a tiled major-to-minor layout, refuses strides as the C API wrapper does */
 START_TEST(conf_host_layout)
 {
@@ -1485,6 +1545,7 @@ Suite *make_suite(void)
 	tcase_add_test(conformance, conf_first_client_gpus);
 	tcase_add_test(conformance, conf_busy_gpu);
 	tcase_add_test(conformance, conf_host_layout);
+	tcase_add_test(conformance, conf_serialize);
 	tcase_add_test(conformance, conf_execute_options);
 	suite_add_tcase(s, conformance);
 	return s;
