@@ -130,6 +130,9 @@ static const struct opt opts[] = {
 	 "folders searched for libtpu.so and JAX's plugins (python3.*/site-packages and dist-packages below each)"},
 	{"pjrt-idle", "ACCELD_PJRT_IDLE", OPT_DURATION, F(pjrt_idle_ms), "30s", 100, 86400000, NULL, 0,
 	 "a PJRT client (which holds its devices) is closed after this long without jobs"},
+	{"pjrt-tpu-lockfile", "ACCELD_PJRT_TPU_LOCKFILE", OPT_PATH, F(pjrt_tpu_lockfile), "/tmp/libtpu_lockfile", 0, 0,
+	 NULL, 0, "the file libtpu takes its one-process lock on (libtpu's own path; another only to test): its owner "
+	 "is named when a TPU is held"},
 	{"pjrt-cache-dir", "ACCELD_PJRT_CACHE_DIR", OPT_PATH, F(pjrt_cache_dir), NULL, 0, 0, NULL, 0,
 	 "where compiled PJRT programs are kept across processes (default: pjrt-cache next to the database)"},
 	{"pjrt-cache-bytes", "ACCELD_PJRT_CACHE_BYTES", OPT_SIZE, F(pjrt_cache_bytes), "1GiB", 0, 1099511627776ull, NULL,

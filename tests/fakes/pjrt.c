@@ -36,13 +36,15 @@
  *   FAKE_PJRT_API_SIZE=bytes  the PJRT_Api struct_size GetPjrtApi reports (default the whole table)
  *   FAKE_PJRT_INIT_FAIL=1     PJRT_Plugin_Initialize fails
  *   FAKE_PJRT_CREATE_FAIL=1   PJRT_Client_Create fails as when no device can be opened
- *   FAKE_PJRT_BUSY_DEVICES=i[,i]  these GPUs are held by another process: a first client that includes one fails
- *                             as CUDA does (CUDA_ERROR_DEVICES_UNAVAILABLE) and keeps nothing
+ *   FAKE_PJRT_BUSY_DEVICES=i[,i]  these GPUs are held by another process: the process's first client skips each
+ *                             with "unable to create StreamExecutor for CUDA:i: ..." on stderr and opens on the
+ *                             others (which it keeps, as the real plugin does); with none left it fails INTERNAL
+ *                             "no supported devices found for platform CUDA" and keeps nothing
  *   FAKE_PJRT_EXEC_OPTIONS_SIZE=n  the plugin's own PJRT_ExecuteOptions size (default 0.94's): a smaller one is
  *                             refused, as a plugin newer than the caller does
  *   FAKE_PJRT_BUSY=1          PJRT_Client_Create fails as when another process holds the devices: on tpu
  *                             libtpu's lock file message (ABORTED); FAKE_PJRT_BUSY=device gives the
- *                             open(/dev/accel0) form; on cuda an exclusive-process GPU's CUDA error
+ *                             open(/dev/accel0) form; on cuda every GPU is busy (as FAKE_PJRT_BUSY_DEVICES)
  *   FAKE_PJRT_COMPILE_FAIL=1  PJRT_Client_Compile fails (INTERNAL)
  *   FAKE_PJRT_OOM=1|upload|execute   RESOURCE_EXHAUSTED from BufferFromHostBuffer (1, upload) or Execute;
  *                             either also fails whenever live bytes would pass the device's memory
@@ -1026,9 +1028,7 @@ static PJRT_Error *create_refused(enum flavour fl)
 					  "libtpu.so in this process.",
 					  env_long("FAKE_PJRT_BUSY_PID", 4242));
 		if (fl == FLAVOUR_GPU)
-			return make_error(PJRT_Error_Code_INTERNAL,
-					  "failed call to cuDevicePrimaryCtxRetain: CUDA_ERROR_DEVICES_UNAVAILABLE: "
-					  "CUDA-capable device(s) is/are busy or unavailable");
+			return NULL; /* every GPU is skipped, one by one, in client_create */
 		return make_error(PJRT_Error_Code_UNAVAILABLE, "fake plugin: devices busy (FAKE_PJRT_BUSY)");
 	}
 	if (env_on("FAKE_PJRT_CREATE_FAIL") || env_long("FAKE_PJRT_DEVICES", 1) <= 0) {
@@ -1086,7 +1086,8 @@ static PJRT_Error *client_create(PJRT_Client_Create_Args *args)
 		frac = NULL;
 	vis = fl == FLAVOUR_GPU ? find_option(args->create_options, args->num_options, "visible_devices") : NULL;
 	if (fl == FLAVOUR_GPU && !g_gpus_taken) {
-		/* the first client takes its GPUs, unless one is held elsewhere (then nothing is kept) */
+		/* the first client takes its GPUs; one held by another process is skipped with a warning on stderr, as
+		 * xla/service/platform_util.cc (GetStreamExecutors) does, and kept out for the process's life */
 		const char *busy = env_str("FAKE_PJRT_BUSY_DEVICES");
 		int take[MAX_DEVICES] = {0};
 
@@ -1094,10 +1095,13 @@ static PJRT_Error *client_create(PJRT_Client_Create_Args *args)
 			for (size_t i = 0; vis != NULL && i < vis->value_size; i++)
 				take[o] |= vis->int64_array_value[i] == o;
 			take[o] |= vis == NULL;
-			if (take[o] && busy != NULL && in_list(busy, o))
-				return make_error(PJRT_Error_Code_INTERNAL,
-						  "failed call to cuDevicePrimaryCtxRetain: CUDA_ERROR_DEVICES_UNAVAILABLE: "
-						  "CUDA-capable device(s) is/are busy or unavailable");
+			if (take[o] && ((busy != NULL && in_list(busy, o)) || env_on("FAKE_PJRT_BUSY"))) {
+				fprintf(stderr, "W external/xla/xla/service/platform_util.cc:220] unable to create "
+					"StreamExecutor for CUDA:%ld: CUDA error: Failed call to cuDevicePrimaryCtxRetain: "
+					"CUDA_ERROR_DEVICES_UNAVAILABLE: CUDA-capable device(s) is/are busy or unavailable\n",
+					o);
+				take[o] = 0;
+			}
 		}
 		/* an ordinal CUDA does not have is skipped (XLA logs "Failed to create stream executor for device
 		 * CUDA:9"); none left is an error, and nothing is kept (seen on an H100 with visible_devices=[9]) */

@@ -3,6 +3,7 @@ and an NVIDIA GPU host (fake NVML) whose accelerators run jobs through it. /devi
 device with its API version and platform, /select's auto order now really picks the TPU and jobs land there, a
 device held by another process answers 409 DEVICE_BUSY (or falls back), a plugin of the wrong version is refused
 and said, the report names the plugin, and a job over its timeout answers 504 while the device goes on working."""
+import fcntl
 import json
 import os
 import re
@@ -15,7 +16,7 @@ from harness import FAKES, FIXTURES, Server, ServerTestCase, run_cli
 PLUGIN = os.path.join(FAKES, "libpjrt.so")
 FAKE_VARS = ("FAKE_PJRT_PLATFORM", "FAKE_PJRT_DEVICES", "FAKE_PJRT_KIND", "FAKE_PJRT_CC", "FAKE_PJRT_BUSY",
              "FAKE_PJRT_BUSY_DEVICES", "FAKE_PJRT_VERSION",
-             "FAKE_PJRT_SLOW_MS", "FAKE_PJRT_MEMORY", "FAKE_PJRT_COMPILE_LOG")
+             "FAKE_PJRT_SLOW_MS", "FAKE_PJRT_MEMORY", "FAKE_PJRT_COMPILE_LOG", "FAKE_NVML_PROCESSES")
 
 
 def tpu_env(**extra):
@@ -113,12 +114,27 @@ class TpuHost(ServerTestCase):
 
 
 class TpuHeldElsewhere(ServerTestCase):
-    server_env = clean(tpu_env(FAKE_PJRT_BUSY="1", FAKE_PJRT_BUSY_PID="4242"))
+    """This test process holds the lock file (lockf, as libtpu does) and the stand-in refuses as libtpu would."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.lock = tempfile.NamedTemporaryFile(prefix="acceld-libtpu-lock-")
+        fcntl.lockf(cls.lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        cls.server_env = clean(tpu_env(FAKE_PJRT_BUSY="1", FAKE_PJRT_BUSY_PID=str(os.getpid()),
+                                       ACCELD_PJRT_TPU_LOCKFILE=cls.lock.name))
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        cls.lock.close()
 
     def test_busy_is_409_or_falls_back(self):
         r = self.server.request("POST", "/run", json_body=dict(SGEMM, device="tpu:0"))
         self.assertProblem(r, 409, "DEVICE_BUSY")
-        self.assertIn("4242", r.json()["detail"])
+        # named from the lock file's owner, as well as by the plugin's message
+        self.assertIn(f"tpu:0 is held by process {os.getpid()} (", r.json()["detail"])
+        self.assertIn(self.lock.name, r.json()["detail"])
         self.assertEqual(r.json()["job"]["state"], "failed")
         r = self.server.request("POST", "/run", json_body=SGEMM)
         self.assertEqual(r.status, 200, r)
@@ -167,6 +183,27 @@ class GpuHost(ServerTestCase):
                            400, "NOT_APPLICABLE")
         self.assertProblem(self.server.request("POST", "/run", json_body=dict(SGEMM, precision="fp8")), 400,
                            "INVALID_VALUE")
+
+
+class GpuHeldElsewhere(ServerTestCase):
+    """gpu:1 is held by another process (this test's, as NVML lists it): the plugin skips it as XLA does, gpu:0
+    runs, and gpu:1's jobs answer 409 naming the holder, or fall back."""
+
+    server_env = clean(gpu_env(FAKE_PJRT_BUSY_DEVICES="1", FAKE_NVML_PROCESSES=f"1:{os.getpid()}"))
+
+    def test_only_the_held_gpu_is_busy_and_its_holder_named(self):
+        r = self.server.request("POST", "/run", json_body=dict(SGEMM, device="gpu:0"))
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json()["backend"], "pjrt")
+        r = self.server.request("POST", "/run", json_body=dict(SGEMM, device="gpu:1"))
+        self.assertProblem(r, 409, "DEVICE_BUSY")
+        self.assertIn(f"gpu:1 is held by process {os.getpid()} (", r.json()["detail"])
+        self.assertTrue(any("unable to create StreamExecutor for CUDA:1" in line for line in self.server.raw_logs),
+                        self.server.raw_logs[-5:])
+        r = self.server.request("POST", "/run", json_body=dict(SGEMM, device="gpu:1", fallback=True))
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json()["fallback_from"], "gpu:1")
+        self.assertIn("DEVICE_BUSY", r.json()["fallback_reason"])
 
 
 class Timeouts(unittest.TestCase):

@@ -7,11 +7,14 @@
  * plugin builds every client of a process on the GPUs its first one took: XLA's ClientLibrary keeps one LocalClient
  * per platform), opened only when a job needs it, without preallocation (the CUDA plugin would otherwise take 75 %
  * of each GPU), and closed after ACCELD_PJRT_IDLE without jobs, so acceld never keeps a user's JAX program off its
- * devices for long. The CUDA client is given the GPUs acceld runs jobs on (visible_devices). A client that cannot
- * open because another process holds the devices answers ACCELD_EHELD (409 DEVICE_BUSY), and the job falls back
- * when it may; on a host of several GPUs the first client then opens without the GPU that is held, so only that
- * GPU's jobs fail, until acceld restarts (the plugin's GPUs are fixed for the process). Programs are compiled once per (device, kernel, shape, precision) and kept in a
- * bounded cache per client. A program still running at its job's deadline is abandoned: the worker is freed at
+ * devices for long. The CUDA client is given the GPUs acceld runs jobs on (visible_devices); as XLA does, the plugin
+ * leaves out a GPU it cannot open (another process holds it in exclusive-process mode), warning on stderr, and fails
+ * only when none is left ("no supported devices found for platform CUDA"); the GPUs it took are fixed for the
+ * process. Whether another process holds a device is decided from facts (holders.h: NVML's running compute
+ * processes, the owner of libtpu's lock file): then the job answers ACCELD_EHELD (409 DEVICE_BUSY) naming the holder,
+ * and falls back when it may; otherwise a GPU left out is a device error. Programs are compiled once per (device,
+ * kernel, shape, precision) and kept in a bounded cache per client, in front of the compile cache on disk
+ * (pjrt_cache.h), which later processes load from instead of compiling. A program still running at its job's deadline is abandoned: the worker is freed at
  * once, the client takes no new work, and an idle thread destroys what the program held, then the client, when it
  * ends; the next job opens a new client.
  *
@@ -34,6 +37,7 @@
 #include "core/hwfile.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "detect/holders.h"
 #include "exec/backend/pjrt_abi.h"
 #include "exec/backend/pjrt_cache.h"
 #include "exec/backend/pjrt_plugin.h"
@@ -108,6 +112,7 @@ struct pj {
 	uint64_t stats_refused_gen;   /* the client generation whose MemoryStats refusal was said */
 	int device_id;                /* its PJRT id, which the compile options name */
 	char kind[64];                /* its PJRT device kind, part of the compile cache's key */
+	char uuid[96];                /* a GPU's UUID (NVML's), to ask NVML who else runs on it */
 	uint64_t gen;
 };
 
@@ -123,6 +128,7 @@ static struct attached {
 } attached[ATTACHED_MAX];
 static size_t nattached;
 static _Atomic uint64_t idle_ns = IDLE_DEFAULT_NS;
+static const struct config *pj_cfg; /* kept by prepare: where NVML, procfs and libtpu's lock file are */
 
 /* --- small PJRT helpers --- */
 
@@ -140,7 +146,7 @@ static int take(const PJRT_Api *api, PJRT_Error *e, const char *what, char *err,
 /* The executor's error for a PJRT failure: another process holding the devices, memory, or a device failure. */
 static enum acceld_err classify(int code, const char *msg)
 {
-	static const char *const held[] = {"already in use", "busy", "DEVICES_UNAVAILABLE"};
+	static const char *const held[] = {"already in use", "busy"};
 
 	for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++)
 		if (strcasestr(msg, held[i]) != NULL)
@@ -247,9 +253,9 @@ static void cuda_options(PJRT_NamedValue opts[2], const int64_t *set, size_t n)
 
 /*
  * PJRT_Client_Create for h: libtpu without options; the CUDA plugin without preallocation and with the GPUs acceld
- * runs jobs on, leaving out skip (an index into h->ordinals; -1 none). Returns the PJRT code, the message in err.
+ * runs jobs on. Returns the PJRT code, the message in err.
  */
-static int create(struct host *h, int skip, char *err, size_t errsz)
+static int create(struct host *h, char *err, size_t errsz)
 {
 	PJRT_Client_Create_Args c = {.struct_size = PJRT_Client_Create_Args_STRUCT_SIZE};
 	PJRT_NamedValue opts[2];
@@ -259,7 +265,7 @@ static int create(struct host *h, int skip, char *err, size_t errsz)
 
 	if (h->kind == PJRT_KIND_CUDA) {
 		for (unsigned i = 0; i < h->nordinals; i++)
-			if ((int)i != skip && (!h->taken_known || h->taken[i]))
+			if (!h->taken_known || h->taken[i])
 				set[n++] = h->ordinals[i];
 		cuda_options(opts, set, n);
 		c.create_options = opts;
@@ -272,17 +278,43 @@ static int create(struct host *h, int skip, char *err, size_t errsz)
 }
 
 /*
- * Opens the client when there is none; h->mu held. The CUDA plugin keeps the GPUs of the process's first client
- * for every later one, so when that first one fails because a GPU is held by another process, each GPU is left
- * out in turn until a client opens: the one left out is then the held one, and only its jobs fail from then on.
+ * Which GPUs the CUDA client took: those among its addressable devices (by local hardware id, the CUDA ordinal). XLA
+ * skips a GPU it cannot open (another process holds it in exclusive-process mode, say) with a warning on stderr, and
+ * the process's client keeps that set for its life. h->mu held.
  */
+static void note_taken(struct host *h)
+{
+	PJRT_Client_AddressableDevices_Args d = {.struct_size = PJRT_Client_AddressableDevices_Args_STRUCT_SIZE,
+						 .client = h->client};
+
+	if (h->kind != PJRT_KIND_CUDA || h->taken_known ||
+	    take(h->api, h->api->PJRT_Client_AddressableDevices(&d), "PJRT_Client_AddressableDevices", NULL, 0) !=
+		    PJRT_Error_Code_OK)
+		return;
+	for (unsigned i = 0; i < h->nordinals; i++) {
+		h->taken[i] = false;
+		for (size_t j = 0; j < d.num_addressable_devices && !h->taken[i]; j++) {
+			PJRT_Device_LocalHardwareId_Args hw = {.struct_size = PJRT_Device_LocalHardwareId_Args_STRUCT_SIZE,
+							       .device = d.addressable_devices[j], .local_hardware_id = -1};
+
+			take(h->api, h->api->PJRT_Device_LocalHardwareId(&hw), "local hardware id", NULL, 0);
+			h->taken[i] = hw.local_hardware_id >= 0 && (unsigned)hw.local_hardware_id == h->ordinals[i];
+		}
+		if (!h->taken[i])
+			log_fields(LOGL_WARN, "pjrt", "the CUDA plugin left a GPU out of its client (it logs \"unable to "
+				   "create StreamExecutor\" on stderr); it runs no PJRT jobs in this process",
+				   (struct log_field[]){LOG_S("plugin", h->path), LOG_I("cuda_ordinal", h->ordinals[i])}, 2);
+	}
+	h->taken_known = true;
+}
+
+/* Opens the client when there is none; h->mu held. */
 static enum acceld_err client_open(struct host *h, char *err, size_t errsz)
 {
 	PJRT_Client_PlatformName_Args pn = {.struct_size = PJRT_Client_PlatformName_Args_STRUCT_SIZE};
 	PJRT_Client_PlatformVersion_Args pv = {.struct_size = PJRT_Client_PlatformVersion_Args_STRUCT_SIZE};
 	char version[96] = "";
 	int code;
-	int out = -1;
 
 	if (h->retiring) {
 		snprintf(err, errsz, "the device is still finishing a program abandoned at its job's deadline; a new "
@@ -291,31 +323,10 @@ static enum acceld_err client_open(struct host *h, char *err, size_t errsz)
 	}
 	if (h->client != NULL)
 		return ACCELD_OK;
-	code = create(h, -1, err, errsz);
-	if (code != PJRT_Error_Code_OK && classify(code, err) == ACCELD_EHELD && h->kind == PJRT_KIND_CUDA &&
-	    !h->taken_known && h->nordinals > 1) {
-		char again[512];
-
-		for (unsigned i = 0; i < h->nordinals && code != PJRT_Error_Code_OK; i++) {
-			if (create(h, (int)i, again, sizeof(again)) == PJRT_Error_Code_OK) {
-				code = PJRT_Error_Code_OK;
-				out = (int)i;
-			}
-		}
-	}
+	code = create(h, err, errsz);
 	if (code != PJRT_Error_Code_OK)
 		return classify(code, err);
-	if (h->kind == PJRT_KIND_CUDA && !h->taken_known) {
-		h->taken_known = true;
-		for (unsigned i = 0; i < h->nordinals; i++)
-			h->taken[i] = (int)i != out;
-		if (out >= 0)
-			log_fields(LOGL_WARN, "pjrt", "a GPU was held by another process when the client opened; it runs "
-				   "no PJRT jobs until acceld restarts",
-				   (struct log_field[]){LOG_S("plugin", h->path), LOG_I("cuda_ordinal", h->ordinals[out]),
-							LOG_S("error", err)},
-				   3);
-	}
+	note_taken(h);
 	h->generation++;
 	pn.client = pv.client = h->client;
 	if (take(h->api, h->api->PJRT_Client_PlatformName(&pn), "PJRT_Client_PlatformName", NULL, 0) ==
@@ -420,6 +431,34 @@ static void disagreement(const struct pj *p, const struct seen *s, char *why, si
 }
 
 /*
+ * Whether another process holds p's device, by the facts (holders.h): NVML's running compute processes for a GPU,
+ * the owner of libtpu's lock file for a TPU. When one does, err (what the plugin said) is prefixed with who.
+ */
+static bool held(const struct pj *p, char *err, size_t errsz)
+{
+	struct holder who[HOLDERS_MAX];
+	char names[256], why[128], was[512];
+	size_t n = 0;
+
+	if (pj_cfg == NULL)
+		return false;
+	if (p->host->kind == PJRT_KIND_CUDA)
+		n = holders_gpu(pj_cfg, p->uuid, who, HOLDERS_MAX, why, sizeof(why));
+	else if (pj_cfg->pjrt_tpu_lockfile != NULL)
+		n = holders_lock_file(pj_cfg, pj_cfg->pjrt_tpu_lockfile, &who[0]) ? 1 : 0;
+	if (n == 0)
+		return false;
+	holders_text(who, n, names, sizeof(names));
+	snprintf(was, sizeof(was), "%s", err);
+	if (p->host->kind == PJRT_KIND_CUDA)
+		snprintf(err, errsz, "%s is held by %s (NVML's running compute processes): %s", p->id, names, was);
+	else
+		snprintf(err, errsz, "%s is held by %s, which holds libtpu's lock file %s: %s", p->id, names,
+			 pj_cfg->pjrt_tpu_lockfile, was);
+	return true;
+}
+
+/*
  * Finds the device's PJRT device on the current client; h->mu held. No real plugin names a PCI address or a UUID
  * (docs/pjrt.md), so a GPU is the device whose local hardware id is its CUDA ordinal, checked against what NVML
  * says of it; a TPU chip is the chip_index-th device with core_on_chip 0 in local-hardware-id order, which holds
@@ -438,9 +477,10 @@ static enum acceld_err match(struct pj *p, char *err, size_t errsz)
 		return ACCELD_OK;
 	p->device = NULL;
 	if (!taken(h, p->ordinal)) {
-		snprintf(err, errsz, "%s was held by another process when acceld's PJRT client opened, and the CUDA plugin "
-			 "keeps the GPUs of a process's first client: it runs no PJRT jobs until acceld restarts", p->id);
-		return ACCELD_EHELD;
+		snprintf(err, errsz, "the CUDA plugin left %s (CUDA ordinal %u) out when this process's PJRT client opened "
+			 "(\"unable to create StreamExecutor for CUDA:%u\" on stderr), and keeps that set of GPUs for the "
+			 "process's life", p->id, p->ordinal, p->ordinal);
+		return held(p, err, errsz) ? ACCELD_EHELD : ACCELD_EDEVICE;
 	}
 	if (take(h->api, h->api->PJRT_Client_AddressableDevices(&d), "PJRT_Client_AddressableDevices", err, errsz) !=
 	    PJRT_Error_Code_OK)
@@ -989,6 +1029,11 @@ static enum acceld_err pj_run(void *state, struct kernel_work *w, struct backend
 
 	pthread_mutex_lock(&h->mu);
 	rc = client_open(h, err, errsz);
+	/* the plugin's own words do not say who (a lone busy GPU is "no supported devices found"): the facts do */
+	if (((rc == ACCELD_EHELD && !h->retiring) ||
+	     (rc == ACCELD_EDEVICE && h->kind == PJRT_KIND_CUDA && strstr(err, "no supported devices found") != NULL)) &&
+	    held(p, err, errsz))
+		rc = ACCELD_EHELD;
 	if (rc == ACCELD_OK)
 		rc = match(p, err, errsz);
 	if (rc == ACCELD_OK && (left = memory_left(p)) != 0 && need > left) {
@@ -1205,6 +1250,7 @@ static void pj_prepare(const struct config *cfg)
 	char dir[4096];
 
 	pjrt_plugin_configure(cfg);
+	pj_cfg = cfg;
 	atomic_store(&idle_ns, cfg->pjrt_idle_ms * 1000000ull);
 	pjrt_cache_dir_for(cfg, dir, sizeof(dir));
 	pjrt_cache_configure(dir, cfg->pjrt_cache_bytes);
@@ -1249,6 +1295,7 @@ static enum acceld_err pj_open(const struct device *dev, unsigned threads, void 
 	p->type = dev->type;
 	p->ordinal = v.ordinal;
 	snprintf(p->compute_capability, sizeof(p->compute_capability), "%s", dev->gpu.compute_capability);
+	snprintf(p->uuid, sizeof(p->uuid), "%s", dev->uuid);
 	p->memory_total = dev->type == DEVICE_GPU ? dev->memory_total_bytes : 0;
 	*state = p;
 	return ACCELD_OK;

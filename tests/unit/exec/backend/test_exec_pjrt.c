@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check_main.h"
@@ -91,7 +92,19 @@ static void setup(void)
 
 static void teardown(void)
 {
+	unsetenv("FAKE_NVML_PROCESSES");
 	config_release(&cfg);
+}
+
+/* NVML is the fake (tests/fakes/nvml.c), so that acceld can ask it who runs on a GPU. */
+static void use_fake_nvml(void)
+{
+	char path[600];
+
+	snprintf(path, sizeof(path), "%s", lib_path);
+	snprintf(strrchr(path, '/'), sizeof(path) - (size_t)(strrchr(path, '/') - path), "/libnvml.so");
+	free(cfg.nvml_library);
+	cfg.nvml_library = strdup(path);
 }
 
 /* cpu:0 and n accelerators of one kind, each served by the fake plugin */
@@ -108,6 +121,9 @@ static size_t make_devices(enum device_type type, unsigned n)
 		snprintf(d->id, sizeof(d->id), "%s:%u", type == DEVICE_TPU ? "tpu" : "gpu", i);
 		DEVICE_SET(d->vendor, type == DEVICE_TPU ? "Google" : "NVIDIA");
 		DEVICE_SET(d->pci_bus_id, pci[i]);
+		if (type == DEVICE_GPU) /* the NVML fake's first two GPUs, so that NVML can be asked about them */
+			DEVICE_SET(d->uuid, i == 0 ? "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6" :
+						     "GPU-89a1c3e0-1111-2222-3333-444455556666");
 		d->tpu.chip_index = i;
 		d->gpu.cuda_ordinal = (int)i;
 		d->memory_total_bytes = device_memory;
@@ -309,16 +325,47 @@ START_TEST(busy_device_is_409_and_falls_back)
 	char detail[512];
 	json_t *doc;
 
+	char lockfile[] = "/tmp/acceld-libtpu-lock-XXXXXX", who[64];
+	int fd = mkstemp(lockfile), ready[2], done[2];
+	pid_t holder;
+
+	/* another process holds libtpu's lock (lockf, until it exits), and the plugin refuses as libtpu does */
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pipe(ready), 0);
+	ck_assert_int_eq(pipe(done), 0);
+	holder = fork();
+	ck_assert_int_ge(holder, 0);
+	if (holder == 0) {
+		char c;
+
+		if (lockf(fd, F_TLOCK, 0) != 0 || write(ready[1], "x", 1) != 1 || read(done[0], &c, 1) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	ck_assert_int_eq(read(ready[0], who, 1), 1);
+	free(cfg.pjrt_tpu_lockfile);
+	cfg.pjrt_tpu_lockfile = strdup(lockfile);
 	setenv("FAKE_PJRT_PLATFORM", "tpu", 1);
 	setenv("FAKE_PJRT_BUSY", "1", 1);
-	setenv("FAKE_PJRT_BUSY_PID", "777", 1);
+	snprintf(who, sizeof(who), "%ld", (long)holder);
+	setenv("FAKE_PJRT_BUSY_PID", who, 1);
 	ex = start(DEVICE_TPU, 1);
 	job = run(ex, KERNEL_SAXPY, (struct kernel_shape){.n = 1u << 18}, "tpu:0", NULL, &why);
 	ck_assert_int_eq(exec_job_state(job), EXEC_FAILED);
 	ck_assert_int_eq(exec_job_error(job, detail, sizeof(detail)), REASON_DEVICE_BUSY);
 	ck_assert_int_eq(reason_status(REASON_DEVICE_BUSY), 409);
-	ck_assert_msg(strstr(detail, "777") != NULL && strstr(detail, "already in use") != NULL, "%s", detail);
+	snprintf(who, sizeof(who), "tpu:0 is held by process %ld (", (long)holder);
+	ck_assert_msg(strstr(detail, who) != NULL && strstr(detail, lockfile) != NULL &&
+		      strstr(detail, "already in use") != NULL, "%s", detail);
 	exec_job_unref(job);
+	ck_assert_int_eq(write(done[1], "x", 1), 1);
+	waitpid(holder, NULL, 0);
+	close(fd);
+	unlink(lockfile);
+	for (int i = 0; i < 2; i++) {
+		close(ready[i]);
+		close(done[i]);
+	}
 	/* allowed to, it moves on and says why */
 	job = run(ex, KERNEL_SAXPY, (struct kernel_shape){.n = 1u << 18}, "tpu:0", "cpu:0", &why);
 	doc = exec_job_json(job);
@@ -515,19 +562,53 @@ END_TEST
  */
 START_TEST(a_held_gpu_fails_only_its_own_jobs)
 {
+	char procs[64];
 	struct exec *ex;
 
+	/* gpu:1 is held (exclusive-process mode) by this test's parent, as NVML says */
+	use_fake_nvml();
+	snprintf(procs, sizeof(procs), "1:%ld", (long)getppid());
+	setenv("FAKE_NVML_PROCESSES", procs, 1);
 	setenv("FAKE_PJRT_PLATFORM", "cuda", 1);
 	setenv("FAKE_PJRT_DEVICES", "2", 1);
 	setenv("FAKE_PJRT_BUSY_DEVICES", "1", 1);
 	ex = start(DEVICE_GPU, 2);
 	json_decref(run_ok(ex, KERNEL_SAXPY, shapes[KERNEL_SAXPY], "gpu:0"));
-	ck_assert_str_eq(fake_create_option("visible_devices"), "0");
-	ck_assert_int_eq(fake_calls("PJRT_Client_Create"), 3); /* both, without gpu:0 (held too), without gpu:1 */
-	fails_with(ex, "gpu:1", REASON_DEVICE_BUSY, "held by another process when acceld's PJRT client opened");
-	/* the other process lets go: the plugin still has only gpu:0 in this process, and acceld says so */
+	/* one client, asked for both: the plugin skipped the held one itself */
+	ck_assert_str_eq(fake_create_option("visible_devices"), "0,1");
+	ck_assert_int_eq(fake_calls("PJRT_Client_Create"), 1);
+	snprintf(procs, sizeof(procs), "held by process %ld", (long)getppid());
+	fails_with(ex, "gpu:1", REASON_DEVICE_BUSY, procs);
+	/* the other process lets go: the plugin still keeps gpu:1 out in this process, and acceld says so */
 	setenv("FAKE_PJRT_BUSY_DEVICES", "", 1);
-	fails_with(ex, "gpu:1", REASON_DEVICE_BUSY, "until acceld restarts");
+	unsetenv("FAKE_NVML_PROCESSES");
+	fails_with(ex, "gpu:1", REASON_DEVICE_FAILURE, "left gpu:1 (CUDA ordinal 1) out");
+	json_decref(run_ok(ex, KERNEL_DOT, shapes[KERNEL_DOT], "gpu:0"));
+	exec_free(ex);
+	wait_live_zero();
+}
+END_TEST
+
+/* A lone GPU held elsewhere: the plugin finds no device at all; NVML names the holder, or it is a device error. */
+START_TEST(a_lone_held_gpu_names_its_holder)
+{
+	char procs[64];
+	struct exec *ex;
+
+	use_fake_nvml();
+	snprintf(procs, sizeof(procs), "0:%ld", (long)getppid());
+	setenv("FAKE_NVML_PROCESSES", procs, 1);
+	setenv("FAKE_PJRT_PLATFORM", "cuda", 1);
+	setenv("FAKE_PJRT_BUSY_DEVICES", "0", 1);
+	ex = start(DEVICE_GPU, 1);
+	snprintf(procs, sizeof(procs), "gpu:0 is held by process %ld", (long)getppid());
+	fails_with(ex, "gpu:0", REASON_DEVICE_BUSY, procs);
+	fails_with(ex, "gpu:0", REASON_DEVICE_BUSY, "no supported devices found for platform CUDA");
+	/* NVML lists nobody: the plugin's failure is the device's */
+	unsetenv("FAKE_NVML_PROCESSES");
+	fails_with(ex, "gpu:0", REASON_DEVICE_FAILURE, "no supported devices found for platform CUDA");
+	/* nothing was kept: once free, the GPU opens */
+	setenv("FAKE_PJRT_BUSY_DEVICES", "", 1);
 	json_decref(run_ok(ex, KERNEL_DOT, shapes[KERNEL_DOT], "gpu:0"));
 	exec_free(ex);
 	wait_live_zero();
@@ -754,6 +835,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, idle_client_closes);
 	tcase_add_test(tc, the_cuda_client_takes_the_gpus_acceld_serves);
 	tcase_add_test(tc, a_held_gpu_fails_only_its_own_jobs);
+	tcase_add_test(tc, a_lone_held_gpu_names_its_holder);
 	tcase_add_test(tc, a_gpu_that_disagrees_with_nvml_is_refused);
 	tcase_add_test(tc, a_gpu_of_other_memory_is_refused);
 	tcase_add_test(tc, memory_figures_or_a_note);

@@ -1041,29 +1041,56 @@ START_TEST(conf_absent_gpu)
 }
 END_TEST
 
-/* conf-busy-gpu: a GPU held by another process fails the first client that includes it; nothing is kept */
+/* conf-busy-gpu: a GPU held by another process is skipped with XLA's warning on stderr, the client opens on the
+ * others; with none left it fails "no supported devices found for platform CUDA" and nothing is kept */
 START_TEST(conf_busy_gpu)
 {
-	const int64_t both[] = {0, 1}, zero[] = {0};
+	const int64_t both[] = {0, 1}, one[] = {1};
 	PJRT_NamedValue vis = {.struct_size = PJRT_NamedValue_STRUCT_SIZE, .name = "visible_devices",
-			       .name_size = 15, .type = PJRT_NamedValue_kInt64List, .int64_array_value = both,
-			       .value_size = 2};
+			       .name_size = 15, .type = PJRT_NamedValue_kInt64List, .int64_array_value = one,
+			       .value_size = 1};
+	char msg[256], log[] = "/tmp/acceld-stderr-XXXXXX", said[512] = "";
+	int fd = mkstemp(log), saved = dup(2);
 	PJRT_Client *c;
-	char msg[256];
+	FILE *f;
 	size_t n;
 
 	setenv("FAKE_PJRT_PLATFORM", "cuda", 1);
 	setenv("FAKE_PJRT_DEVICES", "2", 1);
 	setenv("FAKE_PJRT_BUSY_DEVICES", "1", 1);
 	initialize();
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_ge(saved, 0);
+	dup2(fd, 2);
+	/* none left: an error, and nothing kept */
 	ck_assert_int_eq(take(try_client(&vis, 1, &c), msg, sizeof(msg)), PJRT_Error_Code_INTERNAL);
-	ck_assert_ptr_nonnull(strstr(msg, "CUDA_ERROR_DEVICES_UNAVAILABLE"));
-	vis.int64_array_value = zero;
-	vis.value_size = 1;
+	ck_assert_str_eq(msg, "no supported devices found for platform CUDA");
+	/* the held one is left out, the others taken (and kept for the process) */
+	vis.int64_array_value = both;
+	vis.value_size = 2;
 	c = client_new(&vis, 1);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
 	device(c, 0, &n);
 	ck_assert_uint_eq(n, 1);
+	{
+		PJRT_Device_LocalHardwareId_Args hw = {.struct_size = PJRT_Device_LocalHardwareId_Args_STRUCT_SIZE,
+						       .device = device(c, 0, NULL)};
+
+		ok(api->PJRT_Device_LocalHardwareId(&hw));
+		ck_assert_int_eq(hw.local_hardware_id, 0);
+	}
 	client_free(c);
+	f = fdopen(fd, "r");
+	ck_assert_ptr_nonnull(f);
+	rewind(f);
+	n = fread(said, 1, sizeof(said) - 1, f);
+	said[n] = '\0';
+	fclose(f);
+	unlink(log);
+	ck_assert_msg(strstr(said, "] unable to create StreamExecutor for CUDA:1: ") != NULL, "%s", said);
+	ck_assert_ptr_null(strstr(said, "CUDA:0"));
 }
 END_TEST
 
@@ -1275,9 +1302,10 @@ START_TEST(init_and_create_failures)
 	ck_assert_int_eq(take(try_client(NULL, 0, &c), msg, sizeof(msg)), PJRT_Error_Code_INTERNAL);
 	ck_assert_str_eq(msg, "no supported devices found for platform CUDA");
 	unsetenv("FAKE_PJRT_CREATE_FAIL");
+	/* every GPU busy: each skipped (on stderr), none left */
 	setenv("FAKE_PJRT_BUSY", "1", 1);
 	ck_assert_int_eq(take(try_client(NULL, 0, &c), msg, sizeof(msg)), PJRT_Error_Code_INTERNAL);
-	ck_assert_ptr_nonnull(strstr(msg, "CUDA_ERROR_DEVICES_UNAVAILABLE"));
+	ck_assert_str_eq(msg, "no supported devices found for platform CUDA");
 	setenv("FAKE_PJRT_PLATFORM", "tpu", 1);
 	setenv("FAKE_PJRT_BUSY_PID", "777", 1);
 	ck_assert_int_eq(take(try_client(NULL, 0, &c), msg, sizeof(msg)), PJRT_Error_Code_ABORTED);
