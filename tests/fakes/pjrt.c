@@ -32,16 +32,19 @@
  * Like the real CUDA plugin, the process's first GPU client takes its GPUs (visible_devices, else all) for every
  * later one (XLA's ClientLibrary keeps one LocalClient per platform); see tests/pjrt_conformance.md.
  * Failure switches, read on every call:
- *   FAKE_PJRT_VERSION=M.m     the API version GetPjrtApi reports (default the header's)
- *   FAKE_PJRT_API_SIZE=bytes  the PJRT_Api struct_size GetPjrtApi reports (default the whole table)
+ *   FAKE_PJRT_VERSION=M.m     the API version GetPjrtApi reports (default 0.115, JAX's CUDA plugin 0.11.2's; 0.94
+ *                             is the header acceld's layouts were read from)
+ *   FAKE_PJRT_API_SIZE=bytes  the PJRT_Api struct_size GetPjrtApi reports (default 1144, the real plugin's table at
+ *                             0.115; 624 ends at PJRT_Buffer_ReadyEvent, the last slot acceld calls)
  *   FAKE_PJRT_INIT_FAIL=1     PJRT_Plugin_Initialize fails
  *   FAKE_PJRT_CREATE_FAIL=1   PJRT_Client_Create fails as when no device can be opened
  *   FAKE_PJRT_BUSY_DEVICES=i[,i]  these GPUs are held by another process: the process's first client skips each
  *                             with "unable to create StreamExecutor for CUDA:i: ..." on stderr and opens on the
  *                             others (which it keeps, as the real plugin does); with none left it fails INTERNAL
  *                             "no supported devices found for platform CUDA" and keeps nothing
- *   FAKE_PJRT_EXEC_OPTIONS_SIZE=n  the plugin's own PJRT_ExecuteOptions size (default 0.94's): a smaller one is
- *                             refused, as a plugin newer than the caller does
+ *   FAKE_PJRT_EXEC_OPTIONS_SIZE=n  the plugin's own PJRT_ExecuteOptions size (default 144, the 0.115 plugin's;
+ *                             112, 0.94's, at versions below 0.97): a smaller one is refused, as a plugin newer than
+ *                             the caller does
  *   FAKE_PJRT_BUSY=1          PJRT_Client_Create fails as when another process holds the devices: on tpu
  *                             libtpu's lock file message (ABORTED); FAKE_PJRT_BUSY=device gives the
  *                             open(/dev/accel0) form; on cuda every GPU is busy (as FAKE_PJRT_BUSY_DEVICES)
@@ -203,7 +206,16 @@ static const char *const counted[] = {
 	"PJRT_Executable_Serialize", "PJRT_Executable_DeserializeAndLoad",
 };
 
-static PJRT_Api api; /* the table, filled below */
+/* The table as JAX's CUDA plugin 0.115 has it: 1144 bytes (138 slots); acceld declares the first 73, the others stay
+ * NULL here (tests/pjrt_conformance.md, api-version). */
+#define REAL_API_MINOR 115
+#define REAL_API_SIZE 1144
+struct api_table {
+	PJRT_Api head;
+	void *later[(REAL_API_SIZE - sizeof(PJRT_Api)) / sizeof(void *)];
+};
+static struct api_table table; /* filled below */
+#define api (table.head)
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static long g_live[LIVE_COUNT];
 static long g_calls[sizeof(counted) / sizeof(counted[0])];
@@ -975,7 +987,10 @@ static void describe(PJRT_Client *c, PJRT_Device *d, int ordinal, int id, int64_
 		snprintf(s->kind, sizeof(s->kind), "%s", kind != NULL ? kind : "NVIDIA H100 80GB HBM3");
 		snprintf(s->vendor, sizeof(s->vendor), "NVIDIA Corporation");
 		snprintf(s->cc, sizeof(s->cc), "%s", cc != NULL ? cc : "9.0");
-		s->coords[0] = ordinal; /* [0,0,0] seen for ordinal 0; the ordinal first is an inference */
+		/* (0, 0, local device id): [0,0,0] seen for ordinal 0, the rest as upstream's tests expect */
+		s->coords[0] = 0;
+		s->coords[1] = 0;
+		s->coords[2] = ordinal;
 		s->attrs[s->nattrs++] = attr_list("coords", s->coords, 3);
 		s->attrs[s->nattrs++] = attr_str("device_vendor", s->vendor);
 		s->attrs[s->nattrs++] = attr_int("slice_index", 0);
@@ -986,8 +1001,11 @@ static void describe(PJRT_Client *c, PJRT_Device *d, int ordinal, int id, int64_
 		s->attrs[s->nattrs++] = attr_int("device_memory_bytes_limit", memory);
 		s->attrs[s->nattrs++] = attr_str("fabric_uuid", "");
 		rotate(s, (size_t)g_clients_made);
-		snprintf(s->debug, sizeof(s->debug), "cuda:%d", id);
-		snprintf(s->repr, sizeof(s->repr), "CudaDevice(id=%d)", id);
+		/* as xla/pjrt/gpu/se_gpu_topology_description.cc (SetupDeviceDescription) sets them, the doubled ")"
+		 * of its ToString included; "CudaDevice(id=0)" and "cuda:0" are JAX's own repr and str, not the plugin's */
+		snprintf(s->debug, sizeof(s->debug), "%s_%d(process=0,(%lld))", s->kind, id, (long long)s->coords[0]);
+		snprintf(s->repr, sizeof(s->repr),
+			 "StreamExecutorGpuDevice(device_kind=%s, id=%d, process_index=0, partition_index=0))", s->kind, id);
 	} else if (c->flavour == FLAVOUR_TPU) {
 		/* libtpu: coords and core_on_chip; with two cores a chip (FAKE_PJRT_CORES_PER_CHIP=2, v2 to v4 seen
 		 * core by core) each chip is two devices */
@@ -2203,10 +2221,13 @@ static PJRT_Error *loaded_execute(PJRT_LoadedExecutable_Execute_Args *args)
 	CHECK_ARGS(args, PJRT_LoadedExecutable_Execute_Args);
 	if (args->options == NULL)
 		return make_error(PJRT_Error_Code_INVALID_ARGUMENT, "PJRT_LoadedExecutable_Execute: options is NULL");
-	/* the plugin's own size: 0.94's by default, or FAKE_PJRT_EXEC_OPTIONS_SIZE, as a newer plugin's would be */
+	/* the plugin's own size: 0.115's 144 bytes (0.94's 112 below 0.97), or FAKE_PJRT_EXEC_OPTIONS_SIZE, as a
+	 * newer plugin's would be */
 	err = check_size("PJRT_ExecuteOptions",
 			 (size_t)env_long("FAKE_PJRT_EXEC_OPTIONS_SIZE",
-					  (long)PJRT_STRUCT_SIZE(PJRT_ExecuteOptions, incarnation_ids)),
+					  api.pjrt_api_version.minor_version >= 97 ?
+						  (long)PJRT_ExecuteOptions_STRUCT_SIZE :
+						  (long)PJRT_STRUCT_SIZE(PJRT_ExecuteOptions, incarnation_ids)),
 			 args->options->struct_size);
 	if (err != NULL)
 		return err;
@@ -2283,11 +2304,11 @@ static PJRT_Extension_Base ext_layouts = {PJRT_Extension_Base_STRUCT_SIZE, PJRT_
 static PJRT_Extension_Base ext_profiler = {PJRT_Extension_Base_STRUCT_SIZE, PJRT_Extension_Type_Profiler,
 					   &ext_layouts};
 
-static PJRT_Api api = {
-	.struct_size = sizeof(PJRT_Api),
+static struct api_table table = {.head = {
+	.struct_size = REAL_API_SIZE,
 	.extension_start = &ext_profiler,
 	.pjrt_api_version = {.struct_size = PJRT_Api_Version_STRUCT_SIZE, .major_version = PJRT_API_MAJOR,
-			     .minor_version = PJRT_API_MINOR},
+			     .minor_version = REAL_API_MINOR},
 	.PJRT_Error_Destroy = error_destroy,
 	.PJRT_Error_Message = error_message,
 	.PJRT_Error_GetCode = error_get_code,
@@ -2330,13 +2351,14 @@ static PJRT_Api api = {
 	.PJRT_Buffer_OnDeviceSizeInBytes = buffer_on_device_size,
 	.PJRT_Buffer_ToHostBuffer = buffer_to_host,
 	.PJRT_Buffer_ReadyEvent = buffer_ready_event,
-};
+}};
+_Static_assert(sizeof(struct api_table) == REAL_API_SIZE, "the real CUDA plugin's table size");
 
 const PJRT_Api *GetPjrtApi(void)
 {
 	const char *v = env_str("FAKE_PJRT_VERSION");
-	long size = env_long("FAKE_PJRT_API_SIZE", (long)sizeof(PJRT_Api));
-	long major = PJRT_API_MAJOR, minor = PJRT_API_MINOR;
+	long size = env_long("FAKE_PJRT_API_SIZE", REAL_API_SIZE);
+	long major = PJRT_API_MAJOR, minor = REAL_API_MINOR;
 	char *end;
 
 	count("GetPjrtApi");
@@ -2345,11 +2367,11 @@ const PJRT_Api *GetPjrtApi(void)
 		minor = *end == '.' ? strtol(end + 1, &end, 10) : -1;
 		if (*end != '\0' || major < 0 || minor < 0) {
 			major = PJRT_API_MAJOR;
-			minor = PJRT_API_MINOR;
+			minor = REAL_API_MINOR;
 		}
 	}
 	api.pjrt_api_version.major_version = (int)major;
 	api.pjrt_api_version.minor_version = (int)minor;
-	api.struct_size = size > 0 && (size_t)size < sizeof(PJRT_Api) ? (size_t)size : sizeof(PJRT_Api);
+	api.struct_size = size > 0 && size < REAL_API_SIZE ? (size_t)size : REAL_API_SIZE;
 	return &api;
 }

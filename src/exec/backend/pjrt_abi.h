@@ -4,7 +4,9 @@
  * tests/fakes/pjrt.c) can be dlopened and driven through `const PJRT_Api *GetPjrtApi(void)`.
  *
  * Source: openxla/xla xla/pjrt/c/pjrt_c_api.h at commit 0882740a8496c82a8dc8a25fadba88ca342fb0aa, which says
- * PJRT_API_MAJOR 0, PJRT_API_MINOR 94; the changelog is xla/pjrt/c/CHANGELOG.md. docs/pjrt.md has the sources.
+ * PJRT_API_MAJOR 0, PJRT_API_MINOR 94 (PJRT_HEADER_MINOR here), with the later PJRT_ExecuteOptions fields added; the
+ * changelog is xla/pjrt/c/CHANGELOG.md. docs/pjrt.md has the sources. acceld speaks up to PJRT_API_MINOR (0.115):
+ * the newest a real plugin ran every kernel with.
  *
  * Version rules (the header's own comments and the changelog):
  *   - The major version must match (0). A change of major is ABI-incompatible.
@@ -38,15 +40,18 @@
 #include <stdint.h>
 
 #define PJRT_API_MAJOR 0
-#define PJRT_API_MINOR 94
+/* The minor acceld speaks: its argument structs have met JAX's CUDA plugin at 0.115 (jax-cuda13-pjrt 0.11.2), which
+ * ran every kernel with them (tests/gpu/README.md, "Runs"). A newer plugin is used, with a note that says so. */
+#define PJRT_API_MINOR 115
+/* The header the layouts were read from. */
+#define PJRT_HEADER_MINOR 94
 /* The oldest minor whose layouts match everything acceld reads, extension chain included. */
 #define PJRT_MIN_MINOR 45
 /* The minor acceld refuses although it is in range: 0.57's changelog says it rearranged PJRT_Api, so a 0.56 table
  * need not hold the slots where acceld reads them. */
 #define PJRT_REFUSED_MINOR 56
-/* The newest minor acceld's argument structs have met: JAX's CUDA plugin at 0.115 (jax-cuda13-pjrt 0.11.2) ran
- * every kernel with them (tests/gpu/README.md, "Runs"). A newer plugin is used, with a note that says so. */
-#define PJRT_NEWEST_CHECKED_MINOR 115
+/* The newest minor acceld's argument structs have met: PJRT_API_MINOR. */
+#define PJRT_NEWEST_CHECKED_MINOR PJRT_API_MINOR
 
 /* The size a caller puts in struct_size: the end of the last field, not sizeof (no tail padding). */
 #define PJRT_STRUCT_SIZE(type, last) (offsetof(type, last) + sizeof(((type *)0)->last))

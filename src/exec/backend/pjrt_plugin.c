@@ -493,9 +493,9 @@ static void check_api(const PJRT_Api *api, char *why, size_t whysz)
 		return;
 	}
 	if (!pjrt_api_version_ok(api)) {
-		snprintf(why, whysz, "PJRT C API %d.%d: acceld needs major %d, minor %d or later (it is built for %d.%d)",
+		snprintf(why, whysz, "PJRT C API %d.%d: acceld needs major %d, minor %d or later (it speaks %d.%d to %d.%d)",
 			 api->pjrt_api_version.major_version, api->pjrt_api_version.minor_version, PJRT_API_MAJOR,
-			 PJRT_MIN_MINOR, PJRT_API_MAJOR, PJRT_API_MINOR);
+			 PJRT_MIN_MINOR, PJRT_API_MAJOR, PJRT_MIN_MINOR, PJRT_API_MAJOR, PJRT_API_MINOR);
 		return;
 	}
 	if (api->pjrt_api_version.minor_version == PJRT_REFUSED_MINOR) {

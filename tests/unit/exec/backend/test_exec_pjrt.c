@@ -709,6 +709,44 @@ START_TEST(minor_56_is_refused)
 END_TEST
 
 /* A plugin newer than acceld has met is used with a note; if it wants larger structs, its jobs say so. */
+/* The stand-in answers as the real CUDA plugin 0.115 does by default (1144-byte table, 144-byte PJRT_ExecuteOptions);
+ * as a 0.94 plugin (624-byte table, 112-byte options) it is driven with 0.94's struct, and without the compile
+ * cache's slots when its table ends before them. */
+START_TEST(the_real_plugins_version_and_the_old_one)
+{
+	struct exec *ex;
+	struct pjrt_view st;
+
+	setenv("FAKE_PJRT_PLATFORM", "cuda", 1);
+	ex = start(DEVICE_GPU, 1);
+	json_decref(run_ok(ex, KERNEL_SAXPY, shapes[KERNEL_SAXPY], "gpu:0"));
+	plugin_status(&st);
+	ck_assert_str_eq(st.api_version, "0.115");
+	ck_assert_str_eq(st.note, "");
+	exec_free(ex);
+	wait_live_zero();
+}
+END_TEST
+
+START_TEST(an_old_plugin_gets_its_own_options_size)
+{
+	struct exec *ex;
+	struct pjrt_view st;
+
+	setenv("FAKE_PJRT_PLATFORM", "cuda", 1);
+	setenv("FAKE_PJRT_VERSION", "0.94", 1);
+	setenv("FAKE_PJRT_API_SIZE", "624", 1);
+	ex = start(DEVICE_GPU, 1);
+	/* the fake refuses a PJRT_ExecuteOptions of another size than 0.94's 112 bytes here (below its own is refused,
+	 * and acceld sends exactly 0.94's) */
+	json_decref(run_ok(ex, KERNEL_SAXPY, shapes[KERNEL_SAXPY], "gpu:0"));
+	plugin_status(&st);
+	ck_assert_str_eq(st.api_version, "0.94");
+	exec_free(ex);
+	wait_live_zero();
+}
+END_TEST
+
 START_TEST(a_newer_plugin_is_used_with_a_note)
 {
 	struct exec *ex;
@@ -842,6 +880,8 @@ Suite *make_suite(void)
 	tcase_add_test(tc, memory_stats_refused_is_noted);
 	tcase_add_test(tc, minor_56_is_refused);
 	tcase_add_test(tc, a_newer_plugin_is_used_with_a_note);
+	tcase_add_test(tc, the_real_plugins_version_and_the_old_one);
+	tcase_add_test(tc, an_old_plugin_gets_its_own_options_size);
 	tcase_add_test(tc, execute_options_sized_by_version);
 	tcase_add_test(tc, tpu_ids_counting_cores);
 	tcase_add_test(tc, tpu_ids_counting_chips);

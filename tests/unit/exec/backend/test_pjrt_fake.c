@@ -321,6 +321,37 @@ static size_t num_outputs(PJRT_LoadedExecutable *x)
 	return n.num_outputs;
 }
 
+/* Runs x on args with a PJRT_ExecuteOptions of `size` bytes; *out gets the output buffer (its event awaited). */
+static PJRT_Error *execute_sized(PJRT_LoadedExecutable *x, PJRT_Buffer **args, size_t nargs, PJRT_Buffer **out,
+				 size_t size)
+{
+	PJRT_ExecuteOptions opts = {.struct_size = size};
+	PJRT_Buffer *const *lists[1] = {args};
+	PJRT_Buffer **outs[1] = {out};
+	PJRT_LoadedExecutable_Execute_Args a = {.struct_size = PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE,
+						.executable = x, .options = &opts, .argument_lists = lists,
+						.num_devices = 1, .num_args = nargs, .output_lists = outs};
+
+	return api->PJRT_LoadedExecutable_Execute(&a);
+}
+
+/* Sets FAKE_PJRT_VERSION and FAKE_PJRT_API_SIZE (NULL: unset) and asks for the table again, as a loader would. */
+static void set_version(const char *version, const char *size)
+{
+	PJRT_GetPjrtApi_Fn *get;
+
+	if (version != NULL)
+		setenv("FAKE_PJRT_VERSION", version, 1);
+	else
+		unsetenv("FAKE_PJRT_VERSION");
+	if (size != NULL)
+		setenv("FAKE_PJRT_API_SIZE", size, 1);
+	else
+		unsetenv("FAKE_PJRT_API_SIZE");
+	resolve(&get, sizeof(get), "GetPjrtApi");
+	ck_assert_ptr_eq(get(), api);
+}
+
 /* Runs x on args; *out gets the output buffer and *done the completion event (when done is not NULL). */
 static PJRT_Error *execute(PJRT_LoadedExecutable *x, PJRT_Buffer **args, size_t nargs, PJRT_Buffer **out,
 			   PJRT_Event **done)
@@ -462,8 +493,17 @@ START_TEST(api_table_and_version)
 	int seen = 0;
 
 	ck_assert_int_eq(api->pjrt_api_version.major_version, PJRT_API_MAJOR);
-	ck_assert_int_eq(api->pjrt_api_version.minor_version, PJRT_API_MINOR);
-	ck_assert_uint_eq(api->struct_size, sizeof(PJRT_Api));
+	/* as JAX's CUDA plugin 0.11.2: 0.115, a table of 1144 bytes, which goes on past every slot acceld declares */
+	ck_assert_int_eq(api->pjrt_api_version.minor_version, 115);
+	ck_assert_uint_eq(api->struct_size, 1144);
+	ck_assert_uint_gt(api->struct_size, sizeof(PJRT_Api));
+	/* the old ones as knobs: 0.94 and a table that ends at PJRT_Buffer_ReadyEvent (624 bytes) */
+	set_version("0.94", "624");
+	ck_assert_int_eq(api->pjrt_api_version.minor_version, 94);
+	ck_assert_uint_eq(api->struct_size, 624);
+	ck_assert(pjrt_api_has(api, PJRT_Buffer_ReadyEvent));
+	set_version(NULL, NULL);
+	ck_assert_uint_eq(api->struct_size, 1144);
 	ck_assert(pjrt_api_version_ok(api));
 	ck_assert(pjrt_api_has(api, PJRT_Buffer_ReadyEvent));
 	ck_assert(pjrt_api_has(api, PJRT_Device_MemoryStats));
@@ -479,7 +519,7 @@ START_TEST(api_table_and_version)
 			seen = 1;
 		}
 	ck_assert(seen);
-	ck_assert_int_eq(fake_calls("GetPjrtApi"), 1);
+	ck_assert_int_eq(fake_calls("GetPjrtApi"), 3); /* setup's, and the two of set_version */
 }
 END_TEST
 
@@ -958,6 +998,49 @@ START_TEST(conf_gpu_attributes)
 }
 END_TEST
 
+/* conf-api-version: the version and table size of JAX's CUDA plugin 0.11.2 by default, the old ones as knobs */
+START_TEST(conf_api_version)
+{
+	ck_assert_int_eq(api->pjrt_api_version.major_version, 0);
+	ck_assert_int_eq(api->pjrt_api_version.minor_version, 115);
+	ck_assert_uint_eq(api->struct_size, 1144);
+	ck_assert_uint_eq((api->struct_size - offsetof(PJRT_Api, PJRT_Error_Destroy)) / sizeof(void *), 138);
+	set_version("0.94", "624");
+	ck_assert_int_eq(api->pjrt_api_version.minor_version, 94);
+	ck_assert_uint_eq(api->struct_size, 624);
+	set_version(NULL, NULL);
+}
+END_TEST
+
+/* conf-gpu-strings: ToString and DebugString as se_gpu_topology_description.cc sets them; coords (0, 0, local id) */
+START_TEST(conf_gpu_strings)
+{
+	PJRT_DeviceDescription_ToString_Args t = {.struct_size = PJRT_DeviceDescription_ToString_Args_STRUCT_SIZE};
+	PJRT_DeviceDescription_DebugString_Args d = {.struct_size = PJRT_DeviceDescription_DebugString_Args_STRUCT_SIZE};
+	PJRT_Client *c;
+	const PJRT_NamedValue *v;
+	char got[256];
+
+	setenv("FAKE_PJRT_PLATFORM", "cuda", 1);
+	setenv("FAKE_PJRT_DEVICES", "2", 1);
+	c = client_new(NULL, 0);
+	t.device_description = d.device_description = description(device(c, 1, NULL));
+	ok(api->PJRT_DeviceDescription_ToString(&t));
+	snprintf(got, sizeof(got), "%.*s", (int)t.to_string_size, t.to_string);
+	ck_assert_str_eq(got, "StreamExecutorGpuDevice(device_kind=NVIDIA H100 80GB HBM3, id=1, process_index=0, "
+			      "partition_index=0))");
+	ok(api->PJRT_DeviceDescription_DebugString(&d));
+	snprintf(got, sizeof(got), "%.*s", (int)d.debug_string_size, d.debug_string);
+	ck_assert_str_eq(got, "NVIDIA H100 80GB HBM3_1(process=0,(0))");
+	v = attribute(device(c, 1, NULL), "coords");
+	ck_assert_uint_eq(v->value_size, 3);
+	ck_assert_int_eq(v->int64_array_value[0], 0);
+	ck_assert_int_eq(v->int64_array_value[1], 0);
+	ck_assert_int_eq(v->int64_array_value[2], 1);
+	client_free(c);
+}
+END_TEST
+
 /* conf-memory-stats: 185 and 201 bytes answered, peak_allocated only for 201, less refused; the BFC limit */
 START_TEST(conf_memory_stats)
 {
@@ -1265,6 +1348,14 @@ START_TEST(conf_execute_options)
 	ck_assert_str_eq(msg, "Unexpected PJRT_ExecuteOptions size: expected 160, got 144. Check installed software "
 			      "versions.");
 	unsetenv("FAKE_PJRT_EXEC_OPTIONS_SIZE");
+	/* 0.115's own is 144 bytes: 0.94's 112 is refused; as a 0.94 plugin (the knob) it takes 112 */
+	ck_assert_int_eq(take(execute_sized(x1, args, 2, &out, 112), msg, sizeof(msg)), PJRT_Error_Code_INVALID_ARGUMENT);
+	ck_assert_str_eq(msg, "Unexpected PJRT_ExecuteOptions size: expected 144, got 112. Check installed software "
+			      "versions.");
+	set_version("0.94", NULL);
+	ok(execute_sized(x1, args, 2, &out, 112));
+	buffer_free(out);
+	set_version(NULL, NULL);
 	buffer_free(args[0]);
 	buffer_free(eight_buffer);
 	executable_free(x1);
@@ -1574,6 +1665,8 @@ Suite *make_suite(void)
 	tcase_add_test(conformance, conf_busy_gpu);
 	tcase_add_test(conformance, conf_host_layout);
 	tcase_add_test(conformance, conf_serialize);
+	tcase_add_test(conformance, conf_gpu_strings);
+	tcase_add_test(conformance, conf_api_version);
 	tcase_add_test(conformance, conf_execute_options);
 	suite_add_tcase(s, conformance);
 	return s;
