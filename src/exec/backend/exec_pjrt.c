@@ -189,13 +189,10 @@ static bool event_ready(const PJRT_Api *api, PJRT_Event *ev)
 	return pjrt_error_take(api, api->PJRT_Event_IsReady(&a), NULL, 0) != PJRT_Error_Code_OK || a.is_ready;
 }
 
-/* The named attribute of a device description, or NULL. */
+/* The named attribute of a device description, or NULL (stepped by the plugin's entry size: pjrt_abi.h). */
 static const PJRT_NamedValue *attribute(const PJRT_NamedValue *v, size_t n, const char *name)
 {
-	for (size_t i = 0; i < n; i++)
-		if (v[i].name_size == strlen(name) && memcmp(v[i].name, name, v[i].name_size) == 0)
-			return &v[i];
-	return NULL;
+	return pjrt_attribute(v, n, name);
 }
 
 static bool attribute_is(const PJRT_NamedValue *v, const char *text)

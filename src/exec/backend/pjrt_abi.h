@@ -928,6 +928,39 @@ _Static_assert(PJRT_Executable_DeserializeAndLoad_Args_STRUCT_SIZE == 64, "PJRT_
 #define pjrt_api_has(api, field)                                                                                   \
 	((api)->struct_size >= offsetof(PJRT_Api, field) + sizeof(void *) && (api)->field != NULL)
 
+/*
+ * The named entry of an array of PJRT_NamedValue a plugin returned (device or plugin attributes), or NULL. The array
+ * is of the plugin's own struct, so it is stepped by the first entry's struct_size (rounded up to the struct's
+ * alignment, as the plugin's compiler laid it out), not by acceld's: a newer plugin's entries may be larger. An
+ * entry smaller than acceld's struct (it lacks fields acceld reads) or of another size than the first ends the
+ * walk: the rest cannot be found safely.
+ */
+static inline const PJRT_NamedValue *pjrt_attribute(const PJRT_NamedValue *v, size_t n, const char *name)
+{
+	const size_t align = _Alignof(PJRT_NamedValue);
+	size_t step, len = 0;
+
+	while (name[len] != '\0')
+		len++;
+	if (v == NULL || n == 0 || v[0].struct_size < PJRT_NamedValue_STRUCT_SIZE || v[0].struct_size > 4096)
+		return NULL;
+	step = (v[0].struct_size + align - 1) / align * align;
+	for (size_t i = 0; i < n; i++) {
+		const PJRT_NamedValue *e = (const PJRT_NamedValue *)(const void *)((const char *)v + i * step);
+		size_t k = 0;
+
+		if (e->struct_size != v[0].struct_size)
+			return NULL;
+		if (e->name_size != len || e->name == NULL)
+			continue;
+		while (k < len && e->name[k] == name[k])
+			k++;
+		if (k == len)
+			return e;
+	}
+	return NULL;
+}
+
 /* True when the plugin speaks major PJRT_API_MAJOR at a minor of at least PJRT_MIN_MINOR. */
 static inline bool pjrt_api_version_ok(const PJRT_Api *api)
 {

@@ -487,6 +487,44 @@ static void assert_close(const float *got, const float *want, size_t n, float to
 
 /* ------------------------------------------------------------------------------------------- the API */
 
+/* Attribute arrays are stepped by the plugin's entry size and each entry's struct_size is checked. */
+START_TEST(attributes_stepped_by_the_plugins_entry_size)
+{
+	/* a newer plugin's entries: acceld's struct and 8 bytes more */
+	struct bigger {
+		PJRT_NamedValue v;
+		int64_t later;
+	} big[3];
+	PJRT_NamedValue small[2];
+	const PJRT_NamedValue *v;
+	static const char *const names[3] = {"coords", "core_count", "device_vendor"};
+
+	memset(big, 0, sizeof(big));
+	for (int i = 0; i < 3; i++) {
+		big[i].v.struct_size = PJRT_NamedValue_STRUCT_SIZE + 8;
+		big[i].v.name = names[i];
+		big[i].v.name_size = strlen(names[i]);
+		big[i].v.type = PJRT_NamedValue_kInt64;
+		big[i].v.int64_value = 10 + i;
+	}
+	v = pjrt_attribute(&big[0].v, 3, "device_vendor");
+	ck_assert_ptr_eq(v, &big[2].v);
+	ck_assert_int_eq(v->int64_value, 12);
+	ck_assert_ptr_null(pjrt_attribute(&big[0].v, 3, "core"));
+	/* an entry of another size ends the walk */
+	big[1].v.struct_size = PJRT_NamedValue_STRUCT_SIZE;
+	ck_assert_ptr_null(pjrt_attribute(&big[0].v, 3, "device_vendor"));
+	ck_assert_ptr_eq(pjrt_attribute(&big[0].v, 3, "coords"), &big[0].v);
+	/* entries smaller than acceld's are not read at all */
+	memset(small, 0, sizeof(small));
+	small[0].struct_size = small[1].struct_size = PJRT_NamedValue_STRUCT_SIZE - 8;
+	small[0].name = "coords";
+	small[0].name_size = 6;
+	ck_assert_ptr_null(pjrt_attribute(small, 2, "coords"));
+	ck_assert_ptr_null(pjrt_attribute(NULL, 0, "coords"));
+}
+END_TEST
+
 START_TEST(api_table_and_version)
 {
 	PJRT_Plugin_Attributes_Args pa = {.struct_size = PJRT_Plugin_Attributes_Args_STRUCT_SIZE};
@@ -1627,6 +1665,7 @@ Suite *make_suite(void)
 
 	tcase_add_checked_fixture(api_tc, setup, teardown);
 	tcase_add_test(api_tc, api_table_and_version);
+	tcase_add_test(api_tc, attributes_stepped_by_the_plugins_entry_size);
 	tcase_add_test(api_tc, version_and_size_switches);
 	tcase_add_test(api_tc, struct_size_checked);
 	tcase_add_test(api_tc, initialize_first);
