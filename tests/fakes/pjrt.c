@@ -27,8 +27,9 @@
  *                             may hand out memory_fraction of it (default 0.75, as the real plugin's)
  *   FAKE_PJRT_CC=x.y[,..]     a GPU's compute capability (default 9.0)
  *                             (a list gives device i its i-th entry, the last one for later devices)
- *   FAKE_PJRT_CORES_PER_CHIP=2  a TPU chip is two devices (core_on_chip 0 and 1), as v2 to v4 are seen;
- *   FAKE_PJRT_HW_IDS=chips    their local hardware ids then count chips, not cores (both layouts are seen)
+ *   FAKE_PJRT_CORES_PER_CHIP=2  a TPU chip is two devices (core_on_chip 0 and 1), as v2 to v4 can be listed;
+ *   FAKE_PJRT_HW_IDS=chips    their local hardware ids then count chips, not cores (both layouts are possible;
+ *                             neither was seen here: tests/pjrt_conformance.md, tpu-attributes)
  * Like the real CUDA plugin, the process's first GPU client takes its GPUs (visible_devices, else all) for every
  * later one (XLA's ClientLibrary keeps one LocalClient per platform); see tests/pjrt_conformance.md.
  * Failure switches, read on every call:
@@ -1007,7 +1008,7 @@ static void describe(PJRT_Client *c, PJRT_Device *d, int ordinal, int id, int64_
 		snprintf(s->repr, sizeof(s->repr),
 			 "StreamExecutorGpuDevice(device_kind=%s, id=%d, process_index=0, partition_index=0))", s->kind, id);
 	} else if (c->flavour == FLAVOUR_TPU) {
-		/* libtpu: coords and core_on_chip; with two cores a chip (FAKE_PJRT_CORES_PER_CHIP=2, v2 to v4 seen
+		/* libtpu: coords and core_on_chip; with two cores a chip (FAKE_PJRT_CORES_PER_CHIP=2, v2 to v4 listed
 		 * core by core) each chip is two devices */
 		long cores = env_long("FAKE_PJRT_CORES_PER_CHIP", 1) == 2 ? 2 : 1;
 		long chip = ordinal / cores;
@@ -1147,10 +1148,12 @@ static PJRT_Error *client_create(PJRT_Client_Create_Args *args)
 		d = &c->devs[c->ndev];
 		d->client = c;
 		d->ordinal = (int)o;
-		/* libtpu's local hardware ids count chips or TensorCores (FAKE_PJRT_HW_IDS=chips): both are seen */
+		/* libtpu's local hardware ids count chips or TensorCores (FAKE_PJRT_HW_IDS=chips): both are possible,
+		 * neither seen here (tests/pjrt_conformance.md, tpu-attributes) */
 		d->hw = cores == 2 && env_is("FAKE_PJRT_HW_IDS", "chips") ? (int)(o / 2) : (int)o;
 		memory = env_bytes_at("FAKE_PJRT_MEMORY", (size_t)o, 16 * GIB);
-		/* the real GPU allocator's limit: memory_fraction (default 0.75) of the memory, rounded up to 2 MiB */
+		/* the real GPU allocator's limit: memory_fraction (default 0.75) of the memory (CreateBFCAllocator); the
+		 * rounding up to 2 MiB is unconfirmed (tests/pjrt_conformance.md, memory-stats) */
 		gpu_limit = (int64_t)((double)memory * (frac != NULL ? frac->float_value : 0.75));
 		gpu_limit = (gpu_limit + (2 << 20) - 1) / (2 << 20) * (2 << 20);
 		d->limit = fl == FLAVOUR_GPU ? gpu_limit : memory;
@@ -1975,8 +1978,8 @@ static PJRT_Error *device_memory_stats(PJRT_Device_MemoryStats_Args *args)
 	PJRT_Error *err;
 
 	count("PJRT_Device_MemoryStats");
-	/* the CUDA plugin at 0.115 answers the 185 bytes of 0.112 and before as well as 0.113's 201, and sets
-	 * peak_allocated_bytes only in the latter; smaller is refused as every entry point does */
+	/* the CUDA plugin at 0.115 answers 0.113's 201 bytes (seen); that it answers 0.112's 185 as well is not measured
+	 * (the stand-in does); peak_allocated_bytes only with 201; smaller is refused as every entry point does */
 	err = check_size("PJRT_Device_MemoryStats_Args", PJRT_STRUCT_SIZE(PJRT_Device_MemoryStats_Args,
 				 peak_pool_bytes_is_set), args->struct_size);
 	if (err != NULL)
