@@ -519,6 +519,64 @@ static void check_api(const PJRT_Api *api, char *why, size_t whysz)
 	}
 }
 
+/*
+ * The NVIDIA libraries JAX's CUDA plugin expects, in the order jax-ml/jax's jax_plugins/cuda/__init__.py
+ * (_load_nvidia_libraries, through _load(module, libraries)) loads them from the `nvidia` Python packages before it
+ * registers the plugin: <site-packages>/nvidia/<package>/lib/<library>. (The cu13 package's libcusparse.so.12 is as
+ * written there.)
+ */
+static const struct {
+	const char *package, *library;
+} nvidia_libraries[] = {
+	{"cuda_runtime", "libcudart.so.12"}, {"cu13", "libcudart.so.13"},
+	{"cuda_nvrtc", "libnvrtc.so.12"},    {"cu13", "libnvrtc.so.13"},
+	{"cublas", "libcublas.so.12"},       {"cublas", "libcublasLt.so.12"},
+	{"cu13", "libcublas.so.13"},         {"cu13", "libcublasLt.so.13"},
+	{"nccl", "libnccl.so.2"},            {"cuda_cupti", "libcupti.so.12"},
+	{"cu13", "libcupti.so.13"},          {"cusparse", "libcusparse.so.12"},
+	{"cu13", "libcusparse.so.12"},       {"cusolver", "libcusolver.so.11"},
+	{"cu13", "libcusolver.so.12"},       {"cufft", "libcufft.so.11"},
+	{"cu13", "libcufft.so.12"},          {"nvshmem", "libnvshmem_host.so.3"},
+	{"cudnn", "libcudnn.so.9"},
+};
+
+/*
+ * Before JAX's CUDA plugin (a path of the form <site-packages>/jax_plugins/<folder>/<file>) is opened: the libraries
+ * above that its site-packages holds, each dlopened as JAX does (a failure passed over), so that the plugin's own
+ * lookups by soname find them and a host whose CUDA comes only from pip works. Kept for the process's life, as the
+ * plugin is. Returns how many were loaded.
+ */
+static unsigned load_nvidia_libraries(const char *plugin)
+{
+	const char *mark = NULL, *at = plugin;
+	unsigned loaded = 0;
+
+	while ((at = strstr(at, "/jax_plugins/")) != NULL)
+		mark = at++;
+	if (mark == NULL)
+		return 0;
+	for (size_t i = 0; i < sizeof(nvidia_libraries) / sizeof(nvidia_libraries[0]); i++) {
+		char path[PJRT_PATH_MAX + 96];
+		void *h;
+
+		snprintf(path, sizeof(path), "%.*s/nvidia/%s/lib/%s", (int)(mark - plugin), plugin,
+			 nvidia_libraries[i].package, nvidia_libraries[i].library);
+		if (access(path, F_OK) != 0)
+			continue;
+		h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+		if (h != NULL) {
+			loaded++;
+			continue;
+		}
+		log_fields(LOGL_WARN, "pjrt", "an NVIDIA library beside JAX's CUDA plugin did not load",
+			   (struct log_field[]){LOG_S("library", path), LOG_S("error", dlerror())}, 2);
+	}
+	if (loaded > 0)
+		log_fields(LOGL_INFO, "pjrt", "NVIDIA libraries loaded from the plugin's site-packages",
+			   (struct log_field[]){LOG_S("plugin", plugin), LOG_I("libraries", loaded)}, 2);
+	return loaded;
+}
+
 /* dlopen, GetPjrtApi, the checks, PJRT_Plugin_Initialize; fills p (p->api NULL and p->why on refusal). */
 static void load(struct pjrt_plugin *p)
 {
@@ -528,6 +586,7 @@ static void load(struct pjrt_plugin *p)
 	PJRT_Plugin_Initialize_Args init = {.struct_size = PJRT_Plugin_Initialize_Args_STRUCT_SIZE};
 	char msg[512];
 
+	load_nvidia_libraries(p->path);
 	p->handle = dlopen(p->path, RTLD_NOW | RTLD_LOCAL);
 	if (p->handle == NULL) {
 		dl = dlerror();
