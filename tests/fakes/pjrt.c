@@ -64,6 +64,7 @@
  * caller that reads before awaiting sees garbage; destroying a client that still has buffers or executables
  * fails. Every argument struct's struct_size is checked like a real plugin does.
  *
+ * A GPU has the GPU plugin's two memory spaces, "device" (its default) and "pinned_host"; other devices have none.
  * Executables serialize (PJRT_Executable_Serialize) into bytes naming the API version and platform that wrote them;
  * PJRT_Executable_DeserializeAndLoad loads only those of the same version and platform, as the real header demands.
  * FAKE_PJRT_COMPILE_LOG=path: a line per real compile ("<pid> compile <kernel>") is appended there, so tests can
@@ -135,12 +136,20 @@ struct PJRT_DeviceDescription {
 	size_t nattrs;
 };
 
+struct PJRT_Memory {
+	int id;
+	const char *kind;
+};
+
 struct PJRT_Device {
 	PJRT_Client *client;
 	int ordinal;
 	int hw;                       /* its local hardware id */
 	struct PJRT_DeviceDescription desc;
 	int64_t limit, in_use, peak, num_allocs, largest;
+	struct PJRT_Memory memory[2]; /* a GPU's "device" (the default) and "pinned_host"; none elsewhere */
+	PJRT_Memory *memories[2];
+	size_t nmemories;
 };
 
 struct PJRT_Client {
@@ -204,7 +213,8 @@ static const char *const counted[] = {
 	"PJRT_LoadedExecutable_Destroy", "PJRT_LoadedExecutable_GetExecutable", "PJRT_LoadedExecutable_Execute",
 	"PJRT_Buffer_Destroy", "PJRT_Buffer_ElementType", "PJRT_Buffer_Dimensions",
 	"PJRT_Buffer_OnDeviceSizeInBytes", "PJRT_Buffer_ToHostBuffer", "PJRT_Buffer_ReadyEvent",
-	"PJRT_Executable_Serialize", "PJRT_Executable_DeserializeAndLoad",
+	"PJRT_Executable_Serialize", "PJRT_Executable_DeserializeAndLoad", "PJRT_Device_AddressableMemories",
+	"PJRT_Device_DefaultMemory", "PJRT_Memory_Id", "PJRT_Memory_Kind",
 };
 
 /* The table as JAX's CUDA plugin 0.115 has it: 1144 bytes (138 slots); acceld declares the first 73, the others stay
@@ -1158,6 +1168,14 @@ static PJRT_Error *client_create(PJRT_Client_Create_Args *args)
 		gpu_limit = (gpu_limit + (2 << 20) - 1) / (2 << 20) * (2 << 20);
 		d->limit = fl == FLAVOUR_GPU ? gpu_limit : memory;
 		describe(c, d, (int)o, (int)o, memory);
+		if (fl == FLAVOUR_GPU) {
+			/* the GPU plugin's memory spaces: the device's own, then pinned host memory, ids by device */
+			d->memory[0] = (struct PJRT_Memory){.id = 2 * (int)c->ndev, .kind = "device"};
+			d->memory[1] = (struct PJRT_Memory){.id = 2 * (int)c->ndev + 1, .kind = "pinned_host"};
+			d->memories[0] = &d->memory[0];
+			d->memories[1] = &d->memory[1];
+			d->nmemories = 2;
+		}
 		c->list[c->ndev++] = d;
 	}
 	g_clients_made++;
@@ -1972,6 +1990,42 @@ static PJRT_Error *device_local_hardware_id(PJRT_Device_LocalHardwareId_Args *ar
 	return NULL;
 }
 
+static PJRT_Error *device_addressable_memories(PJRT_Device_AddressableMemories_Args *args)
+{
+	count("PJRT_Device_AddressableMemories");
+	CHECK_ARGS(args, PJRT_Device_AddressableMemories_Args);
+	args->memories = args->device->memories;
+	args->num_memories = args->device->nmemories;
+	return NULL;
+}
+
+static PJRT_Error *device_default_memory(PJRT_Device_DefaultMemory_Args *args)
+{
+	count("PJRT_Device_DefaultMemory");
+	CHECK_ARGS(args, PJRT_Device_DefaultMemory_Args);
+	if (args->device->nmemories == 0)
+		return make_error(PJRT_Error_Code_UNIMPLEMENTED, "fake plugin: this device has no memory spaces");
+	args->memory = args->device->memories[0];
+	return NULL;
+}
+
+static PJRT_Error *memory_id(PJRT_Memory_Id_Args *args)
+{
+	count("PJRT_Memory_Id");
+	CHECK_ARGS(args, PJRT_Memory_Id_Args);
+	args->id = args->memory->id;
+	return NULL;
+}
+
+static PJRT_Error *memory_kind(PJRT_Memory_Kind_Args *args)
+{
+	count("PJRT_Memory_Kind");
+	CHECK_ARGS(args, PJRT_Memory_Kind_Args);
+	args->kind = args->memory->kind;
+	args->kind_size = strlen(args->memory->kind);
+	return NULL;
+}
+
 static PJRT_Error *device_memory_stats(PJRT_Device_MemoryStats_Args *args)
 {
 	PJRT_Device *d;
@@ -2341,6 +2395,10 @@ static struct api_table table = {.head = {
 	.PJRT_Device_IsAddressable = device_is_addressable,
 	.PJRT_Device_LocalHardwareId = device_local_hardware_id,
 	.PJRT_Device_MemoryStats = device_memory_stats,
+	.PJRT_Device_AddressableMemories = device_addressable_memories,
+	.PJRT_Device_DefaultMemory = device_default_memory,
+	.PJRT_Memory_Id = memory_id,
+	.PJRT_Memory_Kind = memory_kind,
 	.PJRT_Executable_Destroy = executable_destroy,
 	.PJRT_Executable_NumOutputs = executable_num_outputs,
 	.PJRT_LoadedExecutable_Destroy = loaded_destroy,

@@ -610,6 +610,47 @@ typedef struct PJRT_Device_MemoryStats_Args {
 	PJRT_STRUCT_SIZE(PJRT_Device_MemoryStats_Args, peak_allocated_bytes_is_set)
 typedef PJRT_Error *PJRT_Device_MemoryStats(PJRT_Device_MemoryStats_Args *args);
 
+/* A device's memories (memory spaces): acceld does not call these; the stand-in answers them as the GPU plugin does. */
+typedef struct PJRT_Device_AddressableMemories_Args {
+	size_t struct_size;
+	PJRT_Extension_Base *extension_start;
+	PJRT_Device *device;
+	PJRT_Memory *const *memories; /* out, lives as long as device */
+	size_t num_memories;          /* out */
+} PJRT_Device_AddressableMemories_Args;
+#define PJRT_Device_AddressableMemories_Args_STRUCT_SIZE                                                            \
+	PJRT_STRUCT_SIZE(PJRT_Device_AddressableMemories_Args, num_memories)
+typedef PJRT_Error *PJRT_Device_AddressableMemories(PJRT_Device_AddressableMemories_Args *args);
+
+typedef struct PJRT_Device_DefaultMemory_Args {
+	size_t struct_size;
+	PJRT_Extension_Base *extension_start;
+	PJRT_Device *device;
+	PJRT_Memory *memory; /* out */
+} PJRT_Device_DefaultMemory_Args;
+#define PJRT_Device_DefaultMemory_Args_STRUCT_SIZE PJRT_STRUCT_SIZE(PJRT_Device_DefaultMemory_Args, memory)
+typedef PJRT_Error *PJRT_Device_DefaultMemory(PJRT_Device_DefaultMemory_Args *args);
+
+typedef struct PJRT_Memory_Id_Args {
+	size_t struct_size;
+	PJRT_Extension_Base *extension_start;
+	PJRT_Memory *memory;
+	int id; /* out */
+} PJRT_Memory_Id_Args;
+#define PJRT_Memory_Id_Args_STRUCT_SIZE PJRT_STRUCT_SIZE(PJRT_Memory_Id_Args, id)
+typedef PJRT_Error *PJRT_Memory_Id(PJRT_Memory_Id_Args *args);
+
+/* "device", "pinned_host", ...: not NUL-terminated, lives as long as memory */
+typedef struct PJRT_Memory_Kind_Args {
+	size_t struct_size;
+	PJRT_Extension_Base *extension_start;
+	PJRT_Memory *memory;
+	const char *kind; /* out */
+	size_t kind_size; /* out */
+} PJRT_Memory_Kind_Args;
+#define PJRT_Memory_Kind_Args_STRUCT_SIZE PJRT_STRUCT_SIZE(PJRT_Memory_Kind_Args, kind_size)
+typedef PJRT_Error *PJRT_Memory_Kind(PJRT_Memory_Kind_Args *args);
+
 /* ------------------------------------------------------------------------------------------ executables */
 
 typedef struct PJRT_Executable_Destroy_Args {
@@ -845,12 +886,12 @@ typedef struct PJRT_Api {
 	PJRT_Device_GetDescription *PJRT_Device_GetDescription;
 	PJRT_Device_IsAddressable *PJRT_Device_IsAddressable;
 	PJRT_Device_LocalHardwareId *PJRT_Device_LocalHardwareId;
-	void *PJRT_Device_AddressableMemories;
-	void *PJRT_Device_DefaultMemory;
+	PJRT_Device_AddressableMemories *PJRT_Device_AddressableMemories;
+	PJRT_Device_DefaultMemory *PJRT_Device_DefaultMemory;
 	PJRT_Device_MemoryStats *PJRT_Device_MemoryStats;
 
-	void *PJRT_Memory_Id;
-	void *PJRT_Memory_Kind;
+	PJRT_Memory_Id *PJRT_Memory_Id;
+	PJRT_Memory_Kind *PJRT_Memory_Kind;
 	void *PJRT_Memory_DebugString;
 	void *PJRT_Memory_ToString;
 	void *PJRT_Memory_AddressableByDevices;

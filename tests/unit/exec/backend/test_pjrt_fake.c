@@ -1036,6 +1036,33 @@ START_TEST(conf_gpu_attributes)
 }
 END_TEST
 
+/* conf-memory-kinds: a GPU's memory spaces are "device" (its default) and "pinned_host" */
+START_TEST(conf_memory_kinds)
+{
+	PJRT_Device_AddressableMemories_Args m = {.struct_size = PJRT_Device_AddressableMemories_Args_STRUCT_SIZE};
+	PJRT_Device_DefaultMemory_Args dm = {.struct_size = PJRT_Device_DefaultMemory_Args_STRUCT_SIZE};
+	PJRT_Memory_Kind_Args k = {.struct_size = PJRT_Memory_Kind_Args_STRUCT_SIZE};
+	PJRT_Client *c;
+	char kinds[2][32];
+
+	setenv("FAKE_PJRT_PLATFORM", "cuda", 1);
+	c = client_new(NULL, 0);
+	m.device = dm.device = device(c, 0, NULL);
+	ok(api->PJRT_Device_AddressableMemories(&m));
+	ck_assert_uint_eq(m.num_memories, 2);
+	for (int i = 0; i < 2; i++) {
+		k.memory = m.memories[i];
+		ok(api->PJRT_Memory_Kind(&k));
+		snprintf(kinds[i], sizeof(kinds[i]), "%.*s", (int)k.kind_size, k.kind);
+	}
+	ck_assert_str_eq(kinds[0], "device");
+	ck_assert_str_eq(kinds[1], "pinned_host");
+	ok(api->PJRT_Device_DefaultMemory(&dm));
+	ck_assert_ptr_eq(dm.memory, m.memories[0]);
+	client_free(c);
+}
+END_TEST
+
 /* conf-api-version: the version and table size of JAX's CUDA plugin 0.11.2 by default, the old ones as knobs */
 START_TEST(conf_api_version)
 {
@@ -1706,6 +1733,7 @@ Suite *make_suite(void)
 	tcase_add_test(conformance, conf_serialize);
 	tcase_add_test(conformance, conf_gpu_strings);
 	tcase_add_test(conformance, conf_api_version);
+	tcase_add_test(conformance, conf_memory_kinds);
 	tcase_add_test(conformance, conf_execute_options);
 	suite_add_tcase(s, conformance);
 	return s;
