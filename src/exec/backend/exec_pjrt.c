@@ -14,9 +14,9 @@
  * processes, the owner of libtpu's lock file): then the job answers ACCELD_EHELD (409 DEVICE_BUSY) naming the holder,
  * and falls back when it may; otherwise a GPU left out is a device error. Programs are compiled once per (device,
  * kernel, shape, precision) and kept in a bounded cache per client, in front of the compile cache on disk
- * (pjrt_cache.h), which later processes load from instead of compiling. A program still running at its job's deadline is abandoned: the worker is freed at
- * once, the client takes no new work, and an idle thread destroys what the program held, then the client, when it
- * ends; the next job opens a new client.
+ * (pjrt_cache.h), which later processes load from instead of compiling. A program still running at its job's
+ * deadline is abandoned: the worker is freed at once, the client takes no new work, and an idle thread destroys what
+ * the program held, then the client, when it ends; the next job opens a new client.
  *
  * Locking: host->mu guards the client, the cache, the leftovers and the counters; compiles and client creation
  * happen under it (they are rare), uploads, executions and downloads outside it (PJRT clients are thread-safe).

@@ -525,19 +525,15 @@ static void check_api(const PJRT_Api *api, char *why, size_t whysz)
  * registers the plugin: <site-packages>/nvidia/<package>/lib/<library>. (The cu13 package's libcusparse.so.12 is as
  * written there.)
  */
-static const struct {
-	const char *package, *library;
-} nvidia_libraries[] = {
-	{"cuda_runtime", "libcudart.so.12"}, {"cu13", "libcudart.so.13"},
-	{"cuda_nvrtc", "libnvrtc.so.12"},    {"cu13", "libnvrtc.so.13"},
-	{"cublas", "libcublas.so.12"},       {"cublas", "libcublasLt.so.12"},
-	{"cu13", "libcublas.so.13"},         {"cu13", "libcublasLt.so.13"},
-	{"nccl", "libnccl.so.2"},            {"cuda_cupti", "libcupti.so.12"},
-	{"cu13", "libcupti.so.13"},          {"cusparse", "libcusparse.so.12"},
-	{"cu13", "libcusparse.so.12"},       {"cusolver", "libcusolver.so.11"},
-	{"cu13", "libcusolver.so.12"},       {"cufft", "libcufft.so.11"},
-	{"cu13", "libcufft.so.12"},          {"nvshmem", "libnvshmem_host.so.3"},
-	{"cudnn", "libcudnn.so.9"},
+static const char *const nvidia_libraries[] = {
+	/* paths below <site-packages>/nvidia, never sonames for the loader to search: only these files are opened */
+	"cuda_runtime/lib/libcudart.so.12", "cu13/lib/libcudart.so.13",     "cuda_nvrtc/lib/libnvrtc.so.12",
+	"cu13/lib/libnvrtc.so.13",          "cublas/lib/libcublas.so.12",   "cublas/lib/libcublasLt.so.12",
+	"cu13/lib/libcublas.so.13",         "cu13/lib/libcublasLt.so.13",   "nccl/lib/libnccl.so.2",
+	"cuda_cupti/lib/libcupti.so.12",    "cu13/lib/libcupti.so.13",      "cusparse/lib/libcusparse.so.12",
+	"cu13/lib/libcusparse.so.12",       "cusolver/lib/libcusolver.so.11", "cu13/lib/libcusolver.so.12",
+	"cufft/lib/libcufft.so.11",         "cu13/lib/libcufft.so.12",      "nvshmem/lib/libnvshmem_host.so.3",
+	"cudnn/lib/libcudnn.so.9",
 };
 
 /*
@@ -559,8 +555,7 @@ static unsigned load_nvidia_libraries(const char *plugin)
 		char path[PJRT_PATH_MAX + 96];
 		void *h;
 
-		snprintf(path, sizeof(path), "%.*s/nvidia/%s/lib/%s", (int)(mark - plugin), plugin,
-			 nvidia_libraries[i].package, nvidia_libraries[i].library);
+		snprintf(path, sizeof(path), "%.*s/nvidia/%s", (int)(mark - plugin), plugin, nvidia_libraries[i]);
 		if (access(path, F_OK) != 0)
 			continue;
 		h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
