@@ -54,7 +54,8 @@ static void kernel_group(unsigned first, const char *sep, bool done[KERNEL_COUNT
 
 static void run_help(FILE *out)
 {
-	static const char *const settings[] = {"prefer", "exec-max-elements", "exec-default-timeout", NULL};
+	static const char *const settings[] = {"prefer", "exec-max-elements", "exec-default-timeout", "pjrt-cache-dir",
+					       NULL};
 	bool done[KERNEL_COUNT] = {false};
 	char names[128];
 

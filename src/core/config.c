@@ -131,6 +131,13 @@ static const struct opt opts[] = {
 	{"pjrt-idle", "ACCELD_PJRT_IDLE", OPT_DURATION, F(pjrt_idle_ms), "30s", 0, 86400000, NULL, 0,
 	 "a worker process (PJRT's, OpenCL's on GPUs: it holds its devices) ends after this long without jobs (0: after every "
 	 "job)"},
+	{"pjrt-tpu-lockfile", "ACCELD_PJRT_TPU_LOCKFILE", OPT_PATH, F(pjrt_tpu_lockfile), "/tmp/libtpu_lockfile", 0, 0,
+	 NULL, 0, "the file libtpu takes its one-process lock on (libtpu's own path; another only to test): its owner "
+	 "is named when a TPU is held"},
+	{"pjrt-cache-dir", "ACCELD_PJRT_CACHE_DIR", OPT_PATH, F(pjrt_cache_dir), NULL, 0, 0, NULL, 0,
+	 "where compiled PJRT programs are kept across processes (default: pjrt-cache next to the database)"},
+	{"pjrt-cache-bytes", "ACCELD_PJRT_CACHE_BYTES", OPT_SIZE, F(pjrt_cache_bytes), "1GiB", 0, 1099511627776ull, NULL,
+	 0, "bound of the PJRT compile cache on disk; the least recently used programs go first (0 = no cache)"},
 	{"check-interval", "ACCELD_CHECK_INTERVAL", OPT_DURATION, F(check_interval_ms), "0", 0, 2592000000ull, NULL, 0,
 	 "run a quick health check on each idle device this often (0 = never)"},
 	{"check-max-age", "ACCELD_CHECK_MAX_AGE", OPT_DURATION, F(check_max_age_ms), "24h", 0, 31622400000ull, NULL, 0,

@@ -78,6 +78,9 @@ struct config {
 	char *pjrt_plugins;             /* "tpu=PATH,cuda=PATH", "none", or NULL (search) */
 	char *pjrt_search;              /* folders to search, colon-separated, $VAR and ~ expanded */
 	uint64_t pjrt_idle_ms;
+	char *pjrt_cache_dir;          /* NULL: "pjrt-cache" next to the database */
+	uint64_t pjrt_cache_bytes;      /* bound of the compile cache on disk; 0 turns it off */
+	char *pjrt_tpu_lockfile;        /* the file libtpu takes its process lock on */
 	/* health checks (devcheck.c) */
 	uint64_t check_interval_ms;     /* a quick check of idle devices this often; 0: never */
 	uint64_t check_max_age_ms;      /* a check's figures count for /select this long */

@@ -29,7 +29,9 @@
  *   FAKE_NVML_HGX_GPU=K           ... or N copies of GPU K of the four (1: a host of L4 cards, as a GCE g2 has)
  *   FAKE_NVML_NVLINK=all|pairs    nvmlDeviceGetP2PStatus says NVLink joins every GPU (an NVSwitch board) or
  *                                 GPUs 0-1, 2-3, ... (bridges); otherwise no pair (PCIe only)
- * Calls for FAKE_NVML_FAIL and FAKE_NVML_NOT_SUPPORTED also include: clock_now throttle ecc retired remap threshold.
+ *   FAKE_NVML_PROCESSES=gpu:pid[,gpu:pid]  nvmlDeviceGetComputeRunningProcesses (v1, _v2, _v3) lists these processes
+ *                                 on these GPUs (by index), each using 1 GiB; otherwise none
+ * Calls for FAKE_NVML_FAIL and FAKE_NVML_NOT_SUPPORTED also include: processes clock_now throttle ecc retired remap threshold.
  * fake_nvml_calls(name) tells a test how often an entry point was called (by its exported name).
  */
 #include <stdio.h>
@@ -690,4 +692,83 @@ nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t h, unsigned int i,
 		return ERR_NOT_FOUND;
 	*mig = &migs[i];
 	return OK;
+}
+
+/* A running process as NVML lists it: v1 (16 bytes) and v2/v3 (24: with the MIG instance ids). */
+typedef struct {
+	unsigned int pid;
+	unsigned long long usedGpuMemory;
+} nvmlProcessInfo_v1_t;
+
+typedef struct {
+	unsigned int pid;
+	unsigned long long usedGpuMemory;
+	unsigned int gpuInstanceId, computeInstanceId;
+} nvmlProcessInfo_t;
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t h, unsigned int *count, nvmlProcessInfo_v1_t *infos);
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t h, unsigned int *count, nvmlProcessInfo_t *infos);
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t h, unsigned int *count, nvmlProcessInfo_t *infos);
+
+/* FAKE_NVML_PROCESSES for the GPU: its pids into pids (at most max); the number listed for it. */
+static unsigned listed_processes(const struct fake_gpu *g, unsigned *pids, unsigned max)
+{
+	const char *v = getenv("FAKE_NVML_PROCESSES");
+	unsigned n = 0;
+
+	while (v != NULL && *v != '\0') {
+		char *end;
+		long gpu = strtol(v, &end, 10);
+		long pid = *end == ':' ? strtol(end + 1, &end, 10) : -1;
+
+		if (gpu == g->index && pid > 0) {
+			if (n < max)
+				pids[n] = (unsigned)pid;
+			n++;
+		}
+		v = strchr(end, ',');
+		v = v != NULL ? v + 1 : NULL;
+	}
+	return n;
+}
+
+/* NVML's protocol: *count in is the room, out the number there is; INSUFFICIENT_SIZE when the room is short. */
+static nvmlReturn_t running(nvmlDevice_t h, unsigned int *count, void *infos, int v1)
+{
+	unsigned pids[16];
+	unsigned n;
+	nvmlReturn_t rc = gate(h, "processes");
+
+	if (rc != OK)
+		return rc;
+	if (count == NULL)
+		return ERR_INVALID_ARGUMENT;
+	n = listed_processes(h, pids, 16);
+	if (n > *count || (n > 0 && infos == NULL)) {
+		*count = n;
+		return ERR_INSUFFICIENT_SIZE;
+	}
+	for (unsigned i = 0; i < n && i < 16; i++) {
+		if (v1)
+			((nvmlProcessInfo_v1_t *)infos)[i] = (nvmlProcessInfo_v1_t){pids[i], GIB};
+		else
+			((nvmlProcessInfo_t *)infos)[i] = (nvmlProcessInfo_t){pids[i], GIB, 0xffffffffu, 0xffffffffu};
+	}
+	*count = n;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t h, unsigned int *count, nvmlProcessInfo_v1_t *infos)
+{
+	return running(h, count, infos, 1);
+}
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t h, unsigned int *count, nvmlProcessInfo_t *infos)
+{
+	return running(h, count, infos, 0);
+}
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t h, unsigned int *count, nvmlProcessInfo_t *infos)
+{
+	return running(h, count, infos, 0);
 }

@@ -2,14 +2,15 @@
  * pjrt_probe: prints what a real PJRT plugin says about itself, for comparing with the stand-in
  * (tests/fakes/pjrt.c) and its conformance table: the API version and table size, the extension chain, the plugin
  * attributes, and for clients created with several option sets, every device with its id, kind, local hardware id,
- * description attributes and memory statistics (asked with the 0.94 struct size acceld was built with and with the
- * 0.113 size that appends peak_allocated_bytes).
+ * description attributes and memory statistics (asked with 0.112's 185-byte struct_size and with 0.113's 201 bytes,
+ * which appends peak_allocated_bytes).
  *
  *   pjrt_probe PLUGIN.so [FIRST]
  *
  * FIRST (an ordinal) makes the process's first client ask for visible_devices=[FIRST] and stops there: what the
  * plugin does with a set of its own (the CUDA plugin keeps the first client's GPUs for the process).
- * Built by tests/gpu/bundle.sh from src/exec/backend/pjrt_abi.h; output is plain text, one fact per line.
+ * Built by tests/gpu/bundle.sh from src/exec/backend/pjrt_abi.h; output is plain text, one fact per line. The raw
+ * output of every run goes under tests/gpu/runs/ (its README), so that each "seen" has its evidence.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -63,27 +64,25 @@ static void print_value(const char *prefix, const PJRT_NamedValue *v)
 	printf("\n");
 }
 
-/* MemoryStats_Args as of 0.113: the 0.94 layout, then peak_allocated_bytes and its flag. */
-struct stats113 {
-	PJRT_Device_MemoryStats_Args base;
-	int64_t peak_allocated_bytes;
-	bool peak_allocated_bytes_is_set;
-};
-
+/*
+ * PJRT_Device_MemoryStats asked with `size` in struct_size: 185 bytes (0.112 and before: up to
+ * peak_pool_bytes_is_set) or 201 (0.113: peak_allocated_bytes and its flag appended). pjrt_abi.h declares the 201-byte
+ * struct, so both calls send the same struct and only struct_size differs; peak_allocated_bytes sits at offset 192.
+ */
 static void memory_stats(PJRT_Device *dev, size_t size, const char *label)
 {
-	struct stats113 s;
+	PJRT_Device_MemoryStats_Args s;
 
 	memset(&s, 0, sizeof(s));
-	s.base.struct_size = size;
-	s.base.device = dev;
-	if (!ok(api->PJRT_Device_MemoryStats(&s.base), label))
+	s.struct_size = size;
+	s.device = dev;
+	if (!ok(api->PJRT_Device_MemoryStats(&s), label))
 		return;
 	printf("%s: in_use %lld limit %lld (set %d) reserved %lld (set %d) peak %lld (set %d) peak_allocated %lld "
 	       "(set %d)\n",
-	       label, (long long)s.base.bytes_in_use, (long long)s.base.bytes_limit, s.base.bytes_limit_is_set,
-	       (long long)s.base.bytes_reserved, s.base.bytes_reserved_is_set, (long long)s.base.peak_bytes_in_use,
-	       s.base.peak_bytes_in_use_is_set, (long long)s.peak_allocated_bytes, s.peak_allocated_bytes_is_set);
+	       label, (long long)s.bytes_in_use, (long long)s.bytes_limit, s.bytes_limit_is_set,
+	       (long long)s.bytes_reserved, s.bytes_reserved_is_set, (long long)s.peak_bytes_in_use,
+	       s.peak_bytes_in_use_is_set, (long long)s.peak_allocated_bytes, s.peak_allocated_bytes_is_set);
 }
 
 static void client(const PJRT_NamedValue *opts, size_t nopts, const char *label)
@@ -145,12 +144,18 @@ static void client(const PJRT_NamedValue *opts, size_t nopts, const char *label)
 				printf("debug_string '%.*s'\n", (int)ds.debug_string_size, ds.debug_string);
 			if (ok(api->PJRT_DeviceDescription_Attributes(&at), "Attributes")) {
 				printf("attributes %zu\n", at.num_attributes);
-				for (size_t k = 0; k < at.num_attributes; k++)
-					print_value("attribute", &at.attributes[k]);
+				/* the plugin's entries, stepped by their own size (pjrt_attribute's rule) */
+				size_t step = at.num_attributes > 0 ? (at.attributes[0].struct_size + 7) / 8 * 8 : 0;
+
+				if (at.num_attributes > 0)
+					printf("attribute struct_size %zu\n", at.attributes[0].struct_size);
+				for (size_t k = 0; k < at.num_attributes && step >= PJRT_NamedValue_STRUCT_SIZE; k++)
+					print_value("attribute", (const PJRT_NamedValue *)(const void *)(
+									 (const char *)at.attributes + k * step));
 			}
-			memory_stats(dev, PJRT_Device_MemoryStats_Args_STRUCT_SIZE, "MemoryStats(size 185)");
-			memory_stats(dev, PJRT_STRUCT_SIZE(struct stats113, peak_allocated_bytes_is_set),
-				     "MemoryStats(size 201)");
+			memory_stats(dev, PJRT_STRUCT_SIZE(PJRT_Device_MemoryStats_Args, peak_pool_bytes_is_set),
+				     "MemoryStats(size 185)");
+			memory_stats(dev, PJRT_Device_MemoryStats_Args_STRUCT_SIZE, "MemoryStats(size 201)");
 		}
 	}
 	ok(api->PJRT_Client_Destroy(&cd), "Client_Destroy");

@@ -3,8 +3,11 @@ and an NVIDIA GPU host (fake NVML) whose accelerators run jobs through it. /devi
 device with its API version and platform, /select's auto order now really picks the TPU and jobs land there, a
 device held by another process answers 409 DEVICE_BUSY (or falls back), a plugin of the wrong version is refused
 and said, the report names the plugin, and a job over its timeout answers 504 while the device goes on working."""
+import fcntl
+import json
 import os
 import re
+import tempfile
 import time
 import unittest
 
@@ -13,7 +16,7 @@ from harness import FAKES, FIXTURES, Server, ServerTestCase, run_cli
 PLUGIN = os.path.join(FAKES, "libpjrt.so")
 FAKE_VARS = ("FAKE_PJRT_PLATFORM", "FAKE_PJRT_DEVICES", "FAKE_PJRT_KIND", "FAKE_PJRT_CC", "FAKE_PJRT_BUSY",
              "FAKE_PJRT_BUSY_DEVICES", "FAKE_PJRT_VERSION",
-             "FAKE_PJRT_SLOW_MS", "FAKE_PJRT_MEMORY")
+             "FAKE_PJRT_SLOW_MS", "FAKE_PJRT_MEMORY", "FAKE_PJRT_COMPILE_LOG", "FAKE_NVML_PROCESSES")
 
 
 def tpu_env(**extra):
@@ -111,12 +114,27 @@ class TpuHost(ServerTestCase):
 
 
 class TpuHeldElsewhere(ServerTestCase):
-    server_env = clean(tpu_env(FAKE_PJRT_BUSY="1", FAKE_PJRT_BUSY_PID="4242"))
+    """This test process holds the lock file (lockf, as libtpu does) and the stand-in refuses as libtpu would."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.lock = tempfile.NamedTemporaryFile(prefix="acceld-libtpu-lock-")
+        fcntl.lockf(cls.lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        cls.server_env = clean(tpu_env(FAKE_PJRT_BUSY="1", FAKE_PJRT_BUSY_PID=str(os.getpid()),
+                                       ACCELD_PJRT_TPU_LOCKFILE=cls.lock.name))
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        cls.lock.close()
 
     def test_busy_is_409_or_falls_back(self):
         r = self.server.request("POST", "/run", json_body=dict(SGEMM, device="tpu:0"))
         self.assertProblem(r, 409, "DEVICE_BUSY")
-        self.assertIn("4242", r.json()["detail"])
+        # named from the lock file's owner, as well as by the plugin's message
+        self.assertIn(f"tpu:0 is held by process {os.getpid()} (", r.json()["detail"])
+        self.assertIn(self.lock.name, r.json()["detail"])
         self.assertEqual(r.json()["job"]["state"], "failed")
         r = self.server.request("POST", "/run", json_body=SGEMM)
         self.assertEqual(r.status, 200, r)
@@ -167,6 +185,27 @@ class GpuHost(ServerTestCase):
                            "INVALID_VALUE")
 
 
+class GpuHeldElsewhere(ServerTestCase):
+    """gpu:1 is held by another process (this test's, as NVML lists it): the plugin skips it as XLA does, gpu:0
+    runs, and gpu:1's jobs answer 409 naming the holder, or fall back."""
+
+    server_env = clean(gpu_env(FAKE_PJRT_BUSY_DEVICES="1", FAKE_NVML_PROCESSES=f"1:{os.getpid()}"))
+
+    def test_only_the_held_gpu_is_busy_and_its_holder_named(self):
+        r = self.server.request("POST", "/run", json_body=dict(SGEMM, device="gpu:0"))
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json()["backend"], "pjrt")
+        r = self.server.request("POST", "/run", json_body=dict(SGEMM, device="gpu:1"))
+        self.assertProblem(r, 409, "DEVICE_BUSY")
+        self.assertIn(f"gpu:1 is held by process {os.getpid()} (", r.json()["detail"])
+        self.assertTrue(any("unable to create StreamExecutor for CUDA:1" in line for line in self.server.raw_logs),
+                        self.server.raw_logs[-5:])
+        r = self.server.request("POST", "/run", json_body=dict(SGEMM, device="gpu:1", fallback=True))
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json()["fallback_from"], "gpu:1")
+        self.assertIn("DEVICE_BUSY", r.json()["fallback_reason"])
+
+
 class Timeouts(unittest.TestCase):
     def test_overrun_answers_504_and_the_device_recovers(self):
         with Server(env=clean(tpu_env(FAKE_PJRT_SLOW_MS="1500"))) as s:
@@ -185,8 +224,56 @@ class Timeouts(unittest.TestCase):
                 time.sleep(0.2)
 
 
-if __name__ == "__main__":
-    unittest.main()
+class CompileCacheOnDisk(unittest.TestCase):
+    """Compiled programs outlive the process: a second `acceld run` loads the first one's, and an entry that is
+    truncated or from another plugin version is refused and replaced (the stand-in logs every real compile)."""
+
+    def test_second_process_loads_what_the_first_compiled(self):
+        with tempfile.TemporaryDirectory(prefix="acceld-pjrt-cache-") as tmp:
+            cache, log = os.path.join(tmp, "cache"), os.path.join(tmp, "compiles.log")
+
+            def run(**extra):
+                env = clean(tpu_env(ACCELD_PJRT_CACHE_DIR=cache, FAKE_PJRT_COMPILE_LOG=log, **extra))
+                r = run_cli("run", "sgemm", "--m", "128", "--n", "128", "--k", "128", "--device", "tpu:0",
+                            "--backend", "pjrt", "--verify", "--json", "--db", ":memory:", env=env)
+                self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+                self.assertTrue(json.loads(r.stdout)["verified"])
+                with open(log, encoding="utf-8") as f:
+                    return len(f.readlines()), json.loads(r.stdout)
+
+            compiles, job = run()
+            self.assertEqual(compiles, 1)
+            self.assertFalse(job["program_cached"])
+            entries = [os.path.join(cache, n) for n in os.listdir(cache)]
+            self.assertEqual(len(entries), 1, entries)
+            size = os.path.getsize(entries[0])
+            compiles, job = run()
+            self.assertEqual(compiles, 1)  # loaded, not compiled
+            self.assertTrue(job["program_cached"])
+            # a truncated entry is refused, compiled anew and replaced
+            with open(entries[0], "r+b") as f:
+                f.truncate(size - 7)
+            self.assertEqual(run()[0], 2)
+            self.assertEqual(os.path.getsize(entries[0]), size)
+            self.assertEqual(run()[0], 2)
+            # another plugin version's entry in the same place is refused and replaced, both ways
+            self.assertEqual(run(FAKE_PJRT_VERSION="0.114")[0], 3)
+            self.assertEqual(run(FAKE_PJRT_VERSION="0.114")[0], 3)
+            self.assertEqual(run()[0], 4)
+            self.assertEqual(run()[0], 4)
+            self.assertEqual(len(os.listdir(cache)), 1)
+
+    def test_off_when_its_bound_is_zero(self):
+        with tempfile.TemporaryDirectory(prefix="acceld-pjrt-cache-") as tmp:
+            cache, log = os.path.join(tmp, "cache"), os.path.join(tmp, "compiles.log")
+            env = clean(tpu_env(ACCELD_PJRT_CACHE_DIR=cache, ACCELD_PJRT_CACHE_BYTES="0", FAKE_PJRT_COMPILE_LOG=log))
+            for _ in range(2):
+                r = run_cli("run", "sgemm", "--m", "128", "--n", "128", "--k", "128", "--device", "tpu:0",
+                            "--backend", "pjrt", "--db", ":memory:", env=env)
+                self.assertEqual(r.returncode, 0, r.stderr)
+            with open(log, encoding="utf-8") as f:
+                self.assertEqual(len(f.readlines()), 2)
+            self.assertFalse(os.path.exists(cache))
 
 
 class ConformanceTable(unittest.TestCase):
@@ -204,3 +291,7 @@ class ConformanceTable(unittest.TestCase):
         self.assertTrue(ids)
         self.assertEqual(sorted(i.replace("-", "_") for i in ids), sorted(tests))
         self.assertEqual(tests, registered)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -12,15 +12,18 @@
  * deadline; within a worker the client's own idle close is set far out (the worker passes --pjrt-idle 24h).
  *
  * One host per plugin: the client every device of that plugin shares (libtpu allows one per process, and the CUDA
- * plugin builds every client of a process on the GPUs its first one took), opened only when a job needs it, without
- * preallocation (the CUDA plugin would otherwise take 75 % of each GPU). The CUDA client is given the GPUs acceld
- * runs jobs on (visible_devices). A client that cannot open because another process holds the devices answers
- * ACCELD_EHELD (409 DEVICE_BUSY), and the job falls back when it may; on a host of several GPUs the first client
- * then opens without the GPU that is held, so only that GPU's jobs fail, until the worker ends (the plugin's GPUs
- * are fixed for the process). Programs are compiled once per (device, kernel, shape, precision) and kept in a
- * bounded cache per client, for the worker's life. A program still running at its job's deadline is abandoned
- * here too (the worker's thread is freed, an idle thread destroys what the program held, then the client), though
- * in a worker the daemon ends the process first.
+ * plugin builds every client of a process on the GPUs its first one took: XLA's ClientLibrary keeps one LocalClient
+ * per platform), opened only when a job needs it, without preallocation (the CUDA plugin would otherwise take 75 %
+ * of each GPU). The CUDA client is given the GPUs acceld runs jobs on (visible_devices); as XLA does, the plugin
+ * leaves out a GPU it cannot open (another process holds it in exclusive-process mode), warning on stderr, and fails
+ * only when none is left ("no supported devices found for platform CUDA"); the GPUs it took are fixed for the
+ * process, that is until the worker ends. Whether another process holds a device is decided from facts (holders.h:
+ * NVML's running compute processes, the owner of libtpu's lock file): then the job answers ACCELD_EHELD (409
+ * DEVICE_BUSY) naming the holder, and falls back when it may; otherwise a GPU left out is a device error. Programs
+ * are compiled once per (device, kernel, shape, precision) and kept in a bounded cache per client, for the worker's
+ * life, in front of the compile cache on disk (pjrt_cache.h), which later workers load from instead of compiling. A
+ * program still running at its job's deadline is abandoned here too (the worker's thread is freed, an idle thread
+ * destroys what the program held, then the client), though in a worker the daemon ends the process first.
  *
  * Locking: host->mu guards the client, the cache, the leftovers and the counters; compiles and client creation
  * happen under it (they are rare), uploads, executions and downloads outside it (PJRT clients are thread-safe).
@@ -33,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "exec/backend.h"
 #include "core/clock.h"
@@ -40,7 +44,9 @@
 #include "core/hwfile.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "detect/holders.h"
 #include "exec/backend/pjrt_abi.h"
+#include "exec/backend/pjrt_cache.h"
 #include "exec/backend/pjrt_plugin.h"
 #include "exec/backend/stablehlo.h"
 
@@ -83,6 +89,7 @@ struct host {
 	PJRT_Client *client;
 	uint64_t generation;          /* of the client: device handles are valid for one generation */
 	char platform[32];
+	char platform_version[96];
 	/* CUDA: the ordinals of the GPUs the devices using this host are, and those the plugin took at the process's
 	 * first client (fixed for the process: later clients get the same ones, whatever they ask) */
 	unsigned ordinals[ORDINALS_MAX];
@@ -111,6 +118,8 @@ struct pj {
 	PJRT_Device *device;          /* on the client of generation gen */
 	uint64_t stats_refused_gen;   /* the client generation whose MemoryStats refusal was said */
 	int device_id;                /* its PJRT id, which the compile options name */
+	char kind[64];                /* its PJRT device kind, part of the compile cache's key */
+	char uuid[96];                /* a GPU's UUID (NVML's), to ask NVML who else runs on it */
 	uint64_t gen;
 };
 
@@ -126,6 +135,7 @@ static struct attached {
 } attached[ATTACHED_MAX];
 static size_t nattached;
 static _Atomic uint64_t idle_ns = IDLE_DEFAULT_NS;
+static const struct config *pj_cfg; /* kept by prepare: where NVML, procfs and libtpu's lock file are */
 
 /* --- small PJRT helpers --- */
 
@@ -143,7 +153,7 @@ static int take(const PJRT_Api *api, PJRT_Error *e, const char *what, char *err,
 /* The executor's error for a PJRT failure: another process holding the devices, memory, or a device failure. */
 static enum acceld_err classify(int code, const char *msg)
 {
-	static const char *const held[] = {"already in use", "busy", "DEVICES_UNAVAILABLE"};
+	static const char *const held[] = {"already in use", "busy"};
 
 	for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++)
 		if (strcasestr(msg, held[i]) != NULL)
@@ -186,13 +196,10 @@ static bool event_ready(const PJRT_Api *api, PJRT_Event *ev)
 	return pjrt_error_take(api, api->PJRT_Event_IsReady(&a), NULL, 0) != PJRT_Error_Code_OK || a.is_ready;
 }
 
-/* The named attribute of a device description, or NULL. */
+/* The named attribute of a device description, or NULL (stepped by the plugin's entry size: pjrt_abi.h). */
 static const PJRT_NamedValue *attribute(const PJRT_NamedValue *v, size_t n, const char *name)
 {
-	for (size_t i = 0; i < n; i++)
-		if (v[i].name_size == strlen(name) && memcmp(v[i].name, name, v[i].name_size) == 0)
-			return &v[i];
-	return NULL;
+	return pjrt_attribute(v, n, name);
 }
 
 static bool attribute_is(const PJRT_NamedValue *v, const char *text)
@@ -250,9 +257,9 @@ static void cuda_options(PJRT_NamedValue opts[2], const int64_t *set, size_t n)
 
 /*
  * PJRT_Client_Create for h: libtpu without options; the CUDA plugin without preallocation and with the GPUs acceld
- * runs jobs on, leaving out skip (an index into h->ordinals; -1 none). Returns the PJRT code, the message in err.
+ * runs jobs on. Returns the PJRT code, the message in err.
  */
-static int create(struct host *h, int skip, char *err, size_t errsz)
+static int create(struct host *h, char *err, size_t errsz)
 {
 	PJRT_Client_Create_Args c = {.struct_size = PJRT_Client_Create_Args_STRUCT_SIZE};
 	PJRT_NamedValue opts[2];
@@ -262,7 +269,7 @@ static int create(struct host *h, int skip, char *err, size_t errsz)
 
 	if (h->kind == PJRT_KIND_CUDA) {
 		for (unsigned i = 0; i < h->nordinals; i++)
-			if ((int)i != skip && (!h->taken_known || h->taken[i]))
+			if (!h->taken_known || h->taken[i])
 				set[n++] = h->ordinals[i];
 		cuda_options(opts, set, n);
 		c.create_options = opts;
@@ -275,17 +282,43 @@ static int create(struct host *h, int skip, char *err, size_t errsz)
 }
 
 /*
- * Opens the client when there is none; h->mu held. The CUDA plugin keeps the GPUs of the process's first client
- * for every later one, so when that first one fails because a GPU is held by another process, each GPU is left
- * out in turn until a client opens: the one left out is then the held one, and only its jobs fail from then on.
+ * Which GPUs the CUDA client took: those among its addressable devices (by local hardware id, the CUDA ordinal). XLA
+ * skips a GPU it cannot open (another process holds it in exclusive-process mode, say) with a warning on stderr, and
+ * the process's client keeps that set for its life. h->mu held.
  */
+static void note_taken(struct host *h)
+{
+	PJRT_Client_AddressableDevices_Args d = {.struct_size = PJRT_Client_AddressableDevices_Args_STRUCT_SIZE,
+						 .client = h->client};
+
+	if (h->kind != PJRT_KIND_CUDA || h->taken_known ||
+	    take(h->api, h->api->PJRT_Client_AddressableDevices(&d), "PJRT_Client_AddressableDevices", NULL, 0) !=
+		    PJRT_Error_Code_OK)
+		return;
+	for (unsigned i = 0; i < h->nordinals; i++) {
+		h->taken[i] = false;
+		for (size_t j = 0; j < d.num_addressable_devices && !h->taken[i]; j++) {
+			PJRT_Device_LocalHardwareId_Args hw = {.struct_size = PJRT_Device_LocalHardwareId_Args_STRUCT_SIZE,
+							       .device = d.addressable_devices[j], .local_hardware_id = -1};
+
+			take(h->api, h->api->PJRT_Device_LocalHardwareId(&hw), "local hardware id", NULL, 0);
+			h->taken[i] = hw.local_hardware_id >= 0 && (unsigned)hw.local_hardware_id == h->ordinals[i];
+		}
+		if (!h->taken[i])
+			log_fields(LOGL_WARN, "pjrt", "the CUDA plugin left a GPU out of its client (it logs \"unable to "
+				   "create StreamExecutor\" on stderr); it runs no PJRT jobs in this process",
+				   (struct log_field[]){LOG_S("plugin", h->path), LOG_I("cuda_ordinal", h->ordinals[i])}, 2);
+	}
+	h->taken_known = true;
+}
+
+/* Opens the client when there is none; h->mu held. */
 static enum acceld_err client_open(struct host *h, char *err, size_t errsz)
 {
 	PJRT_Client_PlatformName_Args pn = {.struct_size = PJRT_Client_PlatformName_Args_STRUCT_SIZE};
 	PJRT_Client_PlatformVersion_Args pv = {.struct_size = PJRT_Client_PlatformVersion_Args_STRUCT_SIZE};
 	char version[96] = "";
 	int code;
-	int out = -1;
 
 	if (h->retiring) {
 		snprintf(err, errsz, "the device is still finishing a program abandoned at its job's deadline; a new "
@@ -294,31 +327,10 @@ static enum acceld_err client_open(struct host *h, char *err, size_t errsz)
 	}
 	if (h->client != NULL)
 		return ACCELD_OK;
-	code = create(h, -1, err, errsz);
-	if (code != PJRT_Error_Code_OK && classify(code, err) == ACCELD_EHELD && h->kind == PJRT_KIND_CUDA &&
-	    !h->taken_known && h->nordinals > 1) {
-		char again[512];
-
-		for (unsigned i = 0; i < h->nordinals && code != PJRT_Error_Code_OK; i++) {
-			if (create(h, (int)i, again, sizeof(again)) == PJRT_Error_Code_OK) {
-				code = PJRT_Error_Code_OK;
-				out = (int)i;
-			}
-		}
-	}
+	code = create(h, err, errsz);
 	if (code != PJRT_Error_Code_OK)
 		return classify(code, err);
-	if (h->kind == PJRT_KIND_CUDA && !h->taken_known) {
-		h->taken_known = true;
-		for (unsigned i = 0; i < h->nordinals; i++)
-			h->taken[i] = (int)i != out;
-		if (out >= 0)
-			log_fields(LOGL_WARN, "pjrt", "a GPU was held by another process when the client opened; it runs "
-				   "no PJRT jobs until acceld restarts",
-				   (struct log_field[]){LOG_S("plugin", h->path), LOG_I("cuda_ordinal", h->ordinals[out]),
-							LOG_S("error", err)},
-				   3);
-	}
+	note_taken(h);
 	h->generation++;
 	pn.client = pv.client = h->client;
 	if (take(h->api, h->api->PJRT_Client_PlatformName(&pn), "PJRT_Client_PlatformName", NULL, 0) ==
@@ -327,6 +339,7 @@ static enum acceld_err client_open(struct host *h, char *err, size_t errsz)
 	if (take(h->api, h->api->PJRT_Client_PlatformVersion(&pv), "PJRT_Client_PlatformVersion", NULL, 0) ==
 	    PJRT_Error_Code_OK)
 		copy_text(version, sizeof(version), pv.platform_version, pv.platform_version_size);
+	snprintf(h->platform_version, sizeof(h->platform_version), "%s", version);
 	pjrt_plugin_note_platform(h->path, h->platform, version);
 	log_fields(LOGL_INFO, "pjrt", "client opened",
 		   (struct log_field[]){LOG_S("plugin", h->path), LOG_S("platform", h->platform),
@@ -384,6 +397,22 @@ static bool read_device(const struct host *h, PJRT_Device *dev, struct seen *s)
 	return true;
 }
 
+/* The device's kind ("NVIDIA H100 80GB HBM3", "TPU v6 lite"), "" when the plugin does not say. */
+static void device_kind(const struct host *h, PJRT_Device *dev, char *out, size_t outsz)
+{
+	PJRT_Device_GetDescription_Args g = {.struct_size = PJRT_Device_GetDescription_Args_STRUCT_SIZE, .device = dev};
+	PJRT_DeviceDescription_Kind_Args k = {.struct_size = PJRT_DeviceDescription_Kind_Args_STRUCT_SIZE};
+
+	out[0] = '\0';
+	if (take(h->api, h->api->PJRT_Device_GetDescription(&g), "PJRT_Device_GetDescription", NULL, 0) !=
+	    PJRT_Error_Code_OK)
+		return;
+	k.device_description = g.device_description;
+	if (take(h->api, h->api->PJRT_DeviceDescription_Kind(&k), "PJRT_DeviceDescription_Kind", NULL, 0) ==
+	    PJRT_Error_Code_OK)
+		copy_text(out, outsz, k.device_kind, k.device_kind_size);
+}
+
 /*
  * Why a CUDA device the ordinal found is not p's GPU after all, or "" when what it says agrees with NVML: its compute
  * capability, and its memory (the CUDA plugin's device_memory_bytes_limit is CUDA's total, a little below NVML's,
@@ -406,6 +435,34 @@ static void disagreement(const struct pj *p, const struct seen *s, char *why, si
 }
 
 /*
+ * Whether another process holds p's device, by the facts (holders.h): NVML's running compute processes for a GPU,
+ * the owner of libtpu's lock file for a TPU. When one does, err (what the plugin said) is prefixed with who.
+ */
+static bool held(const struct pj *p, char *err, size_t errsz)
+{
+	struct holder who[HOLDERS_MAX];
+	char names[256], why[128], was[512];
+	size_t n = 0;
+
+	if (pj_cfg == NULL)
+		return false;
+	if (p->host->kind == PJRT_KIND_CUDA)
+		n = holders_gpu(pj_cfg, p->uuid, who, HOLDERS_MAX, why, sizeof(why));
+	else if (pj_cfg->pjrt_tpu_lockfile != NULL)
+		n = holders_lock_file(pj_cfg, pj_cfg->pjrt_tpu_lockfile, &who[0]) ? 1 : 0;
+	if (n == 0)
+		return false;
+	holders_text(who, n, names, sizeof(names));
+	snprintf(was, sizeof(was), "%s", err);
+	if (p->host->kind == PJRT_KIND_CUDA)
+		snprintf(err, errsz, "%s is held by %s (NVML's running compute processes): %s", p->id, names, was);
+	else
+		snprintf(err, errsz, "%s is held by %s, which holds libtpu's lock file %s: %s", p->id, names,
+			 pj_cfg->pjrt_tpu_lockfile, was);
+	return true;
+}
+
+/*
  * Finds the device's PJRT device on the current client; h->mu held. No real plugin names a PCI address or a UUID
  * (docs/pjrt.md), so a GPU is the device whose local hardware id is its CUDA ordinal, checked against what NVML
  * says of it; a TPU chip is the chip_index-th device with core_on_chip 0 in local-hardware-id order, which holds
@@ -424,9 +481,10 @@ static enum acceld_err match(struct pj *p, char *err, size_t errsz)
 		return ACCELD_OK;
 	p->device = NULL;
 	if (!taken(h, p->ordinal)) {
-		snprintf(err, errsz, "%s was held by another process when acceld's PJRT client opened, and the CUDA plugin "
-			 "keeps the GPUs of a process's first client: it runs no PJRT jobs until acceld restarts", p->id);
-		return ACCELD_EHELD;
+		snprintf(err, errsz, "the CUDA plugin left %s (CUDA ordinal %u) out when this process's PJRT client opened "
+			 "(\"unable to create StreamExecutor for CUDA:%u\" on stderr), and keeps that set of GPUs for the "
+			 "process's life", p->id, p->ordinal, p->ordinal);
+		return held(p, err, errsz) ? ACCELD_EHELD : ACCELD_EDEVICE;
 	}
 	if (take(h->api, h->api->PJRT_Client_AddressableDevices(&d), "PJRT_Client_AddressableDevices", err, errsz) !=
 	    PJRT_Error_Code_OK)
@@ -475,6 +533,7 @@ static enum acceld_err match(struct pj *p, char *err, size_t errsz)
 	p->device = best.device;
 	p->device_id = best.id;
 	p->gen = h->generation;
+	device_kind(h, best.device, p->kind, sizeof(p->kind));
 	return ACCELD_OK;
 }
 
@@ -528,6 +587,97 @@ static enum stablehlo_dot dot_for(const struct host *h, enum kernel_precision *p
 	return STABLEHLO_DOT_HIGHEST;
 }
 
+/* --- the compile cache on disk (pjrt_cache.c) --- */
+
+/*
+ * The program's key: its slot is the plugin file, the device kind, the compile options and the program text; what
+ * must match besides is the plugin's version (its API version, its file's size and time) and the platform's.
+ */
+static void disk_key(const struct pj *p, const PJRT_Program *prog, const PJRT_Client_Compile_Args *c,
+		     struct pjrt_cache_key *k)
+{
+	const struct host *h = p->host;
+	struct stat st;
+	char v[96];
+
+	pjrt_cache_key_add(k, "plugin", h->path, strlen(h->path));
+	pjrt_cache_key_add(k, "device_kind", p->kind, strlen(p->kind));
+	pjrt_cache_key_add(k, "compile_options", c->compile_options, c->compile_options_size);
+	pjrt_cache_key_add(k, "program", prog->code, prog->code_size);
+	pjrt_cache_key_seal(k);
+	snprintf(v, sizeof(v), "%d.%d", PJRT_API_MAJOR, h->minor);
+	pjrt_cache_key_add(k, "api_version", v, strlen(v));
+	if (stat(h->path, &st) == 0) {
+		snprintf(v, sizeof(v), "%lld %lld.%09ld", (long long)st.st_size, (long long)st.st_mtim.tv_sec,
+			 (long)st.st_mtim.tv_nsec);
+		pjrt_cache_key_add(k, "plugin_file", v, strlen(v));
+	}
+	pjrt_cache_key_add(k, "platform", h->platform, strlen(h->platform));
+	pjrt_cache_key_add(k, "platform_version", h->platform_version, strlen(h->platform_version));
+}
+
+/* The key's program loaded from disk, or NULL (none, not trusted, or refused by the plugin: then dropped). */
+static PJRT_LoadedExecutable *disk_load(struct host *h, const struct pjrt_cache_key *k)
+{
+	PJRT_Executable_DeserializeAndLoad_Args d = {.struct_size = PJRT_Executable_DeserializeAndLoad_Args_STRUCT_SIZE,
+						     .client = h->client};
+	char why[512] = "", path[4200];
+	void *bytes = NULL;
+	size_t n = 0;
+	enum pjrt_cache_result r;
+
+	if (!pjrt_cache_on() || !pjrt_api_has(h->api, PJRT_Executable_DeserializeAndLoad))
+		return NULL;
+	r = pjrt_cache_load(k, &bytes, &n, why, sizeof(why));
+	if (r == PJRT_CACHE_HIT) {
+		d.serialized_executable = bytes;
+		d.serialized_executable_size = n;
+		if (take(h->api, h->api->PJRT_Executable_DeserializeAndLoad(&d), "PJRT_Executable_DeserializeAndLoad", why,
+			 sizeof(why)) != PJRT_Error_Code_OK) {
+			pjrt_cache_drop(k);
+			d.loaded_executable = NULL;
+			r = PJRT_CACHE_DROPPED;
+		}
+	}
+	free(bytes);
+	if (r == PJRT_CACHE_DROPPED) {
+		pjrt_cache_path(k, path, sizeof(path));
+		log_fields(LOGL_WARN, "pjrt", "a cached program was not trusted; it is compiled again",
+			   (struct log_field[]){LOG_S("file", path), LOG_S("why", why)}, 2);
+	}
+	return r == PJRT_CACHE_HIT ? d.loaded_executable : NULL;
+}
+
+/* Serializes a program just compiled into the cache; a failure costs only a later compile, and is logged. */
+static void disk_save(struct host *h, const struct pjrt_cache_key *k, PJRT_LoadedExecutable *exe)
+{
+	PJRT_LoadedExecutable_GetExecutable_Args g = {.struct_size = PJRT_LoadedExecutable_GetExecutable_Args_STRUCT_SIZE,
+						      .loaded_executable = exe};
+	PJRT_Executable_Serialize_Args sa = {.struct_size = PJRT_Executable_Serialize_Args_STRUCT_SIZE};
+	PJRT_Executable_Destroy_Args x = {.struct_size = PJRT_Executable_Destroy_Args_STRUCT_SIZE};
+	char why[512] = "";
+
+	if (!pjrt_cache_on() || !pjrt_api_has(h->api, PJRT_Executable_Serialize) ||
+	    !pjrt_api_has(h->api, PJRT_Executable_DeserializeAndLoad))
+		return;
+	if (take(h->api, h->api->PJRT_LoadedExecutable_GetExecutable(&g), "PJRT_LoadedExecutable_GetExecutable", why,
+		 sizeof(why)) != PJRT_Error_Code_OK)
+		goto out;
+	sa.executable = g.executable;
+	if (take(h->api, h->api->PJRT_Executable_Serialize(&sa), "PJRT_Executable_Serialize", why, sizeof(why)) ==
+	    PJRT_Error_Code_OK) {
+		pjrt_cache_store(k, sa.serialized_bytes, sa.serialized_bytes_size, why, sizeof(why));
+		if (sa.serialized_executable_deleter != NULL)
+			sa.serialized_executable_deleter(sa.serialized_executable);
+	}
+	x.executable = g.executable;
+	pjrt_error_take(h->api, h->api->PJRT_Executable_Destroy(&x), NULL, 0);
+out:
+	if (why[0] != '\0')
+		log_fields(LOGL_WARN, "pjrt", "a compiled program could not be kept on disk",
+			   (struct log_field[]){LOG_S("plugin", h->path), LOG_S("why", why)}, 2);
+}
+
 /*
  * The compiled program for the run (from the cache, or compiled now and kept, evicting the least recently used
  * idle one); marks it busy. h->mu held.
@@ -542,6 +692,7 @@ static enum acceld_err program_for(struct pj *p, const struct kernel_work *w, bo
 	PJRT_Client_Compile_Args c = {.struct_size = PJRT_Client_Compile_Args_STRUCT_SIZE, .client = h->client,
 				      .program = &prog};
 	unsigned char options[STABLEHLO_OPTIONS_MAX];
+	struct pjrt_cache_key key = {.text = NULL};
 	uint64_t t0;
 	size_t len;
 	char *text;
@@ -581,13 +732,19 @@ static enum acceld_err program_for(struct pj *p, const struct kernel_work *w, bo
 	prog.code_size = len;
 	c.compile_options = (const char *)options;
 	c.compile_options_size = stablehlo_compile_options(p->device_id, options);
+	disk_key(p, &prog, &c, &key);
 	t0 = clock_mono_ns();
-	code = take(h->api, h->api->PJRT_Client_Compile(&c), "cannot compile the program", err, errsz);
+	c.executable = disk_load(h, &key);
+	t->cached = c.executable != NULL;
+	code = c.executable != NULL ? PJRT_Error_Code_OK :
+	       take(h->api, h->api->PJRT_Client_Compile(&c), "cannot compile the program", err, errsz);
+	t->compile_ms = (double)(clock_mono_ns() - t0) / 1e6;
 	free(text);
+	if (code == PJRT_Error_Code_OK && !t->cached)
+		disk_save(h, &key, c.executable);
+	pjrt_cache_key_release(&key);
 	if (code != PJRT_Error_Code_OK)
 		return classify(code, err);
-	t->compile_ms = (double)(clock_mono_ns() - t0) / 1e6;
-	t->cached = 0;
 	*slot = (struct program){.exe = c.executable, .kernel = w->kernel, .shape = s, .with_c = with_c, .dot = dot,
 				 .device_id = p->device_id, .busy = 1, .last_use = ++h->tick};
 	*out = slot;
@@ -876,6 +1033,11 @@ static enum acceld_err pj_run(void *state, struct kernel_work *w, struct backend
 
 	pthread_mutex_lock(&h->mu);
 	rc = client_open(h, err, errsz);
+	/* the plugin's own words do not say who (a lone busy GPU is "no supported devices found"): the facts do */
+	if (((rc == ACCELD_EHELD && !h->retiring) ||
+	     (rc == ACCELD_EDEVICE && h->kind == PJRT_KIND_CUDA && strstr(err, "no supported devices found") != NULL)) &&
+	    held(p, err, errsz))
+		rc = ACCELD_EHELD;
 	if (rc == ACCELD_OK)
 		rc = match(p, err, errsz);
 	if (rc == ACCELD_OK && (left = memory_left(p)) != 0 && need > left) {
@@ -1089,8 +1251,13 @@ static json_t *pj_inspect(const struct device *dev)
 
 static void pj_prepare(const struct config *cfg)
 {
+	char dir[4096];
+
 	pjrt_plugin_configure(cfg);
+	pj_cfg = cfg;
 	atomic_store(&idle_ns, cfg->pjrt_idle_ms * 1000000ull);
+	pjrt_cache_dir_for(cfg, dir, sizeof(dir));
+	pjrt_cache_configure(dir, cfg->pjrt_cache_bytes);
 	/*
 	 * CUDA then counts GPUs in PCI order, as acceld's ids do: the ordinal is how a GPU is found (match). Set even
 	 * over the caller's value: any other order (FASTEST_FIRST, CUDA's default) would match jobs to the wrong GPU.
@@ -1132,6 +1299,7 @@ static enum acceld_err pj_open(const struct device *dev, unsigned threads, void 
 	p->type = dev->type;
 	p->ordinal = v.ordinal;
 	snprintf(p->compute_capability, sizeof(p->compute_capability), "%s", dev->gpu.compute_capability);
+	snprintf(p->uuid, sizeof(p->uuid), "%s", dev->uuid);
 	p->memory_total = dev->type == DEVICE_GPU ? dev->memory_total_bytes : 0;
 	*state = p;
 	return ACCELD_OK;

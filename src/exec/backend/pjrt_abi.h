@@ -4,7 +4,9 @@
  * tests/fakes/pjrt.c) can be dlopened and driven through `const PJRT_Api *GetPjrtApi(void)`.
  *
  * Source: openxla/xla xla/pjrt/c/pjrt_c_api.h at commit 0882740a8496c82a8dc8a25fadba88ca342fb0aa, which says
- * PJRT_API_MAJOR 0, PJRT_API_MINOR 94; the changelog is xla/pjrt/c/CHANGELOG.md. docs/pjrt.md has the sources.
+ * PJRT_API_MAJOR 0, PJRT_API_MINOR 94 (PJRT_HEADER_MINOR here), with the later PJRT_ExecuteOptions fields added; the
+ * changelog is xla/pjrt/c/CHANGELOG.md. docs/pjrt.md has the sources. acceld speaks up to PJRT_API_MINOR (0.115):
+ * the newest a real plugin ran every kernel with.
  *
  * Version rules (the header's own comments and the changelog):
  *   - The major version must match (0). A change of major is ABI-incompatible.
@@ -38,15 +40,18 @@
 #include <stdint.h>
 
 #define PJRT_API_MAJOR 0
-#define PJRT_API_MINOR 94
+/* The minor acceld speaks: its argument structs have met JAX's CUDA plugin at 0.115 (jax-cuda13-pjrt 0.11.2), which
+ * ran every kernel with them (tests/gpu/README.md, "Runs"). A newer plugin is used, with a note that says so. */
+#define PJRT_API_MINOR 115
+/* The header the layouts were read from. */
+#define PJRT_HEADER_MINOR 94
 /* The oldest minor whose layouts match everything acceld reads, extension chain included. */
 #define PJRT_MIN_MINOR 45
 /* The minor acceld refuses although it is in range: 0.57's changelog says it rearranged PJRT_Api, so a 0.56 table
  * need not hold the slots where acceld reads them. */
 #define PJRT_REFUSED_MINOR 56
-/* The newest minor acceld's argument structs have met: JAX's CUDA plugin at 0.115 (jax-cuda13-pjrt 0.11.2) ran
- * every kernel with them (tests/gpu/README.md, "Runs"). A newer plugin is used, with a note that says so. */
-#define PJRT_NEWEST_CHECKED_MINOR 115
+/* The newest minor acceld's argument structs have met: PJRT_API_MINOR. */
+#define PJRT_NEWEST_CHECKED_MINOR PJRT_API_MINOR
 
 /* The size a caller puts in struct_size: the end of the last field, not sizeof (no tail padding). */
 #define PJRT_STRUCT_SIZE(type, last) (offsetof(type, last) + sizeof(((type *)0)->last))
@@ -599,11 +604,52 @@ typedef struct PJRT_Device_MemoryStats_Args {
 	int64_t peak_allocated_bytes; /* 0.113 */
 	bool peak_allocated_bytes_is_set;
 } PJRT_Device_MemoryStats_Args;
-/* 201 since 0.113 (185 before). JAX's CUDA plugin at 0.115 answers both sizes and sets peak_allocated_bytes only
- * for 201 (tests/gpu/README.md, "Runs"); a plugin before 0.113 reads its own 185-byte prefix of the larger one. */
+/* 201 since 0.113 (185 before). JAX's CUDA plugin at 0.115 answers 201 (tests/gpu/README.md, "Runs"); whether it also
+ * answers 185 is not measured; a plugin before 0.113 reads its own 185-byte prefix of the larger one. */
 #define PJRT_Device_MemoryStats_Args_STRUCT_SIZE                                                                    \
 	PJRT_STRUCT_SIZE(PJRT_Device_MemoryStats_Args, peak_allocated_bytes_is_set)
 typedef PJRT_Error *PJRT_Device_MemoryStats(PJRT_Device_MemoryStats_Args *args);
+
+/* A device's memories (memory spaces): acceld does not call these; the stand-in answers them as the GPU plugin does. */
+typedef struct PJRT_Device_AddressableMemories_Args {
+	size_t struct_size;
+	PJRT_Extension_Base *extension_start;
+	PJRT_Device *device;
+	PJRT_Memory *const *memories; /* out, lives as long as device */
+	size_t num_memories;          /* out */
+} PJRT_Device_AddressableMemories_Args;
+#define PJRT_Device_AddressableMemories_Args_STRUCT_SIZE                                                            \
+	PJRT_STRUCT_SIZE(PJRT_Device_AddressableMemories_Args, num_memories)
+typedef PJRT_Error *PJRT_Device_AddressableMemories(PJRT_Device_AddressableMemories_Args *args);
+
+typedef struct PJRT_Device_DefaultMemory_Args {
+	size_t struct_size;
+	PJRT_Extension_Base *extension_start;
+	PJRT_Device *device;
+	PJRT_Memory *memory; /* out */
+} PJRT_Device_DefaultMemory_Args;
+#define PJRT_Device_DefaultMemory_Args_STRUCT_SIZE PJRT_STRUCT_SIZE(PJRT_Device_DefaultMemory_Args, memory)
+typedef PJRT_Error *PJRT_Device_DefaultMemory(PJRT_Device_DefaultMemory_Args *args);
+
+typedef struct PJRT_Memory_Id_Args {
+	size_t struct_size;
+	PJRT_Extension_Base *extension_start;
+	PJRT_Memory *memory;
+	int id; /* out */
+} PJRT_Memory_Id_Args;
+#define PJRT_Memory_Id_Args_STRUCT_SIZE PJRT_STRUCT_SIZE(PJRT_Memory_Id_Args, id)
+typedef PJRT_Error *PJRT_Memory_Id(PJRT_Memory_Id_Args *args);
+
+/* "device", "pinned_host", ...: not NUL-terminated, lives as long as memory */
+typedef struct PJRT_Memory_Kind_Args {
+	size_t struct_size;
+	PJRT_Extension_Base *extension_start;
+	PJRT_Memory *memory;
+	const char *kind; /* out */
+	size_t kind_size; /* out */
+} PJRT_Memory_Kind_Args;
+#define PJRT_Memory_Kind_Args_STRUCT_SIZE PJRT_STRUCT_SIZE(PJRT_Memory_Kind_Args, kind_size)
+typedef PJRT_Error *PJRT_Memory_Kind(PJRT_Memory_Kind_Args *args);
 
 /* ------------------------------------------------------------------------------------------ executables */
 
@@ -642,6 +688,40 @@ typedef struct PJRT_LoadedExecutable_GetExecutable_Args {
 #define PJRT_LoadedExecutable_GetExecutable_Args_STRUCT_SIZE                                                        \
 	PJRT_STRUCT_SIZE(PJRT_LoadedExecutable_GetExecutable_Args, executable)
 typedef PJRT_Error *PJRT_LoadedExecutable_GetExecutable(PJRT_LoadedExecutable_GetExecutable_Args *args);
+
+/* A serialized executable, owned by the plugin until its deleter is called. */
+typedef struct PJRT_SerializedExecutable PJRT_SerializedExecutable;
+
+/* The plugin's own serialization of an executable (for the compile cache, pjrt_cache.c): serialized_bytes live
+ * until serialized_executable_deleter(serialized_executable) is called, once. */
+typedef struct PJRT_Executable_Serialize_Args {
+	size_t struct_size;
+	PJRT_Extension_Base *extension_start;
+	const PJRT_Executable *executable;
+	const char *serialized_bytes;                     /* out */
+	size_t serialized_bytes_size;                     /* out */
+	PJRT_SerializedExecutable *serialized_executable; /* out, backs serialized_bytes */
+	void (*serialized_executable_deleter)(PJRT_SerializedExecutable *exec); /* out */
+} PJRT_Executable_Serialize_Args;
+#define PJRT_Executable_Serialize_Args_STRUCT_SIZE                                                                  \
+	PJRT_STRUCT_SIZE(PJRT_Executable_Serialize_Args, serialized_executable_deleter)
+typedef PJRT_Error *PJRT_Executable_Serialize(PJRT_Executable_Serialize_Args *args);
+
+/* Loads what PJRT_Executable_Serialize wrote, which must come from the same platform and plugin version. The two
+ * overridden_* fields came in 0.71; NULL keeps the options the executable was compiled with. */
+typedef struct PJRT_Executable_DeserializeAndLoad_Args {
+	size_t struct_size;
+	PJRT_Extension_Base *extension_start;
+	PJRT_Client *client;
+	const char *serialized_executable;
+	size_t serialized_executable_size;
+	PJRT_LoadedExecutable *loaded_executable; /* out, destroy it */
+	const char *overridden_serialized_compile_options;
+	size_t overridden_serialized_compile_options_size;
+} PJRT_Executable_DeserializeAndLoad_Args;
+#define PJRT_Executable_DeserializeAndLoad_Args_STRUCT_SIZE                                                         \
+	PJRT_STRUCT_SIZE(PJRT_Executable_DeserializeAndLoad_Args, overridden_serialized_compile_options_size)
+typedef PJRT_Error *PJRT_Executable_DeserializeAndLoad(PJRT_Executable_DeserializeAndLoad_Args *args);
 
 /* Per-execution options; acceld zeroes them all and sets struct_size. The last four fields came after 0.94. */
 typedef struct PJRT_ExecuteOptions {
@@ -806,12 +886,12 @@ typedef struct PJRT_Api {
 	PJRT_Device_GetDescription *PJRT_Device_GetDescription;
 	PJRT_Device_IsAddressable *PJRT_Device_IsAddressable;
 	PJRT_Device_LocalHardwareId *PJRT_Device_LocalHardwareId;
-	void *PJRT_Device_AddressableMemories;
-	void *PJRT_Device_DefaultMemory;
+	PJRT_Device_AddressableMemories *PJRT_Device_AddressableMemories;
+	PJRT_Device_DefaultMemory *PJRT_Device_DefaultMemory;
 	PJRT_Device_MemoryStats *PJRT_Device_MemoryStats;
 
-	void *PJRT_Memory_Id;
-	void *PJRT_Memory_Kind;
+	PJRT_Memory_Id *PJRT_Memory_Id;
+	PJRT_Memory_Kind *PJRT_Memory_Kind;
 	void *PJRT_Memory_DebugString;
 	void *PJRT_Memory_ToString;
 	void *PJRT_Memory_AddressableByDevices;
@@ -825,7 +905,7 @@ typedef struct PJRT_Api {
 	void *PJRT_Executable_GetCostAnalysis;
 	void *PJRT_Executable_OutputMemoryKinds;
 	void *PJRT_Executable_OptimizedProgram;
-	void *PJRT_Executable_Serialize;
+	PJRT_Executable_Serialize *PJRT_Executable_Serialize;
 
 	PJRT_LoadedExecutable_Destroy *PJRT_LoadedExecutable_Destroy;
 	PJRT_LoadedExecutable_GetExecutable *PJRT_LoadedExecutable_GetExecutable;
@@ -833,7 +913,7 @@ typedef struct PJRT_Api {
 	void *PJRT_LoadedExecutable_Delete;
 	void *PJRT_LoadedExecutable_IsDeleted;
 	PJRT_LoadedExecutable_Execute *PJRT_LoadedExecutable_Execute;
-	void *PJRT_Executable_DeserializeAndLoad;
+	PJRT_Executable_DeserializeAndLoad *PJRT_Executable_DeserializeAndLoad;
 	void *PJRT_LoadedExecutable_Fingerprint;
 
 	PJRT_Buffer_Destroy *PJRT_Buffer_Destroy;
@@ -879,11 +959,48 @@ _Static_assert(PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE == 80, "PJRT_Loade
 _Static_assert(PJRT_Plugin_Attributes_Args_STRUCT_SIZE == 32, "PJRT_Plugin_Attributes_Args");
 _Static_assert(PJRT_Buffer_MemoryLayout_Tiled_STRUCT_SIZE == 56, "PJRT_Buffer_MemoryLayout_Tiled");
 _Static_assert(PJRT_Buffer_MemoryLayout_STRUCT_SIZE == 76, "PJRT_Buffer_MemoryLayout");
+_Static_assert(offsetof(PJRT_Api, PJRT_Executable_Serialize) == 40 + 49 * 8, "PJRT_Api slot 49");
+_Static_assert(offsetof(PJRT_Api, PJRT_Executable_DeserializeAndLoad) == 40 + 56 * 8, "PJRT_Api slot 56");
+_Static_assert(PJRT_Executable_Serialize_Args_STRUCT_SIZE == 56, "PJRT_Executable_Serialize_Args");
+_Static_assert(PJRT_Executable_DeserializeAndLoad_Args_STRUCT_SIZE == 64, "PJRT_Executable_DeserializeAndLoad_Args");
 #endif
 
 /* True when the plugin's table is long enough to hold slot `field` and the slot is filled. */
 #define pjrt_api_has(api, field)                                                                                   \
 	((api)->struct_size >= offsetof(PJRT_Api, field) + sizeof(void *) && (api)->field != NULL)
+
+/*
+ * The named entry of an array of PJRT_NamedValue a plugin returned (device or plugin attributes), or NULL. The array
+ * is of the plugin's own struct, so it is stepped by the first entry's struct_size (rounded up to the struct's
+ * alignment, as the plugin's compiler laid it out), not by acceld's: a newer plugin's entries may be larger. An
+ * entry smaller than acceld's struct (it lacks fields acceld reads) or of another size than the first ends the
+ * walk: the rest cannot be found safely.
+ */
+static inline const PJRT_NamedValue *pjrt_attribute(const PJRT_NamedValue *v, size_t n, const char *name)
+{
+	const size_t align = _Alignof(PJRT_NamedValue);
+	size_t step, len = 0;
+
+	while (name[len] != '\0')
+		len++;
+	if (v == NULL || n == 0 || v[0].struct_size < PJRT_NamedValue_STRUCT_SIZE || v[0].struct_size > 4096)
+		return NULL;
+	step = (v[0].struct_size + align - 1) / align * align;
+	for (size_t i = 0; i < n; i++) {
+		const PJRT_NamedValue *e = (const PJRT_NamedValue *)(const void *)((const char *)v + i * step);
+		size_t k = 0;
+
+		if (e->struct_size != v[0].struct_size)
+			return NULL;
+		if (e->name_size != len || e->name == NULL)
+			continue;
+		while (k < len && e->name[k] == name[k])
+			k++;
+		if (k == len)
+			return e;
+	}
+	return NULL;
+}
 
 /* True when the plugin speaks major PJRT_API_MAJOR at a minor of at least PJRT_MIN_MINOR. */
 static inline bool pjrt_api_version_ok(const PJRT_Api *api)

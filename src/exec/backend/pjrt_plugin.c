@@ -546,9 +546,9 @@ static void check_api(const PJRT_Api *api, char *why, size_t whysz)
 		return;
 	}
 	if (!pjrt_api_version_ok(api)) {
-		snprintf(why, whysz, "PJRT C API %d.%d: acceld needs major %d, minor %d or later (it is built for %d.%d)",
+		snprintf(why, whysz, "PJRT C API %d.%d: acceld needs major %d, minor %d or later (it speaks %d.%d to %d.%d)",
 			 api->pjrt_api_version.major_version, api->pjrt_api_version.minor_version, PJRT_API_MAJOR,
-			 PJRT_MIN_MINOR, PJRT_API_MAJOR, PJRT_API_MINOR);
+			 PJRT_MIN_MINOR, PJRT_API_MAJOR, PJRT_MIN_MINOR, PJRT_API_MAJOR, PJRT_API_MINOR);
 		return;
 	}
 	if (api->pjrt_api_version.minor_version == PJRT_REFUSED_MINOR) {
@@ -572,6 +572,59 @@ static void check_api(const PJRT_Api *api, char *why, size_t whysz)
 	}
 }
 
+/*
+ * The NVIDIA libraries JAX's CUDA plugin expects, in the order jax-ml/jax's jax_plugins/cuda/__init__.py
+ * (_load_nvidia_libraries, through _load(module, libraries)) loads them from the `nvidia` Python packages before it
+ * registers the plugin: <site-packages>/nvidia/<package>/lib/<library>. (The cu13 package's libcusparse.so.12 is as
+ * written there.)
+ */
+static const char *const nvidia_libraries[] = {
+	/* paths below <site-packages>/nvidia, never sonames for the loader to search: only these files are opened */
+	"cuda_runtime/lib/libcudart.so.12", "cu13/lib/libcudart.so.13",     "cuda_nvrtc/lib/libnvrtc.so.12",
+	"cu13/lib/libnvrtc.so.13",          "cublas/lib/libcublas.so.12",   "cublas/lib/libcublasLt.so.12",
+	"cu13/lib/libcublas.so.13",         "cu13/lib/libcublasLt.so.13",   "nccl/lib/libnccl.so.2",
+	"cuda_cupti/lib/libcupti.so.12",    "cu13/lib/libcupti.so.13",      "cusparse/lib/libcusparse.so.12",
+	"cu13/lib/libcusparse.so.12",       "cusolver/lib/libcusolver.so.11", "cu13/lib/libcusolver.so.12",
+	"cufft/lib/libcufft.so.11",         "cu13/lib/libcufft.so.12",      "nvshmem/lib/libnvshmem_host.so.3",
+	"cudnn/lib/libcudnn.so.9",
+};
+
+/*
+ * Before JAX's CUDA plugin (a path of the form <site-packages>/jax_plugins/<folder>/<file>) is opened: the libraries
+ * above that its site-packages holds, each dlopened as JAX does (a failure passed over), so that the plugin's own
+ * lookups by soname find them and a host whose CUDA comes only from pip works. Kept for the process's life, as the
+ * plugin is. Returns how many were loaded.
+ */
+static unsigned load_nvidia_libraries(const char *plugin)
+{
+	const char *mark = NULL, *at = plugin;
+	unsigned loaded = 0;
+
+	while ((at = strstr(at, "/jax_plugins/")) != NULL)
+		mark = at++;
+	if (mark == NULL)
+		return 0;
+	for (size_t i = 0; i < sizeof(nvidia_libraries) / sizeof(nvidia_libraries[0]); i++) {
+		char path[PJRT_PATH_MAX + 96];
+		void *h;
+
+		snprintf(path, sizeof(path), "%.*s/nvidia/%s", (int)(mark - plugin), plugin, nvidia_libraries[i]);
+		if (access(path, F_OK) != 0)
+			continue;
+		h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+		if (h != NULL) {
+			loaded++;
+			continue;
+		}
+		log_fields(LOGL_WARN, "pjrt", "an NVIDIA library beside JAX's CUDA plugin did not load",
+			   (struct log_field[]){LOG_S("library", path), LOG_S("error", dlerror())}, 2);
+	}
+	if (loaded > 0)
+		log_fields(LOGL_INFO, "pjrt", "NVIDIA libraries loaded from the plugin's site-packages",
+			   (struct log_field[]){LOG_S("plugin", plugin), LOG_I("libraries", loaded)}, 2);
+	return loaded;
+}
+
 /* dlopen, GetPjrtApi, the checks, PJRT_Plugin_Initialize; fills p (p->api NULL and p->why on refusal). */
 static void load(struct pjrt_plugin *p)
 {
@@ -581,6 +634,7 @@ static void load(struct pjrt_plugin *p)
 	PJRT_Plugin_Initialize_Args init = {.struct_size = PJRT_Plugin_Initialize_Args_STRUCT_SIZE};
 	char msg[512];
 
+	load_nvidia_libraries(p->path);
 	p->handle = dlopen(p->path, RTLD_NOW | RTLD_LOCAL);
 	if (p->handle == NULL) {
 		dl = dlerror();

@@ -44,7 +44,7 @@ extern char **environ;
 #define BACKOFF_MAX_MS 60000
 #define ATTACHED_MAX 64
 #define SHM_MIN (1u << 20)
-#define ARGS_MAX 16
+#define ARGS_MAX 32
 
 struct wkind;
 
@@ -391,6 +391,7 @@ static struct wproc *proc_start(struct wkind *k, char *err, size_t errsz)
 	sigset_t none;
 	sigset_t dfl;
 	const char *argv[ARGS_MAX];
+	char cache_bytes[32];
 	size_t na = 0;
 	size_t nenv = 0;
 	size_t nout = 0;
@@ -439,6 +440,28 @@ static struct wproc *proc_start(struct wkind *k, char *err, size_t errsz)
 	if (k->cfg != NULL && k->cfg->pjrt_search != NULL) {
 		argv[na++] = "--pjrt-search";
 		argv[na++] = k->cfg->pjrt_search;
+	}
+	/* what the worker's own work reads: the compile cache (beside the database by default), who holds a device */
+	if (k->cfg != NULL) {
+		config_format_size(k->cfg->pjrt_cache_bytes, cache_bytes, sizeof(cache_bytes));
+		argv[na++] = "--pjrt-cache-bytes";
+		argv[na++] = cache_bytes;
+		if (k->cfg->db_path != NULL) {
+			argv[na++] = "--db";
+			argv[na++] = k->cfg->db_path;
+		}
+		if (k->cfg->pjrt_cache_dir != NULL) {
+			argv[na++] = "--pjrt-cache-dir";
+			argv[na++] = k->cfg->pjrt_cache_dir;
+		}
+		if (k->cfg->pjrt_tpu_lockfile != NULL) {
+			argv[na++] = "--pjrt-tpu-lockfile";
+			argv[na++] = k->cfg->pjrt_tpu_lockfile;
+		}
+		if (k->cfg->nvml_library != NULL) {
+			argv[na++] = "--nvml-library";
+			argv[na++] = k->cfg->nvml_library;
+		}
 	}
 	argv[na] = NULL;
 	while (environ[nenv] != NULL)

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check_main.h"
@@ -81,6 +82,7 @@ static void setup(void)
 	resolve(lib, &fake_compile_option, sizeof(fake_compile_option), "fake_pjrt_compile_option");
 	ck_assert_int_eq(config_load(&cfg, 0, NULL, NULL, err, sizeof(err)), 0);
 	cfg.pjrt_idle_ms = 60000;
+	cfg.pjrt_cache_bytes = 0; /* no compile cache on disk, but where a test asks for one */
 	/* both kinds' plugin is the fake (ACCELD_PJRT_PLUGINS) */
 	snprintf(plugins, sizeof(plugins), "tpu=%s,cuda=%s", lib_path, lib_path);
 	free(cfg.pjrt_plugins);
@@ -90,7 +92,19 @@ static void setup(void)
 
 static void teardown(void)
 {
+	unsetenv("FAKE_NVML_PROCESSES");
 	config_release(&cfg);
+}
+
+/* NVML is the fake (tests/fakes/nvml.c), so that acceld can ask it who runs on a GPU. */
+static void use_fake_nvml(void)
+{
+	char path[600];
+
+	snprintf(path, sizeof(path), "%s", lib_path);
+	snprintf(strrchr(path, '/'), sizeof(path) - (size_t)(strrchr(path, '/') - path), "/libnvml.so");
+	free(cfg.nvml_library);
+	cfg.nvml_library = strdup(path);
 }
 
 /* cpu:0 and n accelerators of one kind, each served by the fake plugin */
@@ -107,6 +121,9 @@ static size_t make_devices(enum device_type type, unsigned n)
 		snprintf(d->id, sizeof(d->id), "%s:%u", type == DEVICE_TPU ? "tpu" : "gpu", i);
 		DEVICE_SET(d->vendor, type == DEVICE_TPU ? "Google" : "NVIDIA");
 		DEVICE_SET(d->pci_bus_id, pci[i]);
+		if (type == DEVICE_GPU) /* the NVML fake's first two GPUs, so that NVML can be asked about them */
+			DEVICE_SET(d->uuid, i == 0 ? "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6" :
+						     "GPU-89a1c3e0-1111-2222-3333-444455556666");
 		d->tpu.chip_index = i;
 		d->gpu.cuda_ordinal = (int)i;
 		d->memory_total_bytes = device_memory;
@@ -313,16 +330,47 @@ START_TEST(busy_device_is_409_and_falls_back)
 	char detail[512];
 	json_t *doc;
 
+	char lockfile[] = "/tmp/acceld-libtpu-lock-XXXXXX", who[64];
+	int fd = mkstemp(lockfile), ready[2], done[2];
+	pid_t holder;
+
+	/* another process holds libtpu's lock (lockf, until it exits), and the plugin refuses as libtpu does */
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pipe(ready), 0);
+	ck_assert_int_eq(pipe(done), 0);
+	holder = fork();
+	ck_assert_int_ge(holder, 0);
+	if (holder == 0) {
+		char c;
+
+		if (lockf(fd, F_TLOCK, 0) != 0 || write(ready[1], "x", 1) != 1 || read(done[0], &c, 1) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	ck_assert_int_eq(read(ready[0], who, 1), 1);
+	free(cfg.pjrt_tpu_lockfile);
+	cfg.pjrt_tpu_lockfile = strdup(lockfile);
 	setenv("FAKE_PJRT_PLATFORM", "tpu", 1);
 	setenv("FAKE_PJRT_BUSY", "1", 1);
-	setenv("FAKE_PJRT_BUSY_PID", "777", 1);
+	snprintf(who, sizeof(who), "%ld", (long)holder);
+	setenv("FAKE_PJRT_BUSY_PID", who, 1);
 	ex = start(DEVICE_TPU, 1);
 	job = run(ex, KERNEL_SAXPY, (struct kernel_shape){.n = 1u << 18}, "tpu:0", NULL, &why);
 	ck_assert_int_eq(exec_job_state(job), EXEC_FAILED);
 	ck_assert_int_eq(exec_job_error(job, detail, sizeof(detail)), REASON_DEVICE_BUSY);
 	ck_assert_int_eq(reason_status(REASON_DEVICE_BUSY), 409);
-	ck_assert_msg(strstr(detail, "777") != NULL && strstr(detail, "already in use") != NULL, "%s", detail);
+	snprintf(who, sizeof(who), "tpu:0 is held by process %ld (", (long)holder);
+	ck_assert_msg(strstr(detail, who) != NULL && strstr(detail, lockfile) != NULL &&
+		      strstr(detail, "already in use") != NULL, "%s", detail);
 	exec_job_unref(job);
+	ck_assert_int_eq(write(done[1], "x", 1), 1);
+	waitpid(holder, NULL, 0);
+	close(fd);
+	unlink(lockfile);
+	for (int i = 0; i < 2; i++) {
+		close(ready[i]);
+		close(done[i]);
+	}
 	/* allowed to, it moves on and says why */
 	job = run(ex, KERNEL_SAXPY, (struct kernel_shape){.n = 1u << 18}, "tpu:0", "cpu:0", &why);
 	doc = exec_job_json(job);
@@ -519,19 +567,53 @@ END_TEST
  */
 START_TEST(a_held_gpu_fails_only_its_own_jobs)
 {
+	char procs[64];
 	struct exec *ex;
 
+	/* gpu:1 is held (exclusive-process mode) by this test's parent, as NVML says */
+	use_fake_nvml();
+	snprintf(procs, sizeof(procs), "1:%ld", (long)getppid());
+	setenv("FAKE_NVML_PROCESSES", procs, 1);
 	setenv("FAKE_PJRT_PLATFORM", "cuda", 1);
 	setenv("FAKE_PJRT_DEVICES", "2", 1);
 	setenv("FAKE_PJRT_BUSY_DEVICES", "1", 1);
 	ex = start(DEVICE_GPU, 2);
 	json_decref(run_ok(ex, KERNEL_SAXPY, shapes[KERNEL_SAXPY], "gpu:0"));
-	ck_assert_str_eq(fake_create_option("visible_devices"), "0");
-	ck_assert_int_eq(fake_calls("PJRT_Client_Create"), 3); /* both, without gpu:0 (held too), without gpu:1 */
-	fails_with(ex, "gpu:1", REASON_DEVICE_BUSY, "held by another process when acceld's PJRT client opened");
-	/* the other process lets go: the plugin still has only gpu:0 in this process, and acceld says so */
+	/* one client, asked for both: the plugin skipped the held one itself */
+	ck_assert_str_eq(fake_create_option("visible_devices"), "0,1");
+	ck_assert_int_eq(fake_calls("PJRT_Client_Create"), 1);
+	snprintf(procs, sizeof(procs), "held by process %ld", (long)getppid());
+	fails_with(ex, "gpu:1", REASON_DEVICE_BUSY, procs);
+	/* the other process lets go: the plugin still keeps gpu:1 out in this process, and acceld says so */
 	setenv("FAKE_PJRT_BUSY_DEVICES", "", 1);
-	fails_with(ex, "gpu:1", REASON_DEVICE_BUSY, "until acceld restarts");
+	unsetenv("FAKE_NVML_PROCESSES");
+	fails_with(ex, "gpu:1", REASON_DEVICE_FAILURE, "left gpu:1 (CUDA ordinal 1) out");
+	json_decref(run_ok(ex, KERNEL_DOT, shapes[KERNEL_DOT], "gpu:0"));
+	exec_free(ex);
+	wait_live_zero();
+}
+END_TEST
+
+/* A lone GPU held elsewhere: the plugin finds no device at all; NVML names the holder, or it is a device error. */
+START_TEST(a_lone_held_gpu_names_its_holder)
+{
+	char procs[64];
+	struct exec *ex;
+
+	use_fake_nvml();
+	snprintf(procs, sizeof(procs), "0:%ld", (long)getppid());
+	setenv("FAKE_NVML_PROCESSES", procs, 1);
+	setenv("FAKE_PJRT_PLATFORM", "cuda", 1);
+	setenv("FAKE_PJRT_BUSY_DEVICES", "0", 1);
+	ex = start(DEVICE_GPU, 1);
+	snprintf(procs, sizeof(procs), "gpu:0 is held by process %ld", (long)getppid());
+	fails_with(ex, "gpu:0", REASON_DEVICE_BUSY, procs);
+	fails_with(ex, "gpu:0", REASON_DEVICE_BUSY, "no supported devices found for platform CUDA");
+	/* NVML lists nobody: the plugin's failure is the device's */
+	unsetenv("FAKE_NVML_PROCESSES");
+	fails_with(ex, "gpu:0", REASON_DEVICE_FAILURE, "no supported devices found for platform CUDA");
+	/* nothing was kept: once free, the GPU opens */
+	setenv("FAKE_PJRT_BUSY_DEVICES", "", 1);
 	json_decref(run_ok(ex, KERNEL_DOT, shapes[KERNEL_DOT], "gpu:0"));
 	exec_free(ex);
 	wait_live_zero();
@@ -633,6 +715,44 @@ START_TEST(minor_56_is_refused)
 END_TEST
 
 /* A plugin newer than acceld has met is used with a note; if it wants larger structs, its jobs say so. */
+/* The stand-in answers as the real CUDA plugin 0.115 does by default (1144-byte table, 144-byte PJRT_ExecuteOptions);
+ * as a 0.94 plugin (624-byte table, 112-byte options) it is driven with 0.94's struct, and without the compile
+ * cache's slots when its table ends before them. */
+START_TEST(the_real_plugins_version_and_the_old_one)
+{
+	struct exec *ex;
+	struct pjrt_view st;
+
+	setenv("FAKE_PJRT_PLATFORM", "cuda", 1);
+	ex = start(DEVICE_GPU, 1);
+	json_decref(run_ok(ex, KERNEL_SAXPY, shapes[KERNEL_SAXPY], "gpu:0"));
+	plugin_status(&st);
+	ck_assert_str_eq(st.api_version, "0.115");
+	ck_assert_str_eq(st.note, "");
+	exec_free(ex);
+	wait_live_zero();
+}
+END_TEST
+
+START_TEST(an_old_plugin_gets_its_own_options_size)
+{
+	struct exec *ex;
+	struct pjrt_view st;
+
+	setenv("FAKE_PJRT_PLATFORM", "cuda", 1);
+	setenv("FAKE_PJRT_VERSION", "0.94", 1);
+	setenv("FAKE_PJRT_API_SIZE", "624", 1);
+	ex = start(DEVICE_GPU, 1);
+	/* the fake refuses a PJRT_ExecuteOptions of another size than 0.94's 112 bytes here (below its own is refused,
+	 * and acceld sends exactly 0.94's) */
+	json_decref(run_ok(ex, KERNEL_SAXPY, shapes[KERNEL_SAXPY], "gpu:0"));
+	plugin_status(&st);
+	ck_assert_str_eq(st.api_version, "0.94");
+	exec_free(ex);
+	wait_live_zero();
+}
+END_TEST
+
 START_TEST(a_newer_plugin_is_used_with_a_note)
 {
 	struct exec *ex;
@@ -660,6 +780,42 @@ START_TEST(execute_options_sized_by_version)
 	ck_assert_uint_eq(pjrt_execute_options_size(96), 112);
 	ck_assert_uint_eq(pjrt_execute_options_size(97), PJRT_ExecuteOptions_STRUCT_SIZE);
 	ck_assert_uint_eq(pjrt_execute_options_size(115), 144);
+}
+END_TEST
+
+/* A program compiled once is loaded from the cache on disk by a later host (a new process, in service). */
+START_TEST(compiled_programs_outlive_their_process)
+{
+	char dir[] = "/tmp/acceld-pjrt-cache-XXXXXX", cmd[80];
+	long compiles, loads, saves;
+	struct exec *ex;
+	json_t *job;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	free(cfg.pjrt_cache_dir);
+	cfg.pjrt_cache_dir = strdup(dir);
+	cfg.pjrt_cache_bytes = 1 << 20;
+	backend_pjrt.prepare(&cfg);
+	setenv("FAKE_PJRT_PLATFORM", "tpu", 1);
+	ex = start(DEVICE_TPU, 1);
+	compiles = fake_calls("PJRT_Client_Compile");
+	loads = fake_calls("PJRT_Executable_DeserializeAndLoad");
+	saves = fake_calls("PJRT_Executable_Serialize");
+	json_decref(run_ok(ex, KERNEL_DOT, shapes[KERNEL_DOT], "tpu:0"));
+	ck_assert_int_eq(fake_calls("PJRT_Client_Compile"), compiles + 1);
+	ck_assert_int_eq(fake_calls("PJRT_Executable_Serialize"), saves + 1);
+	exec_free(ex); /* the host and its client go, as a worker's do */
+	wait_live_zero();
+	ex = start(DEVICE_TPU, 1);
+	job = run_ok(ex, KERNEL_DOT, shapes[KERNEL_DOT], "tpu:0");
+	ck_assert(json_is_true(json_object_get(job, "program_cached")));
+	json_decref(job);
+	ck_assert_int_eq(fake_calls("PJRT_Client_Compile"), compiles + 1);
+	ck_assert_int_eq(fake_calls("PJRT_Executable_DeserializeAndLoad"), loads + 1);
+	exec_free(ex);
+	wait_live_zero();
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
 }
 END_TEST
 
@@ -723,15 +879,19 @@ Suite *make_suite(void)
 	tcase_add_test(tc, idle_client_closes);
 	tcase_add_test(tc, the_cuda_client_takes_the_gpus_acceld_serves);
 	tcase_add_test(tc, a_held_gpu_fails_only_its_own_jobs);
+	tcase_add_test(tc, a_lone_held_gpu_names_its_holder);
 	tcase_add_test(tc, a_gpu_that_disagrees_with_nvml_is_refused);
 	tcase_add_test(tc, a_gpu_of_other_memory_is_refused);
 	tcase_add_test(tc, memory_figures_or_a_note);
 	tcase_add_test(tc, memory_stats_refused_is_noted);
 	tcase_add_test(tc, minor_56_is_refused);
 	tcase_add_test(tc, a_newer_plugin_is_used_with_a_note);
+	tcase_add_test(tc, the_real_plugins_version_and_the_old_one);
+	tcase_add_test(tc, an_old_plugin_gets_its_own_options_size);
 	tcase_add_test(tc, execute_options_sized_by_version);
 	tcase_add_test(tc, tpu_ids_counting_cores);
 	tcase_add_test(tc, tpu_ids_counting_chips);
+	tcase_add_test(tc, compiled_programs_outlive_their_process);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -492,6 +492,58 @@ START_TEST(error_code_names)
 END_TEST
 
 /* The stand-in plugin loads once per path, and its table is ready for PJRT_Client_Create. */
+/* Copies the file at from to to, making the folders on the way. */
+static void copy_file(const char *from, const char *to)
+{
+	char cmd[3 * PATH_MAX];
+
+	snprintf(cmd, sizeof(cmd), "mkdir -p \"$(dirname '%s')\" && cp '%s' '%s'", to, from, to);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* Before JAX's CUDA plugin, the NVIDIA libraries of its site-packages are loaded as JAX loads them (a fixture tree of
+ * stand-in .so files: a pip-only CUDA). */
+START_TEST(nvidia_libraries_beside_the_plugin)
+{
+	char sp[] = "/tmp/acceld-site-packages-XXXXXX", plugin[PATH_MAX], lib[PATH_MAX], nvml[PATH_MAX], cmd[PATH_MAX + 16];
+	const struct pjrt_plugin *p;
+	FILE *f;
+
+	ck_assert_ptr_nonnull(mkdtemp(sp));
+	snprintf(nvml, sizeof(nvml), "%.*s/libnvml.so", (int)(strrchr(fake, '/') - fake), fake);
+	snprintf(plugin, sizeof(plugin), "%s/jax_plugins/xla_cuda13/xla_cuda_plugin.so", sp);
+	copy_file(fake, plugin);
+	snprintf(lib, sizeof(lib), "%s/nvidia/cu13/lib/libcudart.so.13", sp);
+	copy_file(nvml, lib);
+	snprintf(lib, sizeof(lib), "%s/nvidia/cudnn/lib/libcudnn.so.9", sp);
+	copy_file(nvml, lib);
+	/* one that is not a library: passed over, the plugin loads all the same */
+	snprintf(lib, sizeof(lib), "%s/nvidia/cublas/lib/libcublas.so.12", sp);
+	copy_file(nvml, lib);
+	f = fopen(lib, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("not an ELF file\n", f);
+	fclose(f);
+	p = pjrt_plugin_load(plugin);
+	ck_assert_msg(p->api != NULL, "%s", p->why);
+	snprintf(lib, sizeof(lib), "%s/nvidia/cu13/lib/libcudart.so.13", sp);
+	ck_assert_ptr_nonnull(dlopen(lib, RTLD_NOW | RTLD_NOLOAD));
+	snprintf(lib, sizeof(lib), "%s/nvidia/cudnn/lib/libcudnn.so.9", sp);
+	ck_assert_ptr_nonnull(dlopen(lib, RTLD_NOW | RTLD_NOLOAD));
+	snprintf(lib, sizeof(lib), "%s/nvidia/cublas/lib/libcublas.so.12", sp);
+	ck_assert_ptr_null(dlopen(lib, RTLD_NOW | RTLD_NOLOAD));
+	/* a plugin outside jax_plugins (libtpu) loads none */
+	snprintf(lib, sizeof(lib), "%s/libtpu/libtpu.so", sp);
+	copy_file(fake, lib);
+	snprintf(plugin, sizeof(plugin), "%s/nvidia/cuda_runtime/lib/libcudart.so.12", sp);
+	copy_file(nvml, plugin);
+	ck_assert_ptr_nonnull(pjrt_plugin_load(lib)->api);
+	ck_assert_ptr_null(dlopen(plugin, RTLD_NOW | RTLD_NOLOAD));
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", sp);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 START_TEST(load_the_fake_plugin)
 {
 	const struct pjrt_plugin *p = pjrt_plugin_load(fake);
@@ -667,6 +719,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, records_are_bounded);
 	tcase_add_test(tc, error_code_names);
 	tcase_add_test(tc, load_the_fake_plugin);
+	tcase_add_test(tc, nvidia_libraries_beside_the_plugin);
 	tcase_add_test(tc, refusals);
 	tcase_add_test(tc, version_refusals);
 	tcase_add_test(tc, table_refusals);
