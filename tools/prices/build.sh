@@ -34,6 +34,7 @@ if [ $# -eq 0 ]; then
 		--aws "$here/src/skypilot-aws-v7-001367d2-d.tx" \
 		--aws-karpenter "$here/src/karpenter-aws-031e72b6.txt" \
 		--aws-v8 "$here/src/skypilot-aws-v8-e385a0d3-p.csv" \
+		--aws-v8 "$here/src/skypilot-aws-v8-e385a0d3-i.csv" \
 		--azure "$here/src/skypilot-azure-v6-098741e7.tx" \
 		--azure "$here/src/skypilot-azure-v6-098741e7-b.tx" \
 		--azure-karpenter "$here/src/karpenter-azure-2b431da1-extract.go"
