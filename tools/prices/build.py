@@ -221,8 +221,8 @@ def read_skypilot(paths):
 
 SHARED_CORE = {"e2-micro", "e2-small", "e2-medium", "f1-micro", "g1-small"}
 # Families acceld prices from rates (src/cost/gcetype.c knows their classes).
-GCE_RATED_FAMILIES = {"c2", "c2d", "c3", "c3d", "c4", "c4a", "e2", "m1", "m2", "m3", "n1", "n2", "n2d", "n4", "t2a",
-                      "t2d"}
+GCE_RATED_FAMILIES = {"c2", "c2d", "c3", "c3d", "c4", "c4a", "c4d", "e2", "m1", "m2", "m3", "n1", "n2", "n2d", "n4",
+                      "n4d", "t2a", "t2d"}
 # Families whose shapes carry more than vCPUs and memory (GPUs, local SSD) or have a single shape:
 # priced per shape, not from rates.
 GCE_SHAPE_FAMILIES = {"a2", "a3", "a4", "g2", "g4", "z3", "h3", "x4", "ct3", "ct3p", "ct4p", "ct5lp", "ct5p", "ct6e"}
@@ -351,7 +351,7 @@ def gce_from_cyclenerd(inst):
         if "type" in m or fam == "custom" or "cpu" not in m or "-lssd" in name or \
                 ("-metal" in name and fam != "c3"):
             continue  # custom shapes: the predefined rates price them (a lower bound); local-SSD variants: their
-            #           disks are billed on top, not at the family's rates, and c4/c4a metal (not covered)
+            #           disks are billed on top, not at the family's rates, and c4/c4a/c4d metal (not covered)
         v, g = float(m["cpu"]), float(m["ram"])
         gpu = [(CYCLENERD_GPUS[k], int(float(c))) for k, c in m.items() if k in CYCLENERD_GPUS]
         if any(k not in CYCLENERD_GPUS and k not in ("cpu", "ram", "cost", "local-ssd") for k in m):
