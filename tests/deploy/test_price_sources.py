@@ -19,6 +19,8 @@ SRC = os.path.join(TOOLS, "src")
 AWS_V7 = [os.path.join(SRC, f) for f in ("skypilot-aws-v7-001367d2.tx", "skypilot-aws-v7-001367d2-b.tx",
                                          "skypilot-aws-v7-001367d2-c.tx", "skypilot-aws-v7-001367d2-d.tx")]
 AZURE_V6 = [os.path.join(SRC, f) for f in ("skypilot-azure-v6-098741e7.tx", "skypilot-azure-v6-098741e7-b.tx")]
+GCP_V8 = [os.path.join(SRC, "skypilot-gcp-v8-8427bbff-a3-a4.csv")]
+REFERENCE = os.path.join(ROOT, "tests", "fixtures", "prices", "gce_reference.csv")
 AWS_V8 = [os.path.join(SRC, f) for f in ("skypilot-aws-v8-e385a0d3-p.csv", "skypilot-aws-v8-e385a0d3-i.csv")]
 # v8 us-east-1 prices where Karpenter's list differs by more than 1 %: P4/P5 (the v8 rows are after AWS's June 2025
 # cut, Karpenter's list agrees with them) are not among them; the metal sizes are, the catalog at the size's
@@ -94,6 +96,30 @@ class PriceSources(unittest.TestCase):
                 self.within(r["price"], karp[it], it + " (Karpenter)")
         self.assertGreaterEqual(len(seen), 44)
         self.assertLessEqual(V8_KARPENTER_DISAGREE, seen)
+
+    def test_skypilot_gcp_v8_gpu_shapes(self):
+        """a3-edgegpu-8g, a3-ultragpu-8g, a4-highgpu-8g: the v8 VM part plus their GPUs at gce_gpus.csv's price"""
+        vm = by_type_region(GCP_V8)
+        gpu = {(r["accelerator_key"], r["region"]): float(r["usd_per_gpu_hour"]) for r in table("gce_gpus")}
+        rows = [r for r in table("gce_shapes") if r["source"] == key_of(build.SRC_SP_GCP_V8)]
+        self.assertGreaterEqual(len(rows), 21)
+        self.assertEqual({r["instance_type"] for r in rows}, set(build.GCE_V8_BUNDLES))
+        for r in rows:
+            what = f"{r['instance_type']} {r['region']}"
+            key, n = build.GCE_V8_BUNDLES[r["instance_type"]]
+            self.assertEqual((r["accelerator_key"], int(r["accelerators"])), (key, n), what)
+            want = vm[(r["instance_type"], r["region"])]["price"] + n * gpu[(key, r["region"])]
+            self.within(float(r["usd_per_hour"]), want, what)
+            self.assertEqual(r["usd_per_hour_spot"], "", what)  # the sources' Spot prices disagree
+        # the same sum for a3-highgpu-8g is Cyclenerd's own price of it within 1 % (the check of the method)
+        with open(REFERENCE, newline="") as f:
+            cy = {(x["instance_type"], x["region"]): float(x["usd_per_hour"]) for x in csv.DictReader(f)}
+        checked = 0
+        for (it, region), r in vm.items():
+            if it == "a3-highgpu-8g" and (it, region) in cy and ("nvidia-h100-sxm", region) in gpu:
+                self.within(r["price"] + 8 * gpu[("nvidia-h100-sxm", region)], cy[(it, region)], it + " " + region)
+                checked += 1
+        self.assertGreaterEqual(checked, 11)
 
     def test_karpenter_aws(self):
         karp = build.read_karpenter(KARPENTER_AWS)

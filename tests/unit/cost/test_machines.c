@@ -194,6 +194,27 @@ START_TEST(skypilot_aws_v8_rows_match_their_source)
 }
 END_TEST
 
+/* GCE GPU shapes from SkyPilot's v8 catalog: its VM part plus the GPUs at gce_gpus.csv's price, no Spot */
+START_TEST(gce_v8_gpu_shapes)
+{
+	const struct machine *m = machines_find("gce", "a3-ultragpu-8g", "us-west1");
+
+	ck_assert_ptr_nonnull(m);
+	ck_assert_str_eq(m->source, "skypilot-gcp@8427bbff");
+	ck_assert_uint_eq(m->accelerators, 8);
+	ck_assert_str_eq(m->accelerator_key, "nvidia-h200");
+	ck_assert_double_eq_tol(m->usd_per_hour, 12.266 + 8 * 9.31174, 1e-6);
+	ck_assert(isnan(m->usd_per_hour_spot));
+	m = machines_find("gce", "a4-highgpu-8g", "us-central1");
+	ck_assert_ptr_nonnull(m);
+	ck_assert_str_eq(m->accelerator_key, "nvidia-b200");
+	ck_assert_double_eq_tol(m->usd_per_hour, 90.216, 1e-6);
+	ck_assert_ptr_nonnull(machines_find("gce", "a3-edgegpu-8g", "us-central1"));
+	/* a shape whose GPU has no price in the region is not in the table */
+	ck_assert_ptr_null(machines_find("gce", "a3-ultragpu-8g", "us-central1"));
+}
+END_TEST
+
 START_TEST(unbundled_rates_price_cpu_and_memory)
 {
 	double od, spot;
@@ -227,6 +248,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, windows_priced_azure_rows_are_left_out);
 	tcase_add_test(tc, four_regions_price_d_e_f_nc_and_nd);
 	tcase_add_test(tc, skypilot_aws_v8_rows_match_their_source);
+	tcase_add_test(tc, gce_v8_gpu_shapes);
 	tcase_add_test(tc, unbundled_rates_price_cpu_and_memory);
 	suite_add_tcase(s, tc);
 	return s;
