@@ -999,8 +999,8 @@ def write_sources(out):
          "skypilot-org/skypilot-catalog catalogs/v7/aws/vms.csv", "001367d22a0033fac286a8c71aeac7109e431bcb",
          AS_OF[SRC_SP_AWS]],
         [SRC_SP_AWS_V8, "SkyPilot catalog v8, AWS EC2 Linux on-demand and Spot (lowest zone of the region): the "
-         "P4, P5 and P6 rows, read because they carry the prices after AWS's June 2025 cut, and the i7i, i8g, i8ge and "
-         "im4gn rows in the seven regions kept for such families, which the v7 file lacks (Apache-2.0). "
+         "P4, P5 and P6 rows, read because they carry the prices after AWS's June 2025 cut, and the i7i, i7ie, i8g, "
+         "i8ge and im4gn rows in the seven regions kept for such families, which the v7 file lacks (Apache-2.0). "
          + SKYPILOT_DATE,
          "https://github.com/skypilot-org/skypilot-catalog/blob/master/catalogs/v8/aws/vms.csv",
          "skypilot-org/skypilot-catalog catalogs/v8/aws/vms.csv", "e385a0d348eda9cefd9806423e7725944dc249e4",
