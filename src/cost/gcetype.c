@@ -31,18 +31,20 @@ static const struct family {
 	{"n1", FAM_CUSTOM | FAM_GPUS, NULL}, {"n2", FAM_CUSTOM, NULL},  {"n2d", FAM_CUSTOM, NULL},
 	{"n4", FAM_CUSTOM, NULL},            {"e2", FAM_CUSTOM, NULL},  {"c2", 0, NULL},
 	{"c2d", 0, NULL},                    {"c3", 0, NULL},           {"c3d", 0, NULL},
-	{"c4", 0, NULL},                     {"c4a", 0, NULL},          {"t2a", 0, NULL},
-	{"t2d", 0, NULL},                    {"m1", 0, NULL},           {"m2", 0, NULL},
-	{"m3", 0, NULL},                     {"a2", FAM_SHAPE, NULL},   {"a3", FAM_SHAPE, NULL},
-	{"a4", FAM_SHAPE, NULL},             {"g2", FAM_SHAPE, NULL},   {"g4", FAM_SHAPE, NULL},
-	{"z3", FAM_SHAPE, NULL},             {"h3", FAM_SHAPE, NULL},   {"x4", FAM_SHAPE, NULL},
+	{"c4", 0, NULL},                     {"c4a", 0, NULL},          {"c4d", 0, NULL},
+	{"n4d", 0, NULL},                    {"t2a", 0, NULL},          {"t2d", 0, NULL},
+	{"m1", 0, NULL},                     {"m2", 0, NULL},           {"m3", 0, NULL},
+	{"a2", FAM_SHAPE, NULL},             {"a3", FAM_SHAPE, NULL},   {"a4", FAM_SHAPE, NULL},
+	{"g2", FAM_SHAPE, NULL},             {"g4", FAM_SHAPE, NULL},   {"z3", FAM_SHAPE, NULL},
+	{"h3", FAM_SHAPE, NULL},             {"x4", FAM_SHAPE, NULL},
 	{"ct3", FAM_SHAPE, "tpu-v3"},        {"ct3p", FAM_SHAPE, "tpu-v3"}, {"ct4p", FAM_SHAPE, "tpu-v4"},
 	{"ct5lp", FAM_SHAPE, "tpu-v5e"},     {"ct5p", FAM_SHAPE, "tpu-v5p"}, {"ct6e", FAM_SHAPE, "tpu-v6e"},
 };
 
 /*
  * GiB per vCPU of each class of the families priced by rates, as Google defines the predefined shapes: the one
- * place these live. c4 rounds memory down to whole GiB (c4-standard-2 has 7 GiB, not 7.5).
+ * place these live. c4 and c4d round memory down to whole GiB (c4-standard-2 has 7 GiB, not 7.5; c4d-standard-2 7, not
+ * 7.75).
  */
 static const struct class_rule {
 	const char *family;
@@ -60,7 +62,9 @@ static const struct class_rule {
 	{"c3", "highcpu", 2, false},      {"c3d", "standard", 4, false},  {"c3d", "highmem", 8, false},
 	{"c3d", "highcpu", 2, false},     {"c4", "standard", 3.75, true}, {"c4", "highmem", 7.75, true},
 	{"c4", "highcpu", 2, false},      {"c4a", "standard", 4, false},  {"c4a", "highmem", 8, false},
-	{"c4a", "highcpu", 2, false},     {"t2a", "standard", 4, false},  {"t2d", "standard", 4, false},
+	{"c4a", "highcpu", 2, false},     {"c4d", "standard", 3.875, true}, {"c4d", "highmem", 7.875, true},
+	{"c4d", "highcpu", 1.875, true},  {"n4d", "standard", 4, false},  {"n4d", "highmem", 8, false},
+	{"n4d", "highcpu", 2, false},     {"t2a", "standard", 4, false},  {"t2d", "standard", 4, false},
 };
 
 /* Shapes no class rule gives: the memory-optimised families, and the few that break their class's rule. */

@@ -37,7 +37,9 @@ SRC_AWS_SCALED = "aws-scaled@001367d2+031e72b6"
 SRC_KARPENTER_AZURE = "karpenter-azure@2b431da1"
 SRC_CYCLENERD = "cyclenerd-gce@fd66b26f"
 SRC_SP_AWS_V8 = "skypilot-aws@e385a0d3"
+SRC_SP_GCP_V8 = "skypilot-gcp@8427bbff"
 AS_OF = {
+    SRC_SP_GCP_V8: "2026-11-28",
     SRC_SP_AWS_V8: "2026-11-28",
     SRC_CYCLENERD: "2026-07-30",
     SRC_KARPENTER_AZURE: "2026-06-18",
@@ -77,7 +79,8 @@ def source_keys():
     """Each source id -> the short key the tables' rows name it by (sources.csv spells the key out: a 2-letter key
     in place of a 22-28 character id on every row keeps the tables within their 1 MB)."""
     return {SRC_COCALC: "cc", SRC_SP_GCP: "sg", SRC_SP_AWS: "sa", SRC_SP_AZURE: "sz", SRC_KARPENTER: "ka",
-            SRC_AWS_SCALED: "as", SRC_KARPENTER_AZURE: "kz", SRC_CYCLENERD: "cy", SRC_SP_AWS_V8: "s8"}
+            SRC_AWS_SCALED: "as", SRC_KARPENTER_AZURE: "kz", SRC_CYCLENERD: "cy", SRC_SP_AWS_V8: "s8",
+            SRC_SP_GCP_V8: "g8"}
 
 
 def write_csv(path, header, rows):
@@ -221,10 +224,14 @@ def read_skypilot(paths):
 
 SHARED_CORE = {"e2-micro", "e2-small", "e2-medium", "f1-micro", "g1-small"}
 # Families acceld prices from rates (src/cost/gcetype.c knows their classes).
-GCE_RATED_FAMILIES = {"c2", "c2d", "c3", "c3d", "c4", "c4a", "e2", "m1", "m2", "m3", "n1", "n2", "n2d", "n4", "t2a",
-                      "t2d"}
+GCE_RATED_FAMILIES = {"c2", "c2d", "c3", "c3d", "c4", "c4a", "c4d", "e2", "m1", "m2", "m3", "n1", "n2", "n2d", "n4",
+                      "n4d", "t2a", "t2d"}
 # Families whose shapes carry more than vCPUs and memory (GPUs, local SSD) or have a single shape:
 # priced per shape, not from rates.
+# GPU shapes Cyclenerd's file lacks, from SkyPilot's v8 GCP catalog: the catalog's VM part plus their GPUs at the
+# table's price per GPU in the region (gce_gpus.csv), as Google bills them; shape -> (accelerator key, count)
+GCE_V8_BUNDLES = {"a3-edgegpu-8g": ("nvidia-h100-sxm", 8), "a3-ultragpu-8g": ("nvidia-h200", 8),
+                  "a4-highgpu-8g": ("nvidia-b200", 8)}
 GCE_SHAPE_FAMILIES = {"a2", "a3", "a4", "g2", "g4", "z3", "h3", "x4", "ct3", "ct3p", "ct4p", "ct5lp", "ct5p", "ct6e"}
 
 
@@ -351,7 +358,7 @@ def gce_from_cyclenerd(inst):
         if "type" in m or fam == "custom" or "cpu" not in m or "-lssd" in name or \
                 ("-metal" in name and fam != "c3"):
             continue  # custom shapes: the predefined rates price them (a lower bound); local-SSD variants: their
-            #           disks are billed on top, not at the family's rates, and c4/c4a metal (not covered)
+            #           disks are billed on top, not at the family's rates, and c4/c4a/c4d metal (not covered)
         v, g = float(m["cpu"]), float(m["ram"])
         gpu = [(CYCLENERD_GPUS[k], int(float(c))) for k, c in m.items() if k in CYCLENERD_GPUS]
         if any(k not in CYCLENERD_GPUS and k not in ("cpu", "ram", "cost", "local-ssd") for k in m):
@@ -526,6 +533,8 @@ def build_gce(args, out):
                 shape_rows.append([name, region, "", "", chips, "tpu-" + g, fnum(chips * p),
                                    fnum(chips * s[1]) if s else "", SRC_SP_GCP])
 
+    if args.gcp_v8:
+        shape_rows += gce_v8_bundles(args.gcp_v8, gpu_rows, {(r[0], r[1]) for r in shape_rows}, args.reference)
     if have_cocalc and args.reference and not args.cyclenerd:
         write_reference(data, gpus, bundle, args.reference)
     if shape_rows:
@@ -546,6 +555,38 @@ def write_reference_cyclenerd(fam_rows, shapes, gpus, path):
     rows.sort()
     os.makedirs(os.path.dirname(path), exist_ok=True)
     write_csv(path, ["instance_type", "region", "vcpus", "memory_gib", "usd_per_hour", "usd_per_hour_spot"], rows)
+
+
+def gce_v8_bundles(paths, gpu_rows, have, reference):
+    """gce_shapes.csv rows of GCE_V8_BUNDLES: the v8 catalog's VM part plus count x the table's on-demand price per
+    GPU in the region; no Spot (the v8 file's, the cocalc package's and Cyclenerd's Spot prices for such shapes
+    disagree by a factor of two). The same sum for a3-highgpu-8g is checked against Cyclenerd's own price."""
+    gp = {(r[0], r[1]): float(r[2]) for r in gpu_rows if r[2] != ""}
+    rows, left = [], []
+    sp = read_skypilot(paths)
+    for (it, acc, cnt, region), r in sorted(sp.items()):
+        if it not in GCE_V8_BUNDLES or r["price"] is None or (it, region) in have:
+            continue
+        key, n = GCE_V8_BUNDLES[it]
+        if (key, region) not in gp:
+            left.append("%s %s" % (it, region))  # no price for its GPU there: acceld could not split it
+            continue
+        rows.append([it, region, fcount(r["vcpus"]), fcount(r["mem"]), n, key,
+                     fnum(round(r["price"] + n * gp[(key, region)], 6)), "", SRC_SP_GCP_V8])
+    print("  v8 GPU shapes: %d rows; left out (no price for the GPU in the region): %s"
+          % (len(rows), ", ".join(left)))
+    if reference and os.path.exists(reference):
+        with open(reference, newline="") as f:
+            cy = {(x["instance_type"], x["region"]): float(x["usd_per_hour"]) for x in csv.DictReader(f)}
+        worst = (0, "")
+        for (it, acc, cnt, region), r in sp.items():
+            want = cy.get((it, region))
+            if it == "a3-highgpu-8g" and want and ("nvidia-h100-sxm", region) in gp:
+                err = abs(r["price"] + 8 * gp[("nvidia-h100-sxm", region)] - want) / want
+                worst = max(worst, (err, "%s %s" % (it, region)))
+        print("  v8 VM part + 8 GPUs at the table's price, against Cyclenerd's a3-highgpu-8g: worst %.2f%% (%s)"
+              % (100 * worst[0], worst[1]))
+    return rows
 
 
 def write_reference(data, gpus, bundle, path):
@@ -958,7 +999,8 @@ def write_sources(out):
          "skypilot-org/skypilot-catalog catalogs/v7/aws/vms.csv", "001367d22a0033fac286a8c71aeac7109e431bcb",
          AS_OF[SRC_SP_AWS]],
         [SRC_SP_AWS_V8, "SkyPilot catalog v8, AWS EC2 Linux on-demand and Spot (lowest zone of the region): the "
-         "P4, P5 and P6 rows, read because they carry the prices after AWS's June 2025 cut (Apache-2.0). "
+         "P4, P5 and P6 rows, read because they carry the prices after AWS's June 2025 cut, and the i7i, i7ie, i8g, "
+         "i8ge and im4gn rows in the seven regions kept for such families, which the v7 file lacks (Apache-2.0). "
          + SKYPILOT_DATE,
          "https://github.com/skypilot-org/skypilot-catalog/blob/master/catalogs/v8/aws/vms.csv",
          "skypilot-org/skypilot-catalog catalogs/v8/aws/vms.csv", "e385a0d348eda9cefd9806423e7725944dc249e4",
@@ -977,6 +1019,12 @@ def write_sources(out):
          "https://github.com/skypilot-org/skypilot-catalog/blob/master/catalogs/v6/azure/vms.csv",
          "skypilot-org/skypilot-catalog catalogs/v6/azure/vms.csv", "098741e70562f65d7af1cceb81e33b284f742604",
          AS_OF[SRC_SP_AZURE]],
+        [SRC_SP_GCP_V8, "SkyPilot catalog v8, GCP VMs (Apache-2.0): the VM part of a3-edgegpu-8g, a3-ultragpu-8g and "
+         "a4-highgpu-8g, which Cyclenerd's file lacks; their H100, H200 and B200 GPUs are added at gce_gpus.csv's "
+         "price per GPU in the region, no Spot (tools/prices/README.md). " + SKYPILOT_DATE,
+         "https://github.com/skypilot-org/skypilot-catalog/blob/master/catalogs/v8/gcp/vms.csv",
+         "skypilot-org/skypilot-catalog catalogs/v8/gcp/vms.csv", "8427bbff988abdd050a9f51addd314ef31cb4e85",
+         AS_OF[SRC_SP_GCP_V8]],
         [SRC_CYCLENERD, "Cyclenerd google-cloud-pricing-cost-calculator pricing.yml, GCE instances per region, on "
          "demand and Spot, generated from Google's Cloud Billing catalog (Apache-2.0). Date: the file's own "
          "\"generated\" header",
@@ -1008,6 +1056,8 @@ def main():
                     help="transcription (or copy) of Karpenter's zz_generated.pricing_aws.go (us-east-1 list)")
     ap.add_argument("--aws-v8", action="append", default=[],
                     help="SkyPilot catalogs/v8/aws/vms.csv, whole or an extract: its rows win for their type and region")
+    ap.add_argument("--gcp-v8", action="append", default=[],
+                    help="SkyPilot catalogs/v8/gcp/vms.csv, whole or an extract: the GPU shapes of GCE_V8_BUNDLES")
     ap.add_argument("--cyclenerd", action="append", default=[],
                     help="Cyclenerd/google-cloud-pricing-cost-calculator pricing.yml (GCE on demand and Spot)")
     ap.add_argument("--azure-karpenter", action="append", default=[],

@@ -28,12 +28,14 @@ if [ $# -eq 0 ]; then
 	fi
 	set -- --cocalc "$cocalc" --cyclenerd "$cyclenerd" \
 		--gcp "$here/src/skypilot-gcp-v7-017e2502-gpu-tpu.csv" \
+		--gcp-v8 "$here/src/skypilot-gcp-v8-8427bbff-a3-a4.csv" \
 		--aws "$here/src/skypilot-aws-v7-001367d2.tx" \
 		--aws "$here/src/skypilot-aws-v7-001367d2-b.tx" \
 		--aws "$here/src/skypilot-aws-v7-001367d2-c.tx" \
 		--aws "$here/src/skypilot-aws-v7-001367d2-d.tx" \
 		--aws-karpenter "$here/src/karpenter-aws-031e72b6.txt" \
 		--aws-v8 "$here/src/skypilot-aws-v8-e385a0d3-p.csv" \
+		--aws-v8 "$here/src/skypilot-aws-v8-e385a0d3-i.csv" \
 		--azure "$here/src/skypilot-azure-v6-098741e7.tx" \
 		--azure "$here/src/skypilot-azure-v6-098741e7-b.tx" \
 		--azure-karpenter "$here/src/karpenter-azure-2b431da1-extract.go"

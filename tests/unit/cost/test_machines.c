@@ -6,7 +6,8 @@
  * region) of the four regions the table answers from that source is within 1 % of the file's price; a size the
  * build found Windows-priced is left out; each of the four regions prices D, E, F, NC and ND sizes.
  *
- * SkyPilot's v8 AWS catalog (the P4, P5 and P6 rows read, tools/prices/src/skypilot-aws-v8-e385a0d3-p.csv): every
+ * SkyPilot's v8 AWS catalog (the rows read: P4, P5 and P6 in tools/prices/src/skypilot-aws-v8-e385a0d3-p.csv; i7i,
+ * i7ie, i8g, i8ge and im4gn in the table's seven storage regions in tools/prices/src/skypilot-aws-v8-e385a0d3-i.csv): every
  * (type, region) the table answers from it is the file's on-demand price and its lowest zone's Spot price, to 1 %.
  */
 #include <math.h>
@@ -18,7 +19,8 @@
 #include "cost/machines.h"
 
 #define KARPENTER_AZURE "tools/prices/src/karpenter-azure-2b431da1-extract.go"
-#define SKYPILOT_AWS_V8 "tools/prices/src/skypilot-aws-v8-e385a0d3-p.csv"
+static const char *const skypilot_aws_v8[] = {"tools/prices/src/skypilot-aws-v8-e385a0d3-p.csv",
+					       "tools/prices/src/skypilot-aws-v8-e385a0d3-i.csv"};
 #define KARPENTER_AZURE_ID "karpenter-azure@2b431da1"
 
 static const char *const regions[] = {"westeurope", "northeurope", "southeastasia", "japaneast"};
@@ -121,14 +123,13 @@ struct v8_row {
 	double price, spot;
 };
 
-START_TEST(skypilot_aws_v8_rows_match_their_source)
+/* Adds the rows of one v8 extract to rows[0..*n), one per (type, region). */
+static void read_v8(const char *path, struct v8_row *rows, size_t cap, size_t *n)
 {
-	FILE *f = fopen(SKYPILOT_AWS_V8, "r");
+	FILE *f = fopen(path, "r");
 	char line[512];
-	struct v8_row rows[64];
-	size_t n = 0, answered = 0, spots = 0;
 
-	ck_assert_msg(f != NULL, "%s", SKYPILOT_AWS_V8);
+	ck_assert_msg(f != NULL, "%s", path);
 	while (fgets(line, sizeof(line), f) != NULL) {
 		char *cols[12];
 		size_t nc, i;
@@ -142,21 +143,30 @@ START_TEST(skypilot_aws_v8_rows_match_their_source)
 		spot = csv_number(cols[6]);
 		if (isfinite(spot) && spot >= 0.999 * price)
 			spot = NAN; /* the catalog repeats the on-demand price where a zone has no Spot price */
-		for (i = 0; i < n; i++)
+		for (i = 0; i < *n; i++)
 			if (strcmp(rows[i].type, cols[0]) == 0 && strcmp(rows[i].region, cols[7]) == 0)
 				break;
-		if (i == n) {
-			ck_assert_uint_lt(n, sizeof(rows) / sizeof(rows[0]));
-			snprintf(rows[n].type, sizeof(rows[n].type), "%s", cols[0]);
-			snprintf(rows[n].region, sizeof(rows[n].region), "%s", cols[7]);
-			rows[n].price = price;
-			rows[n].spot = spot;
-			n++;
+		if (i == *n) {
+			ck_assert_uint_lt(*n, cap);
+			snprintf(rows[*n].type, sizeof(rows[*n].type), "%s", cols[0]);
+			snprintf(rows[*n].region, sizeof(rows[*n].region), "%s", cols[7]);
+			rows[*n].price = price;
+			rows[*n].spot = spot;
+			(*n)++;
 		} else if (isfinite(spot) && (!isfinite(rows[i].spot) || spot < rows[i].spot)) {
 			rows[i].spot = spot;
 		}
 	}
 	fclose(f);
+}
+
+START_TEST(skypilot_aws_v8_rows_match_their_source)
+{
+	static struct v8_row rows[320];
+	size_t n = 0, answered = 0, spots = 0;
+
+	for (size_t k = 0; k < sizeof(skypilot_aws_v8) / sizeof(skypilot_aws_v8[0]); k++)
+		read_v8(skypilot_aws_v8[k], rows, sizeof(rows) / sizeof(rows[0]), &n);
 	for (size_t i = 0; i < n; i++) {
 		const struct machine *m = machines_find("aws", rows[i].type, rows[i].region);
 
@@ -174,10 +184,34 @@ START_TEST(skypilot_aws_v8_rows_match_their_source)
 		}
 		answered++;
 	}
-	ck_assert_uint_ge(answered, 45);
-	ck_assert_uint_ge(spots, 35);
+	ck_assert_uint_ge(answered, 303);
+	ck_assert_uint_ge(spots, 283);
 	/* the P5 price after AWS's cut, read in each region, not scaled from us-east-1 */
 	ck_assert_double_eq_tol(machines_find("aws", "p5.48xlarge", "eu-west-2")->usd_per_hour, 71.552, 1e-9);
+	/* i7i read in eu-central-1, no longer us-east-1 only (Karpenter's list); im4gn in ap-southeast-1 */
+	ck_assert_double_eq_tol(machines_find("aws", "i7i.2xlarge", "eu-central-1")->usd_per_hour, 0.9002, 1e-9);
+	ck_assert_double_eq_tol(machines_find("aws", "im4gn.xlarge", "ap-southeast-1")->usd_per_hour_spot, 0.1386, 1e-9);
+}
+END_TEST
+
+/* GCE GPU shapes from SkyPilot's v8 catalog: its VM part plus the GPUs at gce_gpus.csv's price, no Spot */
+START_TEST(gce_v8_gpu_shapes)
+{
+	const struct machine *m = machines_find("gce", "a3-ultragpu-8g", "us-west1");
+
+	ck_assert_ptr_nonnull(m);
+	ck_assert_str_eq(m->source, "skypilot-gcp@8427bbff");
+	ck_assert_uint_eq(m->accelerators, 8);
+	ck_assert_str_eq(m->accelerator_key, "nvidia-h200");
+	ck_assert_double_eq_tol(m->usd_per_hour, 12.266 + 8 * 9.31174, 1e-6);
+	ck_assert(isnan(m->usd_per_hour_spot));
+	m = machines_find("gce", "a4-highgpu-8g", "us-central1");
+	ck_assert_ptr_nonnull(m);
+	ck_assert_str_eq(m->accelerator_key, "nvidia-b200");
+	ck_assert_double_eq_tol(m->usd_per_hour, 90.216, 1e-6);
+	ck_assert_ptr_nonnull(machines_find("gce", "a3-edgegpu-8g", "us-central1"));
+	/* a shape whose GPU has no price in the region is not in the table */
+	ck_assert_ptr_null(machines_find("gce", "a3-ultragpu-8g", "us-central1"));
 }
 END_TEST
 
@@ -214,6 +248,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, windows_priced_azure_rows_are_left_out);
 	tcase_add_test(tc, four_regions_price_d_e_f_nc_and_nd);
 	tcase_add_test(tc, skypilot_aws_v8_rows_match_their_source);
+	tcase_add_test(tc, gce_v8_gpu_shapes);
 	tcase_add_test(tc, unbundled_rates_price_cpu_and_memory);
 	suite_add_tcase(s, tc);
 	return s;
