@@ -152,8 +152,9 @@ struct exec_request {
 	float *inputs[KERNEL_MAX_INPUTS]; /* inline inputs (malloc'ed, owned) in kernel order, or NULL */
 	bool has_inputs;
 	uint64_t seed;
-	bool full;                  /* return the whole output */
-	bool verify;
+	bool full;                  /* return the whole output: it comes back from the device */
+	bool verify;                /* verify the result: by sample (kernel_verify_sample) ... */
+	bool verify_full;           /* ... or, with verify, the whole output (kernel_verify; it comes back) */
 	uint64_t timeout_ms;        /* 0 = the default */
 	char trigger[16];           /* who made the job: "api" (POST /run, the default), "cli" (acceld run), "check" */
 	char check_id[24];          /* with trigger "check": the health check's id */

@@ -467,6 +467,9 @@ static json_t *job_json(struct exec_job *job, bool listed)
 	if (job->ran && !pending) {
 		d.prepare_ms = job->prepare_ms;
 		d.transfer_ms = job->transfer_ms;
+		d.transfer_bytes = (double)job->transfer_bytes;
+		d.generate_ms = job->generate_ms;
+		d.verify_ms = job->verify_ms;
 		d.kernel_ms = job->kernel_ms;
 		d.compile_ms = job->compile_ms;
 		d.cached = job->cached;
