@@ -147,9 +147,9 @@ char *kernel_sizes_brief(char *out, size_t outsz);
 /*
  * The generator of inputs (the twin of the OpenCL kernel exec_generate in exec_kernels.h and of the StableHLO
  * generator in stablehlo.c): input i of a run with seed S has the key kernel_gen_key(S, i), and element e of it the
- * value kernel_gen_value(key, e), a counter-based hash of key and e (Wellons' lowbias32 mix, twice: over the low
- * 32 bits of e times the golden ratio plus the key, then with the high 32 bits) cut to 24 bits and scaled to
- * [-1, 1). Every step is exact in float32, so every backend makes the same bits.
+ * value kernel_gen_value(key, e), a counter-based hash of key and e (Wellons' lowbias32 mix over the low 32 bits
+ * of e times the golden ratio plus the key, the key first mixed with the high 32 bits of e) cut to 24 bits and
+ * scaled to [-1, 1). Every step is exact in float32, so every backend makes the same bits.
  */
 static inline uint32_t kernel_gen_mix(uint32_t x)
 {
@@ -168,7 +168,7 @@ static inline uint32_t kernel_gen_key(uint64_t seed, unsigned input)
 
 static inline float kernel_gen_value(uint32_t key, uint64_t e)
 {
-	uint32_t h = kernel_gen_mix(kernel_gen_mix((uint32_t)e * 0x9e3779b9u + key) ^ (uint32_t)(e >> 32));
+	uint32_t h = kernel_gen_mix((uint32_t)e * 0x9e3779b9u + (key ^ (uint32_t)(e >> 32) * 0x85ebca6bu));
 
 	return (float)(h >> 8) * (1.0f / 8388608.0f) - 1.0f;
 }

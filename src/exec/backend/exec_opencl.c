@@ -23,11 +23,12 @@
 #define SGEMM_PITCH_PAD 16 /* floats added to the row pitch of A and B: one cache line */
 #define DOT_MAX_GROUPS 256
 
-enum { K_SAXPY, K_TRIAD, K_DOT, K_SGEMM, K_SOFTMAX, K_GENERATE, K_GATHER, K_COUNT };
+enum { K_SAXPY, K_TRIAD, K_DOT, K_SGEMM, K_SOFTMAX, K_GENERATE, K_GENERATE_ROWS, K_GATHER, K_COUNT };
 
 /* prefixed: "dot" is an OpenCL built-in function */
-static const char *const kernel_names[K_COUNT] = {"exec_saxpy",   "exec_triad",    "exec_dot",   "exec_sgemm",
-						   "exec_softmax", "exec_generate", "exec_gather"};
+static const char *const kernel_names[K_COUNT] = {"exec_saxpy",   "exec_triad",    "exec_dot",
+						   "exec_sgemm",   "exec_softmax",  "exec_generate",
+						   "exec_generate_rows", "exec_gather"};
 
 struct pooled {
 	cl_mem mem;
@@ -221,13 +222,17 @@ static enum acceld_err warm_up(struct exec_ocl *ocl, char *err, size_t errsz)
 		if (rc != ACCELD_OK)
 			return rc;
 	}
-	{ /* the generator and the gather */
+	for (int rows = 0; rows < 2; rows++) { /* the generators (of vectors, of pitched rows) and the gather */
 		float sample[8];
-		struct kernel_work w = {.kernel = KERNEL_SAXPY, .n = 8, .alpha = 1.0f, .generate = true, .seed = 1,
-				      .sample_step = 1, .nsample = 8, .sample = sample};
+		struct kernel_work w = {.kernel = rows ? KERNEL_SGEMM : KERNEL_SAXPY, .m = 64, .n = rows ? 128 : 8, .k = 1,
+				      .alpha = 1.0f, .generate = true, .seed = 1, .sample_step = 1, .nsample = 8,
+				      .sample = sample};
+		enum acceld_err rc = exec_ocl_run(ocl, &w, &t, err, errsz);
 
-		return exec_ocl_run(ocl, &w, &t, err, errsz);
+		if (rc != ACCELD_OK)
+			return rc;
 	}
+	return ACCELD_OK;
 }
 
 enum acceld_err exec_ocl_open(const struct device *dev, struct exec_ocl **out, char *err, size_t errsz)
@@ -536,21 +541,34 @@ static void generate(struct launch *l, cl_mem m, const struct kernel_work *w, un
 		     size_t pitch)
 {
 	struct exec_ocl *ocl = l->ocl;
-	cl_ulong count = (cl_ulong)rows * cols, c = cols, p = pitch;
+	cl_ulong count = (cl_ulong)rows * cols, r = rows, c = cols, p = pitch;
 	cl_uint key = kernel_gen_key(w->seed, i);
 	size_t local = 64;
-	size_t global = round_up(count, local);
 	uint64_t t0;
 
 	finish(l, "clFinish (before generating)");
 	t0 = clock_mono_ns();
-	set_arg(l, ocl->kernels[K_GENERATE], 0, sizeof(count), &count);
-	set_arg(l, ocl->kernels[K_GENERATE], 1, sizeof(c), &c);
-	set_arg(l, ocl->kernels[K_GENERATE], 2, sizeof(p), &p);
-	set_arg(l, ocl->kernels[K_GENERATE], 3, sizeof(key), &key);
-	set_arg(l, ocl->kernels[K_GENERATE], 4, sizeof(cl_mem), &m);
-	if (count > 0)
+	if (count == 0) {
+		/* nothing to make */
+	} else if (pitch == cols) { /* one work-item an element */
+		size_t global = round_up(count, local);
+
+		set_arg(l, ocl->kernels[K_GENERATE], 0, sizeof(count), &count);
+		set_arg(l, ocl->kernels[K_GENERATE], 1, sizeof(key), &key);
+		set_arg(l, ocl->kernels[K_GENERATE], 2, sizeof(cl_mem), &m);
 		enqueue(l, ocl->kernels[K_GENERATE], 1, &global, ocl->max_wg == 0 || ocl->max_wg >= local ? &local : NULL);
+	} else { /* work-item (column, row): no division */
+		size_t global[2] = {round_up(cols, local), rows};
+		size_t lsize[2] = {local, 1};
+
+		set_arg(l, ocl->kernels[K_GENERATE_ROWS], 0, sizeof(r), &r);
+		set_arg(l, ocl->kernels[K_GENERATE_ROWS], 1, sizeof(c), &c);
+		set_arg(l, ocl->kernels[K_GENERATE_ROWS], 2, sizeof(p), &p);
+		set_arg(l, ocl->kernels[K_GENERATE_ROWS], 3, sizeof(key), &key);
+		set_arg(l, ocl->kernels[K_GENERATE_ROWS], 4, sizeof(cl_mem), &m);
+		enqueue(l, ocl->kernels[K_GENERATE_ROWS], 2, global,
+			ocl->max_wg == 0 || ocl->max_wg >= local ? lsize : NULL);
+	}
 	finish(l, "clFinish (generate)");
 	l->gen_ns += clock_mono_ns() - t0;
 }

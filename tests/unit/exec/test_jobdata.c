@@ -13,8 +13,8 @@
 #include "check_pools.h"
 #include "exec/jobdata.h"
 
-/* The generator as kernel.h describes it, written out again: lowbias32 twice over the index and the input's key, 24
- * bits scaled to [-1, 1). */
+/* The generator as kernel.h describes it, written out again: lowbias32 over the index and the input's key, 24 bits
+ * scaled to [-1, 1). */
 static uint32_t lowbias32(uint32_t x)
 {
 	x ^= x >> 16;
@@ -28,7 +28,7 @@ static uint32_t lowbias32(uint32_t x)
 static float reference_value(uint64_t seed, unsigned input, size_t i)
 {
 	uint32_t key = lowbias32((uint32_t)seed ^ lowbias32((uint32_t)(seed >> 32) + 0x9e3779b9u * (input + 1u)));
-	uint32_t h = lowbias32(lowbias32((uint32_t)i * 0x9e3779b9u + key) ^ (uint32_t)((uint64_t)i >> 32));
+	uint32_t h = lowbias32((uint32_t)i * 0x9e3779b9u + (key ^ (uint32_t)((uint64_t)i >> 32) * 0x85ebca6bu));
 
 	return (float)(h >> 8) / 8388608.0f - 1.0f;
 }
