@@ -62,6 +62,8 @@ struct exec_record {
 	const char *state;          /* exec_state_name: "running"; then "succeeded", "failed", "timed_out", ... */
 	uint64_t m, n, k;           /* sizes; unused ones 0 */
 	double queued_ms, transfer_ms, kernel_ms, total_ms; /* NAN unknown */
+	double setup_ms, generate_ms, verify_ms;             /* likewise */
+	double transfer_bytes;                               /* NAN unknown */
 	double flops;
 	double bytes;
 	double cost_usd;            /* NAN when the device's price is unknown */

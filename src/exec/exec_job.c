@@ -200,6 +200,10 @@ struct exec_record exec_record_of(const struct exec_job *job)
 						       job->started_ns ? job->started_ns : job->finished_ns)
 				     : NAN,
 		.transfer_ms = job->ran ? job->transfer_ms : NAN,
+		.setup_ms = job->ran ? job->compile_ms : NAN,
+		.generate_ms = job->ran ? job->generate_ms : NAN,
+		.verify_ms = job->ran ? job->verify_ms : NAN,
+		.transfer_bytes = job->ran ? (double)job->transfer_bytes : NAN,
 		.kernel_ms = job->ran ? job->kernel_ms : NAN,
 		.total_ms = final ? exec_ms_between(job->created_ns, job->finished_ns) : NAN,
 		.flops = job->flops,

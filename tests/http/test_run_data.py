@@ -5,9 +5,10 @@ OpenCL backend's fault knob ACCELD_FAULT_WRONG_ELEMENT), and verify "full" still
 
 Sizes stay small: CI has two cores, and PoCL's programs are cached in $ACCELD_BUILD/pocl-cache between runs."""
 import os
+import tempfile
 import unittest
 
-from harness import ROOT, ServerTestCase
+from harness import ROOT, Server, ServerTestCase
 
 BUILD = os.environ.get("ACCELD_BUILD", "build")
 POCL_CACHE = os.path.join(ROOT, BUILD, "pocl-cache")
@@ -91,6 +92,24 @@ class WrongElement(ServerTestCase):
                             "verify": "full"})
         self.assertFalse(doc["verified"], doc["verification"])
         self.assertEqual(doc["verification"]["mode"], "full")
+
+
+class TimingKept(unittest.TestCase):
+    def test_the_history_keeps_where_the_time_went(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            db = os.path.join(tmp, "h.db")
+            env = {"ACCELD_POCL_CACHE_DIR": POCL_CACHE}
+            with Server(db=db, env=env) as s:
+                r = s.request("POST", "/run", json_body={"kernel": "saxpy", "n": 20000, "device": "cpu:0",
+                                                         "backend": "opencl", "verify": True})
+                self.assertEqual(r.status, 200, r)
+                job = r.json()
+            with Server(db=db, env=env) as s:
+                got = s.get("/run/" + job["id"]).json()
+                self.assertEqual(got["source"], "history")
+                for key in ("generate_ms", "transfer_ms", "transfer_bytes", "transfer_gbytes_per_s", "kernel_ms",
+                            "verify_ms", "total_ms"):
+                    self.assertEqual(got["timing"][key], job["timing"][key], key)
 
 
 if __name__ == "__main__":

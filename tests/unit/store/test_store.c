@@ -121,7 +121,7 @@ START_TEST(memory_database_is_migrated_and_healthy)
 	ck_assert_int_eq(store_open(":memory:", &st, err, sizeof(err)), ACCELD_OK);
 	ck_assert_str_eq(err, "");
 	ck_assert(store_healthy(st, err, sizeof(err)));
-	ck_assert_int_eq(store_schema_version(), 6);
+	ck_assert_int_eq(store_schema_version(), 7);
 	ck_assert_str_eq(store_sqlite_version(), sqlite3_libversion());
 	store_close(st);
 }
@@ -136,7 +136,7 @@ START_TEST(fresh_file_gets_the_newest_schema)
 	ck_assert_int_eq(store_open(path, &st, err, sizeof(err)), ACCELD_OK);
 	ck_assert(store_healthy(st, err, sizeof(err)));
 	store_close(st);
-	ck_assert_int_eq(file_query(path, "PRAGMA user_version"), 6);
+	ck_assert_int_eq(file_query(path, "PRAGMA user_version"), 7);
 	ck_assert_int_eq(file_query(path, "SELECT count(*) FROM sqlite_schema WHERE name IN ('devices', 'samples', "
 					  "'rollup_minute', 'rollup_hour', 'jobs', 'prices', 'checks')"),
 			 7);
@@ -158,7 +158,7 @@ START_TEST(older_file_is_upgraded_keeping_its_rows)
 	ck_assert_int_eq(store_open(path, &st, err, sizeof(err)), ACCELD_OK);
 	ck_assert_msg(store_healthy(st, err, sizeof(err)), "%s", err);
 	store_close(st);
-	ck_assert_int_eq(file_query(path, "PRAGMA user_version"), 6);
+	ck_assert_int_eq(file_query(path, "PRAGMA user_version"), 7);
 	ck_assert_int_eq(file_query(path, "SELECT count(*) FROM devices WHERE id = 'gpu:7'"), 1);
 	ck_assert_int_eq(file_query(path, "SELECT count(*) FROM jobs"), 0);
 }
