@@ -155,11 +155,16 @@ static enum acceld_err run_job(struct worker *w, struct pool *pool, struct exec_
 	}
 	host_gen_ms = exec_ms_between(tg, clock_mono_ns());
 	if (kernel_output_rank(r->kernel) > 0) {
+		/* the sample: what comes back of an output that stays on the device, and what sampled verification reads */
+		bool sampled = on_dev || (r->verify && !full_verify);
+
 		kernel_sample_plan(out_len, r->seed, &smp);
-		sample = jobdata_alloc(smp.count);
+		if (!sampled)
+			smp.count = 0;
+		sample = sampled ? jobdata_alloc(smp.count) : NULL;
 		if (want_out)
 			out = jobdata_alloc(out_len);
-		if (sample == NULL || (want_out && out == NULL)) {
+		if ((sampled && sample == NULL) || (want_out && out == NULL)) {
 			snprintf(err, errsz, "cannot allocate %zu bytes for the output", out_len * sizeof(float));
 			rc = ACCELD_ENOMEM;
 			goto out;
