@@ -83,7 +83,7 @@ struct backend_ops {
 	 */
 	bool inline_tiny;
 	/*
-	 * true: the backend's device has memory of its own and run honours kernel_work's generate (inputs made on the
+	 * true (OpenCL, PJRT): the backend's device has memory of its own and run honours kernel_work's generate (inputs made on the
 	 * device), out NULL (the output stays there) and the sample (gathered there). false: the executor hands it
 	 * every input and an output on the host and takes the sample from that output itself.
 	 */

@@ -110,6 +110,7 @@ static enum acceld_err run_job(struct worker *w, struct pool *pool, struct exec_
 	bool on_dev = job->ops->on_device;
 	bool full_verify = r->verify && r->verify_full;
 	bool want_out = !on_dev || r->full || full_verify;
+	bool device_sample = on_dev && !want_out; /* the output stays on the device: only its sample comes back */
 	enum acceld_err rc;
 
 	memset(&work, 0, sizeof(work));
@@ -155,8 +156,9 @@ static enum acceld_err run_job(struct worker *w, struct pool *pool, struct exec_
 	}
 	host_gen_ms = exec_ms_between(tg, clock_mono_ns());
 	if (kernel_output_rank(r->kernel) > 0) {
-		/* the sample: what comes back of an output that stays on the device, and what sampled verification reads */
-		bool sampled = on_dev || (r->verify && !full_verify);
+		/* the sample: what comes back of an output that stays on the device, and what sampled verification reads
+		 * (taken here from an output that came back) */
+		bool sampled = device_sample || (r->verify && !full_verify);
 
 		kernel_sample_plan(out_len, r->seed, &smp);
 		if (!sampled)
@@ -172,7 +174,7 @@ static enum acceld_err run_job(struct worker *w, struct pool *pool, struct exec_
 		work.out = out;
 		work.sample_first = smp.first;
 		work.sample_step = smp.step;
-		if (on_dev) {
+		if (device_sample) {
 			work.sample = sample;
 			work.nsample = smp.count;
 		}
@@ -181,7 +183,7 @@ static enum acceld_err run_job(struct worker *w, struct pool *pool, struct exec_
 	rc = job->ops->run(w->be[b].state, &work, &timing, err, errsz);
 	if (rc != ACCELD_OK)
 		goto out;
-	if (sample != NULL && !on_dev) /* the host holds the output: its sample is taken here */
+	if (sample != NULL && !device_sample) /* the host holds the output: its sample is taken here */
 		for (size_t j = 0; j < smp.count; j++)
 			sample[j] = out[kernel_sample_index(smp.first, smp.step, smp.len, j)];
 	work.sample = sample;

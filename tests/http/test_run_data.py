@@ -1,4 +1,5 @@
-"""Black-box tests of where a job's data lives: inputs generated on the device (OpenCL on PoCL's CPU device) move no
+"""Black-box tests of where a job's data lives: inputs generated on the device (OpenCL on PoCL's CPU device, and PJRT
+through the stand-in plugin, whose FAKE_PJRT_COUNTS file says what crossed the link) move no
 bytes across the link, the output stays on the device unless the request returns it or a full verification needs
 it, sampled verification compares 4,096 elements (or all of a smaller output) and catches a single wrong element (the
 OpenCL backend's fault knob ACCELD_FAULT_WRONG_ELEMENT), and verify "full" still compares every element.
@@ -8,7 +9,7 @@ import os
 import tempfile
 import unittest
 
-from harness import ROOT, Server, ServerTestCase
+from harness import FAKES, ROOT, Server, ServerTestCase
 
 BUILD = os.environ.get("ACCELD_BUILD", "build")
 POCL_CACHE = os.path.join(ROOT, BUILD, "pocl-cache")
@@ -47,7 +48,7 @@ class DeviceData(ServerTestCase):
         n = 5000
         doc = run_ok(self, {"kernel": "saxpy", "n": n, "device": "cpu:0", "backend": "opencl",
                             "return": "full"})
-        self.assertEqual(doc["timing"]["transfer_bytes"], (n + SAMPLE) * 4)
+        self.assertEqual(doc["timing"]["transfer_bytes"], n * 4)
         self.assertEqual(doc["result"]["summary"]["of"], "output")
         r = self.server.request("GET", "/run/" + doc["id"])
         self.assertEqual(len(r.json()["result"]["output"]), n)
@@ -59,7 +60,7 @@ class DeviceData(ServerTestCase):
         self.assertEqual(doc["verification"]["checked"], 9000)
         self.assertTrue(doc["verified"])
         # the whole output came back for it, though the request did not return it
-        self.assertEqual(doc["timing"]["transfer_bytes"], (9000 + SAMPLE) * 4)
+        self.assertEqual(doc["timing"]["transfer_bytes"], 9000 * 4)
         self.assertEqual(doc["result"]["summary"]["of"], "output")
 
     def test_sampled_and_full_agree_natively(self):
@@ -92,6 +93,47 @@ class WrongElement(ServerTestCase):
                             "verify": "full"})
         self.assertFalse(doc["verified"], doc["verification"])
         self.assertEqual(doc["verification"]["mode"], "full")
+
+
+def read_counts(path):
+    with open(path) as f:
+        return {k: int(v) for k, v in (line.split() for line in f)}
+
+
+class PjrtDeviceData(unittest.TestCase):
+    """A fake NVML GPU whose jobs run through the PJRT stand-in."""
+
+    def env(self, tmp, **extra):
+        env = {"ACCELD_NVML_LIBRARY": os.path.join(FAKES, "libnvml.so"), "FAKE_NVML_COUNT": "1",
+               "ACCELD_PJRT_PLUGINS": "cuda=" + os.path.join(FAKES, "libpjrt.so"), "FAKE_PJRT_PLATFORM": "cuda",
+               "FAKE_PJRT_DEVICES": "1", "FAKE_PJRT_KIND": "NVIDIA H100 80GB HBM3", "FAKE_PJRT_CC": "9.0",
+               "FAKE_PJRT_MEMORY": "85017493504", "FAKE_PJRT_COUNTS": os.path.join(tmp, "counts")}
+        env.update(extra)
+        return env
+
+    def test_generated_job_uploads_no_inputs(self):
+        with tempfile.TemporaryDirectory() as tmp, Server(env=self.env(tmp)) as s:
+            n = 200000
+            r = s.request("POST", "/run", json_body={"kernel": "triad", "n": n, "device": "gpu:0", "backend": "pjrt",
+                                                     "verify": True})
+            self.assertEqual(r.status, 200, r)
+            doc = r.json()
+            self.assertTrue(doc["verified"], doc)
+            counts = read_counts(os.path.join(tmp, "counts"))
+            # up: s, the two inputs' keys, the sample's first and step; down: the sample alone
+            self.assertEqual(counts["upload_bytes"], 4 + 2 * 4 + 2 * 8, counts)
+            self.assertEqual(counts["download_bytes"], SAMPLE * 4, counts)
+            self.assertEqual(doc["timing"]["transfer_bytes"], 4 + 2 * 4 + 2 * 8 + SAMPLE * 4)
+            self.assertEqual(doc["result"]["summary"]["of"], "sample")
+
+    def test_sampled_verification_catches_the_wrong_result(self):
+        with tempfile.TemporaryDirectory() as tmp, Server(env=self.env(tmp, FAKE_PJRT_WRONG_RESULT="1")) as s:
+            r = s.request("POST", "/run", json_body={"kernel": "softmax", "m": 8, "n": 400, "device": "gpu:0",
+                                                     "backend": "pjrt", "verify": True})
+            self.assertEqual(r.status, 200, r)
+            doc = r.json()
+            self.assertFalse(doc["verified"], doc["verification"])
+            self.assertEqual(doc["verification"]["checked"], 3200)
 
 
 class TimingKept(unittest.TestCase):
