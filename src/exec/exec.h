@@ -51,6 +51,13 @@ enum exec_state {
 #define EXEC_INLINE_MAX_FLOPS 524288.0
 
 /*
+ * Generated inputs of at least this many bytes in all are made on a device with memory of its own (the backend's
+ * on_device); smaller ones are made on the host and copied, since below it the link's latency, not its bytes, sets
+ * the cost, and a copy costs less than a launch of the generator per input.
+ */
+#define EXEC_DEVICE_GENERATE_MIN_BYTES 65536.0
+
+/*
  * What the history store keeps of a job that starts or finishes. Every pointer is borrowed for the callback's
  * duration.
  */

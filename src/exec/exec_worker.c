@@ -125,6 +125,14 @@ static enum acceld_err run_job(struct worker *w, struct pool *pool, struct exec_
 	work.deadline_ns = job->deadline_ns;
 	work.seed = r->seed;
 	work.generate = on_dev && !r->has_inputs;
+	if (work.generate) {
+		double bytes = 0.0;
+
+		for (unsigned i = 0; i < KERNEL_MAX_INPUTS; i++)
+			if (kernel_input_generated(&work, i))
+				bytes += 4.0 * (double)kernel_input_len(r->kernel, &r->shape, i);
+		work.generate = bytes >= EXEC_DEVICE_GENERATE_MIN_BYTES;
+	}
 	timing.compile_ms = NAN;
 	timing.cached = -1;
 	rc = worker_open(w, b, err, errsz);

@@ -45,7 +45,7 @@ class DeviceData(ServerTestCase):
         self.assertEqual(doc["verification"]["checked"], SAMPLE)
 
     def test_output_comes_back_when_asked(self):
-        n = 5000
+        n = 20000
         doc = run_ok(self, {"kernel": "saxpy", "n": n, "device": "cpu:0", "backend": "opencl",
                             "return": "full"})
         self.assertEqual(doc["timing"]["transfer_bytes"], n * 4)
@@ -54,13 +54,13 @@ class DeviceData(ServerTestCase):
         self.assertEqual(len(r.json()["result"]["output"]), n)
 
     def test_full_verification_compares_every_element(self):
-        doc = run_ok(self, {"kernel": "softmax", "m": 3, "n": 3000, "device": "cpu:0", "backend": "opencl",
+        doc = run_ok(self, {"kernel": "softmax", "m": 3, "n": 8000, "device": "cpu:0", "backend": "opencl",
                             "verify": "full"})
         self.assertEqual(doc["verification"]["mode"], "full")
-        self.assertEqual(doc["verification"]["checked"], 9000)
+        self.assertEqual(doc["verification"]["checked"], 24000)
         self.assertTrue(doc["verified"])
         # the whole output came back for it, though the request did not return it
-        self.assertEqual(doc["timing"]["transfer_bytes"], 9000 * 4)
+        self.assertEqual(doc["timing"]["transfer_bytes"], 24000 * 4)
         self.assertEqual(doc["result"]["summary"]["of"], "output")
 
     def test_sampled_and_full_agree_natively(self):
@@ -69,6 +69,12 @@ class DeviceData(ServerTestCase):
                                 "backend": "native", "verify": verify})
             self.assertTrue(doc["verified"], doc["verification"])
             self.assertEqual(doc["verification"]["checked"], SAMPLE if verify is True else 6300)
+
+    def test_small_inputs_are_copied(self):
+        # below 64 KiB of inputs a launch of the generator costs more than the copy
+        doc = run_ok(self, {"kernel": "saxpy", "n": 1000, "device": "cpu:0", "backend": "opencl", "verify": True})
+        self.assertEqual(doc["timing"]["transfer_bytes"], 3 * 1000 * 4)
+        self.assertTrue(doc["verified"])
 
     def test_verify_refuses_other_values(self):
         r = self.server.request("POST", "/run", json_body={"kernel": "saxpy", "n": 8, "verify": "some"})

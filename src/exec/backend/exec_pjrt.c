@@ -867,6 +867,13 @@ static enum acceld_err download(struct pj *p, PJRT_Buffer *buf, unsigned rank, v
 	return code == PJRT_Error_Code_OK ? ACCELD_OK : classify(code, err);
 }
 
+/* Whether the run's sample is its whole output, in order (an output of KERNEL_SAMPLE_MAX elements or fewer). */
+static bool sample_is_output(const struct kernel_work *w)
+{
+	return w->nsample == (size_t)kernel_output_len(w->kernel, &(struct kernel_shape){w->m, w->n, w->k}) &&
+	       w->sample_first == 0 && w->sample_step == 1;
+}
+
 /* The sample of the output in out (w->nsample elements into w->sample), gathered on the device. */
 static enum acceld_err gather(struct pj *p, struct kernel_work *w, PJRT_Buffer *out, struct backend_timing *t,
 			      char *err, size_t errsz)
@@ -877,7 +884,11 @@ static enum acceld_err gather(struct pj *p, struct kernel_work *w, PJRT_Buffer *
 	struct operand step = {.data = &w->sample_step, .type = PJRT_Buffer_Type_U64, .input = -1};
 	PJRT_Buffer *args[3] = {out, NULL, NULL};
 	PJRT_Buffer *sample[1] = {NULL};
-	enum acceld_err rc = upload(p, &first, &args[1], err, errsz);
+	enum acceld_err rc;
+
+	if (sample_is_output(w)) /* no gather */
+		return download(p, out, kernel_output_rank(w->kernel), w->sample, w->nsample, err, errsz);
+	rc = upload(p, &first, &args[1], err, errsz);
 
 	if (rc == ACCELD_OK)
 		rc = upload(p, &step, &args[2], err, errsz);
@@ -974,7 +985,7 @@ static enum acceld_err execute(struct pj *p, struct program *prog, struct kernel
 	/* the sample is gathered on the device; the output comes back only when the host asked for it */
 	if (w->nsample > 0 && w->sample != NULL && kernel_output_rank(w->kernel) > 0) {
 		rc = gather(p, w, out[0], t, err, errsz);
-		bytes += 2 * sizeof(uint64_t) + w->nsample * sizeof(float);
+		bytes += (sample_is_output(w) ? 0 : 2 * sizeof(uint64_t)) + w->nsample * sizeof(float);
 	}
 	if (rc == ACCELD_OK && (w->kernel == KERNEL_DOT || w->out != NULL)) {
 		size_t count = (size_t)kernel_output_len(w->kernel, &s);
