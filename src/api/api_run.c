@@ -473,6 +473,10 @@ static json_t *stored_job_json(const struct store_job *j)
 	d.finished_ms = j->finished_ms;
 	d.queued_ms = j->queued_ms;
 	d.transfer_ms = j->transfer_ms;
+	d.compile_ms = j->setup_ms;
+	d.generate_ms = j->generate_ms;
+	d.verify_ms = j->verify_ms;
+	d.transfer_bytes = j->transfer_bytes;
 	d.kernel_ms = j->kernel_ms;
 	d.total_ms = j->total_ms;
 	d.flops = j->flops;

@@ -95,6 +95,7 @@ static void run_job(struct devcheck_run *run, enum kernel_id k, uint64_t n, uint
 	snprintf(req.placement, sizeof(req.placement), "health check %s (%s)", run->id, kernel_name(k));
 	req.seed = run->seed + run->jobs;
 	req.verify = true;
+	req.verify_full = true; /* a health check compares every element it can (kernel_verify), as it always has */
 	req.timeout_ms = timeout_ms;
 	snprintf(req.trigger, sizeof(req.trigger), "check");
 	snprintf(req.check_id, sizeof(req.check_id), "%s", run->id);

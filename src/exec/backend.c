@@ -78,6 +78,9 @@ size_t backend_work_buffers(struct kernel_work *w, struct backend_buffer *out)
 	if (kernel_output_rank(w->kernel) > 0)
 		out[n++] = (struct backend_buffer){.out = &w->out,
 						   .bytes = (size_t)kernel_output_len(w->kernel, &s) * sizeof(float)};
+	/* the output's sample that sampled verification compares (NULL, and left out, when none is asked) */
+	if (w->nsample > 0)
+		out[n++] = (struct backend_buffer){.out = &w->sample, .bytes = w->nsample * sizeof(float)};
 	return n;
 }
 

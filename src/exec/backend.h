@@ -26,6 +26,8 @@ struct config;
 /* What a backend measured of one run. */
 struct backend_timing {
 	double transfer_ms; /* host <-> device copies; 0 for native */
+	uint64_t transfer_bytes; /* the bytes those copies moved, both ways */
+	double generate_ms; /* making generated inputs on the device (kernel_work.generate); 0 none */
 	double kernel_ms;
 	double compile_ms;  /* building the program for this run; 0 when it came from a cache, NAN: no programs */
 	int cached;         /* 1: the program came from the backend's cache, 0: built for this run, -1: no programs */
@@ -81,6 +83,12 @@ struct backend_ops {
 	 */
 	bool inline_tiny;
 	/*
+	 * true (OpenCL, PJRT): the backend's device has memory of its own and run honours kernel_work's generate (inputs made on the
+	 * device), out NULL (the output stays there) and the sample (gathered there). false: the executor hands it
+	 * every input and an output on the host and takes the sample from that output itself.
+	 */
+	bool on_device;
+	/*
 	 * May be NULL (1.0). The fraction of dev's spec peak (FP32 for compute-bound kernels, memory bandwidth for the
 	 * others) that this backend reaches on a healthy device of its kind, measured, with where it was measured in
 	 * *source: what a health check expects of the device through this backend.
@@ -115,7 +123,7 @@ struct backend_buffer {
 	size_t bytes;
 };
 
-#define BACKEND_WORK_BUFFERS_MAX (KERNEL_MAX_INPUTS + 1)
+#define BACKEND_WORK_BUFFERS_MAX (KERNEL_MAX_INPUTS + 2) /* the inputs, the output, its sample */
 
 /*
  * Every buffer a run of w's kernel and sizes may have, in a fixed order, whether its pointer is set or NULL (an

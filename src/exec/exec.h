@@ -51,6 +51,13 @@ enum exec_state {
 #define EXEC_INLINE_MAX_FLOPS 524288.0
 
 /*
+ * Generated inputs of at least this many bytes in all are made on a device with memory of its own (the backend's
+ * on_device); smaller ones are made on the host and copied, since below it the link's latency, not its bytes, sets
+ * the cost, and a copy costs less than a launch of the generator per input.
+ */
+#define EXEC_DEVICE_GENERATE_MIN_BYTES 65536.0
+
+/*
  * What the history store keeps of a job that starts or finishes. Every pointer is borrowed for the callback's
  * duration.
  */
@@ -62,6 +69,8 @@ struct exec_record {
 	const char *state;          /* exec_state_name: "running"; then "succeeded", "failed", "timed_out", ... */
 	uint64_t m, n, k;           /* sizes; unused ones 0 */
 	double queued_ms, transfer_ms, kernel_ms, total_ms; /* NAN unknown */
+	double setup_ms, generate_ms, verify_ms;             /* likewise */
+	double transfer_bytes;                               /* NAN unknown */
 	double flops;
 	double bytes;
 	double cost_usd;            /* NAN when the device's price is unknown */
@@ -152,8 +161,9 @@ struct exec_request {
 	float *inputs[KERNEL_MAX_INPUTS]; /* inline inputs (malloc'ed, owned) in kernel order, or NULL */
 	bool has_inputs;
 	uint64_t seed;
-	bool full;                  /* return the whole output */
-	bool verify;
+	bool full;                  /* return the whole output: it comes back from the device */
+	bool verify;                /* verify the result: by sample (kernel_verify_sample) ... */
+	bool verify_full;           /* ... or, with verify, the whole output (kernel_verify; it comes back) */
 	uint64_t timeout_ms;        /* 0 = the default */
 	char trigger[16];           /* who made the job: "api" (POST /run, the default), "cli" (acceld run), "check" */
 	char check_id[24];          /* with trigger "check": the health check's id */

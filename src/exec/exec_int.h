@@ -48,6 +48,8 @@ struct exec_job {
 	uint64_t created_ns, started_ns, finished_ns, deadline_ns;
 	uint64_t timeout_ms;
 	double prepare_ms, transfer_ms, kernel_ms;
+	double generate_ms, verify_ms;     /* making the inputs (host or device), verifying; NAN unknown */
+	uint64_t transfer_bytes;           /* bytes the transfers moved, both ways */
 	double compile_ms;                 /* NAN: the backend builds no programs */
 	int cached;                        /* the program came from the backend's cache (1), was built (0); -1 */
 	enum kernel_precision precision;   /* what ran */

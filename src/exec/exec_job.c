@@ -200,6 +200,10 @@ struct exec_record exec_record_of(const struct exec_job *job)
 						       job->started_ns ? job->started_ns : job->finished_ns)
 				     : NAN,
 		.transfer_ms = job->ran ? job->transfer_ms : NAN,
+		.setup_ms = job->ran ? job->compile_ms : NAN,
+		.generate_ms = job->ran ? job->generate_ms : NAN,
+		.verify_ms = job->ran ? job->verify_ms : NAN,
+		.transfer_bytes = job->ran ? (double)job->transfer_bytes : NAN,
 		.kernel_ms = job->ran ? job->kernel_ms : NAN,
 		.total_ms = final ? exec_ms_between(job->created_ns, job->finished_ns) : NAN,
 		.flops = job->flops,
@@ -467,6 +471,9 @@ static json_t *job_json(struct exec_job *job, bool listed)
 	if (job->ran && !pending) {
 		d.prepare_ms = job->prepare_ms;
 		d.transfer_ms = job->transfer_ms;
+		d.transfer_bytes = (double)job->transfer_bytes;
+		d.generate_ms = job->generate_ms;
+		d.verify_ms = job->verify_ms;
 		d.kernel_ms = job->kernel_ms;
 		d.compile_ms = job->compile_ms;
 		d.cached = job->cached;

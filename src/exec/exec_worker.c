@@ -86,6 +86,11 @@ static enum acceld_err worker_open(struct worker *w, int b, char *err, size_t er
 /*
  * Runs job with worker w's backend (ex->mu not held), preparing and checking it on pool. Returns the backend's
  * error; the job's results are filled on success.
+ *
+ * What crosses the link: a backend with a device of its own (ops->on_device) makes generated inputs there, keeps
+ * the output there unless the request returns it (return full) or a full verification needs it, and sends back
+ * the output's sample, which the summary and sampled verification read. Other backends get every input and an
+ * output on the host, and the sample is taken from that output here.
  */
 static enum acceld_err run_job(struct worker *w, struct pool *pool, struct exec_job *job, char *err, size_t errsz)
 {
@@ -95,10 +100,17 @@ static enum acceld_err run_job(struct worker *w, struct pool *pool, struct exec_
 	struct backend_timing timing = {0};
 	float *gen[KERNEL_MAX_INPUTS] = {NULL, NULL, NULL};
 	float *out = NULL;
+	float *sample = NULL;
+	struct kernel_sample smp = {0};
 	uint64_t t0 = clock_mono_ns();
-	double prepare_ms;
+	uint64_t tg, tv;
+	double prepare_ms, host_gen_ms, verify_ms = NAN;
 	size_t out_len = (size_t)kernel_output_len(r->kernel, &r->shape);
 	int b = exec_worker_backend_index(w, job->ops);
+	bool on_dev = job->ops->on_device;
+	bool full_verify = r->verify && r->verify_full;
+	bool want_out = !on_dev || r->full || full_verify;
+	bool device_sample = on_dev && !want_out; /* the output stays on the device: only its sample comes back */
 	enum acceld_err rc;
 
 	memset(&work, 0, sizeof(work));
@@ -111,11 +123,22 @@ static enum acceld_err run_job(struct worker *w, struct pool *pool, struct exec_
 	work.scale = r->scale;
 	work.precision = r->precision;
 	work.deadline_ns = job->deadline_ns;
+	work.seed = r->seed;
+	work.generate = on_dev && !r->has_inputs;
+	if (work.generate) {
+		double bytes = 0.0;
+
+		for (unsigned i = 0; i < KERNEL_MAX_INPUTS; i++)
+			if (kernel_input_generated(&work, i))
+				bytes += 4.0 * (double)kernel_input_len(r->kernel, &r->shape, i);
+		work.generate = bytes >= EXEC_DEVICE_GENERATE_MIN_BYTES;
+	}
 	timing.compile_ms = NAN;
 	timing.cached = -1;
 	rc = worker_open(w, b, err, errsz);
 	if (rc != ACCELD_OK)
 		goto out;
+	tg = clock_mono_ns();
 	for (unsigned i = 0; i < KERNEL_MAX_INPUTS; i++) {
 		size_t len = (size_t)kernel_input_len(r->kernel, &r->shape, i);
 
@@ -127,6 +150,8 @@ static enum acceld_err run_job(struct worker *w, struct pool *pool, struct exec_
 		}
 		if (r->has_inputs || !kernel_input_generated(&work, i))
 			continue; /* an optional input left out: zeros */
+		if (work.generate && !full_verify)
+			continue; /* made on the device, and no reference needs it whole */
 		gen[i] = jobdata_alloc(len);
 		if (gen[i] == NULL) {
 			snprintf(err, errsz, "cannot allocate %zu bytes for input %u", len * sizeof(float), i);
@@ -134,30 +159,65 @@ static enum acceld_err run_job(struct worker *w, struct pool *pool, struct exec_
 			goto out;
 		}
 		jobdata_generate(pool, gen[i], len, r->seed, i);
-		work.in[i] = gen[i];
+		if (!work.generate)
+			work.in[i] = gen[i]; /* else the full reference's copy: the device makes its own */
 	}
+	host_gen_ms = exec_ms_between(tg, clock_mono_ns());
 	if (kernel_output_rank(r->kernel) > 0) {
-		out = jobdata_alloc(out_len);
-		if (out == NULL) {
+		/* the sample: what comes back of an output that stays on the device, and what sampled verification reads
+		 * (taken here from an output that came back) */
+		bool sampled = device_sample || (r->verify && !full_verify);
+
+		kernel_sample_plan(out_len, r->seed, &smp);
+		if (!sampled)
+			smp.count = 0;
+		sample = sampled ? jobdata_alloc(smp.count) : NULL;
+		if (want_out)
+			out = jobdata_alloc(out_len);
+		if ((sampled && sample == NULL) || (want_out && out == NULL)) {
 			snprintf(err, errsz, "cannot allocate %zu bytes for the output", out_len * sizeof(float));
 			rc = ACCELD_ENOMEM;
 			goto out;
 		}
 		work.out = out;
+		work.sample_first = smp.first;
+		work.sample_step = smp.step;
+		if (device_sample) {
+			work.sample = sample;
+			work.nsample = smp.count;
+		}
 	}
-	prepare_ms = exec_ms_between(t0, clock_mono_ns());
+	prepare_ms = exec_ms_between(t0, clock_mono_ns()) - host_gen_ms;
 	rc = job->ops->run(w->be[b].state, &work, &timing, err, errsz);
 	if (rc != ACCELD_OK)
 		goto out;
+	if (sample != NULL && !device_sample) /* the host holds the output: its sample is taken here */
+		for (size_t j = 0; j < smp.count; j++)
+			sample[j] = out[kernel_sample_index(smp.first, smp.step, smp.len, j)];
+	work.sample = sample;
+	work.nsample = smp.count;
 	job->value = work.value;
-	if (kernel_output_rank(r->kernel) == 0)
+	if (kernel_output_rank(r->kernel) == 0) {
 		jobdata_summarise_value(work.value, &job->summary);
-	else
+	} else if (out != NULL) {
 		jobdata_summarise(pool, out, out_len, &job->summary);
-	if (r->verify) {
+	} else {
+		jobdata_summarise(pool, sample, smp.count, &job->summary);
+		job->summary.sampled = smp.count < out_len;
+	}
+	tv = clock_mono_ns();
+	if (full_verify) {
+		for (unsigned i = 0; i < KERNEL_MAX_INPUTS; i++)
+			if (gen[i] != NULL)
+				work.in[i] = gen[i];
 		kernel_verify(pool, &work, &job->verification);
 		job->verify_done = true;
+	} else if (r->verify) {
+		kernel_verify_sample(pool, &work, &job->verification);
+		job->verify_done = true;
 	}
+	if (r->verify)
+		verify_ms = exec_ms_between(tv, clock_mono_ns());
 	if (r->full && out != NULL) {
 		job->output = out;
 		job->out_len = out_len;
@@ -166,8 +226,11 @@ static enum acceld_err run_job(struct worker *w, struct pool *pool, struct exec_
 	/* GET /run/{id} reads a running job under ex->mu: the results are published there, ran last */
 	pthread_mutex_lock(&ex->mu);
 	job->prepare_ms = prepare_ms;
+	job->generate_ms = host_gen_ms + timing.generate_ms;
+	job->verify_ms = verify_ms;
 	job->kernel_ms = timing.kernel_ms;
 	job->transfer_ms = timing.transfer_ms;
+	job->transfer_bytes = timing.transfer_bytes;
 	job->compile_ms = timing.compile_ms;
 	job->cached = timing.cached;
 	job->precision = work.precision;
@@ -180,6 +243,7 @@ out:
 		r->inputs[i] = NULL;
 	}
 	free(out);
+	free(sample);
 	return rc;
 }
 

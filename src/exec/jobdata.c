@@ -7,14 +7,7 @@
 #include <string.h>
 
 #include "core/mem.h"
-
-/* SplitMix64's finaliser: the counter-based generator of inputs */
-static uint64_t mix(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
+#include "exec/kernel.h"
 
 float *jobdata_alloc(size_t n)
 {
@@ -29,25 +22,22 @@ float *jobdata_alloc(size_t n)
 
 struct gen_task {
 	float *p;
-	uint64_t seed;
+	uint32_t key;
 };
 
-/* Values in [-1, 1) from a counter-based generator, so the result does not depend on the thread count. */
+/* The kernel table's generator (kernel_gen_value): the result does not depend on the thread count. */
 static void gen_part(void *arg, unsigned part, size_t b, size_t e)
 {
 	struct gen_task *t = arg;
 
 	(void)part;
-	for (size_t i = b; i < e; i++) {
-		uint64_t z = mix(t->seed + (uint64_t)i * 0x9e3779b97f4a7c15ull);
-
-		t->p[i] = (float)(z >> 40) * (float)(1.0 / 8388608.0) - 1.0f;
-	}
+	for (size_t i = b; i < e; i++)
+		t->p[i] = kernel_gen_value(t->key, i);
 }
 
 void jobdata_generate(struct pool *p, float *dst, size_t n, uint64_t seed, unsigned input)
 {
-	struct gen_task t = {.p = dst, .seed = seed * 0x2545f4914f6cdd1dull + input};
+	struct gen_task t = {.p = dst, .key = kernel_gen_key(seed, input)};
 
 	pool_parallel(p, n, 1u << 16, 1024, gen_part, &t);
 }
@@ -93,6 +83,8 @@ void jobdata_summarise(struct pool *p, const float *out, size_t len, struct jobd
 		s->max = t->mx[i] > s->max ? t->mx[i] : s->max;
 	}
 	s->mean = len ? s->checksum / (double)len : 0.0;
+	s->count = len;
+	s->sampled = false;
 	s->nfirst = len < JOBDATA_FIRST ? len : JOBDATA_FIRST;
 	memcpy(s->first, out, s->nfirst * sizeof(float));
 	free(t);
@@ -103,4 +95,6 @@ void jobdata_summarise_value(double v, struct jobdata_summary *s)
 	s->checksum = s->min = s->max = s->mean = v;
 	s->first[0] = (float)v;
 	s->nfirst = 1;
+	s->count = 1;
+	s->sampled = false;
 }

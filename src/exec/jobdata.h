@@ -18,13 +18,15 @@
 float *jobdata_alloc(size_t n);
 
 /*
- * Fills dst[0..n) with values in [-1, 1) from a counter-based generator: the same seed and input index give the
- * same values whatever the pool's size.
+ * Fills dst[0..n) with input `input` of a run with this seed: the kernel table's generator (kernel_gen_value), the
+ * same values a backend makes on its device, whatever the pool's size.
  */
 void jobdata_generate(struct pool *p, float *dst, size_t n, uint64_t seed, unsigned input);
 
 struct jobdata_summary {
-	double checksum;            /* the sum of every value */
+	double checksum;            /* the sum of every value summarised */
+	size_t count;               /* how many: the whole output, or its sample when the output stayed on the device */
+	bool sampled;               /* the values summarised are the sample (struct kernel_sample) */
 	double min, max, mean;
 	float first[JOBDATA_FIRST];
 	size_t nfirst;

@@ -10,6 +10,7 @@ void jobdoc_init(struct jobdoc *d)
 {
 	memset(d, 0, sizeof(*d));
 	d->queued_ms = d->prepare_ms = d->compile_ms = d->transfer_ms = d->kernel_ms = d->total_ms = NAN;
+	d->generate_ms = d->verify_ms = d->transfer_bytes = NAN;
 	d->precision = -1;
 	d->cached = -1;
 	d->flops = d->bytes = NAN;
@@ -60,12 +61,19 @@ static json_t *result_json(const struct jobdoc *d)
 	const struct jobdata_summary *s = d->summary;
 	json_t *res = json_object();
 	json_t *first = json_array();
+	json_t *sum;
 
 	for (size_t i = 0; i < s->nfirst; i++)
 		json_array_append_new(first, jsonval_num(s->first[i]));
 	json_object_set_new(res, "checksum", jsonval_num(s->checksum));
-	json_object_set_new(res, "summary", json_pack("{s:o, s:o, s:o, s:o}", "min", jsonval_num(s->min), "max", jsonval_num(s->max),
-						      "mean", jsonval_num(s->mean), "first", first));
+	sum = json_pack("{s:o, s:o, s:o, s:o}", "min", jsonval_num(s->min), "max", jsonval_num(s->max), "mean",
+				jsonval_num(s->mean), "first", first);
+	/* an output that stayed on the device is summarised by its sample */
+	if (s->count > 0) {
+		json_object_set_new(sum, "count", json_integer((json_int_t)s->count));
+		json_object_set_new(sum, "of", json_string(s->sampled ? "sample" : "output"));
+	}
+	json_object_set_new(res, "summary", sum);
 	if (kernel_output_rank(d->kernel) == 0)
 		json_object_set_new(res, "value", jsonval_num(d->value));
 	if (d->listed) {
@@ -141,11 +149,19 @@ json_t *jobdoc_json(const struct jobdoc *d)
 		if (d->fell_back && text(d->fallback_reason))
 			json_object_set_new(o, "fallback_reason", json_string(d->fallback_reason));
 	}
+	/* where the time went: setup (the program's build or cache load), generate, transfer (with its bytes and their
+	 * rate), kernel, verify, total */
 	jsonval_set_num(t, "queued_ms", d->queued_ms);
 	jsonval_set_num(t, "prepare_ms", d->prepare_ms);
+	jsonval_set_num(t, "setup_ms", d->compile_ms);
 	jsonval_set_num(t, "compile_ms", d->compile_ms);
+	jsonval_set_num(t, "generate_ms", d->generate_ms);
 	jsonval_set_num(t, "transfer_ms", d->transfer_ms);
+	jsonval_set_num(t, "transfer_bytes", d->transfer_bytes);
+	if (isfinite(d->transfer_bytes) && isfinite(d->transfer_ms) && d->transfer_ms > 0 && d->transfer_bytes > 0)
+		jsonval_set_num(t, "transfer_gbytes_per_s", d->transfer_bytes / (d->transfer_ms * 1e6));
 	jsonval_set_num(t, "kernel_ms", d->kernel_ms);
+	jsonval_set_num(t, "verify_ms", d->verify_ms);
 	jsonval_set_num(t, "total_ms", d->total_ms);
 	json_object_set_new(o, "timing", t);
 	if (succeeded && isfinite(d->kernel_ms) && d->kernel_ms > 0 && isfinite(d->flops) && isfinite(d->bytes))
@@ -157,7 +173,8 @@ json_t *jobdoc_json(const struct jobdoc *d)
 
 		json_object_set_new(o, "verified", json_boolean(v->verified));
 		json_object_set_new(o, "verification",
-				    json_pack("{s:s, s:I, s:o, s:o}", "method", v->method, "checked", (json_int_t)v->checked,
+				    json_pack("{s:s, s:s, s:I, s:o, s:o}", "mode", v->sampled ? "sample" : "full", "method",
+					      v->method, "checked", (json_int_t)v->checked,
 					      "max_abs_error", jsonval_num(v->max_abs_error), "max_error_to_tolerance",
 					      jsonval_num(v->worst_ratio)));
 	}

@@ -46,6 +46,8 @@ struct jobdoc {
 	/* times: wall clock ms (0 never) and durations ms (NAN unknown) */
 	int64_t created_ms, started_ms, finished_ms;
 	double queued_ms, prepare_ms, compile_ms, transfer_ms, kernel_ms, total_ms;
+	double generate_ms, verify_ms;  /* making the inputs, verifying the result */
+	double transfer_bytes;          /* bytes the transfers moved, both ways (NAN unknown) */
 	/* the work of the run, for throughput; the device's peak figures it was measured against (NAN unknown) */
 	double flops, bytes;
 	double peak_gflops, peak_gbps;

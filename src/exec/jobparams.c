@@ -44,8 +44,8 @@ const struct jobparam jobparams_table[] = {
 	 "the seed of the generated inputs (the same seed, the same inputs)", 0, false},
 	{"return", JOBPARAM_RETURN, 0, "--full", true, NULL, "--full", "keep the whole output (printed with --json)", 0,
 	 false},
-	{"verify", JOBPARAM_BOOL, 0, "--verify", true, NULL, "--verify",
-	 "check the result against a reference; exit 1 when it is wrong", 0, false},
+	{"verify", JOBPARAM_VERIFY, 0, "--verify", true, NULL, "--verify",
+	 "check a sample of the result against a reference; exit 1 when it is wrong", 0, false},
 	{"wait", JOBPARAM_BOOL, 0, NULL, false, NULL, NULL, NULL, 0, false},
 	{"timeout_ms", JOBPARAM_TIMEOUT, 0, "--timeout-ms", false, "a positive integer of milliseconds",
 	 "--timeout-ms T", "the job's timeout in milliseconds (default: --exec-default-timeout)", 0, false},
@@ -257,6 +257,17 @@ bool jobparams_set_json(struct jobparams *p, const struct jobparam *f, json_t *v
 		else if (!(json_is_string(v) && strcmp(json_string_value(v), "summary") == 0))
 			return one_of(v, "summary, full", why);
 		return true;
+	case JOBPARAM_VERIFY:
+		if (json_is_boolean(v)) {
+			p->req.verify = json_is_true(v);
+			p->req.verify_full = false;
+		} else if (json_is_string(v) && strcmp(json_string_value(v), "full") == 0) {
+			p->req.verify = p->req.verify_full = true;
+		} else {
+			return refuse(why, json_is_string(v) ? REASON_INVALID_VALUE : REASON_INVALID_TYPE, "true, false, full",
+				      "expected true (a sample), false or \"full\" (every element)");
+		}
+		return true;
 	case JOBPARAM_TIMEOUT:
 		return json_count(v, p->max_timeout_ms > 0 ? p->max_timeout_ms : UINT64_MAX,
 				  "expected an integer number of milliseconds", " (ACCELD_EXEC_MAX_TIMEOUT)",
@@ -295,6 +306,9 @@ int jobparams_set_text(struct jobparams *p, const struct jobparam *f, const char
 		return 0;
 	case JOBPARAM_RETURN:
 		p->req.full = true;
+		return 0;
+	case JOBPARAM_VERIFY:
+		p->req.verify = true;
 		return 0;
 	case JOBPARAM_BACKEND:
 		if (backend_find(backend_builtin, text) == NULL)

@@ -33,6 +33,7 @@ enum jobparam_kind {
 	JOBPARAM_INPUTS,    /* an object of inline inputs (the caller: their shapes need every size) */
 	JOBPARAM_GENERATE,  /* {seed}; the flag gives the seed alone */
 	JOBPARAM_RETURN,    /* summary or full; the flag is full */
+	JOBPARAM_VERIFY,    /* true (by sample), false or "full"; the flag is true */
 	JOBPARAM_TIMEOUT,   /* milliseconds, from 1 to the configured maximum */
 };
 

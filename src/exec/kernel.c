@@ -15,7 +15,8 @@
  *                  products ran at TF32 or bfloat16 adds twice that precision's unit roundoff (2^-11, 2^-8)
  *   softmax:       |got - ref| <= (2e-6 + min(cols, 65536) * u) * ref + 1e-30
  * sgemm checks every entry up to 1.5e8 multiply-adds in all and 1024 sampled entries beyond; softmax every row up
- * to 1.6e7 elements and 64 sampled rows beyond.
+ * to 1.6e7 elements and 64 sampled rows beyond. Sampled verification (kernel_verify_sample) uses the same
+ * tolerances on the elements of the run's sample (struct kernel_sample), each computed from the inputs alone.
  */
 #include "exec/kernel.h"
 
@@ -622,5 +623,181 @@ void kernel_verify(struct pool *p, const struct kernel_work *w, struct kernel_ve
 		v->checked += t->checked[i];
 	}
 	v->verified = v->worst_ratio <= 1.0;
+	v->sampled = false;
+	free(t);
+}
+
+/* --- the sample and its verification --- */
+
+static uint64_t gcd(uint64_t a, uint64_t b)
+{
+	while (b != 0) {
+		uint64_t t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+void kernel_sample_plan(uint64_t len, uint64_t seed, struct kernel_sample *s)
+{
+	s->len = len;
+	if (len <= KERNEL_SAMPLE_MAX) {
+		s->first = 0;
+		s->step = 1;
+		s->count = (size_t)len;
+		return;
+	}
+	s->count = KERNEL_SAMPLE_MAX;
+	s->first = mix(seed ^ 0x5a3c9e1f0b7d2468ull) % len;
+	s->step = mix(seed + 0x2545f4914f6cdd1dull) % len;
+	if (s->step == 0)
+		s->step = 1;
+	while (gcd(s->step, len) != 1)
+		s->step = s->step + 1 < len ? s->step + 1 : 1;
+}
+
+struct sample_task {
+	struct verify_task *t;
+	uint32_t key[KERNEL_MAX_INPUTS];
+	bool gen[KERNEL_MAX_INPUTS];
+};
+
+/* Element e of input i of the run: given, generated, or zeros. */
+static double input_at(const struct sample_task *s, unsigned i, uint64_t e)
+{
+	const struct kernel_work *w = s->t->w;
+
+	if (w->in[i] != NULL)
+		return w->in[i][e];
+	return s->gen[i] ? kernel_gen_value(s->key[i], e) : 0.0;
+}
+
+/* The reference of output element e and the magnitude of its terms. */
+static void sample_ref(const struct sample_task *s, uint64_t e, double *ref, double *mag)
+{
+	const struct kernel_work *w = s->t->w;
+
+	switch (w->kernel) {
+	case KERNEL_SAXPY:
+	case KERNEL_TRIAD: {
+		double p = (w->kernel == KERNEL_SAXPY ? w->alpha : 1.0) * input_at(s, 0, e);
+		double q = (w->kernel == KERNEL_SAXPY ? 1.0 : w->scale) * input_at(s, 1, e);
+
+		*ref = p + q;
+		*mag = fabs(p) + fabs(q);
+		return;
+	}
+	case KERNEL_SGEMM: {
+		uint64_t i = e / w->n, j = e % w->n;
+		double r = 0.0, m = 0.0;
+
+		for (uint64_t q = 0; q < w->k; q++) {
+			double term = input_at(s, 0, i * w->k + q) * input_at(s, 1, q * w->n + j);
+
+			r += term;
+			m += fabs(term);
+		}
+		r *= w->alpha;
+		m *= fabs((double)w->alpha);
+		if (w->beta != 0.0f) {
+			double c = (double)w->beta * input_at(s, 2, e);
+
+			r += c;
+			m += fabs(c);
+		}
+		*ref = r;
+		*mag = m;
+		return;
+	}
+	case KERNEL_SOFTMAX: {
+		uint64_t row = e / w->n * w->n;
+		double mx = input_at(s, 0, row);
+		double sum = 0.0;
+
+		for (uint64_t j = 1; j < w->n; j++)
+			mx = fmax(mx, input_at(s, 0, row + j));
+		for (uint64_t j = 0; j < w->n; j++)
+			sum += exp(input_at(s, 0, row + j) - mx);
+		*ref = exp(input_at(s, 0, e) - mx) / sum;
+		*mag = *ref;
+		return;
+	}
+	case KERNEL_DOT:
+	case KERNEL_COUNT:
+		break;
+	}
+	*ref = *mag = 0.0;
+}
+
+static void sample_part(void *arg, unsigned part, size_t b, size_t e)
+{
+	struct sample_task *s = arg;
+	const struct kernel_work *w = s->t->w;
+	uint64_t len = kernel_output_len(w->kernel, &(struct kernel_shape){w->m, w->n, w->k});
+
+	for (size_t j = b; j < e; j++) {
+		double ref, mag;
+
+		sample_ref(s, kernel_sample_index(w->sample_first, w->sample_step, len, j), &ref, &mag);
+		verify_note(s->t, part, w->sample[j], ref, mag);
+	}
+}
+
+void kernel_verify_sample(struct pool *p, const struct kernel_work *w, struct kernel_verification *v)
+{
+	struct verify_task *t = xcalloc(1, sizeof(*t));
+	struct sample_task s = {.t = t};
+
+	t->w = w;
+	for (unsigned i = 0; i < KERNEL_MAX_INPUTS; i++) {
+		s.key[i] = kernel_gen_key(w->seed, i);
+		s.gen[i] = w->generate && kernel_input_generated(w, i);
+	}
+	switch (w->kernel) {
+	case KERNEL_DOT: {
+		double ref = 0.0, mag = 0.0;
+
+		for (uint64_t i = 0; i < w->n; i++) {
+			double term = input_at(&s, 0, i) * input_at(&s, 1, i);
+
+			ref += term;
+			mag += fabs(term);
+		}
+		t->tol_rel = seq_tol(w->n);
+		verify_note(t, 0, w->value, ref, mag);
+		snprintf(v->method, sizeof(v->method), "double-precision sum of every product");
+		break;
+	}
+	case KERNEL_SAXPY:
+	case KERNEL_TRIAD:
+		t->tol_rel = 1e-6;
+		break;
+	case KERNEL_SGEMM:
+		t->tol_rel = seq_tol(w->k) +
+			     (w->precision == KERNEL_PRECISION_HIGHEST ? 0.0 : 2.0 * kernel_precision_unit(w->precision));
+		break;
+	case KERNEL_SOFTMAX:
+		t->tol_rel = seq_tol(w->n);
+		break;
+	case KERNEL_COUNT:
+		break;
+	}
+	if (w->kernel != KERNEL_DOT && w->sample != NULL) {
+		pool_parallel(p, w->nsample, w->kernel == KERNEL_SGEMM || w->kernel == KERNEL_SOFTMAX ? 16 : 1024, 1,
+			      sample_part, &s);
+		snprintf(v->method, sizeof(v->method), "double-precision reference of %zu sampled elements", w->nsample);
+	}
+	v->max_abs_error = 0.0;
+	v->worst_ratio = 0.0;
+	v->checked = 0;
+	for (int i = 0; i < POOL_MAX_THREADS; i++) {
+		v->max_abs_error = t->max_abs[i] > v->max_abs_error ? t->max_abs[i] : v->max_abs_error;
+		v->worst_ratio = t->worst[i] > v->worst_ratio ? t->worst[i] : v->worst_ratio;
+		v->checked += t->checked[i];
+	}
+	v->verified = v->worst_ratio <= 1.0 && (w->kernel == KERNEL_DOT || v->checked == w->nsample);
+	v->sampled = true;
 	free(t);
 }

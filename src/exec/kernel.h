@@ -145,6 +145,55 @@ const char *kernel_help_example(enum kernel_id k);
 char *kernel_sizes_brief(char *out, size_t outsz);
 
 /*
+ * The generator of inputs (the twin of the OpenCL kernel exec_generate in exec_kernels.h and of the StableHLO
+ * generator in stablehlo.c): input i of a run with seed S has the key kernel_gen_key(S, i), and element e of it the
+ * value kernel_gen_value(key, e), a counter-based hash of key and e (Wellons' lowbias32 mix over the low 32 bits
+ * of e times the golden ratio plus the key, the key first mixed with the high 32 bits of e) cut to 24 bits and
+ * scaled to [-1, 1). Every step is exact in float32, so every backend makes the same bits.
+ */
+static inline uint32_t kernel_gen_mix(uint32_t x)
+{
+	x ^= x >> 16;
+	x *= 0x7feb352du;
+	x ^= x >> 15;
+	x *= 0x846ca68bu;
+	x ^= x >> 16;
+	return x;
+}
+
+static inline uint32_t kernel_gen_key(uint64_t seed, unsigned input)
+{
+	return kernel_gen_mix((uint32_t)seed ^ kernel_gen_mix((uint32_t)(seed >> 32) + 0x9e3779b9u * (input + 1u)));
+}
+
+static inline float kernel_gen_value(uint32_t key, uint64_t e)
+{
+	uint32_t h = kernel_gen_mix((uint32_t)e * 0x9e3779b9u + (key ^ (uint32_t)(e >> 32) * 0x85ebca6bu));
+
+	return (float)(h >> 8) * (1.0f / 8388608.0f) - 1.0f;
+}
+
+/*
+ * The sample of an output that sampled verification compares and a summary describes when the output stays on the
+ * device: KERNEL_SAMPLE_MAX elements (every one when the output has no more), element j at
+ * (first + j * step) mod len, with first and step drawn from the seed and step prime to len so that no element
+ * comes twice.
+ */
+#define KERNEL_SAMPLE_MAX 4096
+
+struct kernel_sample {
+	uint64_t first, step, len;
+	size_t count;
+};
+
+void kernel_sample_plan(uint64_t len, uint64_t seed, struct kernel_sample *s);
+
+static inline uint64_t kernel_sample_index(uint64_t first, uint64_t step, uint64_t len, size_t j)
+{
+	return (first + (uint64_t)j * step) % len;
+}
+
+/*
  * One kernel run as a backend sees it. Inputs are read-only; out is written out of place and is NULL for a scalar
  * output, whose value goes to value. An optional input NULL means zeros.
  */
@@ -161,6 +210,18 @@ struct kernel_work {
 	/* CLOCK_MONOTONIC ns when the job's answer was due (0: none): a backend that can abandon a running program
 	 * returns ACCELD_ETIMEOUT past it rather than hold its worker */
 	uint64_t deadline_ns;
+	/* true (only for a backend whose ops->on_device is set): every input that kernel_input_generated names is
+	 * NULL in in[] and is made on the device from seed (kernel_gen_key, kernel_gen_value); nothing of it crosses
+	 * the link */
+	bool generate;
+	uint64_t seed;
+	/* the sample (struct kernel_sample; nsample 0: none): sample[j] = the output's element
+	 * kernel_sample_index(sample_first, sample_step, output length, j), gathered on the device */
+	uint64_t sample_first, sample_step;
+	size_t nsample;
+	float *sample;  /* buffer: nsample floats, device -> host */
+	/* out NULL with an output of rank > 0 (only for a backend whose ops->on_device is set): the output stays on
+	 * the device and is freed there; only the sample comes back */
 };
 
 /*
@@ -171,6 +232,7 @@ bool kernel_input_generated(const struct kernel_work *w, unsigned i);
 
 struct kernel_verification {
 	bool verified;              /* every checked value within its tolerance */
+	bool sampled;               /* compared the sample (kernel_verify_sample), not the whole output */
 	double max_abs_error;
 	double worst_ratio;         /* the largest error / tolerance; <= 1 when verified */
 	size_t checked;
@@ -186,6 +248,14 @@ struct kernel_verification {
  * outputs are checked on sampled entries or rows, which method says.
  */
 void kernel_verify(struct pool *p, const struct kernel_work *w, struct kernel_verification *v);
+
+/*
+ * Checks w's sample (or, for a scalar output, its value) against the same references and tolerances: each sampled
+ * element is computed in double precision from the run's inputs, read from in[] where given and otherwise made by
+ * the generator (w->generate: kernel_gen_value; else an optional input left out is zeros). The host never holds a
+ * whole generated input.
+ */
+void kernel_verify_sample(struct pool *p, const struct kernel_work *w, struct kernel_verification *v);
 
 
 #endif

@@ -74,6 +74,10 @@ size_t journal_encode(const struct store_job *job, char *buf, size_t cap)
 	jsonval_set_num(o, "bytes", job->bytes);
 	jsonval_set_num(o, "queued_ms", job->queued_ms);
 	jsonval_set_num(o, "transfer_ms", job->transfer_ms);
+	jsonval_set_num(o, "setup_ms", job->setup_ms);
+	jsonval_set_num(o, "generate_ms", job->generate_ms);
+	jsonval_set_num(o, "verify_ms", job->verify_ms);
+	jsonval_set_num(o, "transfer_bytes", job->transfer_bytes);
 	jsonval_set_num(o, "kernel_ms", job->kernel_ms);
 	jsonval_set_num(o, "total_ms", job->total_ms);
 	jsonval_set_num(o, "cost_usd", job->cost_usd);
@@ -141,6 +145,10 @@ bool journal_decode(const char *line, size_t len, struct store_job *out)
 		out->bytes = get_num(o, "bytes");
 		out->queued_ms = get_num(o, "queued_ms");
 		out->transfer_ms = get_num(o, "transfer_ms");
+		out->setup_ms = get_num(o, "setup_ms");
+		out->generate_ms = get_num(o, "generate_ms");
+		out->verify_ms = get_num(o, "verify_ms");
+		out->transfer_bytes = get_num(o, "transfer_bytes");
 		out->kernel_ms = get_num(o, "kernel_ms");
 		out->total_ms = get_num(o, "total_ms");
 		out->cost_usd = get_num(o, "cost_usd");

@@ -25,6 +25,10 @@ struct store_job {
 	double bytes;               /* bytes moved */
 	double queued_ms;           /* NAN unknown, as the durations below */
 	double transfer_ms;
+	double setup_ms;            /* the program's build or cache load */
+	double generate_ms;         /* making the generated inputs */
+	double verify_ms;
+	double transfer_bytes;      /* what the transfers moved, both ways */
 	double kernel_ms;
 	double total_ms;
 	double cost_usd;

@@ -498,6 +498,10 @@ static void job_of_row(sqlite3_stmt *s, struct store_job *out)
 	col_text(s, 21, out->check_id, sizeof(out->check_id));
 	out->peak_gflops = col_num(s, 22);
 	out->peak_gbytes_per_s = col_num(s, 23);
+	out->setup_ms = col_num(s, 24);
+	out->generate_ms = col_num(s, 25);
+	out->verify_ms = col_num(s, 26);
+	out->transfer_bytes = col_num(s, 27);
 }
 
 enum acceld_err store_job_get(struct store *st, const char *id, struct store_job *out)

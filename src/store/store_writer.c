@@ -102,6 +102,10 @@ int store_write_job(struct store *st, const struct store_job *j)
 	bind_text(s, 22, j->check_id);
 	bind_num(s, 23, j->peak_gflops);
 	bind_num(s, 24, j->peak_gbytes_per_s);
+	bind_num(s, 25, j->setup_ms);
+	bind_num(s, 26, j->generate_ms);
+	bind_num(s, 27, j->verify_ms);
+	bind_num(s, 28, j->transfer_bytes);
 	return step_done(s);
 }
 

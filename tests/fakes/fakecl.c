@@ -4,8 +4,9 @@
  * The ICD loader (ocl-icd) loads it through an .icd file in OCL_ICD_VENDORS. It offers one platform with one GPU that
  * describes itself as the fake NVML's GPU 0 ("NVIDIA H100 80GB HBM3" on PCI 0000:65:00.0, the same UUID), so
  * detection merges the two views into one executable gpu:0 with NVML telemetry and the H100 row of the spec table.
- * It serves exactly the calls acceld's OpenCL backend makes (exec_opencl.c) and runs its five kernels on the host,
- * by name, from the arguments acceld sets: a device that computes right and is far slower than an H100. Switches,
+ * It serves exactly the calls acceld's OpenCL backend makes (exec_opencl.c) and runs its five kernels, its generators
+ * of inputs (the kernel table's generator, kernel_gen_value) and its gather of a sample on the host, by name, from
+ * the arguments acceld sets: a device that computes right and is far slower than an H100. Switches,
  * read on every launch:
  *   FAKE_CL_WRONG=1          every 16th output value (and a dot's sum) is off by one: results that fail verification
  *   FAKE_CL_SLOW_MS=N        every kernel launch sleeps N ms more (default 0; 100 while FAKE_CL_SLOW_FILE exists)
@@ -25,6 +26,8 @@
 #include <CL/cl.h>
 #include <CL/cl_ext.h>
 #include <CL/cl_icd.h>
+
+#include "exec/kernel.h"
 
 struct _cl_platform_id {
 	const cl_icd_dispatch *dispatch;
@@ -52,7 +55,7 @@ struct _cl_program {
 	const cl_icd_dispatch *dispatch;
 };
 
-enum { K_SAXPY, K_TRIAD, K_DOT, K_SGEMM, K_SOFTMAX, K_COUNT };
+enum { K_SAXPY, K_TRIAD, K_DOT, K_SGEMM, K_SOFTMAX, K_GENERATE, K_GENERATE_ROWS, K_GATHER, K_COUNT };
 
 #define MAX_ARGS 12
 
@@ -65,8 +68,9 @@ struct _cl_kernel {
 	} args[MAX_ARGS];
 };
 
-static const char *const kernel_names[K_COUNT] = {"exec_saxpy", "exec_triad", "exec_dot", "exec_sgemm",
-						   "exec_softmax"};
+static const char *const kernel_names[K_COUNT] = {"exec_saxpy",   "exec_triad",	  "exec_dot",
+						   "exec_sgemm",   "exec_softmax", "exec_generate",
+						   "exec_generate_rows", "exec_gather"};
 
 static cl_icd_dispatch dispatch;
 static struct _cl_platform_id platform = {&dispatch};
@@ -623,6 +627,43 @@ static void softmax(const struct _cl_kernel *k, size_t rows, bool wrong)
 	}
 }
 
+static cl_uint uint_arg(const struct _cl_kernel *k, int i)
+{
+	cl_uint v;
+
+	memcpy(&v, k->args[i].bytes, sizeof(v));
+	return v;
+}
+
+/* exec_generate (count, key, dst) and exec_generate_rows (rows, cols, pitch, key, dst) */
+static void generate(const struct _cl_kernel *k)
+{
+	bool rows = k->which == K_GENERATE_ROWS;
+	cl_ulong r = rows ? ulong_arg(k, 0) : 1, c = rows ? ulong_arg(k, 1) : ulong_arg(k, 0);
+	cl_ulong pitch = rows ? ulong_arg(k, 2) : c;
+	cl_uint key = uint_arg(k, rows ? 3 : 1);
+	float *dst = buf(k, rows ? 4 : 2);
+
+	for (cl_ulong i = 0; i < r; i++)
+		for (cl_ulong j = 0; j < c; j++)
+			dst[i * pitch + j] = kernel_gen_value(key, i * c + j);
+}
+
+/* exec_gather (first, step, len, cols, pitch, src, dst) over global items */
+static void gather(const struct _cl_kernel *k, size_t items)
+{
+	cl_ulong first = ulong_arg(k, 0), step = ulong_arg(k, 1), len = ulong_arg(k, 2), cols = ulong_arg(k, 3);
+	cl_ulong pitch = ulong_arg(k, 4);
+	const float *src = buf(k, 5);
+	float *dst = buf(k, 6);
+
+	for (size_t j = 0; j < items; j++) {
+		cl_ulong e = kernel_sample_index(first, step, len, j);
+
+		dst[j] = src[e / cols * pitch + e % cols];
+	}
+}
+
 static void slow_down(void)
 {
 	const char *file = getenv("FAKE_CL_SLOW_FILE");
@@ -671,6 +712,13 @@ static cl_int CL_API_CALL enqueue_kernel(cl_command_queue q, cl_kernel k, cl_uin
 	case K_SOFTMAX:
 		softmax(k, groups, wrong);
 		break;
+	case K_GENERATE:
+	case K_GENERATE_ROWS:
+		generate(k);
+		return CL_SUCCESS; /* the slowdown is the kernels' */
+	case K_GATHER:
+		gather(k, global[0]);
+		return CL_SUCCESS;
 	default:
 		return CL_INVALID_KERNEL;
 	}

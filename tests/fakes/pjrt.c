@@ -10,6 +10,9 @@
  *   sgemm(f32[], f32[], f32[m,k], f32[k,n], f32[m,n]) -> f32[m,n]   alpha * a @ b + beta * c, row-major
  *   sgemm(f32[], f32[m,k], f32[k,n]) -> f32[m,n]                    alpha * a @ b (no c)
  *   softmax(f32[m,n]) -> f32[m,n]                 row by row
+ *   generate(ui32[]) -> f32[n] or f32[m,n]        the kernel table's generator (kernel_gen_value) of that key
+ *   gather(f32[n] or f32[m,n], ui64[], ui64[]) -> f32[c]   element (first + j * step) mod len, row-major
+ * Buffers go up as F32, U32 or U64.
  * Anything else fails to compile with a message quoting the offending line. The op bodies are not read, but
  * the precision a dot_general asks for (`precision HIGHEST|HIGH|DEFAULT` or `precision = [HIGHEST, ...]`) is
  * recorded, and on a "cuda" or "tpu" platform sgemm rounds its operands the way the hardware would: TF32
@@ -56,7 +59,9 @@
  *                             completion event carry the INTERNAL error
  *   FAKE_PJRT_SLOW_MS=N       an execution completes N ms after Execute: its events become ready only then
  *   FAKE_PJRT_NO_MEMSTATS=1   PJRT_Device_MemoryStats answers UNIMPLEMENTED
- *   FAKE_PJRT_WRONG_RESULT=1  outputs are perturbed (element 0), for verification tests
+ *   FAKE_PJRT_WRONG_RESULT=1  the kernels' outputs are perturbed (element 0), for verification tests
+ *   FAKE_PJRT_COUNTS=path     after every upload and download, the file holds "uploads N", "upload_bytes B",
+ *                             "downloads N" and "download_bytes B", one a line: what crossed the link
  *   FAKE_PJRT_EXACT=1         sgemm does not round its operands on cuda or tpu
  *   FAKE_PJRT_CRASH=execute|compile|client  abort() in PJRT_LoadedExecutable_Execute, PJRT_Client_Compile or
  *                             PJRT_Client_Create, after writing "fake pjrt: FAKE_PJRT_CRASH=<where>: aborting" to
@@ -78,9 +83,10 @@
  * FAKE_PJRT_COMPILE_LOG=path: a line per real compile ("<pid> compile <kernel>") is appended there, so tests can
  * count compiles across processes.
  *
- * Test hooks: fake_pjrt_calls(name) counts calls by PJRT function name; fake_pjrt_live(what) counts live
+ * Test hooks: fake_pjrt_calls(name) counts calls by PJRT function name; fake_pjrt_bytes("upload"|"download") the
+ * bytes those moved; fake_pjrt_live(what) counts live
  * "clients", "executables" (loaded ones and PJRT_Executable views), "buffers", "events", "errors", pending
- * "callbacks", or "all"; fake_pjrt_last_precision() is what the last compile asked for ("" when none);
+ * "callbacks", or "all"; fake_pjrt_last_precision() is what the last compile of a kernel asked for ("" when none);
  * fake_pjrt_create_option(name) renders the value the last PJRT_Client_Create got ("true", "0.5", "1,2", ...)
  * or NULL; fake_pjrt_compile_option(name) reads the last compile options' "num_replicas", "num_partitions",
  * "device_ordinal", "replica_count", "computation_count" or "device_id" (-1 when absent).
@@ -98,6 +104,7 @@
 #include <unistd.h>
 
 #include "exec/backend/pjrt_abi.h"
+#include "exec/kernel.h"
 
 #define MAX_DEVICES 8
 #define MAX_DIMS 8
@@ -106,10 +113,12 @@
 #define GIB (1024ll * 1024 * 1024)
 
 enum flavour { FLAVOUR_FAKE, FLAVOUR_GPU, FLAVOUR_TPU };
-enum kernel { K_SAXPY, K_TRIAD, K_DOT, K_SGEMM, K_SOFTMAX, K_COUNT };
+enum kernel { K_SAXPY, K_TRIAD, K_DOT, K_SGEMM, K_SOFTMAX, K_GENERATE, K_GATHER, K_COUNT };
 
-static const char *const kernel_names[K_COUNT] = {"saxpy", "triad", "dot", "sgemm", "softmax"};
-static const int kernel_arity[K_COUNT] = {3, 3, 2, 5, 1}; /* sgemm also 3: alpha, a, b */
+static const char *const kernel_names[K_COUNT] = {"saxpy", "triad", "dot", "sgemm", "softmax", "generate", "gather"};
+static const int kernel_arity[K_COUNT] = {3, 3, 2, 5, 1, 1, 3}; /* sgemm also 3: alpha, a, b */
+
+enum elem { E_F32, E_U32, E_U64 }; /* a tensor's element type */
 
 struct PJRT_Error {
 	PJRT_Error_Code code;
@@ -174,7 +183,13 @@ struct PJRT_Client {
 struct shape {
 	int64_t dims[MAX_DIMS];
 	size_t ndims;
+	enum elem type;
 };
+
+static size_t elem_size(enum elem t)
+{
+	return t == E_U64 ? 8 : 4;
+}
 
 struct PJRT_LoadedExecutable {
 	PJRT_Client *client;
@@ -250,10 +265,12 @@ static char g_opt_name[MAX_OPTIONS][48];
 static char g_opt_value[MAX_OPTIONS][64];
 static size_t g_nopts;
 static long long g_compile_opts[6] = {-1, -1, -1, -1, -1, -1};
+static long g_moved[4]; /* uploads, their bytes, downloads, their bytes */
 static const char *const compile_opt_names[6] = {"num_replicas", "num_partitions", "device_ordinal",
 						 "replica_count", "computation_count", "device_id"};
 
 long fake_pjrt_calls(const char *name);
+long fake_pjrt_bytes(const char *what);
 long fake_pjrt_live(const char *what);
 const char *fake_pjrt_last_precision(void);
 const char *fake_pjrt_create_option(const char *name);
@@ -267,6 +284,38 @@ static void count(const char *name)
 		if (strcmp(counted[i], name) == 0)
 			g_calls[i]++;
 	pthread_mutex_unlock(&g_lock);
+}
+
+/* Counts one transfer (0 upload, 1 download) of bytes, and writes the counts to FAKE_PJRT_COUNTS's file. */
+static void moved(int way, size_t bytes)
+{
+	const char *path = getenv("FAKE_PJRT_COUNTS");
+	long v[4];
+
+	pthread_mutex_lock(&g_lock);
+	g_moved[2 * way]++;
+	g_moved[2 * way + 1] += (long)bytes;
+	memcpy(v, g_moved, sizeof(v));
+	pthread_mutex_unlock(&g_lock);
+	if (path != NULL && *path != '\0') {
+		FILE *f = fopen(path, "w");
+
+		if (f != NULL) {
+			fprintf(f, "uploads %ld\nupload_bytes %ld\ndownloads %ld\ndownload_bytes %ld\n", v[0], v[1], v[2],
+				v[3]);
+			fclose(f);
+		}
+	}
+}
+
+long fake_pjrt_bytes(const char *what)
+{
+	long n;
+
+	pthread_mutex_lock(&g_lock);
+	n = strcmp(what, "upload") == 0 ? g_moved[1] : strcmp(what, "download") == 0 ? g_moved[3] : -1;
+	pthread_mutex_unlock(&g_lock);
+	return n;
 }
 
 static void live_add(enum live what, long delta)
@@ -534,7 +583,7 @@ static void shape_str(const struct shape *s, char *out, size_t len)
 
 static int shape_eq(const struct shape *a, const struct shape *b)
 {
-	if (a->ndims != b->ndims)
+	if (a->ndims != b->ndims || a->type != b->type)
 		return 0;
 	for (size_t i = 0; i < a->ndims; i++)
 		if (a->dims[i] != b->dims[i])
@@ -1488,7 +1537,8 @@ static int parse_tensor(const char *p, struct shape *s)
 		s->dims[s->ndims++] = d;
 		p = end + 1;
 	}
-	return strncmp(p, "f32>", 4) == 0;
+	s->type = strncmp(p, "ui32>", 5) == 0 ? E_U32 : strncmp(p, "ui64>", 5) == 0 ? E_U64 : E_F32;
+	return strncmp(p, "f32>", 4) == 0 || s->type != E_F32;
 }
 
 /* The end of a parenthesised list starting at open ('('), skipping quoted strings; NULL when unbalanced. */
@@ -1551,6 +1601,11 @@ static int signature_fits(enum kernel k, const struct shape *a, int nargs, const
 		       a[4].dims[1] == a[3].dims[1] && shape_eq(&a[4], r);
 	case K_SOFTMAX:
 		return rank_is(&a[0], 2) && shape_eq(&a[0], r);
+	case K_GENERATE:
+		return rank_is(&a[0], 0) && a[0].type == E_U32 && (rank_is(r, 1) || rank_is(r, 2));
+	case K_GATHER:
+		return (rank_is(&a[0], 1) || rank_is(&a[0], 2)) && rank_is(&a[1], 0) && a[1].type == E_U64 &&
+		       rank_is(&a[2], 0) && a[2].type == E_U64 && rank_is(r, 1);
 	case K_COUNT:
 		break;
 	}
@@ -1564,6 +1619,8 @@ static const char *const signatures[K_COUNT] = {
 	"(tensor<f32>, tensor<f32>, tensor<MxKxf32>, tensor<KxNxf32>, tensor<MxNxf32>) -> tensor<MxNxf32> or "
 	"(tensor<f32>, tensor<MxKxf32>, tensor<KxNxf32>) -> tensor<MxNxf32>",
 	"(tensor<MxNxf32>) -> tensor<MxNxf32>",
+	"(tensor<ui32>) -> tensor<Nxf32> or tensor<MxNxf32>",
+	"(tensor<Nxf32> or tensor<MxNxf32>, tensor<ui64>, tensor<ui64>) -> tensor<Cxf32>",
 };
 
 static void record_precision(const char *text, char *out, size_t len)
@@ -1602,7 +1659,7 @@ static PJRT_Error *parse_program(const char *text, PJRT_LoadedExecutable *x)
 			x->kernel = (enum kernel)k;
 	if (x->kernel == K_COUNT) {
 		snprintf(what, sizeof(what), "unknown module '@%.*s': the fake runs @acceld_saxpy, @acceld_triad, "
-			 "@acceld_dot, @acceld_sgemm and @acceld_softmax", (int)len, name);
+			 "@acceld_dot, @acceld_sgemm, @acceld_softmax, @acceld_generate and @acceld_gather", (int)len, name);
 		return parse_error(text, name, what);
 	}
 	fn = strstr(text, "func.func public @main(");
@@ -1687,7 +1744,7 @@ static PJRT_Error *client_compile(PJRT_Client_Compile_Args *args)
 	memcpy(text, prog->code, prog->code_size);
 	text[prog->code_size] = '\0';
 	err = parse_program(text, x);
-	if (err == NULL)
+	if (err == NULL && x->kernel != K_GENERATE && x->kernel != K_GATHER)
 		snprintf(g_precision, sizeof(g_precision), "%s", x->precision);
 	free(text);
 	if (err != NULL) {
@@ -1858,8 +1915,8 @@ static PJRT_Buffer *buffer_new(PJRT_Device *d, const struct shape *s, size_t cou
 	b->dev = d;
 	b->shape = *s;
 	b->count = count_;
-	b->bytes = count_ * sizeof(float);
-	b->data = xmalloc(b->bytes);
+	b->bytes = count_ * elem_size(s->type);
+	b->data = xmalloc(b->bytes ? b->bytes : sizeof(float));
 	b->ready_at = ready_at;
 	live_add(LIVE_BUFFERS, 1);
 	return b;
@@ -1874,9 +1931,11 @@ static PJRT_Error *buffer_from_host(PJRT_Client_BufferFromHostBuffer_Args *args)
 
 	count("PJRT_Client_BufferFromHostBuffer");
 	CHECK_ARGS(args, PJRT_Client_BufferFromHostBuffer_Args);
-	if (args->type != PJRT_Buffer_Type_F32)
-		return make_error(PJRT_Error_Code_UNIMPLEMENTED, "fake plugin: element type %d is not supported, only F32",
-				  (int)args->type);
+	if (args->type != PJRT_Buffer_Type_F32 && args->type != PJRT_Buffer_Type_U32 &&
+	    args->type != PJRT_Buffer_Type_U64)
+		return make_error(PJRT_Error_Code_UNIMPLEMENTED,
+				  "fake plugin: element type %d is not supported, only F32, U32 and U64", (int)args->type);
+	s.type = args->type == PJRT_Buffer_Type_U32 ? E_U32 : args->type == PJRT_Buffer_Type_U64 ? E_U64 : E_F32;
 	if (args->num_dims > MAX_DIMS)
 		return make_error(PJRT_Error_Code_UNIMPLEMENTED, "fake plugin: more than %d dimensions", MAX_DIMS);
 	if (args->memory != NULL || args->device_layout != NULL)
@@ -1894,7 +1953,7 @@ static PJRT_Error *buffer_from_host(PJRT_Client_BufferFromHostBuffer_Args *args)
 		n *= (size_t)args->dims[i];
 	}
 	if (args->num_byte_strides > 0) {
-		int64_t stride = (int64_t)sizeof(float);
+		int64_t stride = (int64_t)elem_size(s.type);
 
 		if (args->num_byte_strides != args->num_dims)
 			return make_error(PJRT_Error_Code_INVALID_ARGUMENT, "byte_strides must match dims");
@@ -1907,10 +1966,11 @@ static PJRT_Error *buffer_from_host(PJRT_Client_BufferFromHostBuffer_Args *args)
 	}
 	if (n > 0 && args->data == NULL)
 		return make_error(PJRT_Error_Code_INVALID_ARGUMENT, "data is NULL");
-	err = reserve(args->device, n * sizeof(float), "upload");
+	err = reserve(args->device, n * elem_size(s.type), "upload");
 	if (err != NULL)
 		return err;
 	b = buffer_new(args->device, &s, n, now());
+	moved(0, b->bytes);
 	if (n > 0)
 		memcpy(b->data, args->data, b->bytes);
 	/* the copy is done: the host buffer is free at once, whatever the semantics */
@@ -2003,6 +2063,7 @@ static PJRT_Error *buffer_to_host(PJRT_Buffer_ToHostBuffer_Args *args)
 	/* until the event is seen complete dst holds NaNs, so a read before the await shows */
 	memset(args->dst, 0xff, b->bytes);
 	e = event_new(b->ready_at, b->code, b->msg);
+	moved(1, b->bytes);
 	if (b->code == PJRT_Error_Code_OK && b->bytes > 0) {
 		e->core->src = xmalloc(b->bytes);
 		memcpy(e->core->src, b->data, b->bytes);
@@ -2314,6 +2375,26 @@ static void run_kernel(const PJRT_LoadedExecutable *x, PJRT_Buffer *const *in, f
 		}
 		break;
 	}
+	case K_GENERATE: {
+		uint32_t key;
+		size_t n = 1;
+
+		memcpy(&key, in[0]->data, sizeof(key));
+		for (size_t i = 0; i < x->result.ndims; i++)
+			n *= (size_t)x->result.dims[i];
+		for (size_t e = 0; e < n; e++)
+			out[e] = kernel_gen_value(key, e);
+		break;
+	}
+	case K_GATHER: {
+		uint64_t first, step;
+
+		memcpy(&first, in[1]->data, sizeof(first));
+		memcpy(&step, in[2]->data, sizeof(step));
+		for (int64_t j = 0; j < x->result.dims[0]; j++)
+			out[j] = in[0]->data[kernel_sample_index(first, step, in[0]->count, (size_t)j)];
+		break;
+	}
 	case K_COUNT:
 		break;
 	}
@@ -2399,7 +2480,7 @@ static PJRT_Error *loaded_execute(PJRT_LoadedExecutable_Execute_Args *args)
 	}
 	if (code == PJRT_Error_Code_OK) {
 		run_kernel(x, in, out->data);
-		if (env_on("FAKE_PJRT_WRONG_RESULT") && n > 0)
+		if (env_on("FAKE_PJRT_WRONG_RESULT") && n > 0 && x->kernel != K_GENERATE && x->kernel != K_GATHER)
 			out->data[0] = out->data[0] * 1.5f + 1.0f;
 	} else {
 		memset(out->data, 0xff, out->bytes);

@@ -50,7 +50,7 @@ class RunKernels(ServerTestCase):
                     self.assertIn(key, doc["timing"])
                 self.assertIn("gflops", doc["throughput"])
                 self.assertIn("checksum", doc["result"])
-                self.assertEqual(set(doc["result"]["summary"]), {"min", "max", "mean", "first"})
+                self.assertEqual(set(doc["result"]["summary"]), {"min", "max", "mean", "first", "count", "of"})
 
     def test_every_kernel_through_opencl(self):
         for kernel, sizes in KERNELS.items():

@@ -11,7 +11,8 @@
  * (PoCL's compiler otherwise kept them on the stack, a load and a store around every FMA, at a third of the speed).
  * A and B have their own row pitches (lda, ldb), which the host pads by one cache line so that rows a power of two
  * apart do not all fall into the same cache sets. softmax gives each row one work-group and reduces its maximum and
- * sum in local memory.
+ * sum in local memory. exec_generate makes a generated input on the device (the kernel table's generator) and
+ * exec_gather takes the sample of an output there, so that neither the inputs nor the whole output cross the link.
  */
 #ifndef ACCELD_EXEC_KERNELS_H
 #define ACCELD_EXEC_KERNELS_H
@@ -141,6 +142,49 @@ static const char exec_kernels_cl[] =
 	"    const float inv = 1.0f / red[0];\n"
 	"    for (size_t j = lid; j < cols; j += WG)\n"
 	"        o[j] *= inv;\n"
+	"}\n";
+
+/* The second part of the source (a string literal has a length limit): the generator and the gather. */
+static const char exec_kernels_cl_data[] =
+	/* the kernel table's generator (kernel_gen_value in exec/kernel.h): element e of an input of count elements,
+	 * stored as rows of cols at a pitch */
+	"uint acc_mix(uint x)\n"
+	"{\n"
+	"    x ^= x >> 16;\n"
+	"    x *= 0x7feb352du;\n"
+	"    x ^= x >> 15;\n"
+	"    x *= 0x846ca68bu;\n"
+	"    x ^= x >> 16;\n"
+	"    return x;\n"
+	"}\n"
+	"float acc_gen(const uint key, const ulong e)\n"
+	"{\n"
+	"    const uint h = acc_mix((uint)e * 0x9e3779b9u + (key ^ (uint)(e >> 32) * 0x85ebca6bu));\n"
+	"    return (float)(h >> 8) * (1.0f / 8388608.0f) - 1.0f;\n"
+	"}\n"
+	/* a vector of count elements, one per work-item */
+	"__kernel void exec_generate(const ulong count, const uint key, __global float *dst)\n"
+	"{\n"
+	"    const ulong e = get_global_id(0);\n"
+	"    if (e < count)\n"
+	"        dst[e] = acc_gen(key, e);\n"
+	"}\n"
+	/* a matrix of rows of cols at a row pitch: work-item (column, row) */
+	"__kernel void exec_generate_rows(const ulong rows, const ulong cols, const ulong pitch, const uint key,\n"
+	"                    __global float *dst)\n"
+	"{\n"
+	"    const ulong c = get_global_id(0);\n"
+	"    const ulong r = get_global_id(1);\n"
+	"    if (c < cols && r < rows)\n"
+	"        dst[r * pitch + c] = acc_gen(key, r * cols + c);\n"
+	"}\n"
+	/* the sample of an output (struct kernel_sample): element (first + j * step) mod len, rows of cols at a pitch */
+	"__kernel void exec_gather(const ulong first, const ulong step, const ulong len, const ulong cols,\n"
+	"                    const ulong pitch, __global const float *src, __global float *dst)\n"
+	"{\n"
+	"    const ulong j = get_global_id(0);\n"
+	"    const ulong e = (first + j * step) % len;\n"
+	"    dst[j] = src[e / cols * pitch + e % cols];\n"
 	"}\n";
 
 #endif

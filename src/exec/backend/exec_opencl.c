@@ -24,11 +24,12 @@
 #define SGEMM_PITCH_PAD 16 /* floats added to the row pitch of A and B: one cache line */
 #define DOT_MAX_GROUPS 256
 
-enum { K_SAXPY, K_TRIAD, K_DOT, K_SGEMM, K_SOFTMAX, K_COUNT };
+enum { K_SAXPY, K_TRIAD, K_DOT, K_SGEMM, K_SOFTMAX, K_GENERATE, K_GENERATE_ROWS, K_GATHER, K_COUNT };
 
 /* prefixed: "dot" is an OpenCL built-in function */
-static const char *const kernel_names[K_COUNT] = {"exec_saxpy", "exec_triad", "exec_dot", "exec_sgemm",
-						   "exec_softmax"};
+static const char *const kernel_names[K_COUNT] = {"exec_saxpy",   "exec_triad",    "exec_dot",
+						   "exec_sgemm",   "exec_softmax",  "exec_generate",
+						   "exec_generate_rows", "exec_gather"};
 
 struct pooled {
 	cl_mem mem;
@@ -48,6 +49,10 @@ struct exec_ocl {
 	uint64_t max_alloc;
 	uint64_t pool_cap;         /* bytes of idle buffers kept */
 	struct pooled pool[POOL_MAX];
+	/* a fault for tests: the output element ACCELD_FAULT_WRONG_ELEMENT names is overwritten after each run; -1
+	 * none */
+	int64_t fault_element;
+	uint64_t buffers_made;     /* clCreateBuffer calls, for tests */
 };
 
 const char *exec_ocl_error_name(int code)
@@ -168,11 +173,11 @@ static cl_device_id find_device(const struct device_opencl *info, char *err, siz
 
 static int build(struct exec_ocl *ocl, char *err, size_t errsz)
 {
-	const char *src = exec_kernels_cl;
+	const char *src[2] = {exec_kernels_cl, exec_kernels_cl_data};
 	char opts[64];
 	cl_int rc;
 
-	ocl->program = clCreateProgramWithSource(ocl->ctx, 1, &src, NULL, &rc);
+	ocl->program = clCreateProgramWithSource(ocl->ctx, 2, src, NULL, &rc);
 	if (rc != CL_SUCCESS)
 		return fail(err, errsz, rc, "clCreateProgramWithSource");
 	snprintf(opts, sizeof(opts), "-DWG=%zu", ocl->wg);
@@ -222,6 +227,16 @@ static enum acceld_err warm_up(struct exec_ocl *ocl, char *err, size_t errsz)
 		if (rc != ACCELD_OK)
 			return rc;
 	}
+	for (int rows = 0; rows < 2; rows++) { /* the generators (of vectors, of pitched rows) and the gather */
+		float sample[8];
+		struct kernel_work w = {.kernel = rows ? KERNEL_SGEMM : KERNEL_SAXPY, .m = 64, .n = rows ? 128 : 8, .k = 1,
+				      .alpha = 1.0f, .generate = true, .seed = 1, .sample_step = 1, .nsample = 8,
+				      .sample = sample};
+		enum acceld_err rc = exec_ocl_run(ocl, &w, &t, err, errsz);
+
+		if (rc != ACCELD_OK)
+			return rc;
+	}
 	return ACCELD_OK;
 }
 
@@ -238,6 +253,7 @@ enum acceld_err exec_ocl_open(const struct device *dev, struct exec_ocl **out, c
 		return ACCELD_EUNSUPPORTED;
 	}
 	ocl = xcalloc(1, sizeof(*ocl));
+	ocl->fault_element = -1;
 	ocl->device = find_device(&dev->opencl, err, errsz);
 	if (ocl->device == NULL)
 		goto out;
@@ -264,6 +280,12 @@ enum acceld_err exec_ocl_open(const struct device *dev, struct exec_ocl **out, c
 		goto out;
 	if (warm_up(ocl, err, errsz) != ACCELD_OK)
 		goto out;
+	{
+		const char *fault = getenv("ACCELD_FAULT_WRONG_ELEMENT");
+
+		if (fault != NULL && *fault != '\0')
+			ocl->fault_element = strtoll(fault, NULL, 10);
+	}
 	*out = ocl;
 	ocl = NULL;
 	ret = ACCELD_OK;
@@ -289,6 +311,11 @@ void exec_ocl_close(struct exec_ocl *ocl)
 	if (ocl->ctx)
 		clReleaseContext(ocl->ctx);
 	free(ocl);
+}
+
+uint64_t exec_ocl_buffers_made(const struct exec_ocl *ocl)
+{
+	return ocl->buffers_made;
 }
 
 uint64_t exec_ocl_pool_bytes(const struct exec_ocl *ocl)
@@ -364,6 +391,7 @@ static cl_mem pool_get(struct exec_ocl *ocl, size_t size, cl_int *rc)
 	mem = clCreateBuffer(ocl->ctx, CL_MEM_READ_WRITE, size, NULL, rc);
 	if (*rc != CL_SUCCESS)
 		return NULL;
+	ocl->buffers_made++;
 	ocl->pool[slot] = (struct pooled){.mem = mem, .size = size, .busy = true};
 	return mem;
 }
@@ -381,6 +409,8 @@ struct launch {
 	struct exec_ocl *ocl;
 	cl_int rc;
 	const char *what;
+	uint64_t bytes;   /* moved between host and device, both ways */
+	uint64_t gen_ns;  /* making generated inputs on the device */
 };
 
 static void set_arg(struct launch *l, cl_kernel k, cl_uint idx, size_t size, const void *value)
@@ -410,6 +440,7 @@ static cl_mem upload(struct launch *l, const float *src, size_t count)
 		return NULL;
 	}
 	if (src != NULL && count > 0) {
+		l->bytes += count * sizeof(float);
 		rc = clEnqueueWriteBuffer(l->ocl->queue, m, CL_FALSE, 0, count * sizeof(float), src, 0, NULL, NULL);
 		if (rc != CL_SUCCESS) {
 			l->rc = rc;
@@ -445,8 +476,9 @@ static void write_rect(struct launch *l, cl_mem m, const float *src, size_t rows
 	size_t region[3] = {cols * sizeof(float), rows, 1};
 	cl_int rc;
 
-	if (l->rc != CL_SUCCESS || rows == 0 || cols == 0)
+	if (l->rc != CL_SUCCESS || rows == 0 || cols == 0 || src == NULL)
 		return;
+	l->bytes += rows * cols * sizeof(float);
 	rc = clEnqueueWriteBufferRect(l->ocl->queue, m, CL_FALSE, origin, origin, region, pitch * sizeof(float), 0,
 				      cols * sizeof(float), 0, src, 0, NULL, NULL);
 	if (rc != CL_SUCCESS) {
@@ -485,8 +517,9 @@ static void read_back(struct launch *l, cl_mem m, float *dst, size_t count)
 {
 	cl_int rc;
 
-	if (l->rc != CL_SUCCESS || count == 0)
+	if (l->rc != CL_SUCCESS || count == 0 || dst == NULL)
 		return;
+	l->bytes += count * sizeof(float);
 	rc = clEnqueueReadBuffer(l->ocl->queue, m, CL_TRUE, 0, count * sizeof(float), dst, 0, NULL, NULL);
 	if (rc != CL_SUCCESS) {
 		l->rc = rc;
@@ -499,13 +532,132 @@ static size_t round_up(size_t v, size_t to)
 	return (v + to - 1) / to * to;
 }
 
+/* Whether input i of the run is made on the device. */
+static bool generated(const struct kernel_work *w, unsigned i)
+{
+	return w->generate && w->in[i] == NULL && kernel_input_generated(w, i);
+}
+
+/*
+ * Makes input i of the run in m on the device: rows x cols elements at a row pitch, by the kernel table's generator.
+ * The uploads before it are finished first, and its time is the run's generate time.
+ */
+static void generate(struct launch *l, cl_mem m, const struct kernel_work *w, unsigned i, size_t rows, size_t cols,
+		     size_t pitch)
+{
+	struct exec_ocl *ocl = l->ocl;
+	cl_ulong count = (cl_ulong)rows * cols, r = rows, c = cols, p = pitch;
+	cl_uint key = kernel_gen_key(w->seed, i);
+	size_t local = 64;
+	uint64_t t0;
+
+	finish(l, "clFinish (before generating)");
+	t0 = clock_mono_ns();
+	if (count == 0) {
+		/* nothing to make */
+	} else if (pitch == cols) { /* one work-item an element */
+		size_t global = round_up(count, local);
+
+		set_arg(l, ocl->kernels[K_GENERATE], 0, sizeof(count), &count);
+		set_arg(l, ocl->kernels[K_GENERATE], 1, sizeof(key), &key);
+		set_arg(l, ocl->kernels[K_GENERATE], 2, sizeof(cl_mem), &m);
+		enqueue(l, ocl->kernels[K_GENERATE], 1, &global, ocl->max_wg == 0 || ocl->max_wg >= local ? &local : NULL);
+	} else { /* work-item (column, row): no division */
+		size_t global[2] = {round_up(cols, local), rows};
+		size_t lsize[2] = {local, 1};
+
+		set_arg(l, ocl->kernels[K_GENERATE_ROWS], 0, sizeof(r), &r);
+		set_arg(l, ocl->kernels[K_GENERATE_ROWS], 1, sizeof(c), &c);
+		set_arg(l, ocl->kernels[K_GENERATE_ROWS], 2, sizeof(p), &p);
+		set_arg(l, ocl->kernels[K_GENERATE_ROWS], 3, sizeof(key), &key);
+		set_arg(l, ocl->kernels[K_GENERATE_ROWS], 4, sizeof(cl_mem), &m);
+		enqueue(l, ocl->kernels[K_GENERATE_ROWS], 2, global,
+			ocl->max_wg == 0 || ocl->max_wg >= local ? lsize : NULL);
+	}
+	finish(l, "clFinish (generate)");
+	l->gen_ns += clock_mono_ns() - t0;
+}
+
+/* Input i of a vector or row-major run of count elements: uploaded from the host, or made on the device. */
+static cl_mem input(struct launch *l, const struct kernel_work *w, unsigned i, size_t count)
+{
+	cl_mem m;
+
+	if (!generated(w, i))
+		return upload(l, w->in[i], count);
+	m = device_buffer(l, count);
+	if (m != NULL)
+		generate(l, m, w, i, 1, count, count);
+	return m;
+}
+
+/*
+ * After the kernel: the fault for tests, the sample gathered on the device and read back, and the whole output read
+ * back only when the host asked for it (w->out). The output is rows of cols at a pitch in out.
+ */
+static void results(struct launch *l, cl_mem out, struct kernel_work *w, size_t rows, size_t cols, size_t pitch)
+{
+	struct exec_ocl *ocl = l->ocl;
+	cl_ulong len = (cl_ulong)rows * cols, c = cols, p = pitch, first = w->sample_first, step = w->sample_step;
+	size_t n = w->nsample;
+	cl_int rc;
+
+	if (l->rc != CL_SUCCESS)
+		return;
+	if (ocl->fault_element >= 0 && (cl_ulong)ocl->fault_element < len) {
+		cl_ulong e = (cl_ulong)ocl->fault_element;
+		float wrong = 1e6f;
+
+		rc = clEnqueueFillBuffer(ocl->queue, out, &wrong, sizeof(wrong), (e / cols * pitch + e % cols) * sizeof(float),
+					 sizeof(float), 0, NULL, NULL);
+		if (rc != CL_SUCCESS) {
+			l->rc = rc;
+			l->what = "clEnqueueFillBuffer (fault)";
+			return;
+		}
+	}
+	if (n > 0 && w->sample != NULL && n == len && first == 0 && step == 1 && pitch == cols) {
+		read_back(l, out, w->sample, n); /* the sample is the whole output: no gather */
+	} else if (n > 0 && w->sample != NULL) {
+		cl_mem s = device_buffer(l, n);
+
+		set_arg(l, ocl->kernels[K_GATHER], 0, sizeof(first), &first);
+		set_arg(l, ocl->kernels[K_GATHER], 1, sizeof(step), &step);
+		set_arg(l, ocl->kernels[K_GATHER], 2, sizeof(len), &len);
+		set_arg(l, ocl->kernels[K_GATHER], 3, sizeof(c), &c);
+		set_arg(l, ocl->kernels[K_GATHER], 4, sizeof(p), &p);
+		set_arg(l, ocl->kernels[K_GATHER], 5, sizeof(cl_mem), &out);
+		set_arg(l, ocl->kernels[K_GATHER], 6, sizeof(cl_mem), &s);
+		enqueue(l, ocl->kernels[K_GATHER], 1, &n, NULL);
+		read_back(l, s, w->sample, n);
+	}
+	if (w->out == NULL || l->rc != CL_SUCCESS)
+		return;
+	if (pitch == cols) {
+		read_back(l, out, w->out, len);
+		return;
+	}
+	{
+		size_t origin[3] = {0, 0, 0};
+		size_t region[3] = {cols * sizeof(float), rows, 1};
+
+		l->bytes += len * sizeof(float);
+		rc = clEnqueueReadBufferRect(ocl->queue, out, CL_TRUE, origin, origin, region, pitch * sizeof(float), 0,
+					     cols * sizeof(float), 0, w->out, 0, NULL, NULL);
+		if (rc != CL_SUCCESS) {
+			l->rc = rc;
+			l->what = "clEnqueueReadBufferRect";
+		}
+	}
+}
+
 /* Runs the vector kernels; returns the kernel time in ns. */
 static uint64_t run_vector(struct launch *l, struct kernel_work *w)
 {
 	struct exec_ocl *ocl = l->ocl;
 	cl_ulong n = w->n;
-	cl_mem x = upload(l, w->in[0], w->n);
-	cl_mem y = upload(l, w->in[1], w->n);
+	cl_mem x = input(l, w, 0, w->n);
+	cl_mem y = input(l, w, 1, w->n);
 	cl_mem out = NULL;
 	uint64_t t0;
 	uint64_t t1;
@@ -534,6 +686,7 @@ static uint64_t run_vector(struct launch *l, struct kernel_work *w)
 			double sum = 0.0;
 
 			read_back(l, out, partial, groups);
+			l->bytes -= groups * sizeof(float); /* the partial sums are the result, not a transfer of data */
 			for (size_t i = 0; i < groups && l->rc == CL_SUCCESS; i++)
 				sum += partial[i];
 			w->value = sum;
@@ -557,7 +710,7 @@ static uint64_t run_vector(struct launch *l, struct kernel_work *w)
 	}
 	finish(l, "clFinish (kernel)");
 	t1 = clock_mono_ns();
-	read_back(l, out, w->out, w->n);
+	results(l, out, w, 1, w->n, w->n);
 	return t1 - t0;
 }
 
@@ -572,7 +725,7 @@ static uint64_t run_sgemm(struct launch *l, struct kernel_work *w)
 	size_t ldb = np + SGEMM_PITCH_PAD;
 	cl_mem a = device_buffer(l, mp * lda);
 	cl_mem b = device_buffer(l, w->k * ldb);
-	bool use_c = w->beta != 0.0f && w->in[2] != NULL;
+	bool use_c = w->beta != 0.0f && (w->in[2] != NULL || generated(w, 2));
 	cl_mem c = device_buffer(l, use_c ? mp * np : 1);
 	cl_mem out = device_buffer(l, mp * np);
 	cl_int mi = (cl_int)mp;
@@ -596,6 +749,12 @@ static uint64_t run_sgemm(struct launch *l, struct kernel_work *w)
 	write_rect(l, b, w->in[1], w->k, w->n, ldb);
 	if (use_c)
 		write_rect(l, c, w->in[2], w->m, w->n, np);
+	if (generated(w, 0))
+		generate(l, a, w, 0, w->m, w->k, lda);
+	if (generated(w, 1))
+		generate(l, b, w, 1, w->k, w->n, ldb);
+	if (use_c && generated(w, 2))
+		generate(l, c, w, 2, w->m, w->n, np);
 	finish(l, "clFinish (upload)");
 	t0 = clock_mono_ns();
 	set_arg(l, ocl->kernels[K_SGEMM], 0, sizeof(cl_int), &mi);
@@ -612,17 +771,7 @@ static uint64_t run_sgemm(struct launch *l, struct kernel_work *w)
 	enqueue(l, ocl->kernels[K_SGEMM], 2, global, ocl->sgemm_local ? local : NULL);
 	finish(l, "clFinish (sgemm)");
 	t1 = clock_mono_ns();
-	if (l->rc == CL_SUCCESS) {
-		size_t origin[3] = {0, 0, 0};
-		size_t region[3] = {w->n * sizeof(float), w->m, 1};
-		cl_int rc = clEnqueueReadBufferRect(ocl->queue, out, CL_TRUE, origin, origin, region, np * sizeof(float),
-						    0, w->n * sizeof(float), 0, w->out, 0, NULL, NULL);
-
-		if (rc != CL_SUCCESS) {
-			l->rc = rc;
-			l->what = "clEnqueueReadBufferRect";
-		}
-	}
+	results(l, out, w, w->m, w->n, np);
 	return t1 - t0;
 }
 
@@ -630,7 +779,7 @@ static uint64_t run_softmax(struct launch *l, struct kernel_work *w)
 {
 	struct exec_ocl *ocl = l->ocl;
 	size_t count = w->m * w->n;
-	cl_mem x = upload(l, w->in[0], count);
+	cl_mem x = input(l, w, 0, count);
 	cl_mem out = device_buffer(l, count);
 	cl_ulong cols = w->n;
 	size_t global = w->m * ocl->wg;
@@ -646,7 +795,7 @@ static uint64_t run_softmax(struct launch *l, struct kernel_work *w)
 		enqueue(l, ocl->kernels[K_SOFTMAX], 1, &global, &ocl->wg);
 	finish(l, "clFinish (softmax)");
 	t1 = clock_mono_ns();
-	read_back(l, out, w->out, count);
+	results(l, out, w, w->m, w->n, w->n);
 	return t1 - t0;
 }
 
@@ -686,8 +835,10 @@ enum acceld_err exec_ocl_run(struct exec_ocl *ocl, struct kernel_work *w, struct
 		return l.rc == CL_OUT_OF_HOST_MEMORY ? ACCELD_ENOMEM : ACCELD_EDEVICE;
 	}
 	t->kernel_ms = (double)kernel_ns / 1e6;
-	/* everything but the kernel: uploads, read-back, and the launch of the copies */
-	t->transfer_ms = (double)(clock_mono_ns() - start - kernel_ns) / 1e6;
+	t->generate_ms = (double)l.gen_ns / 1e6;
+	/* everything but the kernel and the generation: uploads, read-back, the gather, and the launch of the copies */
+	t->transfer_ms = (double)(clock_mono_ns() - start - kernel_ns - l.gen_ns) / 1e6;
+	t->transfer_bytes = l.bytes;
 	return ACCELD_OK;
 }
 
@@ -786,4 +937,5 @@ const struct backend_ops backend_opencl = {
 	.close = ocl_backend_close,
 	.reference = ocl_reference,
 	.runs = ocl_runs,
+	.on_device = true,
 };

@@ -46,4 +46,7 @@ const char *exec_ocl_error_name(int code);
 /* Bytes of device buffers the pool holds now (for tests). */
 uint64_t exec_ocl_pool_bytes(const struct exec_ocl *ocl);
 
+/* How many device buffers the backend has created since it opened (its pool reuses them), for tests. */
+uint64_t exec_ocl_buffers_made(const struct exec_ocl *ocl);
+
 #endif

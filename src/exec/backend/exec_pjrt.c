@@ -23,7 +23,9 @@
  * are compiled once per (device, kernel, shape, precision) and kept in a bounded cache per client, for the worker's
  * life, in front of the compile cache on disk (pjrt_cache.h), which later workers load from instead of compiling. A
  * program still running at its job's deadline is abandoned here too (the worker's thread is freed, an idle thread
- * destroys what the program held, then the client), though in a worker the daemon ends the process first.
+ * destroys what the program held, then the client), though in a worker the daemon ends the process first. A
+ * generated job's inputs are made on the device by the generator program (only each input's key goes up), the
+ * output's sample is gathered there (stablehlo.h), and the output comes back only when the job asks for it.
  *
  * Locking: host->mu guards the client, the cache, the leftovers and the counters; compiles and client creation
  * happen under it (they are rare), uploads, executions and downloads outside it (PJRT clients are thread-safe).
@@ -55,6 +57,9 @@
 #define IDLE_DEFAULT_NS (30ull * 1000000000ull)
 #define POLL_NS (50ull * 1000000ull) /* how often leftovers are looked at */
 #define ORDINALS_MAX 16       /* GPUs one CUDA client serves */
+/* The programs besides the kernels, cached as kernels are: shape {rows, cols, sample count} */
+#define PJ_GENERATE ((enum kernel_id)(KERNEL_COUNT + 1)) /* stablehlo_generator */
+#define PJ_GATHER ((enum kernel_id)(KERNEL_COUNT + 2))   /* stablehlo_gather */
 
 /* A compiled program, and how many runs use it now (a busy one is never evicted). */
 struct program {
@@ -678,6 +683,17 @@ out:
 			   (struct log_field[]){LOG_S("plugin", h->path), LOG_S("why", why)}, 2);
 }
 
+/* The text of a kernel's program, or of the generator's or the gather's. */
+static char *program_text(enum kernel_id k, const struct kernel_shape *s, bool with_c, enum stablehlo_dot dot,
+			  size_t *len)
+{
+	if (k == PJ_GENERATE)
+		return stablehlo_generator(s->m, s->n, len);
+	if (k == PJ_GATHER)
+		return stablehlo_gather(s->m, s->n, (size_t)s->k, len);
+	return stablehlo_program(k, s, with_c, dot, len);
+}
+
 /*
  * The compiled program for the run (from the cache, or compiled now and kept, evicting the least recently used
  * idle one); marks it busy. h->mu held.
@@ -727,7 +743,7 @@ static enum acceld_err program_for(struct pj *p, const struct kernel_work *w, bo
 		pjrt_error_take(h->api, h->api->PJRT_LoadedExecutable_Destroy(&d), NULL, 0);
 		memset(slot, 0, sizeof(*slot));
 	}
-	text = stablehlo_program(w->kernel, &s, with_c, dot, &len);
+	text = program_text(w->kernel, &s, with_c, dot, &len);
 	prog.code = text;
 	prog.code_size = len;
 	c.compile_options = (const char *)options;
@@ -846,9 +862,11 @@ static int await_until(const PJRT_Api *api, PJRT_Event *ev, uint64_t deadline_ns
 /* --- a run --- */
 
 struct operand {
-	const float *data;
+	const void *data;
 	int64_t dims[2];
 	size_t ndims;
+	PJRT_Buffer_Type type; /* 0: F32 */
+	int input;             /* the kernel's input it is; -1 a scalar */
 };
 
 /* The program's operands in stablehlo.h's order. */
@@ -860,26 +878,26 @@ static unsigned operands(const struct kernel_work *w, bool with_c, struct operan
 	switch (w->kernel) {
 	case KERNEL_SAXPY:
 	case KERNEL_TRIAD:
-		o[c++] = (struct operand){.data = w->kernel == KERNEL_SAXPY ? &w->alpha : &w->scale};
-		o[c++] = (struct operand){.data = w->in[0], .dims = {n}, .ndims = 1};
-		o[c++] = (struct operand){.data = w->in[1], .dims = {n}, .ndims = 1};
+		o[c++] = (struct operand){.data = w->kernel == KERNEL_SAXPY ? &w->alpha : &w->scale, .input = -1};
+		o[c++] = (struct operand){.data = w->in[0], .dims = {n}, .ndims = 1, .input = 0};
+		o[c++] = (struct operand){.data = w->in[1], .dims = {n}, .ndims = 1, .input = 1};
 		break;
 	case KERNEL_DOT:
-		o[c++] = (struct operand){.data = w->in[0], .dims = {n}, .ndims = 1};
-		o[c++] = (struct operand){.data = w->in[1], .dims = {n}, .ndims = 1};
+		o[c++] = (struct operand){.data = w->in[0], .dims = {n}, .ndims = 1, .input = 0};
+		o[c++] = (struct operand){.data = w->in[1], .dims = {n}, .ndims = 1, .input = 1};
 		break;
 	case KERNEL_SGEMM:
-		o[c++] = (struct operand){.data = &w->alpha};
+		o[c++] = (struct operand){.data = &w->alpha, .input = -1};
 		if (with_c)
-			o[c++] = (struct operand){.data = &w->beta};
-		o[c++] = (struct operand){.data = w->in[0], .dims = {m, k}, .ndims = 2};
-		o[c++] = (struct operand){.data = w->in[1], .dims = {k, n}, .ndims = 2};
+			o[c++] = (struct operand){.data = &w->beta, .input = -1};
+		o[c++] = (struct operand){.data = w->in[0], .dims = {m, k}, .ndims = 2, .input = 0};
+		o[c++] = (struct operand){.data = w->in[1], .dims = {k, n}, .ndims = 2, .input = 1};
 		if (with_c)
-			o[c++] = (struct operand){.data = w->in[2], .dims = {m, n}, .ndims = 2};
+			o[c++] = (struct operand){.data = w->in[2], .dims = {m, n}, .ndims = 2, .input = 2};
 		break;
 	case KERNEL_SOFTMAX:
 	case KERNEL_COUNT:
-		o[c++] = (struct operand){.data = w->in[0], .dims = {m, n}, .ndims = 2};
+		o[c++] = (struct operand){.data = w->in[0], .dims = {m, n}, .ndims = 2, .input = 0};
 		break;
 	}
 	return c;
@@ -893,7 +911,7 @@ static enum acceld_err upload(struct pj *p, const struct operand *o, PJRT_Buffer
 		.struct_size = PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE,
 		.client = p->host->client,
 		.data = o->data,
-		.type = PJRT_Buffer_Type_F32,
+		.type = o->type != 0 ? o->type : PJRT_Buffer_Type_F32,
 		.dims = o->dims,
 		.num_dims = o->ndims,
 		.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes,
@@ -914,6 +932,138 @@ static enum acceld_err upload(struct pj *p, const struct operand *o, PJRT_Buffer
 			code = await(api, r.event, "copy to the device", err, errsz);
 	}
 	return code == PJRT_Error_Code_OK ? ACCELD_OK : classify(code, err);
+}
+
+/* The error of an Execute that failed with code (its message in err): a plugin newer than acceld is said so. */
+static enum acceld_err execute_failed(const struct host *h, int code, char *err, size_t errsz)
+{
+	size_t len = strlen(err);
+
+	if (code != PJRT_Error_Code_INVALID_ARGUMENT || h->minor <= PJRT_NEWEST_CHECKED_MINOR || strstr(err, "size") == NULL)
+		return classify(code, err);
+	snprintf(err + len, errsz - len, " (the plugin speaks PJRT %d.%d; acceld knows argument structs up to %d.%d: a "
+		 "newer acceld is needed)", PJRT_API_MAJOR, h->minor, PJRT_API_MAJOR, PJRT_NEWEST_CHECKED_MINOR);
+	return ACCELD_EUNSUPPORTED;
+}
+
+/*
+ * Runs an auxiliary program (the generator, the gather) of shape s on args: its one output in *out. With wait, it
+ * waits for the program; without, its output's readiness orders what uses it (the generator's output is the
+ * kernel's operand, so the kernel's completion covers both).
+ * Its compile time, if it was not cached, is added to t's.
+ */
+static enum acceld_err run_aux(struct pj *p, enum kernel_id what, struct kernel_shape s, PJRT_Buffer **args,
+			       unsigned nargs, PJRT_Buffer **out, bool wait, struct backend_timing *t, char *err,
+			       size_t errsz)
+{
+	struct host *h = p->host;
+	const PJRT_Api *api = h->api;
+	struct kernel_work aux = {.kernel = what, .m = s.m, .n = s.n, .k = s.k};
+	struct backend_timing at = {0};
+	struct program *prog = NULL;
+	PJRT_Buffer *const *lists[1] = {args};
+	PJRT_Buffer **outs[1] = {out};
+	PJRT_Event *complete[1] = {NULL};
+	PJRT_ExecuteOptions opts = {.struct_size = pjrt_execute_options_size(h->minor)};
+	PJRT_LoadedExecutable_Execute_Args x = {.struct_size = PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE,
+						.options = &opts, .argument_lists = lists, .num_devices = 1,
+						.num_args = nargs, .output_lists = outs,
+						.device_complete_events = wait ? complete : NULL};
+	enum acceld_err rc;
+	int code;
+
+	pthread_mutex_lock(&h->mu);
+	rc = program_for(p, &aux, false, STABLEHLO_DOT_HIGHEST, &prog, &at, err, errsz);
+	pthread_mutex_unlock(&h->mu);
+	if (rc != ACCELD_OK)
+		return rc;
+	if (at.cached == 0)
+		t->compile_ms = (isnan(t->compile_ms) ? 0.0 : t->compile_ms) + at.compile_ms;
+	x.executable = prog->exe;
+	code = take(api, api->PJRT_LoadedExecutable_Execute(&x), "cannot run the program", err, errsz);
+	if (code != PJRT_Error_Code_OK)
+		rc = execute_failed(h, code, err, errsz);
+	else if (wait && (code = await(api, complete[0], "the program failed", err, errsz)) != PJRT_Error_Code_OK)
+		rc = classify(code, err);
+	pthread_mutex_lock(&h->mu);
+	prog->busy--;
+	pthread_mutex_unlock(&h->mu);
+	return rc;
+}
+
+/*
+ * Makes operand o (input o->input of the run) on the device by the generator: only its key goes up (into *key,
+ * which the caller destroys once the run is over). The program is not waited for: the kernel that reads its output
+ * runs after it.
+ */
+static enum acceld_err generate_input(struct pj *p, const struct kernel_work *w, const struct operand *o,
+				      PJRT_Buffer **out, PJRT_Buffer **key, struct backend_timing *t, char *err,
+				      size_t errsz)
+{
+	uint32_t k = kernel_gen_key(w->seed, (unsigned)o->input);
+	struct operand ko = {.data = &k, .type = PJRT_Buffer_Type_U32, .input = -1};
+	struct kernel_shape s = {.m = o->ndims == 2 ? (uint64_t)o->dims[0] : 0, .n = (uint64_t)o->dims[o->ndims - 1]};
+	enum acceld_err rc = upload(p, &ko, key, err, errsz);
+
+	if (rc == ACCELD_OK)
+		rc = run_aux(p, PJ_GENERATE, s, key, 1, out, false, t, err, errsz);
+	return rc;
+}
+
+/* Reads count floats of buf (of rank dims, row-major) into dst and waits for them. */
+static enum acceld_err download(struct pj *p, PJRT_Buffer *buf, unsigned rank, void *dst, size_t count, char *err,
+				size_t errsz)
+{
+	const PJRT_Api *api = p->host->api;
+	static const int64_t minor_to_major[2] = {1, 0};
+	PJRT_Buffer_MemoryLayout row_major = {.struct_size = PJRT_Buffer_MemoryLayout_STRUCT_SIZE,
+					      .type = PJRT_Buffer_MemoryLayout_Type_Tiled,
+					      .tiled = {.struct_size = PJRT_Buffer_MemoryLayout_Tiled_STRUCT_SIZE}};
+	PJRT_Buffer_ToHostBuffer_Args d = {.struct_size = PJRT_Buffer_ToHostBuffer_Args_STRUCT_SIZE, .src = buf,
+					   .host_layout = &row_major, .dst = dst, .dst_size = count * sizeof(float)};
+	int code;
+
+	row_major.tiled.minor_to_major = minor_to_major + (2 - rank);
+	row_major.tiled.minor_to_major_size = rank;
+	code = take(api, api->PJRT_Buffer_ToHostBuffer(&d), "cannot copy the output back", err, errsz);
+	if (code == PJRT_Error_Code_OK)
+		code = await(api, d.event, "copy from the device", err, errsz);
+	return code == PJRT_Error_Code_OK ? ACCELD_OK : classify(code, err);
+}
+
+/* Whether the run's sample is its whole output, in order (an output of KERNEL_SAMPLE_MAX elements or fewer). */
+static bool sample_is_output(const struct kernel_work *w)
+{
+	return w->nsample == (size_t)kernel_output_len(w->kernel, &(struct kernel_shape){w->m, w->n, w->k}) &&
+	       w->sample_first == 0 && w->sample_step == 1;
+}
+
+/* The sample of the output in out (w->nsample elements into w->sample), gathered on the device. */
+static enum acceld_err gather(struct pj *p, struct kernel_work *w, PJRT_Buffer *out, struct backend_timing *t,
+			      char *err, size_t errsz)
+{
+	bool matrix = kernel_output_rank(w->kernel) == 2;
+	struct kernel_shape s = {.m = matrix ? w->m : 0, .n = w->n, .k = w->nsample};
+	struct operand first = {.data = &w->sample_first, .type = PJRT_Buffer_Type_U64, .input = -1};
+	struct operand step = {.data = &w->sample_step, .type = PJRT_Buffer_Type_U64, .input = -1};
+	PJRT_Buffer *args[3] = {out, NULL, NULL};
+	PJRT_Buffer *sample[1] = {NULL};
+	enum acceld_err rc;
+
+	if (sample_is_output(w)) /* no gather */
+		return download(p, out, kernel_output_rank(w->kernel), w->sample, w->nsample, err, errsz);
+	rc = upload(p, &first, &args[1], err, errsz);
+
+	if (rc == ACCELD_OK)
+		rc = upload(p, &step, &args[2], err, errsz);
+	if (rc == ACCELD_OK)
+		rc = run_aux(p, PJ_GATHER, s, args, 3, sample, true, t, err, errsz);
+	if (rc == ACCELD_OK)
+		rc = download(p, sample[0], 1, w->sample, w->nsample, err, errsz);
+	destroy_buffer(p->host->api, args[1]);
+	destroy_buffer(p->host->api, args[2]);
+	destroy_buffer(p->host->api, sample[0]);
+	return rc;
 }
 
 /* Hands what an abandoned run holds to the idler, which destroys it once its program ends; h->mu held. */
@@ -949,35 +1099,33 @@ static enum acceld_err execute(struct pj *p, struct program *prog, struct kernel
 						.executable = prog->exe, .options = &opts, .argument_lists = lists,
 						.num_devices = 1, .num_args = n, .output_lists = outs,
 						.device_complete_events = complete};
-	PJRT_Buffer_ToHostBuffer_Args d = {.struct_size = PJRT_Buffer_ToHostBuffer_Args_STRUCT_SIZE};
-	/* every output is read densely, row-major: {1, 0} for a matrix, {0} for a vector, {} for a scalar */
-	static const int64_t minor_to_major[2] = {1, 0};
-	PJRT_Buffer_MemoryLayout row_major = {.struct_size = PJRT_Buffer_MemoryLayout_STRUCT_SIZE,
-					      .type = PJRT_Buffer_MemoryLayout_Type_Tiled,
-					      .tiled = {.struct_size = PJRT_Buffer_MemoryLayout_Tiled_STRUCT_SIZE}};
 	struct kernel_shape s = {.m = w->m, .n = w->n, .k = w->k};
 	float value = 0.0f;
-	uint64_t t0 = clock_mono_ns(), t1, t2;
+	PJRT_Buffer *keys[OPERANDS_MAX] = {NULL};
+	uint64_t t0 = clock_mono_ns(), t1, t2, gen_ns = 0;
+	uint64_t bytes = 0;
 	enum acceld_err rc = ACCELD_OK;
 	int code = PJRT_Error_Code_OK;
 
-	for (unsigned i = 0; i < n && rc == ACCELD_OK; i++)
+	for (unsigned i = 0; i < n && rc == ACCELD_OK; i++) {
+		if (o[i].input >= 0 && w->generate && w->in[o[i].input] == NULL &&
+		    kernel_input_generated(w, (unsigned)o[i].input)) {
+			uint64_t g0 = clock_mono_ns(); /* made on the device: only its key goes up */
+
+			rc = generate_input(p, w, &o[i], &bufs[i], &keys[i], t, err, errsz);
+			gen_ns += clock_mono_ns() - g0;
+			bytes += sizeof(uint32_t);
+			continue;
+		}
 		rc = upload(p, &o[i], &bufs[i], err, errsz);
+		bytes += sizeof(float) * (o[i].ndims == 0 ? 1 : (uint64_t)o[i].dims[0] * (o[i].ndims == 2 ? (uint64_t)o[i].dims[1] : 1));
+	}
 	if (rc != ACCELD_OK)
 		goto out;
 	t1 = clock_mono_ns();
 	code = take(api, api->PJRT_LoadedExecutable_Execute(&x), "cannot run the program", err, errsz);
 	if (code != PJRT_Error_Code_OK) {
-		rc = classify(code, err);
-		if (code == PJRT_Error_Code_INVALID_ARGUMENT && h->minor > PJRT_NEWEST_CHECKED_MINOR &&
-		    strstr(err, "size") != NULL) {
-			size_t len = strlen(err);
-
-			snprintf(err + len, errsz - len, " (the plugin speaks PJRT %d.%d; acceld knows argument structs "
-				 "up to %d.%d: a newer acceld is needed)", PJRT_API_MAJOR, h->minor, PJRT_API_MAJOR,
-				 PJRT_NEWEST_CHECKED_MINOR);
-			rc = ACCELD_EUNSUPPORTED;
-		}
+		rc = execute_failed(h, code, err, errsz);
 		goto out;
 	}
 	if (!await_until(api, complete[0], w->deadline_ns, &code, err, errsz)) {
@@ -986,6 +1134,9 @@ static enum acceld_err execute(struct pj *p, struct program *prog, struct kernel
 		pthread_mutex_lock(&h->mu);
 		abandon(h, complete[0], bufs, n + 1, prog);
 		pthread_mutex_unlock(&h->mu);
+		/* a deleted buffer's memory is freed once the programs that read it are done */
+		for (unsigned i = 0; i < n; i++)
+			destroy_buffer(api, keys[i]);
 		snprintf(err, errsz, "the program was still running at the job's deadline and was abandoned; the PJRT "
 			 "client closes when it ends");
 		return ACCELD_ETIMEOUT;
@@ -995,26 +1146,31 @@ static enum acceld_err execute(struct pj *p, struct program *prog, struct kernel
 		goto out;
 	}
 	t2 = clock_mono_ns();
-	d.src = out[0];
-	d.host_layout = &row_major;
-	row_major.tiled.minor_to_major = minor_to_major + (2 - kernel_output_rank(w->kernel));
-	row_major.tiled.minor_to_major_size = (size_t)kernel_output_rank(w->kernel);
-	d.dst = w->kernel == KERNEL_DOT ? &value : (void *)w->out;
-	d.dst_size = (size_t)kernel_output_len(w->kernel, &s) * sizeof(float);
-	code = take(api, api->PJRT_Buffer_ToHostBuffer(&d), "cannot copy the output back", err, errsz);
-	if (code == PJRT_Error_Code_OK)
-		code = await(api, d.event, "copy from the device", err, errsz);
-	if (code != PJRT_Error_Code_OK) {
-		rc = classify(code, err);
-		goto out;
+	/* the sample is gathered on the device; the output comes back only when the host asked for it */
+	if (w->nsample > 0 && w->sample != NULL && kernel_output_rank(w->kernel) > 0) {
+		rc = gather(p, w, out[0], t, err, errsz);
+		bytes += (sample_is_output(w) ? 0 : 2 * sizeof(uint64_t)) + w->nsample * sizeof(float);
 	}
+	if (rc == ACCELD_OK && (w->kernel == KERNEL_DOT || w->out != NULL)) {
+		size_t count = (size_t)kernel_output_len(w->kernel, &s);
+
+		rc = download(p, out[0], kernel_output_rank(w->kernel), w->kernel == KERNEL_DOT ? (void *)&value : w->out,
+			      count, err, errsz);
+		bytes += count * sizeof(float);
+	}
+	if (rc != ACCELD_OK)
+		goto out;
 	if (w->kernel == KERNEL_DOT)
 		w->value = value;
 	t->kernel_ms = (double)(t2 - t1) / 1e6;
-	t->transfer_ms = (double)(t1 - t0 + clock_mono_ns() - t2) / 1e6;
+	t->generate_ms = (double)gen_ns / 1e6;
+	t->transfer_ms = (double)(t1 - t0 - gen_ns + clock_mono_ns() - t2) / 1e6;
+	t->transfer_bytes = bytes;
 out:
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < n; i++) {
 		destroy_buffer(api, bufs[i]);
+		destroy_buffer(api, keys[i]);
+	}
 	destroy_buffer(api, out[0]);
 	return rc;
 }
@@ -1023,7 +1179,8 @@ static enum acceld_err pj_run(void *state, struct kernel_work *w, struct backend
 {
 	struct pj *p = state;
 	struct host *h = p->host;
-	bool with_c = w->kernel == KERNEL_SGEMM && w->beta != 0.0f && w->in[2] != NULL;
+	bool with_c = w->kernel == KERNEL_SGEMM && w->beta != 0.0f &&
+		      (w->in[2] != NULL || (w->generate && kernel_input_generated(w, 2)));
 	struct kernel_shape s = {.m = w->m, .n = w->n, .k = w->k};
 	uint64_t need = 4 * (kernel_total_len(w->kernel, &s) + 2);
 	struct program *prog = NULL;
@@ -1343,4 +1500,5 @@ const struct backend_ops backend_pjrt = {
 	.runs = stablehlo_has,
 	.facts = pjrt_plugin_facts,
 	.learn = pjrt_plugin_learn,
+	.on_device = true,
 };

@@ -216,6 +216,122 @@ unsigned stablehlo_operands(enum kernel_id k, bool with_c)
 	return 1;
 }
 
+/* --- the generator and the gather --- */
+
+/* An integer constant of type t (a tensor of ui32 or ui64, broadcast from one value) into %name. */
+static void int_constant(struct buf *b, const char *name, uint64_t value, const char *t)
+{
+	buf_printf(b, "    %%%s = \"stablehlo.constant\"() {value = dense<%" PRIu64 "> : %s} : () -> %s\n", name, value, t,
+		   t);
+}
+
+/* %name = op(%x, %c) for a constant c of type t. */
+static void with_constant(struct buf *b, const char *name, const char *op, const char *x, uint64_t c, const char *t)
+{
+	char cname[48];
+
+	snprintf(cname, sizeof(cname), "%s_c", name);
+	int_constant(b, cname, c, t);
+	binary(b, name, op, x, cname, t);
+}
+
+char *stablehlo_generator(uint64_t rows, uint64_t cols, size_t *len)
+{
+	struct buf b;
+	char t64[64], t32[64], tf[64];
+
+	buf_init(&b, PROGRAM_MAX);
+	tensor(t64, sizeof(t64), rows, cols, "ui64");
+	tensor(t32, sizeof(t32), rows, cols, "ui32");
+	tensor(tf, sizeof(tf), rows, cols, "f32");
+	buf_printf(&b, "module @acceld_generate {\n");
+	buf_printf(&b, "  func.func public @main(%%key: tensor<ui32>) -> %s {\n", tf);
+	/* e = row * cols + column, row-major */
+	if (rows == 0) {
+		buf_printf(&b, "    %%e = \"stablehlo.iota\"() {iota_dimension = 0 : i64} : () -> %s\n", t64);
+	} else {
+		buf_printf(&b, "    %%row = \"stablehlo.iota\"() {iota_dimension = 0 : i64} : () -> %s\n", t64);
+		buf_printf(&b, "    %%col = \"stablehlo.iota\"() {iota_dimension = 1 : i64} : () -> %s\n", t64);
+		with_constant(&b, "rowbase", "multiply", "row", cols, t64);
+		binary(&b, "e", "add", "rowbase", "col", t64);
+	}
+	/* lo = e mod 2^32, hi = e >> 32, as ui32 */
+	with_constant(&b, "lo64", "and", "e", 0xffffffffull, t64);
+	with_constant(&b, "hi64", "shift_right_logical", "e", 32, t64);
+	buf_printf(&b, "    %%lo = \"stablehlo.convert\"(%%lo64) : (%s) -> %s\n", t64, t32);
+	buf_printf(&b, "    %%hi = \"stablehlo.convert\"(%%hi64) : (%s) -> %s\n", t64, t32);
+	/* x = lo * golden + (key ^ hi * 0x85ebca6b) */
+	buf_printf(&b,
+		   "    %%key_b = \"stablehlo.broadcast_in_dim\"(%%key) {broadcast_dimensions = array<i64>} : "
+		   "(tensor<ui32>) -> %s\n",
+		   t32);
+	with_constant(&b, "hik", "multiply", "hi", 0x85ebca6bull, t32);
+	binary(&b, "salt", "xor", "key_b", "hik", t32);
+	with_constant(&b, "weyl", "multiply", "lo", 0x9e3779b9ull, t32);
+	binary(&b, "x0", "add", "weyl", "salt", t32);
+	/* lowbias32 */
+	with_constant(&b, "s1", "shift_right_logical", "x0", 16, t32);
+	binary(&b, "x1", "xor", "x0", "s1", t32);
+	with_constant(&b, "x2", "multiply", "x1", 0x7feb352dull, t32);
+	with_constant(&b, "s3", "shift_right_logical", "x2", 15, t32);
+	binary(&b, "x3", "xor", "x2", "s3", t32);
+	with_constant(&b, "x4", "multiply", "x3", 0x846ca68bull, t32);
+	with_constant(&b, "s5", "shift_right_logical", "x4", 16, t32);
+	binary(&b, "h", "xor", "x4", "s5", t32);
+	/* 24 bits to [-1, 1): exact in float32 */
+	with_constant(&b, "top", "shift_right_logical", "h", 8, t32);
+	buf_printf(&b, "    %%topf = \"stablehlo.convert\"(%%top) : (%s) -> %s\n", t32, tf);
+	buf_printf(&b, "    %%unit = \"stablehlo.constant\"() {value = dense<1.1920928955078125E-7> : %s} : () -> %s\n",
+		   tf, tf);
+	buf_printf(&b, "    %%one = \"stablehlo.constant\"() {value = dense<1.000000e+00> : %s} : () -> %s\n", tf, tf);
+	binary(&b, "scaled", "multiply", "topf", "unit", tf);
+	binary(&b, "out", "subtract", "scaled", "one", tf);
+	buf_printf(&b, "    func.return %%out : %s\n  }\n}\n", tf);
+	return buf_detach(&b, len);
+}
+
+char *stablehlo_gather(uint64_t rows, uint64_t cols, size_t count, size_t *len)
+{
+	struct buf b;
+	char tin[64], tflat[64], tidx[64], tidx2[64], tsi[64], tout[64];
+	uint64_t total = (rows == 0 ? 1 : rows) * cols;
+
+	buf_init(&b, PROGRAM_MAX);
+	tensor(tin, sizeof(tin), rows, cols, "f32");
+	tensor(tflat, sizeof(tflat), 0, total, "f32");
+	tensor(tidx, sizeof(tidx), 0, count, "ui64");
+	tensor(tsi, sizeof(tsi), 0, count, "i64");
+	tensor(tidx2, sizeof(tidx2), count, 1, "i64");
+	tensor(tout, sizeof(tout), 0, count, "f32");
+	buf_printf(&b, "module @acceld_gather {\n");
+	buf_printf(&b, "  func.func public @main(%%out: %s, %%first: tensor<ui64>, %%step: tensor<ui64>) -> %s {\n", tin,
+		   tout);
+	buf_printf(&b, "    %%flat = \"stablehlo.reshape\"(%%out) : (%s) -> %s\n", tin, tflat);
+	buf_printf(&b, "    %%j = \"stablehlo.iota\"() {iota_dimension = 0 : i64} : () -> %s\n", tidx);
+	buf_printf(&b,
+		   "    %%first_b = \"stablehlo.broadcast_in_dim\"(%%first) {broadcast_dimensions = array<i64>} : "
+		   "(tensor<ui64>) -> %s\n",
+		   tidx);
+	buf_printf(&b,
+		   "    %%step_b = \"stablehlo.broadcast_in_dim\"(%%step) {broadcast_dimensions = array<i64>} : "
+		   "(tensor<ui64>) -> %s\n",
+		   tidx);
+	binary(&b, "jstep", "multiply", "j", "step_b", tidx);
+	binary(&b, "pos", "add", "first_b", "jstep", tidx);
+	with_constant(&b, "idx", "remainder", "pos", total, tidx);
+	buf_printf(&b, "    %%idx_s = \"stablehlo.convert\"(%%idx) : (%s) -> %s\n", tidx, tsi);
+	buf_printf(&b, "    %%idx2 = \"stablehlo.reshape\"(%%idx_s) : (%s) -> %s\n", tsi, tidx2);
+	buf_printf(&b,
+		   "    %%sample = \"stablehlo.gather\"(%%flat, %%idx2) {\n"
+		   "      dimension_numbers = #stablehlo.gather<collapsed_slice_dims = [0], start_index_map = [0], "
+		   "index_vector_dim = 1>,\n"
+		   "      slice_sizes = array<i64: 1>, indices_are_sorted = false\n"
+		   "    } : (%s, %s) -> %s\n",
+		   tflat, tidx2, tout);
+	buf_printf(&b, "    func.return %%sample : %s\n  }\n}\n", tout);
+	return buf_detach(&b, len);
+}
+
 /* --- protocol buffers: just what the compile options need --- */
 
 static size_t varint(unsigned char *p, uint64_t v)

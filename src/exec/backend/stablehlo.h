@@ -32,6 +32,20 @@ enum stablehlo_dot {
 char *stablehlo_program(enum kernel_id k, const struct kernel_shape *s, bool with_c, enum stablehlo_dot dot,
 			size_t *len);
 
+/*
+ * The generator (the kernel table's, kernel_gen_value in exec/kernel.h) as a module @acceld_generate: main(key:
+ * tensor<ui32>) -> tensor<cols x f32> (rows 0) or tensor<rows x cols x f32>, element e (row-major) the value of
+ * kernel_gen_value(key, e), built from iota and integer ops (no rng). A malloc'ed text; *len its length.
+ */
+char *stablehlo_generator(uint64_t rows, uint64_t cols, size_t *len);
+
+/*
+ * The gather of an output's sample (struct kernel_sample in exec/kernel.h) as a module @acceld_gather: main(out:
+ * tensor<cols x f32> (rows 0) or tensor<rows x cols x f32>, first: tensor<ui64>, step: tensor<ui64>) ->
+ * tensor<count x f32>, element j the output's element (first + j * step) mod (rows * cols), row-major.
+ */
+char *stablehlo_gather(uint64_t rows, uint64_t cols, size_t count, size_t *len);
+
 /* Whether there is a program for kernel k. */
 bool stablehlo_has(enum kernel_id k);
 

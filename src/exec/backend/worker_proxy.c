@@ -1051,6 +1051,7 @@ const struct backend_ops backend_pjrt_proxy = {
 	.open = pjrt_open,
 	.run = proxy_run,
 	.close = proxy_close,
+	.on_device = true, /* as backend_pjrt: generated inputs made in the worker's device, outputs left there */
 };
 
 /* --- OpenCL: in a worker on devices that are not CPUs, in the daemon on PoCL's CPU device --- */
@@ -1145,4 +1146,5 @@ const struct backend_ops backend_opencl_proxy = {
 	.close = opencl_close,
 	.reference = opencl_reference,
 	.runs = opencl_runs,
+	.on_device = true, /* as backend_opencl, in the daemon or in a worker */
 };

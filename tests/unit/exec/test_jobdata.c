@@ -13,15 +13,24 @@
 #include "check_pools.h"
 #include "exec/jobdata.h"
 
-/* The generator as jobdata.h describes it, written out again: SplitMix64's finaliser over a counter. */
+/* The generator as kernel.h describes it, written out again: lowbias32 over the index and the input's key, 24 bits
+ * scaled to [-1, 1). */
+static uint32_t lowbias32(uint32_t x)
+{
+	x ^= x >> 16;
+	x *= 0x7feb352du;
+	x ^= x >> 15;
+	x *= 0x846ca68bu;
+	x ^= x >> 16;
+	return x;
+}
+
 static float reference_value(uint64_t seed, unsigned input, size_t i)
 {
-	uint64_t z = seed * 0x2545f4914f6cdd1dull + input + (uint64_t)i * 0x9e3779b97f4a7c15ull;
+	uint32_t key = lowbias32((uint32_t)seed ^ lowbias32((uint32_t)(seed >> 32) + 0x9e3779b9u * (input + 1u)));
+	uint32_t h = lowbias32((uint32_t)i * 0x9e3779b9u + (key ^ (uint32_t)((uint64_t)i >> 32) * 0x85ebca6bu));
 
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	z ^= z >> 31;
-	return (float)(z >> 40) * (float)(1.0 / 8388608.0) - 1.0f;
+	return (float)(h >> 8) / 8388608.0f - 1.0f;
 }
 
 START_TEST(aligned_buffers)

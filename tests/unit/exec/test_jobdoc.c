@@ -233,8 +233,9 @@ START_TEST(a_succeeded_sgemm_in_full)
 	ck_assert_str_eq(str(o, "fallback_reason"), "no tpu on this host");
 
 	t = json_object_get(o, "timing");
-	members(t, (const char *const[]){"queued_ms", "prepare_ms", "compile_ms", "transfer_ms", "kernel_ms",
-					 "total_ms", NULL});
+	members(t, (const char *const[]){"queued_ms", "prepare_ms", "setup_ms", "compile_ms", "transfer_ms",
+					 "kernel_ms", "total_ms", NULL});
+	ck_assert_double_eq(num(t, "setup_ms"), num(t, "compile_ms"));
 	ck_assert_double_eq(num(t, "queued_ms"), 250.0);
 	ck_assert_double_eq(num(t, "kernel_ms"), 2.0);
 	ck_assert_double_eq(num(t, "total_ms"), 750.0);
@@ -259,7 +260,8 @@ START_TEST(a_succeeded_sgemm_in_full)
 
 	ck_assert(json_is_true(json_object_get(o, "verified")));
 	v = json_object_get(o, "verification");
-	members(v, (const char *const[]){"method", "checked", "max_abs_error", "max_error_to_tolerance", NULL});
+	members(v, (const char *const[]){"mode", "method", "checked", "max_abs_error", "max_error_to_tolerance", NULL});
+	ck_assert_str_eq(str(v, "mode"), "full");
 	ck_assert_str_eq(str(v, "method"), "double-precision naive loop over every entry");
 	ck_assert_int_eq(json_integer_value(json_object_get(v, "checked")), 4096);
 	ck_assert_double_eq(num(v, "max_error_to_tolerance"), 0.25);

@@ -521,6 +521,63 @@ START_TEST(verify_softmax_sampled)
 }
 END_TEST
 
+/* The sample: every element of a small output in order; 4,096 distinct ones of a larger output, the same for the
+ * same seed. Sampled verification of a correct run passes and finds a single wrong element. */
+START_TEST(sample_plan_and_verification)
+{
+	static const uint64_t lens[] = {4096 * 3, 10007, 1u << 20, 4097};
+	struct kernel_sample s, again;
+	struct pool *p = pool_new(2);
+	float sample[KERNEL_SAMPLE_MAX];
+	float *x, *y;
+	struct kernel_work w = {.kernel = KERNEL_SAXPY, .n = 50000, .alpha = 3.0f, .seed = 11, .generate = true,
+			      .sample = sample};
+	struct kernel_verification v;
+
+	kernel_sample_plan(100, 9, &s);
+	ck_assert(s.count == 100 && s.first == 0 && s.step == 1);
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		unsigned char *seen = calloc(lens[i], 1);
+
+		kernel_sample_plan(lens[i], 9, &s);
+		kernel_sample_plan(lens[i], 9, &again);
+		ck_assert(s.first == again.first && s.step == again.step && s.count == KERNEL_SAMPLE_MAX);
+		for (size_t j = 0; j < s.count; j++) {
+			uint64_t e = kernel_sample_index(s.first, s.step, s.len, j);
+
+			ck_assert(e < lens[i] && !seen[e]);
+			seen[e] = 1;
+		}
+		free(seen);
+	}
+	/* a run as the native backend makes it: inputs by the C twin, the sample taken from the output */
+	x = malloc(w.n * sizeof(float));
+	y = malloc(w.n * sizeof(float));
+	for (size_t e = 0; e < w.n; e++) {
+		x[e] = kernel_gen_value(kernel_gen_key(w.seed, 0), e);
+		y[e] = kernel_gen_value(kernel_gen_key(w.seed, 1), e);
+	}
+	kernel_sample_plan(w.n, w.seed, &s);
+	w.sample_first = s.first;
+	w.sample_step = s.step;
+	w.nsample = s.count;
+	for (size_t j = 0; j < s.count; j++) {
+		uint64_t e = kernel_sample_index(s.first, s.step, s.len, j);
+
+		sample[j] = w.alpha * x[e] + y[e];
+	}
+	kernel_verify_sample(p, &w, &v);
+	ck_assert(v.verified && v.sampled);
+	ck_assert_uint_eq(v.checked, KERNEL_SAMPLE_MAX);
+	sample[1234] += 1e-3f;
+	kernel_verify_sample(p, &w, &v);
+	ck_assert(!v.verified);
+	free(x);
+	free(y);
+	pool_free(p);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("kernel");
@@ -545,6 +602,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, verify_sgemm_sampled);
 	tcase_add_test(tc, verify_softmax_every_row);
 	tcase_add_test(tc, verify_softmax_sampled);
+	tcase_add_test(tc, sample_plan_and_verification);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return s;

@@ -17,6 +17,7 @@
 #include <CL/cl.h>
 
 #include "check_main.h"
+#include "core/pool.h"
 #include "exec/exec.h"
 #include "exec/backend/exec_opencl.h"
 
@@ -238,6 +239,138 @@ START_TEST(buffers_are_pooled)
 }
 END_TEST
 
+/* Host copies of a run's generated inputs: the kernel table's generator, the C twin of exec_generate. */
+static float *twin(const struct kernel_work *w, unsigned i)
+{
+	struct kernel_shape sh = {w->m, w->n, w->k};
+	size_t len = (size_t)kernel_input_len(w->kernel, &sh, i);
+	float *v = malloc((len ? len : 1) * sizeof(float));
+	uint32_t key = kernel_gen_key(w->seed, i);
+
+	for (size_t e = 0; e < len; e++)
+		v[e] = kernel_gen_value(key, e);
+	return v;
+}
+
+/* A run with inputs made on the device gives the same bits as one with the C twin's inputs uploaded; only the
+ * output crosses the link, and the sample is the output's elements at the sample's indices. */
+START_TEST(generated_inputs_match_the_c_twin)
+{
+	static const struct {
+		enum kernel_id k;
+		size_t m, n, kk;
+		float beta;
+	} runs[] = {{KERNEL_SAXPY, 0, 1009, 0, 0.0f}, {KERNEL_TRIAD, 0, 65, 0, 0.0f},
+		    {KERNEL_SGEMM, 70, 130, 33, 0.5f}, {KERNEL_SGEMM, 64, 128, 16, 0.0f},
+		    {KERNEL_SOFTMAX, 5, 77, 0, 0.0f}};
+
+	for (size_t r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
+		struct kernel_shape sh = {runs[r].m, runs[r].n, runs[r].kk};
+		size_t len = (size_t)kernel_output_len(runs[r].k, &sh);
+		float *dev_out = malloc(len * sizeof(float));
+		float *host_out = malloc(len * sizeof(float));
+		float sample[KERNEL_SAMPLE_MAX];
+		struct kernel_sample smp;
+		struct kernel_work w = {.kernel = runs[r].k, .m = sh.m, .n = sh.n, .k = sh.k, .alpha = 1.5f,
+				      .beta = runs[r].beta, .scale = -2.0f, .seed = 42 + r, .generate = true,
+				      .out = dev_out, .sample = sample};
+		struct kernel_work h = w;
+		struct backend_timing t = {0};
+		char err[512];
+
+		kernel_sample_plan(len, w.seed, &smp);
+		w.sample_first = smp.first;
+		w.sample_step = smp.step;
+		w.nsample = smp.count;
+		ck_assert_msg(exec_ocl_run(ocl, &w, &t, err, sizeof(err)) == ACCELD_OK, "%s", err);
+		ck_assert_uint_eq(t.transfer_bytes, (len + smp.count) * sizeof(float));
+		ck_assert(t.generate_ms > 0.0);
+		h.generate = false;
+		h.out = host_out;
+		h.nsample = 0;
+		float *hin[KERNEL_MAX_INPUTS] = {NULL, NULL, NULL};
+
+		for (unsigned i = 0; i < KERNEL_MAX_INPUTS; i++)
+			h.in[i] = hin[i] = kernel_input_generated(&h, i) ? twin(&h, i) : NULL;
+		run(&h);
+		ck_assert_msg(memcmp(dev_out, host_out, len * sizeof(float)) == 0, "%s: device-made inputs differ",
+			      kernel_name(w.kernel));
+		for (size_t j = 0; j < smp.count; j++)
+			ck_assert(sample[j] == dev_out[kernel_sample_index(smp.first, smp.step, len, j)]);
+		for (unsigned i = 0; i < KERNEL_MAX_INPUTS; i++)
+			free(hin[i]);
+		free(dev_out);
+		free(host_out);
+	}
+}
+END_TEST
+
+/* A generated job whose output stays on the device moves the sample alone, and makes no new buffers once its sizes
+ * were seen; sampled verification from the C twin passes. */
+START_TEST(generated_job_moves_no_input_bytes)
+{
+	struct pool *p = pool_new(1);
+	float sample[KERNEL_SAMPLE_MAX];
+	struct kernel_sample smp;
+	struct kernel_work w = {.kernel = KERNEL_SAXPY, .n = 100000, .alpha = 2.0f, .seed = 7, .generate = true,
+			      .sample = sample};
+	struct kernel_verification v;
+	struct backend_timing t = {0};
+	char err[512];
+	uint64_t made;
+
+	kernel_sample_plan(w.n, w.seed, &smp);
+	ck_assert_uint_eq(smp.count, KERNEL_SAMPLE_MAX);
+	w.sample_first = smp.first;
+	w.sample_step = smp.step;
+	w.nsample = smp.count;
+	ck_assert_msg(exec_ocl_run(ocl, &w, &t, err, sizeof(err)) == ACCELD_OK, "%s", err);
+	made = exec_ocl_buffers_made(ocl);
+	ck_assert_msg(exec_ocl_run(ocl, &w, &t, err, sizeof(err)) == ACCELD_OK, "%s", err);
+	ck_assert_uint_eq(exec_ocl_buffers_made(ocl), made);
+	ck_assert_uint_eq(t.transfer_bytes, KERNEL_SAMPLE_MAX * sizeof(float));
+	kernel_verify_sample(p, &w, &v);
+	ck_assert(v.verified && v.sampled);
+	ck_assert_uint_eq(v.checked, KERNEL_SAMPLE_MAX);
+	pool_free(p);
+}
+END_TEST
+
+/* ACCELD_FAULT_WRONG_ELEMENT spoils one element of the output: sampled and full verification both catch it. */
+START_TEST(fault_knob_is_caught)
+{
+	struct pool *p = pool_new(1);
+	struct exec_ocl *bad = NULL;
+	float sample[KERNEL_SAMPLE_MAX];
+	float out[300];
+	struct kernel_work w = {.kernel = KERNEL_SAXPY, .n = 300, .alpha = 1.0f, .seed = 3, .generate = true,
+			      .out = out, .sample_step = 1, .nsample = 300, .sample = sample};
+	struct kernel_verification v;
+	struct backend_timing t = {0};
+	char err[512];
+
+	setenv("ACCELD_FAULT_WRONG_ELEMENT", "123", 1);
+	ck_assert_msg(exec_ocl_open(&dev, &bad, err, sizeof(err)) == ACCELD_OK, "%s", err);
+	unsetenv("ACCELD_FAULT_WRONG_ELEMENT");
+	ck_assert_msg(exec_ocl_run(bad, &w, &t, err, sizeof(err)) == ACCELD_OK, "%s", err);
+	kernel_verify_sample(p, &w, &v);
+	ck_assert(!v.verified);
+	ck_assert(v.max_abs_error > 1e5);
+	float *x = twin(&w, 0);
+	float *y = twin(&w, 1);
+
+	w.in[0] = x;
+	w.in[1] = y;
+	kernel_verify(p, &w, &v);
+	ck_assert(!v.verified && !v.sampled);
+	ck_assert_uint_eq(v.checked, 300);
+	free(x);
+	free(y);
+	exec_ocl_close(bad);
+	pool_free(p);
+}
+END_TEST
+
 START_TEST(missing_device_is_reported)
 {
 	struct device bad = dev;
@@ -306,6 +439,9 @@ Suite *make_suite(void)
 	tcase_add_test(tc, sgemm_matches_reference);
 	tcase_add_test(tc, softmax_matches_reference);
 	tcase_add_test(tc, buffers_are_pooled);
+	tcase_add_test(tc, generated_inputs_match_the_c_twin);
+	tcase_add_test(tc, generated_job_moves_no_input_bytes);
+	tcase_add_test(tc, fault_knob_is_caught);
 	tcase_add_test(tc, missing_device_is_reported);
 	tcase_add_test(tc, serves_and_admits);
 	tcase_add_test(tc, error_names);

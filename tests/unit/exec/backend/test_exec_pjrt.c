@@ -28,6 +28,7 @@ static struct device devs[3]; /* cpu:0, and tpu:0 or gpu:0, gpu:1 */
 static uint64_t device_memory = 16ull << 30; /* what detection says each accelerator has */
 static long (*fake_live)(const char *);
 static long (*fake_calls)(const char *);
+static long (*fake_bytes)(const char *);
 static const char *(*fake_precision)(void);
 static const char *(*fake_create_option)(const char *);
 static long long (*fake_compile_option)(const char *);
@@ -77,6 +78,7 @@ static void setup(void)
 	ck_assert_msg(lib != NULL, "dlopen %s: %s", lib_path, dlerror());
 	resolve(lib, &fake_live, sizeof(fake_live), "fake_pjrt_live");
 	resolve(lib, &fake_calls, sizeof(fake_calls), "fake_pjrt_calls");
+	resolve(lib, &fake_bytes, sizeof(fake_bytes), "fake_pjrt_bytes");
 	resolve(lib, &fake_precision, sizeof(fake_precision), "fake_pjrt_last_precision");
 	resolve(lib, &fake_create_option, sizeof(fake_create_option), "fake_pjrt_create_option");
 	resolve(lib, &fake_compile_option, sizeof(fake_compile_option), "fake_pjrt_compile_option");
@@ -246,7 +248,73 @@ START_TEST(every_kernel_on_a_tpu_and_cached)
 	/* one client for both chips, without options libtpu does not know */
 	ck_assert_int_eq(fake_calls("PJRT_Client_Create"), 1);
 	ck_assert_ptr_null(fake_create_option("preallocate"));
+	/* the kernels alone: inputs this small are made on the host (EXEC_DEVICE_GENERATE_MIN_BYTES), and an output of
+	 * 4,096 elements or fewer is its own sample */
 	ck_assert_int_eq(fake_calls("PJRT_Client_Compile"), KERNEL_COUNT);
+	exec_free(ex);
+	wait_live_zero();
+}
+END_TEST
+
+/*
+ * A generated job makes its inputs on the device: only the scalars (alpha, each input's key, the sample's first
+ * and step) go up, and only the sample of the output comes back unless the output is asked for.
+ */
+START_TEST(generated_job_uploads_no_inputs)
+{
+	struct exec *ex;
+	struct exec_request r;
+	struct exec_refusal why;
+	struct exec_job *job;
+	json_t *doc;
+	long up, down;
+
+	setenv("FAKE_PJRT_PLATFORM", "cuda", 1);
+	ex = start(DEVICE_GPU, 1);
+	up = fake_bytes("upload");
+	down = fake_bytes("download");
+	doc = run_ok(ex, KERNEL_SAXPY, (struct kernel_shape){.n = 100000}, "gpu:0");
+	ck_assert_int_eq(fake_bytes("upload") - up, 4 + 2 * 4 + 2 * 8);
+	ck_assert_int_eq(fake_bytes("download") - down, KERNEL_SAMPLE_MAX * 4);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(doc, "verification"), "checked")),
+			 KERNEL_SAMPLE_MAX);
+	ck_assert_double_eq(json_real_value(json_object_get(json_object_get(doc, "timing"), "transfer_bytes")),
+			    4 + 2 * 4 + 2 * 8 + KERNEL_SAMPLE_MAX * 4);
+	json_decref(doc);
+	/* asked for, the output comes back instead (the sample is taken from it); a full verification compares every
+	 * element */
+	exec_request_init(&r);
+	r.kernel = KERNEL_SGEMM;
+	r.shape = (struct kernel_shape){.m = 128, .n = 128, .k = 128};
+	r.beta = 0.5f;
+	r.verify = r.verify_full = true;
+	r.full = true;
+	exec_request_add_device(&r, "gpu:0");
+	r.pinned = true;
+	up = fake_bytes("upload");
+	down = fake_bytes("download");
+	ck_assert_int_eq(exec_submit(ex, &r, NULL, NULL, &job, &why), ACCELD_OK);
+	exec_job_wait(job);
+	doc = exec_job_json(job);
+	ck_assert_msg(json_is_true(json_object_get(doc, "verified")), "%s", json_dumps(doc, 0));
+	ck_assert_str_eq(member(json_object_get(doc, "verification"), "mode"), "full");
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(doc, "verification"), "checked")), 16384);
+	ck_assert_int_eq(fake_bytes("upload") - up, 2 * 4 + 3 * 4);
+	ck_assert_int_eq(fake_bytes("download") - down, 16384 * 4);
+	json_decref(doc);
+	exec_job_unref(job);
+	/* inputs too small for a launch of the generator to pay are made on the host and copied */
+	r.shape = (struct kernel_shape){.m = 40, .n = 30, .k = 20};
+	r.full = r.verify_full = false;
+	up = fake_bytes("upload");
+	ck_assert_int_eq(exec_submit(ex, &r, NULL, NULL, &job, &why), ACCELD_OK);
+	exec_job_wait(job);
+	doc = exec_job_json(job);
+	ck_assert(json_is_true(json_object_get(doc, "verified")));
+	ck_assert_int_eq(fake_bytes("upload") - up, 2 * 4 + (40 * 20 + 20 * 30 + 40 * 30) * 4);
+	json_decref(doc);
+	exec_job_unref(job);
+	exec_request_release(&r);
 	exec_free(ex);
 	wait_live_zero();
 }
@@ -869,6 +937,7 @@ Suite *make_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, every_kernel_on_a_tpu_and_cached);
+	tcase_add_test(tc, generated_job_uploads_no_inputs);
 	tcase_add_test(tc, cuda_counts_in_pci_order);
 	tcase_add_test(tc, gpus_are_matched_and_precision_said);
 	tcase_add_test(tc, unsupported_precision_runs_highest);

@@ -1,0 +1,164 @@
+"""Black-box tests of where a job's data lives: inputs generated on the device (OpenCL on PoCL's CPU device, and PJRT
+through the stand-in plugin, whose FAKE_PJRT_COUNTS file says what crossed the link) move no
+bytes across the link, the output stays on the device unless the request returns it or a full verification needs
+it, sampled verification compares 4,096 elements (or all of a smaller output) and catches a single wrong element (the
+OpenCL backend's fault knob ACCELD_FAULT_WRONG_ELEMENT), and verify "full" still compares every element.
+
+Sizes stay small: CI has two cores, and PoCL's programs are cached in $ACCELD_BUILD/pocl-cache between runs."""
+import os
+import tempfile
+import unittest
+
+from harness import FAKES, ROOT, Server, ServerTestCase
+
+BUILD = os.environ.get("ACCELD_BUILD", "build")
+POCL_CACHE = os.path.join(ROOT, BUILD, "pocl-cache")
+SAMPLE = 4096
+
+
+def run_ok(test, body):
+    r = test.server.request("POST", "/run", json_body=body)
+    test.assertEqual(r.status, 200, r)
+    doc = r.json()
+    test.assertEqual(doc["state"], "succeeded", doc)
+    return doc
+
+
+class DeviceData(ServerTestCase):
+    server_env = {"ACCELD_POCL_CACHE_DIR": POCL_CACHE}
+
+    def test_generated_job_moves_only_its_sample(self):
+        n = 100000
+        doc = run_ok(self, {"kernel": "saxpy", "n": n, "device": "cpu:0", "backend": "opencl",
+                            "generate": {"seed": 5}, "verify": True})
+        self.assertEqual(doc["inputs"], "generated")
+        timing = doc["timing"]
+        # no input crossed the link, and of the output only its sample came back
+        self.assertEqual(timing["transfer_bytes"], SAMPLE * 4, timing)
+        for key in ("generate_ms", "transfer_ms", "kernel_ms", "verify_ms", "total_ms"):
+            self.assertIn(key, timing)
+        self.assertEqual(doc["result"]["summary"]["of"], "sample")
+        self.assertEqual(doc["result"]["summary"]["count"], SAMPLE)
+        self.assertNotIn("output", doc["result"])
+        self.assertTrue(doc["verified"], doc["verification"])
+        self.assertEqual(doc["verification"]["mode"], "sample")
+        self.assertEqual(doc["verification"]["checked"], SAMPLE)
+
+    def test_output_comes_back_when_asked(self):
+        n = 20000
+        doc = run_ok(self, {"kernel": "saxpy", "n": n, "device": "cpu:0", "backend": "opencl",
+                            "return": "full"})
+        self.assertEqual(doc["timing"]["transfer_bytes"], n * 4)
+        self.assertEqual(doc["result"]["summary"]["of"], "output")
+        r = self.server.request("GET", "/run/" + doc["id"])
+        self.assertEqual(len(r.json()["result"]["output"]), n)
+
+    def test_full_verification_compares_every_element(self):
+        doc = run_ok(self, {"kernel": "softmax", "m": 3, "n": 8000, "device": "cpu:0", "backend": "opencl",
+                            "verify": "full"})
+        self.assertEqual(doc["verification"]["mode"], "full")
+        self.assertEqual(doc["verification"]["checked"], 24000)
+        self.assertTrue(doc["verified"])
+        # the whole output came back for it, though the request did not return it
+        self.assertEqual(doc["timing"]["transfer_bytes"], 24000 * 4)
+        self.assertEqual(doc["result"]["summary"]["of"], "output")
+
+    def test_sampled_and_full_agree_natively(self):
+        for verify in (True, "full"):
+            doc = run_ok(self, {"kernel": "sgemm", "m": 70, "n": 90, "k": 20, "beta": 0.5, "device": "cpu:0",
+                                "backend": "native", "verify": verify})
+            self.assertTrue(doc["verified"], doc["verification"])
+            self.assertEqual(doc["verification"]["checked"], SAMPLE if verify is True else 6300)
+
+    def test_small_inputs_are_copied(self):
+        # below 64 KiB of inputs a launch of the generator costs more than the copy
+        doc = run_ok(self, {"kernel": "saxpy", "n": 1000, "device": "cpu:0", "backend": "opencl", "verify": True})
+        self.assertEqual(doc["timing"]["transfer_bytes"], 3 * 1000 * 4)
+        self.assertTrue(doc["verified"])
+
+    def test_verify_refuses_other_values(self):
+        r = self.server.request("POST", "/run", json_body={"kernel": "saxpy", "n": 8, "verify": "some"})
+        self.assertProblem(r, 400, "INVALID_VALUE")
+        r = self.server.request("POST", "/run", json_body={"kernel": "saxpy", "n": 8, "verify": 1})
+        self.assertProblem(r, 400, "INVALID_TYPE")
+
+
+class WrongElement(ServerTestCase):
+    """The OpenCL backend's fault knob overwrites output element 777 after each run."""
+
+    server_env = {"ACCELD_POCL_CACHE_DIR": POCL_CACHE, "ACCELD_FAULT_WRONG_ELEMENT": "777"}
+
+    def test_sampled_verification_catches_one_wrong_element(self):
+        doc = run_ok(self, {"kernel": "saxpy", "n": 1000, "device": "cpu:0", "backend": "opencl", "verify": True})
+        self.assertFalse(doc["verified"], doc["verification"])
+        self.assertEqual(doc["verification"]["checked"], 1000)
+        self.assertGreater(doc["verification"]["max_error_to_tolerance"], 1)
+
+    def test_full_verification_catches_it(self):
+        doc = run_ok(self, {"kernel": "sgemm", "m": 30, "n": 30, "k": 8, "device": "cpu:0", "backend": "opencl",
+                            "verify": "full"})
+        self.assertFalse(doc["verified"], doc["verification"])
+        self.assertEqual(doc["verification"]["mode"], "full")
+
+
+def read_counts(path):
+    with open(path) as f:
+        return {k: int(v) for k, v in (line.split() for line in f)}
+
+
+class PjrtDeviceData(unittest.TestCase):
+    """A fake NVML GPU whose jobs run through the PJRT stand-in."""
+
+    def env(self, tmp, **extra):
+        env = {"ACCELD_NVML_LIBRARY": os.path.join(FAKES, "libnvml.so"), "FAKE_NVML_COUNT": "1",
+               "ACCELD_PJRT_PLUGINS": "cuda=" + os.path.join(FAKES, "libpjrt.so"), "FAKE_PJRT_PLATFORM": "cuda",
+               "FAKE_PJRT_DEVICES": "1", "FAKE_PJRT_KIND": "NVIDIA H100 80GB HBM3", "FAKE_PJRT_CC": "9.0",
+               "FAKE_PJRT_MEMORY": "85017493504", "FAKE_PJRT_COUNTS": os.path.join(tmp, "counts")}
+        env.update(extra)
+        return env
+
+    def test_generated_job_uploads_no_inputs(self):
+        with tempfile.TemporaryDirectory() as tmp, Server(env=self.env(tmp)) as s:
+            n = 200000
+            r = s.request("POST", "/run", json_body={"kernel": "triad", "n": n, "device": "gpu:0", "backend": "pjrt",
+                                                     "verify": True})
+            self.assertEqual(r.status, 200, r)
+            doc = r.json()
+            self.assertTrue(doc["verified"], doc)
+            counts = read_counts(os.path.join(tmp, "counts"))
+            # up: s, the two inputs' keys, the sample's first and step; down: the sample alone
+            self.assertEqual(counts["upload_bytes"], 4 + 2 * 4 + 2 * 8, counts)
+            self.assertEqual(counts["download_bytes"], SAMPLE * 4, counts)
+            self.assertEqual(doc["timing"]["transfer_bytes"], 4 + 2 * 4 + 2 * 8 + SAMPLE * 4)
+            self.assertEqual(doc["result"]["summary"]["of"], "sample")
+
+    def test_sampled_verification_catches_the_wrong_result(self):
+        with tempfile.TemporaryDirectory() as tmp, Server(env=self.env(tmp, FAKE_PJRT_WRONG_RESULT="1")) as s:
+            r = s.request("POST", "/run", json_body={"kernel": "softmax", "m": 8, "n": 400, "device": "gpu:0",
+                                                     "backend": "pjrt", "verify": True})
+            self.assertEqual(r.status, 200, r)
+            doc = r.json()
+            self.assertFalse(doc["verified"], doc["verification"])
+            self.assertEqual(doc["verification"]["checked"], 3200)
+
+
+class TimingKept(unittest.TestCase):
+    def test_the_history_keeps_where_the_time_went(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            db = os.path.join(tmp, "h.db")
+            env = {"ACCELD_POCL_CACHE_DIR": POCL_CACHE}
+            with Server(db=db, env=env) as s:
+                r = s.request("POST", "/run", json_body={"kernel": "saxpy", "n": 20000, "device": "cpu:0",
+                                                         "backend": "opencl", "verify": True})
+                self.assertEqual(r.status, 200, r)
+                job = r.json()
+            with Server(db=db, env=env) as s:
+                got = s.get("/run/" + job["id"]).json()
+                self.assertEqual(got["source"], "history")
+                for key in ("generate_ms", "transfer_ms", "transfer_bytes", "transfer_gbytes_per_s", "kernel_ms",
+                            "verify_ms", "total_ms"):
+                    self.assertEqual(got["timing"][key], job["timing"][key], key)
+
+
+if __name__ == "__main__":
+    unittest.main()
