@@ -264,7 +264,7 @@ START_TEST(generated_job_uploads_no_inputs)
 {
 	struct exec *ex;
 	struct exec_request r;
-	struct exec_refusal why;
+	struct refusal why;
 	struct exec_job *job;
 	json_t *doc;
 	long up, down;
