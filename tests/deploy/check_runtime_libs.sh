@@ -50,14 +50,16 @@ for lib in $needed $dlopened; do
 		continue
 		;;
 	esac
-	if printf '%s\n' "$needed" | grep -qxF "$lib"; then
-		path=$(printf '%s\n' "$ldd_out" | awk -v l="$lib" '$1 == l && $2 == "=>" { print $3; exit }')
+	# here-strings, not pipes: a reader that stops at its first match would end the writer with SIGPIPE, which
+	# pipefail turns into the script's exit status
+	if grep -qxF "$lib" <<<"$needed"; then
+		path=$(awk -v l="$lib" '$1 == l && $2 == "=>" { print $3; exit }' <<<"$ldd_out")
 		if [ -z "$path" ] || [ "$path" = "not" ]; then
 			echo "check_runtime_libs: ldd cannot resolve $lib" >&2
 			exit 2
 		fi
 	else
-		path=$(printf '%s\n' "$ldconfig_out" | awk -v l="$lib" '$1 == l { print $NF; exit }')
+		path=$(awk -v l="$lib" '$1 == l { print $NF; exit }' <<<"$ldconfig_out")
 		if [ -z "$path" ]; then
 			echo "$lib (dlopen) -> not installed here; provided by the host"
 			continue
@@ -66,7 +68,8 @@ for lib in $needed $dlopened; do
 	pkg=""
 	for candidate in "$path" "$(readlink -f "$path")"; do
 		if owner=$(dpkg -S "$candidate" 2>/dev/null); then
-			pkg=$(printf '%s\n' "$owner" | head -n1 | cut -d: -f1)
+			pkg=${owner%%$'\n'*}
+			pkg=${pkg%%:*}
 			break
 		fi
 	done
@@ -74,7 +77,7 @@ for lib in $needed $dlopened; do
 		echo "check_runtime_libs: no Debian package owns $path ($lib)" >&2
 		exit 2
 	fi
-	if printf '%s\n' "$needed" | grep -qxF "$lib"; then
+	if grep -qxF "$lib" <<<"$needed"; then
 		echo "$lib -> $pkg"
 	else
 		echo "$lib (dlopen) -> $pkg"

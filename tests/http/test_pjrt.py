@@ -229,12 +229,14 @@ class CompileCacheOnDisk(unittest.TestCase):
     truncated or from another plugin version is refused and replaced (the stand-in logs every real compile)."""
 
     def test_second_process_loads_what_the_first_compiled(self):
+        # a job of one program: inputs under 64 KiB are made on the host and an output of 4,096 elements or fewer is
+        # its own sample, so neither the generator nor the gather is compiled beside the kernel
         with tempfile.TemporaryDirectory(prefix="acceld-pjrt-cache-") as tmp:
             cache, log = os.path.join(tmp, "cache"), os.path.join(tmp, "compiles.log")
 
             def run(**extra):
                 env = clean(tpu_env(ACCELD_PJRT_CACHE_DIR=cache, FAKE_PJRT_COMPILE_LOG=log, **extra))
-                r = run_cli("run", "sgemm", "--m", "128", "--n", "128", "--k", "128", "--device", "tpu:0",
+                r = run_cli("run", "sgemm", "--m", "32", "--n", "32", "--k", "32", "--device", "tpu:0",
                             "--backend", "pjrt", "--verify", "--json", "--db", ":memory:", env=env)
                 self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
                 self.assertTrue(json.loads(r.stdout)["verified"])
@@ -268,7 +270,7 @@ class CompileCacheOnDisk(unittest.TestCase):
             cache, log = os.path.join(tmp, "cache"), os.path.join(tmp, "compiles.log")
             env = clean(tpu_env(ACCELD_PJRT_CACHE_DIR=cache, ACCELD_PJRT_CACHE_BYTES="0", FAKE_PJRT_COMPILE_LOG=log))
             for _ in range(2):
-                r = run_cli("run", "sgemm", "--m", "128", "--n", "128", "--k", "128", "--device", "tpu:0",
+                r = run_cli("run", "sgemm", "--m", "32", "--n", "32", "--k", "32", "--device", "tpu:0",
                             "--backend", "pjrt", "--db", ":memory:", env=env)
                 self.assertEqual(r.returncode, 0, r.stderr)
             with open(log, encoding="utf-8") as f:
