@@ -131,6 +131,10 @@ static const struct opt opts[] = {
 	{"pjrt-idle", "ACCELD_PJRT_IDLE", OPT_DURATION, F(pjrt_idle_ms), "30s", 0, 86400000, NULL, 0,
 	 "a worker process (PJRT's, OpenCL's on GPUs: it holds its devices) ends after this long without jobs (0: after every "
 	 "job)"},
+	{"pjrt-create-timeout", "ACCELD_PJRT_CREATE_TIMEOUT", OPT_DURATION, F(pjrt_create_timeout_ms), "120s", 1,
+	 86400000, NULL, 0,
+	 "a fresh worker that has not created its client after this long is ended and its job fails (on a TPU slice "
+	 "of several hosts, libtpu waits for every host)"},
 	{"pjrt-tpu-lockfile", "ACCELD_PJRT_TPU_LOCKFILE", OPT_PATH, F(pjrt_tpu_lockfile), "/tmp/libtpu_lockfile", 0, 0,
 	 NULL, 0, "the file libtpu takes its one-process lock on (libtpu's own path; another only to test): its owner "
 	 "is named when a TPU is held"},

@@ -78,6 +78,7 @@ struct config {
 	char *pjrt_plugins;             /* "tpu=PATH,cuda=PATH", "none", or NULL (search) */
 	char *pjrt_search;              /* folders to search, colon-separated, $VAR and ~ expanded */
 	uint64_t pjrt_idle_ms;
+	uint64_t pjrt_create_timeout_ms; /* a fresh worker's client creation (its first answer) gets this long */
 	char *pjrt_cache_dir;          /* NULL: "pjrt-cache" next to the database */
 	uint64_t pjrt_cache_bytes;      /* bound of the compile cache on disk; 0 turns it off */
 	char *pjrt_tpu_lockfile;        /* the file libtpu takes its process lock on */

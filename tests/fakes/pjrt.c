@@ -71,6 +71,11 @@
  *                             /tmp/libtpu_lockfile; unset: no lock, so that test runs on one machine never
  *                             collide), held until the process exits (destroying the client keeps it, as libtpu
  *                             does); a lock held elsewhere fails with libtpu's two ABORTED messages
+ *   FAKE_PJRT_ENV_LOG=path    PJRT_Client_Create writes there the TPU_PROCESS_BOUNDS, TPU_CHIPS_PER_PROCESS_BOUNDS
+ *                             and TPU_VISIBLE_CHIPS the process has, "NAME=value" a line ("NAME unset" when
+ *                             absent): the local bounds libtpu would read on a host of a slice of several
+ *   FAKE_PJRT_CREATE_SLOW_MS=N  PJRT_Client_Create takes N ms more before it answers (libtpu on a slice of several
+ *                             hosts waits for every host)
  *
  * Stricter than a real plugin on purpose: PJRT_Plugin_Initialize must come first; ToHostBuffer fills dst with
  * NaN and writes the data only when its event is seen complete (Await, IsReady true, Error or OnReady), so a
@@ -1128,6 +1133,40 @@ static PJRT_Error *create_refused(enum flavour fl)
 	return NULL;
 }
 
+/* FAKE_PJRT_ENV_LOG: the TPU bounds this process was given, written to that file. */
+static void env_log(void)
+{
+	static const char *const names[] = {"TPU_PROCESS_BOUNDS", "TPU_CHIPS_PER_PROCESS_BOUNDS", "TPU_VISIBLE_CHIPS"};
+	const char *path = env_str("FAKE_PJRT_ENV_LOG");
+	FILE *f;
+
+	if (path == NULL || (f = fopen(path, "w")) == NULL)
+		return;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const char *v = getenv(names[i]);
+
+		if (v != NULL)
+			fprintf(f, "%s=%s\n", names[i], v);
+		else
+			fprintf(f, "%s unset\n", names[i]);
+	}
+	fclose(f);
+}
+
+/* FAKE_PJRT_CREATE_SLOW_MS: client creation takes that long more. */
+static void create_slow(void)
+{
+	long ms = env_long("FAKE_PJRT_CREATE_SLOW_MS", 0);
+	struct timespec ts;
+
+	if (ms <= 0)
+		return;
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (ms % 1000) * 1000000L;
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
 /* FAKE_PJRT_CRASH: ends the process in the call named where, saying so on stderr first. */
 static void crash_in(const char *where)
 {
@@ -1186,6 +1225,8 @@ static PJRT_Error *client_create(PJRT_Client_Create_Args *args)
 
 	count("PJRT_Client_Create");
 	crash_in("client");
+	env_log();
+	create_slow();
 	CHECK_ARGS(args, PJRT_Client_Create_Args);
 	if (!g_initialized)
 		return make_error(PJRT_Error_Code_FAILED_PRECONDITION,

@@ -1,7 +1,8 @@
 """Black-box tests of the worker processes that run PJRT jobs (src/exec/backend/worker_proxy.h), through the stand-in
 plugin on the TPU v6e-8 fixture host: the daemon never maps the plugin, a worker lets go of the TPU (and libtpu's
 process lock) after --pjrt-idle, a plugin that aborts fails its job with BACKEND_CRASHED while the service answers
-the rest, crashes in a row back off, and a job past its deadline ends its worker."""
+the rest, crashes in a row back off, a job past its deadline ends its worker, a worker on a host of a TPU slice of
+several hosts runs on its local chips alone, and a client creation past --pjrt-create-timeout ends its worker."""
 import fcntl
 import os
 import re
@@ -12,7 +13,9 @@ from harness import BIN, FAKES, FIXTURES, ServersTestCase, run_cli, until
 PLUGIN = os.path.join(FAKES, "libpjrt.so")
 SGEMM = {"kernel": "sgemm", "m": 128, "n": 128, "k": 128, "verify": True}
 FAKE_VARS = ("FAKE_PJRT_CRASH", "FAKE_PJRT_CRASH_FLAG", "FAKE_PJRT_SLOW_MS", "FAKE_PJRT_LOCKFILE", "FAKE_PJRT_BUSY",
-             "FAKE_PJRT_VERSION", "ACCELD_OPENCL_WORKER")
+             "FAKE_PJRT_VERSION", "FAKE_PJRT_ENV_LOG", "FAKE_PJRT_CREATE_SLOW_MS", "ACCELD_OPENCL_WORKER",
+             "TPU_PROCESS_BOUNDS", "TPU_CHIPS_PER_PROCESS_BOUNDS", "TPU_VISIBLE_CHIPS", "TPU_ACCELERATOR_TYPE",
+             "TPU_TOPOLOGY", "TPU_WORKER_ID", "TPU_WORKER_HOSTNAMES")
 for _name in FAKE_VARS:
     os.environ.pop(_name, None)
 
@@ -181,6 +184,54 @@ class Deadline(WorkerTestCase):
         until(lambda: metric(s, "acceld_worker_exits_total", backend="pjrt", cause="deadline") == 1,
               what="the worker ended for the deadline")
         until(lambda: not workers_of(s.proc.pid), what="no worker left")
+
+
+def read_env_log(path):
+    with open(path) as f:
+        return dict(line.rstrip("\n").split("=", 1) for line in f if "=" in line)
+
+
+class SliceOfSeveralHosts(WorkerTestCase):
+    """Worker 3 of a v5p-128 slice (4x4x4, 16 hosts), its own four chips the tpu-v5p fixture's: libtpu would wait
+    for every host, so the worker gets the local bounds in place of the caller's."""
+
+    def test_the_worker_runs_on_the_local_chips(self):
+        log = os.path.join(self.tmp.name, "env")
+        s = self.start(env={"ACCELD_SYSFS_ROOT": os.path.join(FIXTURES, "tpu-v5p", "sys"),
+                            "ACCELD_DEV_ROOT": os.path.join(FIXTURES, "tpu-v5p", "dev"),
+                            "ACCELD_PJRT_PLUGINS": "tpu=" + PLUGIN, "FAKE_PJRT_PLATFORM": "tpu",
+                            "FAKE_PJRT_DEVICES": "4", "FAKE_PJRT_KIND": "TPU v5", "FAKE_PJRT_ENV_LOG": log,
+                            "TPU_ACCELERATOR_TYPE": "v5p-128", "TPU_TOPOLOGY": "4x4x4", "TPU_WORKER_ID": "3",
+                            "TPU_WORKER_HOSTNAMES": ",".join(f"t1v-n-{i}" for i in range(16)),
+                            "TPU_PROCESS_BOUNDS": "4,4,1"})
+        r = s.request("POST", "/run", json_body=dict(SGEMM, device="tpu:0", fallback=False))
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(read_env_log(log), {"TPU_PROCESS_BOUNDS": "1,1,1", "TPU_CHIPS_PER_PROCESS_BOUNDS": "2,2,1",
+                                             "TPU_VISIBLE_CHIPS": "0,1,2,3"})
+
+    def test_a_host_that_holds_its_slice_keeps_the_callers(self):
+        log = os.path.join(self.tmp.name, "env")
+        s = self.start(env=tpu_env(FAKE_PJRT_ENV_LOG=log, TPU_ACCELERATOR_TYPE="v6e-8", TPU_TOPOLOGY="2x4"))
+        r = s.request("POST", "/run", json_body=dict(SGEMM, device="tpu:0", fallback=False))
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(read_env_log(log), {})
+
+
+class CreateTimeout(WorkerTestCase):
+    def test_a_client_creation_past_the_limit_ends_its_worker(self):
+        s = self.start(args=("--pjrt-create-timeout", "1s"), env=tpu_env(FAKE_PJRT_CREATE_SLOW_MS="600000"))
+        r = s.request("POST", "/run", json_body=dict(SGEMM, device="tpu:3", fallback=False))
+        doc = self.assertProblem(r, 502, "DEVICE_FAILURE")
+        self.assertIn("within the client creation limit (--pjrt-create-timeout, 1000 ms", doc["detail"])
+        pid = int(re.search(r"worker \(pid (\d+)\)", doc["detail"]).group(1))
+        until(lambda: pid not in workers_of(s.proc.pid), what="the worker's end")
+        until(lambda: metric(s, "acceld_worker_exits_total", backend="pjrt", cause="deadline") == 1,
+              what="the worker ended for its limit")
+        # the service answers the rest as before
+        self.assertEqual(s.get("/livez").status, 200)
+        self.assertEqual(s.get("/readyz").status, 200)
+        r = s.request("POST", "/run", json_body={"kernel": "saxpy", "n": 1024, "device": "cpu:0"})
+        self.assertEqual(r.status, 200, r)
 
 
 class OpenclInAWorker(WorkerTestCase):

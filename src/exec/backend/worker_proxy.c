@@ -38,7 +38,6 @@ extern char **environ;
 #define TAIL_LINE_MAX 240
 #define GRACE_MS 500                 /* SIGTERM, then SIGKILL after this */
 #define HELLO_LIMIT_MS 10000         /* a worker that has not said hello by then is refused */
-#define FIRST_RUN_LIMIT_MS 120000    /* a fresh worker's first run includes creating the client */
 #define CRASH_WAIT_MS 3000           /* how long a run waits for its dead worker to be reaped */
 #define BACKOFF_FIRST_MS 1000
 #define BACKOFF_MAX_MS 60000
@@ -672,6 +671,44 @@ static int await_answer(struct wdev *d, uint64_t limit_ns, struct wmsg_answer *a
 }
 
 /* Sends an OPEN or INSPECT of d's device and waits for its answer. */
+/*
+ * When a fresh worker's first answer is due: it includes creating the client, which on a TPU slice of several hosts
+ * waits for every host (--pjrt-create-timeout, 120 s by default).
+ */
+static uint64_t first_limit_ns(const struct wkind *k)
+{
+	uint64_t ms = k->cfg != NULL ? k->cfg->pjrt_create_timeout_ms : 120000;
+
+	return clock_mono_ns() + ms * 1000000ull;
+}
+
+/* Ends d's worker and drops its channel (a run of it counted ended); returns the pid it had. */
+static pid_t worker_end(struct wdev *d)
+{
+	struct wkind *k = d->kind;
+	pid_t pid;
+
+	pthread_mutex_lock(&k->mu);
+	pid = d->proc->pid;
+	proc_retire(d->proc, WORKER_CAUSE_DEADLINE, true);
+	if (d->proc->inflight > 0)
+		d->proc->inflight--;
+	chan_drop(d);
+	pthread_mutex_unlock(&k->mu);
+	return pid;
+}
+
+/* The reason a fresh worker (pid) that gave no first answer within the client creation limit was ended. */
+static enum acceld_err first_limit_passed(struct wdev *d, pid_t pid, char *err, size_t errsz)
+{
+	const struct wkind *k = d->kind;
+
+	snprintf(err, errsz, "the %s worker (pid %d) did not create its client for %s within the client creation limit "
+		 "(--pjrt-create-timeout, %" PRIu64 " ms; on a TPU slice of several hosts, libtpu waits for every host); "
+		 "it was ended", k->name, (int)pid, d->dev.id, k->cfg != NULL ? k->cfg->pjrt_create_timeout_ms : 120000);
+	return ACCELD_EDEVICE;
+}
+
 static enum acceld_err chan_ask(struct wdev *d, uint32_t type, uint64_t limit_ns, char *err, size_t errsz)
 {
 	struct wmsg_device m = {.type = type, .threads = d->threads, .dev = d->dev};
@@ -683,10 +720,8 @@ static enum acceld_err chan_ask(struct wdev *d, uint32_t type, uint64_t limit_ns
 	got = await_answer(d, limit_ns, &a);
 	if (got < 0)
 		return chan_lost(d, err, errsz);
-	if (got == 0) {
-		snprintf(err, errsz, "the %s worker did not answer within its time limit", d->kind->name);
-		return ACCELD_EDEVICE;
-	}
+	if (got == 0)
+		return first_limit_passed(d, worker_end(d), err, errsz);
 	if (a.rc != ACCELD_OK)
 		snprintf(err, errsz, "%s", a.err);
 	return (enum acceld_err)a.rc;
@@ -760,7 +795,7 @@ static enum acceld_err chan_ready(struct wdev *d, char *err, size_t errsz)
 	d->answered = false;
 	p->inflight++;
 	pthread_mutex_unlock(&k->mu);
-	rc = chan_ask(d, WMSG_OPEN, now + (uint64_t)FIRST_RUN_LIMIT_MS * 1000000ull, err, errsz);
+	rc = chan_ask(d, WMSG_OPEN, first_limit_ns(k), err, errsz);
 	if (rc != ACCELD_OK && rc != ACCELD_ECRASHED) /* a lost channel was dropped, its count with it */
 		proc_busy(d, false, false);
 	return rc;
@@ -826,7 +861,7 @@ static enum acceld_err proxy_run(void *state, struct kernel_work *w, struct back
 	d->shm_sent = true;
 	limit = w->deadline_ns;
 	if (!d->answered) {
-		uint64_t first = clock_mono_ns() + (uint64_t)FIRST_RUN_LIMIT_MS * 1000000ull;
+		uint64_t first = first_limit_ns(d->kind);
 
 		if (limit == 0 || first < limit)
 			limit = first;
@@ -836,24 +871,14 @@ static enum acceld_err proxy_run(void *state, struct kernel_work *w, struct back
 		return chan_lost(d, err, errsz);
 	if (got == 0) {
 		bool past_deadline = w->deadline_ns != 0 && clock_mono_ns() >= w->deadline_ns;
-		pid_t pid;
+		pid_t pid = worker_end(d);
 
-		pthread_mutex_lock(&d->kind->mu);
-		pid = d->proc->pid;
-		proc_retire(d->proc, WORKER_CAUSE_DEADLINE, true);
-		if (d->proc->inflight > 0)
-			d->proc->inflight--;
-		chan_drop(d);
-		pthread_mutex_unlock(&d->kind->mu);
 		if (past_deadline) {
 			snprintf(err, errsz, "ran past its deadline on %s; its %s worker (pid %d) was ended, which frees "
 				 "the device", d->dev.id, d->kind->name, (int)pid);
 			return ACCELD_ETIMEOUT;
 		}
-		snprintf(err, errsz, "the %s worker (pid %d) did not finish its first run on %s within %d s (creating "
-			 "the client: on a TPU slice of several hosts, libtpu waits for every host); it was ended",
-			 d->kind->name, (int)pid, d->dev.id, FIRST_RUN_LIMIT_MS / 1000);
-		return ACCELD_EDEVICE;
+		return first_limit_passed(d, pid, err, errsz);
 	}
 	d->answered = true;
 	proc_busy(d, false, true);
@@ -978,7 +1003,7 @@ static json_t *proxy_inspect(struct wkind *k, const struct device *dev)
 		return proxy_describe(k, dev);
 	d = wdev_new(k, dev, 1);
 	if (chan_ready(d, err, sizeof(err)) == ACCELD_OK &&
-	    chan_ask(d, WMSG_INSPECT, clock_mono_ns() + (uint64_t)FIRST_RUN_LIMIT_MS * 1000000ull, err, sizeof(err)) !=
+	    chan_ask(d, WMSG_INSPECT, first_limit_ns(k), err, sizeof(err)) !=
 		    ACCELD_ECRASHED)
 		proc_busy(d, false, false);
 	wdev_free(d);
