@@ -40,9 +40,9 @@ static void serve_help(FILE *out)
 		{"Where it listens, and who may change state",
 		 {"listen", "health-listen", "token", "token-file", "tls-cert", "tls-key", NULL}},
 		{"What it keeps", {"db", "db-sync", "prices-file", "retention-raw", "retention-hour", NULL}},
-		{"What it runs", {"exec-queue-depth", "exec-max-timeout", "pjrt-plugins", "pjrt-idle", "pjrt-create-timeout",
-				  "check-interval",
-				  NULL}},
+		{"What it runs",
+		 {"exec-queue-depth", "exec-max-timeout", "pjrt-plugins", "pjrt-idle", "pjrt-create-timeout",
+		  "check-interval", NULL}},
 		{"How it tells", {"log-level", "access-log", "config", NULL}},
 	};
 
