@@ -279,7 +279,8 @@ class ServerTestCase(unittest.TestCase):
     def tearDownClass(cls):
         code = cls.server.stop()
         cls.server.tmp.cleanup()
-        assert code == 0, f"acceld exited with {code}"
+        # what it wrote last says why (a sanitizer's report, a fatal log line)
+        assert code == 0, f"acceld exited with {code}; its last lines:\n" + "\n".join(cls.server.raw_logs[-40:])
 
     def assertProblem(self, r, status, reason=None):
         """Asserts an RFC 9457 problem+json answer with every member the contract names."""
