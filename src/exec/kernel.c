@@ -606,14 +606,9 @@ static void ref_softmax(struct pool *p, struct verify_task *t, struct kernel_ver
 		 count == w->m ? "every row" : "64 sampled rows");
 }
 
-void kernel_verify(struct pool *p, const struct kernel_work *w, struct kernel_verification *v)
+/* The parts' worst errors and counts, folded into v. */
+static void fold(const struct verify_task *t, struct kernel_verification *v)
 {
-	struct verify_task *t = xcalloc(1, sizeof(*t));
-
-	t->w = w;
-	v->method[0] = '\0';
-	if (valid(w->kernel))
-		table[w->kernel].reference(p, t, v);
 	v->max_abs_error = 0.0;
 	v->worst_ratio = 0.0;
 	v->checked = 0;
@@ -622,6 +617,17 @@ void kernel_verify(struct pool *p, const struct kernel_work *w, struct kernel_ve
 		v->worst_ratio = t->worst[i] > v->worst_ratio ? t->worst[i] : v->worst_ratio;
 		v->checked += t->checked[i];
 	}
+}
+
+void kernel_verify(struct pool *p, const struct kernel_work *w, struct kernel_verification *v)
+{
+	struct verify_task *t = xcalloc(1, sizeof(*t));
+
+	t->w = w;
+	v->method[0] = '\0';
+	if (valid(w->kernel))
+		table[w->kernel].reference(p, t, v);
+	fold(t, v);
 	v->verified = v->worst_ratio <= 1.0;
 	v->sampled = false;
 	free(t);
@@ -789,14 +795,7 @@ void kernel_verify_sample(struct pool *p, const struct kernel_work *w, struct ke
 			      sample_part, &s);
 		snprintf(v->method, sizeof(v->method), "double-precision reference of %zu sampled elements", w->nsample);
 	}
-	v->max_abs_error = 0.0;
-	v->worst_ratio = 0.0;
-	v->checked = 0;
-	for (int i = 0; i < POOL_MAX_THREADS; i++) {
-		v->max_abs_error = t->max_abs[i] > v->max_abs_error ? t->max_abs[i] : v->max_abs_error;
-		v->worst_ratio = t->worst[i] > v->worst_ratio ? t->worst[i] : v->worst_ratio;
-		v->checked += t->checked[i];
-	}
+	fold(t, v);
 	v->verified = v->worst_ratio <= 1.0 && (w->kernel == KERNEL_DOT || v->checked == w->nsample);
 	v->sampled = true;
 	free(t);
