@@ -87,6 +87,16 @@ json_t *jsonval_text(const char *s)
 	return v;
 }
 
+double jsonval_round(double v, int digits)
+{
+	char text[JSONVAL_REAL_MAX];
+
+	if (!isfinite(v))
+		return v;
+	snprintf(text, sizeof(text), "%.*g", digits, v);
+	return strtod(text, NULL);
+}
+
 void jsonval_set_num(json_t *o, const char *key, double v)
 {
 	if (isfinite(v))

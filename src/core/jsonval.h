@@ -38,6 +38,12 @@ size_t jsonval_utf8_len(const unsigned char *s);
  */
 json_t *jsonval_text(const char *s);
 
+/*
+ * v to `digits` significant digits (%.*g read back), so that a figure computed in another unit or by a formula is
+ * the number its text says (0.166144 TFLOPS x 1000 is 166.144, not 166.14399999999998); v itself when not finite.
+ */
+double jsonval_round(double v, int digits);
+
 /* Sets o[key] to v when v is finite; leaves o as it is otherwise. */
 void jsonval_set_num(json_t *o, const char *key, double v);
 

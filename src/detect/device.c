@@ -206,28 +206,15 @@ static void put_obj(json_t *parent, const char *key, json_t *o)
 		json_decref(o);
 }
 
-/*
- * A peak of the table (in TFLOPS) in the unit every measured figure of the API uses, GFLOP/s, to the 9 significant
- * digits the table's figures never pass (0.166144 TFLOPS is 166.144, not the double's 166.14399999999998).
- */
-static double giga(double tera)
-{
-	char text[32];
-
-	if (!isfinite(tera))
-		return tera;
-	snprintf(text, sizeof(text), "%.9g", tera * 1000.0);
-	return strtod(text, NULL);
-}
-
 static json_t *peak_json(const struct device_peak *p)
 {
 	json_t *o = json_object();
 
-	/* one unit per quantity, named as the measured figures are: GFLOP/s (GOP/s for int8) and GB/s */
-	jsonval_set_num(o, "fp32_gflops", giga(p->fp32_tflops));
-	jsonval_set_num(o, "bf16_gflops", giga(p->bf16_tflops));
-	jsonval_set_num(o, "int8_gops", giga(p->int8_tops));
+	/* one unit per quantity, named as the measured figures are: GFLOP/s (GOP/s for int8) and GB/s, the table's
+	 * TFLOPS to the 9 significant digits its figures never pass */
+	jsonval_set_num(o, "fp32_gflops", jsonval_round(p->fp32_tflops * 1000.0, 9));
+	jsonval_set_num(o, "bf16_gflops", jsonval_round(p->bf16_tflops * 1000.0, 9));
+	jsonval_set_num(o, "int8_gops", jsonval_round(p->int8_tops * 1000.0, 9));
 	jsonval_set_num(o, "memory_gbytes_per_s", p->memory_gbytes_per_s);
 	if (json_object_size(o) > 0)
 		put_str(o, "source", p->source);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/jsonval.h"
 #include "core/mem.h"
 
 /* auto order: TPU > GPU > CPU (device_type_rank) */
@@ -314,20 +315,6 @@ static double throughput(const struct device *d, int k, const struct select_meas
 	return NAN;
 }
 
-/*
- * A score as the reason's text writes it (6 significant digits, %.6g): the figure the answer's `score` holds is the
- * one its words say (332.288, never 332.28799999999995, the double of a peak in TFLOPS times 1000).
- */
-static double shown(double v)
-{
-	char text[32];
-
-	if (!isfinite(v))
-		return v;
-	snprintf(text, sizeof(text), "%.6g", v);
-	return strtod(text, NULL);
-}
-
 size_t select_prices(const struct device *devs, const double *usd, size_t n, struct select_measured *m, size_t cap)
 {
 	size_t k = 0;
@@ -382,7 +369,8 @@ static void score_candidate(struct select_candidate *c, const struct select_requ
 		}
 		break;
 	}
-	c->score = shown(c->score);
+	/* the figure its words say (6 significant digits, as describe_score writes it), not 332.28799999999995 */
+	c->score = jsonval_round(c->score, 6);
 }
 
 /* --- constraints --- */

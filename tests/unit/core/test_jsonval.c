@@ -261,6 +261,16 @@ START_TEST(as_of_and_age)
 }
 END_TEST
 
+START_TEST(a_figure_rounded_as_its_text_says_it)
+{
+	ck_assert(jsonval_round(0.166144 * 1000.0, 9) == 166.144);
+	ck_assert(jsonval_round(121000 / 0.56, 6) == 216071.0);
+	ck_assert(jsonval_round(0.04, 6) == 0.04);
+	ck_assert(isnan(jsonval_round(NAN, 6)));
+	ck_assert(isinf(jsonval_round(INFINITY, 6)));
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("jsonval");
@@ -275,6 +285,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, random_doubles_read_back_exactly);
 	tcase_add_test(tc, text_not_utf8_keeps_its_readable_part);
 	tcase_add_test(tc, as_of_and_age);
+	tcase_add_test(tc, a_figure_rounded_as_its_text_says_it);
 	suite_add_tcase(s, tc);
 	return s;
 }
