@@ -1,5 +1,5 @@
 #!/bin/sh
-# The executor on a real NVIDIA GPU, from a bundle (bundle.sh): /run saxpy on gpu:0 against the device's own
+# The executor on a real NVIDIA GPU, from a bundle (bundle.sh): /run saxpy on gpu:0 (1e8 and 83.5M elements) against the device's own
 # measured copy bandwidth (clcopy, goal >= 0.8x), and /run sgemm on gpu:0 beside the GPU's BLAS as a framework
 # on the host calls it (torch.matmul or cupy.matmul in python3, when either is installed). Prints one Markdown
 # table for tests/gpu/README.md. Exits 1 when the saxpy goal is missed, 2 when it cannot run.
@@ -58,6 +58,8 @@ PY
 }
 
 saxpy=$(run gbytes_per_s '{"kernel":"saxpy","n":100000000,"device":"gpu:0","backend":"opencl","generate":{"seed":1}}')
+# the health check's size (83,516,416 = 81559 x 1024 elements): it ran at 0.9x of a copy while 1e8 ran at 0.57x
+saxpy_check=$(run gbytes_per_s '{"kernel":"saxpy","n":83516416,"device":"gpu:0","backend":"opencl","generate":{"seed":1}}')
 # triad moves the same bytes through the same kind of kernel: a gap between the two is the kernel's, not the size's
 triad=$(run gbytes_per_s '{"kernel":"triad","n":100000000,"device":"gpu:0","backend":"opencl","generate":{"seed":1}}')
 # clcopy sees NVIDIA's OpenCL the way acceld does: containers often have the library but no ICD file naming it
@@ -94,7 +96,8 @@ PY
 )
 model=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo unknown)
 ratio=$(python3 -c "print(f'{$saxpy / $copy:.2f}')")
-echo "| GPU (driver) | saxpy 1e8 GB/s | triad 1e8 GB/s | copy GB/s (clcopy) | saxpy/copy (goal >= 0.8) | sgemm 4096 GFLOP/s | framework BLAS GFLOP/s |"
-echo "|---|---|---|---|---|---|---|"
-echo "| $model | $saxpy | $triad | $copy | $ratio | $sgemm | $peer |"
-python3 -c "import sys; sys.exit(0 if $saxpy >= 0.8 * $copy else 1)"
+ratio_check=$(python3 -c "print(f'{$saxpy_check / $copy:.2f}')")
+echo "| GPU (driver) | saxpy 1e8 GB/s | saxpy 83.5M GB/s | triad 1e8 GB/s | copy GB/s (clcopy) | saxpy/copy 1e8, 83.5M (goal >= 0.8) | sgemm 4096 GFLOP/s | framework BLAS GFLOP/s |"
+echo "|---|---|---|---|---|---|---|---|"
+echo "| $model | $saxpy | $saxpy_check | $triad | $copy | $ratio, $ratio_check | $sgemm | $peer |"
+python3 -c "import sys; sys.exit(0 if min($saxpy, $saxpy_check) >= 0.8 * $copy else 1)"

@@ -16,7 +16,8 @@ HERE=$(dirname "$0")
 rm -rf "$OUT"
 mkdir -p "$OUT/lib"
 cp "$BIN" "$OUT/acceld"
-cp "$HERE/check_nvidia.sh" "$HERE/bench_nvidia.sh" "$HERE/check_pjrt.sh" "$HERE/device_run.sh" "$OUT/"
+cp "$HERE/check_nvidia.sh" "$HERE/bench_nvidia.sh" "$HERE/check_pjrt.sh" "$HERE/check_worker.sh" "$HERE/device_run.sh" \
+	"$OUT/"
 # the copy-bandwidth peer of bench_nvidia.sh and the PJRT plugin prober, built here since a GPU host may have no
 # compiler
 cc -O2 -o "$OUT/clcopy" "$HERE/clcopy.c" -lOpenCL

@@ -1,13 +1,15 @@
 #!/bin/sh
-# Every GPU check in one pass, for a short lease on a GPU host: the host's facts, check_nvidia.sh, pjrt_probe
-# against JAX's CUDA plugin (as acceld opens it, and with a first client of its own GPU set), check_pjrt.sh, a quick
-# health check through each backend, bench_nvidia.sh and a long check, each under its own time limit, all output
-# under OUTDIR (at most 8 files) and a summary on stdout.
+# Every GPU check in one pass, for a short lease on a GPU host, the most wanted first: the host's facts,
+# check_worker.sh (start-up, hands off, crash, compile cache, transfers), check_pjrt.sh, bench_nvidia.sh, pjrt_probe
+# against JAX's CUDA plugin (as acceld opens it, and with a first client of its own GPU set), check_nvidia.sh, a quick
+# health check through each backend and a long check, each under its own time limit, all output under OUTDIR (at
+# most 8 files) and a summary on stdout.
 #
 #   tests/gpu/device_run.sh BUNDLE [OUTDIR]     (BUNDLE: what bundle.sh made; OUTDIR: default $OUT)
 #
 # The plugin is looked for below the folder that holds python3's site-packages (ACCELD_PJRT_SEARCH).
-# DEVICE_RUN_SKIP=smi,long leaves out nvidia-smi -q and the long check (when an earlier run recorded them).
+# DEVICE_RUN_SKIP=smi,quick,long leaves out nvidia-smi -q, the quick checks and the long check (when an earlier run
+# recorded them).
 set -eu
 
 B=$(cd "${1:-build/gpu-bundle}" && pwd)
@@ -46,28 +48,31 @@ UUID=$(nvidia-smi --query-gpu=uuid --format=csv,noheader 2>/dev/null | head -1)
 } >"$O/env.txt" 2>&1
 
 case $SKIP in *,smi,*) ;; *)
-	step "nvidia-smi -q" 30 smi.txt nvidia-smi -q
-	step "nvidia-smi -q -x" 30 smi.xml nvidia-smi -q -x ;;
+	step "nvidia-smi -q" 30 env.txt nvidia-smi -q ;;
 esac
-step check_nvidia 90 check_nvidia.txt sh "$B/check_nvidia.sh" "$B"
+# the most wanted first: a lease can end before the last step
+step check_worker 300 check_worker.txt sh "$B/check_worker.sh" "$B"
+step check_pjrt 240 check_pjrt.txt sh "$B/check_pjrt.sh" "$B"
+step bench_nvidia 150 bench_nvidia.txt sh "$B/bench_nvidia.sh" "$B"
 step "pjrt_probe" 60 pjrt_probe.txt "$B/pjrt_probe" "$PLUGIN"
 step "pjrt_probe, first client visible_devices=[9]" 60 pjrt_probe.txt "$B/pjrt_probe" "$PLUGIN" 9
 step "pjrt_probe, first client visible_devices=[0]" 60 pjrt_probe.txt "$B/pjrt_probe" "$PLUGIN" 0
 step "pjrt_probe, CUDA_VISIBLE_DEVICES=''" 60 pjrt_probe.txt env CUDA_VISIBLE_DEVICES= "$B/pjrt_probe" "$PLUGIN"
 step "acceld report --json, CUDA_VISIBLE_DEVICES=$UUID" 60 pjrt_probe.txt \
 	env CUDA_VISIBLE_DEVICES="$UUID" LD_LIBRARY_PATH="$B/lib" "$B/acceld" report --json
-step check_pjrt 240 check_pjrt.txt sh "$B/check_pjrt.sh" "$B"
-for backend in pjrt opencl; do
-	step "check quick $backend" 90 check.txt env LD_LIBRARY_PATH="$B/lib" \
-		"$B/acceld" check --device gpu:0 --level quick --backend "$backend" --json --db /tmp/acceld-check.db
-done
-step bench_nvidia 150 bench_nvidia.txt sh "$B/bench_nvidia.sh" "$B"
+step check_nvidia 90 check_nvidia.txt sh "$B/check_nvidia.sh" "$B"
+case $SKIP in *,quick,*) ;; *)
+	for backend in opencl pjrt; do
+		step "check quick $backend" 90 check.txt env LD_LIBRARY_PATH="$B/lib" \
+			"$B/acceld" check --device gpu:0 --level quick --backend "$backend" --json --db /tmp/acceld-check.db
+	done ;;
+esac
 case $SKIP in *,long,*) ;; *)
 	step "check long (30 s)" 120 check.txt env LD_LIBRARY_PATH="$B/lib" \
 		"$B/acceld" check --device gpu:0 --level long --duration 30 --json --db /tmp/acceld-check.db ;;
 esac
 echo "total $(($(date +%s) - START)) s"
-for f in check_nvidia.txt check_pjrt.txt bench_nvidia.txt; do
+for f in check_worker.txt check_pjrt.txt bench_nvidia.txt check_nvidia.txt; do
 	echo "--- tail of $f"
 	grep -v 'ptxas warning\|^I[0-9]\{4\}\|^W[0-9]\{4\}\|^$' "$O/$f" | tail -n 25 || true
 done
