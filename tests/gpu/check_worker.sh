@@ -226,7 +226,7 @@ time.sleep(60)
 
 # 2. a worker killed with SIGSEGV in the middle of a GPU job
 def crash():
-    s = Server("crash", "--pjrt-idle", "30s")
+    s = Server("crash", "--pjrt-idle", "30s", max_elements=4000000000)
     try:
         job(s, dict(SAXPY, n=1 << 20))  # the worker is up and the device open
         big = {"kernel": "sgemm", "m": 32768, "n": 32768, "k": 32768, "device": "gpu:0", "backend": "pjrt",
