@@ -99,8 +99,16 @@ def apps():
 
 
 def acceld_pids():
-    out = subprocess.run(["pgrep", "-f", BIN], capture_output=True, text=True).stdout.split()
-    return {int(p) for p in out}
+    """The processes running the acceld binary (the service and its workers), by /proc/PID/exe."""
+    exe, pids = os.path.realpath(BIN), set()
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                if os.path.realpath(f"/proc/{p}/exe") == exe:
+                    pids.add(int(p))
+            except OSError:
+                pass
+    return pids
 
 
 def gpu_apps_of_acceld():
@@ -231,13 +239,7 @@ def crash():
         job(s, dict(SAXPY, n=1 << 20))  # the worker is up and the device open
         big = {"kernel": "sgemm", "m": 32768, "n": 32768, "k": 32768, "device": "gpu:0", "backend": "pjrt",
                "precision": "highest", "generate": {"seed": 2}, "timeout_ms": 300000}
-        req = urllib.request.Request(s.base + "/run?wait=false", method="POST", data=json.dumps(big).encode(),
-                                     headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(req, timeout=30) as r:
-                st, doc = r.status, json.load(r)
-        except urllib.error.HTTPError as e:
-            st, doc = e.code, json.load(e)
+        st, doc = s.call("POST", "/run", dict(big, wait=False), 30)
         print("  submitted:", st, json.dumps(doc)[:300])
         jid = doc.get("id")
         state = ""
@@ -248,9 +250,11 @@ def crash():
                 break
             time.sleep(0.05)
         time.sleep(1.5)  # well inside the compile or the kernel
-        workers = [p for p in acceld_pids() - {s.proc.pid}]
+        workers = sorted(acceld_pids() - {s.proc.pid})
         wline = subprocess.run(["pgrep", "-af", "acceld worker"], capture_output=True, text=True).stdout.strip()
         print(f"  state {state}; workers: {wline}")
+        if not workers:
+            raise RuntimeError("no worker process to kill")
         for p in workers:
             os.kill(p, signal.SIGSEGV)
         t0 = time.perf_counter()
