@@ -56,6 +56,18 @@
 #define OPERANDS_MAX 5
 #define IDLE_DEFAULT_NS (30ull * 1000000000ull)
 #define POLL_NS (50ull * 1000000ull) /* how often leftovers are looked at */
+/*
+ * Operands of at most this many bytes (scalars, generator keys, the gather's offsets, tiny inputs) are copied during
+ * the call (kImmutableOnlyDuringCall) and never waited for: the program that reads them waits for their copy on the
+ * device. Each wait is a round trip of about 0.1-0.3 ms to a GPU, which a tiny job felt eleven times.
+ */
+#define SMALL_COPY_BYTES 65536
+/*
+ * Generated inputs stay on the device for the next run with the same key and shape (a benchmark's repeated runs,
+ * a health check's), up to RESIDENT_MAX of them and a quarter of the memory free when they were made; they go when
+ * a run needs their memory, when the client closes (idle) and with the worker.
+ */
+#define RESIDENT_MAX 8
 #define ORDINALS_MAX 16       /* GPUs one CUDA client serves */
 /* The programs besides the kernels, cached as kernels are: shape {rows, cols, sample count} */
 #define PJ_GENERATE ((enum kernel_id)(KERNEL_COUNT + 1)) /* stablehlo_generator */
@@ -70,6 +82,18 @@ struct program {
 	enum stablehlo_dot dot;
 	int device_id;
 	unsigned busy;
+	uint64_t last_use;
+};
+
+/* A generated input kept on the device (buf NULL: a free slot). */
+struct resident {
+	PJRT_Buffer *buf;
+	int device_id;
+	uint32_t key; /* kernel_gen_key of the run's seed and the input */
+	int64_t dims[2];
+	size_t ndims;
+	uint64_t bytes;
+	unsigned busy; /* runs reading it now */
 	uint64_t last_use;
 };
 
@@ -106,6 +130,8 @@ struct host {
 	bool retiring;                /* a program was abandoned: no new work until the client is closed */
 	struct leftover *leftovers;
 	struct program cache[CACHE_MAX];
+	struct resident resident[RESIDENT_MAX];
+	uint64_t resident_bytes;
 	uint64_t tick;
 	pthread_t idler;
 	bool idler_started;
@@ -228,6 +254,20 @@ static void cache_clear(struct host *h)
 	}
 }
 
+/* Destroys the resident inputs no run reads now (all of them when none is in flight); h->mu held. */
+static void resident_clear(struct host *h)
+{
+	for (unsigned i = 0; i < RESIDENT_MAX; i++) {
+		struct resident *r = &h->resident[i];
+
+		if (r->buf == NULL || r->busy > 0)
+			continue;
+		destroy_buffer(h->api, r->buf);
+		h->resident_bytes -= r->bytes;
+		memset(r, 0, sizeof(*r));
+	}
+}
+
 /* Closes the client (nothing in flight, no leftovers); h->mu held. */
 static void client_close(struct host *h, const char *why)
 {
@@ -236,6 +276,7 @@ static void client_close(struct host *h, const char *why)
 
 	if (h->client == NULL)
 		return;
+	resident_clear(h);
 	cache_clear(h);
 	take(h->api, h->api->PJRT_Client_Destroy(&a), "PJRT_Client_Destroy", err, sizeof(err));
 	h->client = NULL;
@@ -903,10 +944,24 @@ static unsigned operands(const struct kernel_work *w, bool with_c, struct operan
 	return c;
 }
 
-/* Uploads one operand and waits until it is on the device. */
+/* The bytes of operand o. */
+static uint64_t operand_bytes(const struct operand *o)
+{
+	uint64_t n = o->type == PJRT_Buffer_Type_U64 ? 8 : 4;
+
+	for (size_t i = 0; i < o->ndims; i++)
+		n *= (uint64_t)o->dims[i];
+	return n;
+}
+
+/*
+ * Uploads one operand. A small one is copied during the call and not waited for (SMALL_COPY_BYTES); a larger one
+ * is waited for until it is on the device, so that its time is the transfer's, not the kernel's.
+ */
 static enum acceld_err upload(struct pj *p, const struct operand *o, PJRT_Buffer **out, char *err, size_t errsz)
 {
 	const PJRT_Api *api = p->host->api;
+	bool small = operand_bytes(o) <= SMALL_COPY_BYTES;
 	PJRT_Client_BufferFromHostBuffer_Args b = {
 		.struct_size = PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE,
 		.client = p->host->client,
@@ -914,7 +969,8 @@ static enum acceld_err upload(struct pj *p, const struct operand *o, PJRT_Buffer
 		.type = o->type != 0 ? o->type : PJRT_Buffer_Type_F32,
 		.dims = o->dims,
 		.num_dims = o->ndims,
-		.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes,
+		.host_buffer_semantics = small ? PJRT_HostBufferSemantics_kImmutableOnlyDuringCall
+					       : PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes,
 		.device = p->device,
 	};
 	PJRT_Buffer_ReadyEvent_Args r = {.struct_size = PJRT_Buffer_ReadyEvent_Args_STRUCT_SIZE};
@@ -924,6 +980,10 @@ static enum acceld_err upload(struct pj *p, const struct operand *o, PJRT_Buffer
 	if (code != PJRT_Error_Code_OK)
 		return classify(code, err);
 	*out = b.buffer;
+	if (small) { /* the host's copy is free once the call returns */
+		destroy_event(api, b.done_with_host_buffer);
+		return ACCELD_OK;
+	}
 	code = await(api, b.done_with_host_buffer, "copy to the device", err, errsz);
 	if (code == PJRT_Error_Code_OK) {
 		r.buffer = b.buffer;
@@ -1056,14 +1116,67 @@ static enum acceld_err gather(struct pj *p, struct kernel_work *w, PJRT_Buffer *
 
 	if (rc == ACCELD_OK)
 		rc = upload(p, &step, &args[2], err, errsz);
-	if (rc == ACCELD_OK)
-		rc = run_aux(p, PJ_GATHER, s, args, 3, sample, true, t, err, errsz);
+	if (rc == ACCELD_OK) /* not waited for: the download waits for its output */
+		rc = run_aux(p, PJ_GATHER, s, args, 3, sample, false, t, err, errsz);
 	if (rc == ACCELD_OK)
 		rc = download(p, sample[0], 1, w->sample, w->nsample, err, errsz);
 	destroy_buffer(p->host->api, args[1]);
 	destroy_buffer(p->host->api, args[2]);
 	destroy_buffer(p->host->api, sample[0]);
 	return rc;
+}
+
+/* The resident copy of the input made from key with o's shape, taken for a run (busy), or NULL; h->mu held. */
+static struct resident *resident_take(struct host *h, const struct pj *p, uint32_t key, const struct operand *o)
+{
+	for (unsigned i = 0; i < RESIDENT_MAX; i++) {
+		struct resident *r = &h->resident[i];
+
+		if (r->buf != NULL && r->device_id == p->device_id && r->key == key && r->ndims == o->ndims &&
+		    memcmp(r->dims, o->dims, o->ndims * sizeof(o->dims[0])) == 0) {
+			r->busy++;
+			r->last_use = ++h->tick;
+			return r;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Keeps buf, the input made from key with o's shape, on the device when it fits budget bytes of resident inputs
+ * (the least recently used idle ones make room); true: kept, the table owns it. h->mu held.
+ */
+static bool resident_keep(struct host *h, const struct pj *p, uint32_t key, const struct operand *o, PJRT_Buffer *buf,
+			  uint64_t budget)
+{
+	uint64_t bytes = operand_bytes(o);
+
+	if (bytes > budget)
+		return false;
+	for (;;) {
+		struct resident *free_slot = NULL, *oldest = NULL;
+
+		for (unsigned i = 0; i < RESIDENT_MAX; i++) {
+			struct resident *r = &h->resident[i];
+
+			if (r->buf == NULL)
+				free_slot = free_slot ? free_slot : r;
+			else if (r->busy == 0 && (oldest == NULL || r->last_use < oldest->last_use))
+				oldest = r;
+		}
+		if (free_slot != NULL && h->resident_bytes + bytes <= budget) {
+			*free_slot = (struct resident){.buf = buf, .device_id = p->device_id, .key = key, .ndims = o->ndims,
+						       .bytes = bytes, .last_use = ++h->tick};
+			memcpy(free_slot->dims, o->dims, sizeof(free_slot->dims));
+			h->resident_bytes += bytes;
+			return true;
+		}
+		if (oldest == NULL)
+			return false;
+		destroy_buffer(h->api, oldest->buf);
+		h->resident_bytes -= oldest->bytes;
+		memset(oldest, 0, sizeof(*oldest));
+	}
 }
 
 /* Hands what an abandoned run holds to the idler, which destroys it once its program ends; h->mu held. */
@@ -1081,9 +1194,12 @@ static void abandon(struct host *h, PJRT_Event *done, PJRT_Buffer **bufs, unsign
 	pthread_cond_broadcast(&h->cv);
 }
 
-/* Uploads, executes and downloads one run of prog; fills w's results and t. */
+/*
+ * Uploads, executes and downloads one run of prog; fills w's results and t. Generated inputs come from the
+ * resident ones when an earlier run left them, else from the generator, and stay when they fit budget bytes.
+ */
 static enum acceld_err execute(struct pj *p, struct program *prog, struct kernel_work *w, bool with_c,
-			       struct backend_timing *t, char *err, size_t errsz)
+			       uint64_t budget, struct backend_timing *t, char *err, size_t errsz)
 {
 	struct host *h = p->host;
 	const PJRT_Api *api = h->api;
@@ -1102,6 +1218,8 @@ static enum acceld_err execute(struct pj *p, struct program *prog, struct kernel
 	struct kernel_shape s = {.m = w->m, .n = w->n, .k = w->k};
 	float value = 0.0f;
 	PJRT_Buffer *keys[OPERANDS_MAX] = {NULL};
+	struct resident *res[OPERANDS_MAX] = {NULL};
+	bool made[OPERANDS_MAX] = {false};
 	uint64_t t0 = clock_mono_ns(), t1, t2, gen_ns = 0;
 	uint64_t bytes = 0;
 	enum acceld_err rc = ACCELD_OK;
@@ -1110,15 +1228,25 @@ static enum acceld_err execute(struct pj *p, struct program *prog, struct kernel
 	for (unsigned i = 0; i < n && rc == ACCELD_OK; i++) {
 		if (o[i].input >= 0 && w->generate && w->in[o[i].input] == NULL &&
 		    kernel_input_generated(w, (unsigned)o[i].input)) {
-			uint64_t g0 = clock_mono_ns(); /* made on the device: only its key goes up */
+			uint32_t key = kernel_gen_key(w->seed, (unsigned)o[i].input);
+			uint64_t g0;
 
+			pthread_mutex_lock(&h->mu);
+			res[i] = resident_take(h, p, key, &o[i]);
+			pthread_mutex_unlock(&h->mu);
+			if (res[i] != NULL) {
+				bufs[i] = res[i]->buf;
+				continue;
+			}
+			g0 = clock_mono_ns(); /* made on the device: only its key goes up */
 			rc = generate_input(p, w, &o[i], &bufs[i], &keys[i], t, err, errsz);
+			made[i] = rc == ACCELD_OK;
 			gen_ns += clock_mono_ns() - g0;
 			bytes += sizeof(uint32_t);
 			continue;
 		}
 		rc = upload(p, &o[i], &bufs[i], err, errsz);
-		bytes += sizeof(float) * (o[i].ndims == 0 ? 1 : (uint64_t)o[i].dims[0] * (o[i].ndims == 2 ? (uint64_t)o[i].dims[1] : 1));
+		bytes += operand_bytes(&o[i]);
 	}
 	if (rc != ACCELD_OK)
 		goto out;
@@ -1132,6 +1260,12 @@ static enum acceld_err execute(struct pj *p, struct program *prog, struct kernel
 		/* the job is answered as timed out already: give the worker back, leave the rest to the idler */
 		bufs[n] = out[0];
 		pthread_mutex_lock(&h->mu);
+		for (unsigned i = 0; i < n; i++) { /* a resident input the program reads goes with the rest */
+			if (res[i] != NULL) {
+				h->resident_bytes -= res[i]->bytes;
+				memset(res[i], 0, sizeof(*res[i]));
+			}
+		}
 		abandon(h, complete[0], bufs, n + 1, prog);
 		pthread_mutex_unlock(&h->mu);
 		/* a deleted buffer's memory is freed once the programs that read it are done */
@@ -1167,10 +1301,16 @@ static enum acceld_err execute(struct pj *p, struct program *prog, struct kernel
 	t->transfer_ms = (double)(t1 - t0 - gen_ns + clock_mono_ns() - t2) / 1e6;
 	t->transfer_bytes = bytes;
 out:
+	pthread_mutex_lock(&h->mu);
 	for (unsigned i = 0; i < n; i++) {
-		destroy_buffer(api, bufs[i]);
+		if (res[i] != NULL)
+			res[i]->busy--;
+		else if (!(rc == ACCELD_OK && made[i] &&
+			   resident_keep(h, p, kernel_gen_key(w->seed, (unsigned)o[i].input), &o[i], bufs[i], budget)))
+			destroy_buffer(api, bufs[i]);
 		destroy_buffer(api, keys[i]);
 	}
+	pthread_mutex_unlock(&h->mu);
 	destroy_buffer(api, out[0]);
 	return rc;
 }
@@ -1186,7 +1326,7 @@ static enum acceld_err pj_run(void *state, struct kernel_work *w, struct backend
 	struct program *prog = NULL;
 	enum stablehlo_dot dot = STABLEHLO_DOT_HIGHEST;
 	enum acceld_err rc;
-	uint64_t left;
+	uint64_t left = 0, budget = 0;
 
 	pthread_mutex_lock(&h->mu);
 	rc = client_open(h, err, errsz);
@@ -1197,11 +1337,17 @@ static enum acceld_err pj_run(void *state, struct kernel_work *w, struct backend
 		rc = ACCELD_EHELD;
 	if (rc == ACCELD_OK)
 		rc = match(p, err, errsz);
-	if (rc == ACCELD_OK && (left = memory_left(p)) != 0 && need > left) {
+	if (rc == ACCELD_OK && (left = memory_left(p)) != 0 && need > left && h->resident_bytes > 0) {
+		resident_clear(h); /* the inputs earlier runs left make room */
+		left = memory_left(p);
+	}
+	if (rc == ACCELD_OK && left != 0 && need > left) {
 		snprintf(err, errsz, "the job needs %" PRIu64 " bytes on %s; its runtime lets it have %" PRIu64
 			 " (PJRT_Device_MemoryStats: limit less what is in use)", need, p->id, left);
 		rc = ACCELD_EDEVMEM;
 	}
+	/* resident inputs may take a quarter of what is free besides themselves (0 when the runtime does not say) */
+	budget = left != 0 ? (left + h->resident_bytes) / 4 : 0;
 	if (rc == ACCELD_OK) {
 		if (w->kernel == KERNEL_SGEMM)
 			dot = dot_for(h, &w->precision);
@@ -1214,7 +1360,7 @@ static enum acceld_err pj_run(void *state, struct kernel_work *w, struct backend
 	pthread_mutex_unlock(&h->mu);
 	if (rc != ACCELD_OK)
 		return rc;
-	rc = execute(p, prog, w, with_c, t, err, errsz);
+	rc = execute(p, prog, w, with_c, budget, t, err, errsz);
 	pthread_mutex_lock(&h->mu);
 	h->inflight--;
 	/* an abandoned run keeps its program busy until the idler reaps it */

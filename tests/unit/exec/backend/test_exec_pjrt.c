@@ -320,6 +320,63 @@ START_TEST(generated_job_uploads_no_inputs)
 }
 END_TEST
 
+/*
+ * Generated inputs stay on the device for the next run of the same seed and shape: it runs the kernel and the
+ * gather alone (no generator), waits twice (the kernel, the sample's copy), and sends only its scalars. A run that needs their
+ * memory has it.
+ */
+START_TEST(generated_inputs_stay_on_the_device)
+{
+	struct exec *ex;
+	json_t *doc;
+	long execs, up, waits;
+
+	setenv("FAKE_PJRT_PLATFORM", "tpu", 1);
+	setenv("FAKE_PJRT_MEMORY", "64m", 1);
+	device_memory = 64u << 20;
+	ex = start(DEVICE_TPU, 1);
+	/* two inputs of 8 MiB: a quarter of the 64 MiB free holds both */
+	json_decref(run_ok(ex, KERNEL_SAXPY, (struct kernel_shape){.n = 2u << 20}, "tpu:0"));
+	ck_assert_int_eq(fake_live("buffers"), 2);
+	execs = fake_calls("PJRT_LoadedExecutable_Execute");
+	up = fake_bytes("upload");
+	waits = fake_calls("PJRT_Event_Await") + fake_calls("PJRT_Event_OnReady");
+	doc = run_ok(ex, KERNEL_SAXPY, (struct kernel_shape){.n = 2u << 20}, "tpu:0");
+	ck_assert_int_eq(fake_calls("PJRT_LoadedExecutable_Execute") - execs, 2);
+	ck_assert_int_eq(fake_bytes("upload") - up, 4 + 2 * 8); /* alpha, the sample's first and step */
+	ck_assert_int_le(fake_calls("PJRT_Event_Await") + fake_calls("PJRT_Event_OnReady") - waits, 2);
+	json_decref(doc);
+	/* another seed is made anew */
+	execs = fake_calls("PJRT_LoadedExecutable_Execute");
+	{
+		struct exec_request r;
+		struct refusal why;
+		struct exec_job *job;
+
+		exec_request_init(&r);
+		r.kernel = KERNEL_SAXPY;
+		r.shape = (struct kernel_shape){.n = 2u << 20};
+		r.seed = 7;
+		r.verify = true;
+		exec_request_add_device(&r, "tpu:0");
+		r.pinned = true;
+		ck_assert_int_eq(exec_submit(ex, &r, NULL, NULL, &job, &why), ACCELD_OK);
+		exec_job_wait(job);
+		ck_assert_int_eq(exec_job_state(job), EXEC_SUCCEEDED);
+		exec_job_unref(job);
+		exec_request_release(&r);
+	}
+	ck_assert_int_eq(fake_calls("PJRT_LoadedExecutable_Execute") - execs, 4);
+	/* 51.5 MiB with 16 MiB of resident inputs on a 64 MiB device: they make room */
+	json_decref(run_ok(ex, KERNEL_SAXPY, (struct kernel_shape){.n = 4608u << 10}, "tpu:0"));
+	ck_assert_int_eq(fake_live("buffers"), 0);
+	exec_free(ex);
+	setenv("FAKE_PJRT_MEMORY", "", 1);
+	device_memory = 16ull << 30;
+	wait_live_zero();
+}
+END_TEST
+
 START_TEST(gpus_are_matched_and_precision_said)
 {
 	struct exec *ex;
@@ -938,6 +995,7 @@ Suite *make_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, every_kernel_on_a_tpu_and_cached);
 	tcase_add_test(tc, generated_job_uploads_no_inputs);
+	tcase_add_test(tc, generated_inputs_stay_on_the_device);
 	tcase_add_test(tc, cuda_counts_in_pci_order);
 	tcase_add_test(tc, gpus_are_matched_and_precision_said);
 	tcase_add_test(tc, unsupported_precision_runs_highest);
