@@ -306,7 +306,7 @@ START_TEST(generated_inputs_match_the_c_twin)
 END_TEST
 
 /* A generated job whose output stays on the device moves the sample alone, and makes no new buffers once its sizes
- * were seen; sampled verification from the C twin passes. */
+ * were seen; a second run of the same seed finds its inputs made; sampled verification from the C twin passes. */
 START_TEST(generated_job_moves_no_input_bytes)
 {
 	struct pool *p = pool_new(1);
@@ -329,9 +329,30 @@ START_TEST(generated_job_moves_no_input_bytes)
 	ck_assert_msg(exec_ocl_run(ocl, &w, &t, err, sizeof(err)) == ACCELD_OK, "%s", err);
 	ck_assert_uint_eq(exec_ocl_buffers_made(ocl), made);
 	ck_assert_uint_eq(t.transfer_bytes, KERNEL_SAMPLE_MAX * sizeof(float));
+	/* the inputs the first run made were still there: the generator did not run again */
+	ck_assert_double_eq(t.generate_ms, 0.0);
 	kernel_verify_sample(p, &w, &v);
 	ck_assert(v.verified && v.sampled);
 	ck_assert_uint_eq(v.checked, KERNEL_SAMPLE_MAX);
+	/* a run of inline inputs of the same size writes over them: the next generated run makes them again */
+	{
+		static float b[100000], c[100000];
+		struct kernel_work u = {.kernel = KERNEL_TRIAD, .n = 100000, .scale = 3.0f, .in = {b, c},
+				      .sample = sample, .sample_first = smp.first, .sample_step = smp.step,
+				      .nsample = smp.count};
+
+		for (size_t i = 0; i < 100000; i++)
+			b[i] = c[i] = (float)i;
+		ck_assert_msg(exec_ocl_run(ocl, &u, &t, err, sizeof(err)) == ACCELD_OK, "%s", err);
+	}
+	ck_assert_msg(exec_ocl_run(ocl, &w, &t, err, sizeof(err)) == ACCELD_OK, "%s", err);
+	ck_assert(t.generate_ms > 0.0);
+	kernel_verify_sample(p, &w, &v);
+	ck_assert(v.verified);
+	/* another seed is made anew */
+	w.seed = 8;
+	ck_assert_msg(exec_ocl_run(ocl, &w, &t, err, sizeof(err)) == ACCELD_OK, "%s", err);
+	ck_assert(t.generate_ms > 0.0);
 	pool_free(p);
 }
 END_TEST
