@@ -1075,11 +1075,10 @@ static void describe(PJRT_Client *c, PJRT_Device *d, int ordinal, int id, int64_
 		s->attrs[s->nattrs++] = attr_int("device_memory_bytes_limit", memory);
 		s->attrs[s->nattrs++] = attr_str("fabric_uuid", "");
 		rotate(s, (size_t)g_clients_made);
-		/* as xla/pjrt/gpu/se_gpu_topology_description.cc (SetupDeviceDescription) sets them, the doubled ")"
-		 * of its ToString included; "CudaDevice(id=0)" and "cuda:0" are JAX's own repr and str, not the plugin's */
-		snprintf(s->debug, sizeof(s->debug), "%s_%d(process=0,(%lld))", s->kind, id, (long long)s->coords[0]);
-		snprintf(s->repr, sizeof(s->repr),
-			 "StreamExecutorGpuDevice(device_kind=%s, id=%d, process_index=0, partition_index=0))", s->kind, id);
+		/* what jax-cuda13-pjrt 0.11.2's PJRT_DeviceDescription_ToString and DebugString answer (seen on an H200:
+		 * tests/pjrt_conformance.md, gpu-strings) */
+		snprintf(s->debug, sizeof(s->debug), "cuda:%d", id);
+		snprintf(s->repr, sizeof(s->repr), "CudaDevice(id=%d)", id);
 	} else if (c->flavour == FLAVOUR_TPU) {
 		/* libtpu: coords and core_on_chip; with two cores a chip (FAKE_PJRT_CORES_PER_CHIP=2, v2 to v4 listed
 		 * core by core) each chip is two devices */
@@ -1308,8 +1307,8 @@ static PJRT_Error *client_create(PJRT_Client_Create_Args *args)
 		 * neither seen here (tests/pjrt_conformance.md, tpu-attributes) */
 		d->hw = cores == 2 && env_is("FAKE_PJRT_HW_IDS", "chips") ? (int)(o / 2) : (int)o;
 		memory = env_bytes_at("FAKE_PJRT_MEMORY", (size_t)o, 16 * GIB);
-		/* the real GPU allocator's limit: memory_fraction (default 0.75) of the memory (CreateBFCAllocator); the
-		 * rounding up to 2 MiB is unconfirmed (tests/pjrt_conformance.md, memory-stats) */
+		/* the real GPU allocator's limit: memory_fraction (default 0.75) of the memory (CreateBFCAllocator),
+		 * rounded up to 2 MiB (seen on an H200: tests/pjrt_conformance.md, memory-stats) */
 		gpu_limit = (int64_t)((double)memory * (frac != NULL ? frac->float_value : 0.75));
 		gpu_limit = (gpu_limit + (2 << 20) - 1) / (2 << 20) * (2 << 20);
 		d->limit = fl == FLAVOUR_GPU ? gpu_limit : memory;

@@ -85,6 +85,28 @@ static void memory_stats(PJRT_Device *dev, size_t size, const char *label)
 	       s.peak_bytes_in_use_is_set, (long long)s.peak_allocated_bytes, s.peak_allocated_bytes_is_set);
 }
 
+/* The device's memory spaces (PJRT_Device_AddressableMemories) and which is its default. */
+static void memory_kinds(PJRT_Device *dev)
+{
+	PJRT_Device_AddressableMemories_Args am = {.struct_size = PJRT_Device_AddressableMemories_Args_STRUCT_SIZE,
+						   .device = dev};
+	PJRT_Device_DefaultMemory_Args dm = {.struct_size = PJRT_Device_DefaultMemory_Args_STRUCT_SIZE, .device = dev};
+
+	if (!ok(api->PJRT_Device_AddressableMemories(&am), "AddressableMemories"))
+		return;
+	if (!ok(api->PJRT_Device_DefaultMemory(&dm), "DefaultMemory"))
+		dm.memory = NULL;
+	printf("memories %zu\n", am.num_memories);
+	for (size_t i = 0; i < am.num_memories; i++) {
+		PJRT_Memory_Kind_Args k = {.struct_size = PJRT_Memory_Kind_Args_STRUCT_SIZE, .memory = am.memories[i]};
+		PJRT_Memory_Id_Args id = {.struct_size = PJRT_Memory_Id_Args_STRUCT_SIZE, .memory = am.memories[i]};
+
+		if (ok(api->PJRT_Memory_Kind(&k), "Memory_Kind") && ok(api->PJRT_Memory_Id(&id), "Memory_Id"))
+			printf("memory %zu id %d kind '%.*s'%s\n", i, id.id, (int)k.kind_size, k.kind,
+			       am.memories[i] == dm.memory ? " (default)" : "");
+	}
+}
+
 static void client(const PJRT_NamedValue *opts, size_t nopts, const char *label)
 {
 	PJRT_Client_Create_Args c = {.struct_size = PJRT_Client_Create_Args_STRUCT_SIZE, .create_options = opts,
@@ -156,6 +178,7 @@ static void client(const PJRT_NamedValue *opts, size_t nopts, const char *label)
 			memory_stats(dev, PJRT_STRUCT_SIZE(PJRT_Device_MemoryStats_Args, peak_pool_bytes_is_set),
 				     "MemoryStats(size 185)");
 			memory_stats(dev, PJRT_Device_MemoryStats_Args_STRUCT_SIZE, "MemoryStats(size 201)");
+			memory_kinds(dev);
 		}
 	}
 	ok(api->PJRT_Client_Destroy(&cd), "Client_Destroy");

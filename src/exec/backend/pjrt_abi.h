@@ -604,8 +604,8 @@ typedef struct PJRT_Device_MemoryStats_Args {
 	int64_t peak_allocated_bytes; /* 0.113 */
 	bool peak_allocated_bytes_is_set;
 } PJRT_Device_MemoryStats_Args;
-/* 201 since 0.113 (185 before). JAX's CUDA plugin at 0.115 answers 201 (tests/gpu/README.md, "Runs"); whether it also
- * answers 185 is not measured; a plugin before 0.113 reads its own 185-byte prefix of the larger one. */
+/* 201 since 0.113 (185 before). JAX's CUDA plugin at 0.115 answers both (seen: tests/pjrt_conformance.md,
+ * memory-stats); a plugin before 0.113 reads its own 185-byte prefix of the larger one. */
 #define PJRT_Device_MemoryStats_Args_STRUCT_SIZE                                                                    \
 	PJRT_STRUCT_SIZE(PJRT_Device_MemoryStats_Args, peak_allocated_bytes_is_set)
 typedef PJRT_Error *PJRT_Device_MemoryStats(PJRT_Device_MemoryStats_Args *args);
