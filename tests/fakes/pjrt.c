@@ -49,6 +49,8 @@
  *   FAKE_PJRT_EXEC_OPTIONS_SIZE=n  the plugin's own PJRT_ExecuteOptions size (default 144, the 0.115 plugin's;
  *                             112, 0.94's, at versions below 0.97): a smaller one is refused, as a plugin newer than
  *                             the caller does
+ * On cuda, CUDA_VISIBLE_DEVICES set and empty fails PJRT_Client_Create FAILED_PRECONDITION "No visible GPU
+ * devices.", as the real plugin does when CUDA sees no GPU.
  *   FAKE_PJRT_BUSY=1          PJRT_Client_Create fails as when another process holds the devices: on tpu
  *                             libtpu's lock file message (ABORTED); FAKE_PJRT_BUSY=device gives the
  *                             open(/dev/accel0) form; on cuda every GPU is busy (as FAKE_PJRT_BUSY_DEVICES)
@@ -1235,6 +1237,14 @@ static PJRT_Error *client_create(PJRT_Client_Create_Args *args)
 		return err;
 	record_options(args->create_options, args->num_options);
 	err = create_refused(fl);
+	if (err == NULL && fl == FLAVOUR_GPU && getenv("CUDA_VISIBLE_DEVICES") != NULL &&
+	    *getenv("CUDA_VISIBLE_DEVICES") == '\0') {
+		/* CUDA sees no GPU at all (seen on an H200: tests/pjrt_conformance.md, no-visible-gpu) */
+		fprintf(stderr, "E external/xla/xla/stream_executor/cuda/cuda_platform.cc:57] failed call to cuInit: "
+			"INTERNAL: CUDA error: Failed call to cuInit: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is "
+			"detected\n");
+		err = make_error(PJRT_Error_Code_FAILED_PRECONDITION, "No visible GPU devices.");
+	}
 	if (err == NULL && fl == FLAVOUR_TPU)
 		err = tpu_lock();
 	if (err != NULL)

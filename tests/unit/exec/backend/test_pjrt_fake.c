@@ -1108,6 +1108,21 @@ START_TEST(conf_gpu_strings)
 }
 END_TEST
 
+/* conf-no-visible-gpu: CUDA_VISIBLE_DEVICES="" leaves CUDA no GPU: client creation fails FAILED_PRECONDITION */
+START_TEST(conf_no_visible_gpu)
+{
+	PJRT_Client_Create_Args a = {.struct_size = PJRT_Client_Create_Args_STRUCT_SIZE};
+	char msg[256];
+
+	setenv("FAKE_PJRT_PLATFORM", "cuda", 1);
+	setenv("CUDA_VISIBLE_DEVICES", "", 1);
+	initialize();
+	ck_assert_int_eq(take(api->PJRT_Client_Create(&a), msg, sizeof(msg)), PJRT_Error_Code_FAILED_PRECONDITION);
+	ck_assert_str_eq(msg, "No visible GPU devices.");
+	unsetenv("CUDA_VISIBLE_DEVICES");
+}
+END_TEST
+
 /* conf-memory-stats: 185 and 201 bytes answered, peak_allocated only for 201, less refused; the BFC limit */
 START_TEST(conf_memory_stats)
 {
@@ -1840,6 +1855,7 @@ Suite *make_suite(void)
 	tcase_add_test(conformance, conf_host_layout);
 	tcase_add_test(conformance, conf_serialize);
 	tcase_add_test(conformance, conf_gpu_strings);
+	tcase_add_test(conformance, conf_no_visible_gpu);
 	tcase_add_test(conformance, conf_api_version);
 	tcase_add_test(conformance, conf_memory_kinds);
 	tcase_add_test(conformance, conf_execute_options);
