@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "core/buf.h"
+#include "core/dirs.h"
 #include "core/log.h"
 #include "core/mem.h"
 
@@ -49,29 +50,6 @@ bool store_rc_needs_reopen(int rc)
 
 	return primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB || primary == SQLITE_IOERR ||
 	       primary == SQLITE_CANTOPEN || primary == SQLITE_READONLY || primary == SQLITE_SCHEMA;
-}
-
-/* Creates every missing folder above the file at path, saying each one it made in the log. */
-static int make_parent_dirs(const char *path)
-{
-	char *copy = xstrdup(path);
-	int rc = 0;
-
-	for (char *p = copy + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(copy, 0750) == 0) {
-			log_fields(LOGL_INFO, "store", "created a folder for the database",
-				   (struct log_field[]){LOG_S("folder", copy), LOG_S("database", path)}, 2);
-		} else if (errno != EEXIST) {
-			rc = -1;
-			break;
-		}
-		*p = '/';
-	}
-	free(copy);
-	return rc;
 }
 
 /* --- migrations --- */
@@ -199,7 +177,7 @@ int store_db_open(const struct store *st, sqlite3 **out, char *err, size_t errsz
 	int rc;
 
 	*out = NULL;
-	if (!st->memory && make_parent_dirs(st->path) != 0) {
+	if (!st->memory && dirs_make_parent(st->path, 0750, "store", "created a folder for the database") != 0) {
 		snprintf(err, errsz, "cannot create the folder of %s: %s", st->path, strerror(errno));
 		return SQLITE_CANTOPEN;
 	}

@@ -15,6 +15,7 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "exec/backend/exec_kernels.h"
+#include "core/dirs.h"
 #include "core/log.h"
 #include "core/mem.h"
 
@@ -93,36 +94,12 @@ const char *exec_ocl_error_name(int code)
 	}
 }
 
-/* Creates dir and its parents (mode 0700), saying each folder it made in the log; errors are left to PoCL, which
- * then builds without a cache. */
-static void mkdir_p(const char *dir)
-{
-	char path[4096];
-	size_t len;
-
-	if (strlcpy_checked(path, dir, sizeof(path)) != 0)
-		return;
-	len = strlen(path);
-	for (size_t i = 1; i <= len; i++) {
-		if (path[i] == '/' || path[i] == '\0') {
-			char c = path[i];
-
-			path[i] = '\0';
-			if (mkdir(path, 0700) == 0)
-				log_fields(LOGL_INFO, "opencl", "created a folder for PoCL's program cache",
-					   (struct log_field[]){LOG_S("folder", path)}, 1);
-			else if (errno != EEXIST)
-				return;
-			path[i] = c;
-		}
-	}
-}
-
 void exec_opencl_set_cache_dir(const char *dir)
 {
 	if (dir == NULL || *dir == '\0' || getenv("POCL_CACHE_DIR") != NULL)
 		return;
-	mkdir_p(dir);
+	/* a folder that cannot be made is left to PoCL, which then builds without a cache */
+	(void)dirs_make(dir, 0700, "opencl", "created a folder for PoCL's program cache");
 	setenv("POCL_CACHE_DIR", dir, 0);
 }
 

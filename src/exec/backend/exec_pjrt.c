@@ -50,6 +50,7 @@
 #include "exec/backend/pjrt_abi.h"
 #include "exec/backend/pjrt_cache.h"
 #include "exec/backend/pjrt_plugin.h"
+#include "exec/backend/pjrt_resident.h"
 #include "exec/backend/stablehlo.h"
 
 #define CACHE_MAX 32          /* compiled programs kept per client */
@@ -62,12 +63,6 @@
  * device. Each wait is a round trip of about 0.1-0.3 ms to a GPU, which a tiny job felt eleven times.
  */
 #define SMALL_COPY_BYTES 65536
-/*
- * Generated inputs stay on the device for the next run with the same key and shape (a benchmark's repeated runs,
- * a health check's), up to RESIDENT_MAX of them and a quarter of the memory free when they were made; they go when
- * a run needs their memory, when the client closes (idle) and with the worker.
- */
-#define RESIDENT_MAX 8
 #define ORDINALS_MAX 16       /* GPUs one CUDA client serves */
 /* The programs besides the kernels, cached as kernels are: shape {rows, cols, sample count} */
 #define PJ_GENERATE ((enum kernel_id)(KERNEL_COUNT + 1)) /* stablehlo_generator */
@@ -82,18 +77,6 @@ struct program {
 	enum stablehlo_dot dot;
 	int device_id;
 	unsigned busy;
-	uint64_t last_use;
-};
-
-/* A generated input kept on the device (buf NULL: a free slot). */
-struct resident {
-	PJRT_Buffer *buf;
-	int device_id;
-	uint32_t key; /* kernel_gen_key of the run's seed and the input */
-	int64_t dims[2];
-	size_t ndims;
-	uint64_t bytes;
-	unsigned busy; /* runs reading it now */
 	uint64_t last_use;
 };
 
@@ -130,8 +113,7 @@ struct host {
 	bool retiring;                /* a program was abandoned: no new work until the client is closed */
 	struct leftover *leftovers;
 	struct program cache[CACHE_MAX];
-	struct resident resident[RESIDENT_MAX];
-	uint64_t resident_bytes;
+	struct resident_set resident; /* generated inputs kept on the devices between runs (pjrt_resident.h) */
 	uint64_t tick;
 	pthread_t idler;
 	bool idler_started;
@@ -254,18 +236,12 @@ static void cache_clear(struct host *h)
 	}
 }
 
-/* Destroys the resident inputs no run reads now (all of them when none is in flight); h->mu held. */
-static void resident_clear(struct host *h)
+/* How the resident set destroys a buffer of h's client. */
+static void resident_destroy(void *ctx, void *buf)
 {
-	for (unsigned i = 0; i < RESIDENT_MAX; i++) {
-		struct resident *r = &h->resident[i];
+	struct host *h = ctx;
 
-		if (r->buf == NULL || r->busy > 0)
-			continue;
-		destroy_buffer(h->api, r->buf);
-		h->resident_bytes -= r->bytes;
-		memset(r, 0, sizeof(*r));
-	}
+	destroy_buffer(h->api, buf);
 }
 
 /* Closes the client (nothing in flight, no leftovers); h->mu held. */
@@ -276,7 +252,7 @@ static void client_close(struct host *h, const char *why)
 
 	if (h->client == NULL)
 		return;
-	resident_clear(h);
+	resident_clear(&h->resident);
 	cache_clear(h);
 	take(h->api, h->api->PJRT_Client_Destroy(&a), "PJRT_Client_Destroy", err, sizeof(err));
 	h->client = NULL;
@@ -1126,59 +1102,6 @@ static enum acceld_err gather(struct pj *p, struct kernel_work *w, PJRT_Buffer *
 	return rc;
 }
 
-/* The resident copy of the input made from key with o's shape, taken for a run (busy), or NULL; h->mu held. */
-static struct resident *resident_take(struct host *h, const struct pj *p, uint32_t key, const struct operand *o)
-{
-	for (unsigned i = 0; i < RESIDENT_MAX; i++) {
-		struct resident *r = &h->resident[i];
-
-		if (r->buf != NULL && r->device_id == p->device_id && r->key == key && r->ndims == o->ndims &&
-		    memcmp(r->dims, o->dims, o->ndims * sizeof(o->dims[0])) == 0) {
-			r->busy++;
-			r->last_use = ++h->tick;
-			return r;
-		}
-	}
-	return NULL;
-}
-
-/*
- * Keeps buf, the input made from key with o's shape, on the device when it fits budget bytes of resident inputs
- * (the least recently used idle ones make room); true: kept, the table owns it. h->mu held.
- */
-static bool resident_keep(struct host *h, const struct pj *p, uint32_t key, const struct operand *o, PJRT_Buffer *buf,
-			  uint64_t budget)
-{
-	uint64_t bytes = operand_bytes(o);
-
-	if (bytes > budget)
-		return false;
-	for (;;) {
-		struct resident *free_slot = NULL, *oldest = NULL;
-
-		for (unsigned i = 0; i < RESIDENT_MAX; i++) {
-			struct resident *r = &h->resident[i];
-
-			if (r->buf == NULL)
-				free_slot = free_slot ? free_slot : r;
-			else if (r->busy == 0 && (oldest == NULL || r->last_use < oldest->last_use))
-				oldest = r;
-		}
-		if (free_slot != NULL && h->resident_bytes + bytes <= budget) {
-			*free_slot = (struct resident){.buf = buf, .device_id = p->device_id, .key = key, .ndims = o->ndims,
-						       .bytes = bytes, .last_use = ++h->tick};
-			memcpy(free_slot->dims, o->dims, sizeof(free_slot->dims));
-			h->resident_bytes += bytes;
-			return true;
-		}
-		if (oldest == NULL)
-			return false;
-		destroy_buffer(h->api, oldest->buf);
-		h->resident_bytes -= oldest->bytes;
-		memset(oldest, 0, sizeof(*oldest));
-	}
-}
-
 /* Hands what an abandoned run holds to the idler, which destroys it once its program ends; h->mu held. */
 static void abandon(struct host *h, PJRT_Event *done, PJRT_Buffer **bufs, unsigned n, struct program *prog)
 {
@@ -1232,7 +1155,7 @@ static enum acceld_err execute(struct pj *p, struct program *prog, struct kernel
 			uint64_t g0;
 
 			pthread_mutex_lock(&h->mu);
-			res[i] = resident_take(h, p, key, &o[i]);
+			res[i] = resident_take(&h->resident, p->device_id, key, o[i].dims, o[i].ndims);
 			pthread_mutex_unlock(&h->mu);
 			if (res[i] != NULL) {
 				bufs[i] = res[i]->buf;
@@ -1260,12 +1183,9 @@ static enum acceld_err execute(struct pj *p, struct program *prog, struct kernel
 		/* the job is answered as timed out already: give the worker back, leave the rest to the idler */
 		bufs[n] = out[0];
 		pthread_mutex_lock(&h->mu);
-		for (unsigned i = 0; i < n; i++) { /* a resident input the program reads goes with the rest */
-			if (res[i] != NULL) {
-				h->resident_bytes -= res[i]->bytes;
-				memset(res[i], 0, sizeof(*res[i]));
-			}
-		}
+		for (unsigned i = 0; i < n; i++) /* a resident input the program reads goes with the rest */
+			if (res[i] != NULL)
+				resident_forget(&h->resident, res[i]);
 		abandon(h, complete[0], bufs, n + 1, prog);
 		pthread_mutex_unlock(&h->mu);
 		/* a deleted buffer's memory is freed once the programs that read it are done */
@@ -1304,9 +1224,10 @@ out:
 	pthread_mutex_lock(&h->mu);
 	for (unsigned i = 0; i < n; i++) {
 		if (res[i] != NULL)
-			res[i]->busy--;
+			resident_give_back(res[i]);
 		else if (!(rc == ACCELD_OK && made[i] &&
-			   resident_keep(h, p, kernel_gen_key(w->seed, (unsigned)o[i].input), &o[i], bufs[i], budget)))
+			   resident_keep(&h->resident, p->device_id, kernel_gen_key(w->seed, (unsigned)o[i].input),
+					 o[i].dims, o[i].ndims, operand_bytes(&o[i]), bufs[i], budget)))
 			destroy_buffer(api, bufs[i]);
 		destroy_buffer(api, keys[i]);
 	}
@@ -1337,8 +1258,8 @@ static enum acceld_err pj_run(void *state, struct kernel_work *w, struct backend
 		rc = ACCELD_EHELD;
 	if (rc == ACCELD_OK)
 		rc = match(p, err, errsz);
-	if (rc == ACCELD_OK && (left = memory_left(p)) != 0 && need > left && h->resident_bytes > 0) {
-		resident_clear(h); /* the inputs earlier runs left make room */
+	if (rc == ACCELD_OK && (left = memory_left(p)) != 0 && need > left && h->resident.bytes > 0) {
+		resident_clear(&h->resident); /* the inputs earlier runs left make room */
 		left = memory_left(p);
 	}
 	if (rc == ACCELD_OK && left != 0 && need > left) {
@@ -1347,7 +1268,7 @@ static enum acceld_err pj_run(void *state, struct kernel_work *w, struct backend
 		rc = ACCELD_EDEVMEM;
 	}
 	/* resident inputs may take a quarter of what is free besides themselves (0 when the runtime does not say) */
-	budget = left != 0 ? (left + h->resident_bytes) / 4 : 0;
+	budget = left != 0 ? (left + h->resident.bytes) / 4 : 0;
 	if (rc == ACCELD_OK) {
 		if (w->kernel == KERNEL_SGEMM)
 			dot = dot_for(h, &w->precision);
@@ -1442,6 +1363,8 @@ static struct host *host_get(const struct pjrt_plugin *plugin, enum pjrt_kind ki
 		h->api = plugin->api;
 		h->minor = plugin->minor;
 		h->kind = kind;
+		h->resident.destroy = resident_destroy;
+		h->resident.ctx = h;
 		for (size_t i = 0; i < nattached; i++) {
 			if (strcmp(attached[i].path, plugin->path) == 0) {
 				memcpy(h->ordinals, attached[i].ordinals, sizeof(h->ordinals));

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/dirs.h"
 #include "core/mem.h"
 
 #define MAGIC "ACCELDPJ"
@@ -277,23 +278,6 @@ static void make_room(uint64_t incoming, const char *skip)
 	free(list);
 }
 
-/* Creates dir and its parents (0700 for the last: programs are the user's). */
-static bool make_dirs(const char *dir)
-{
-	char p[4096];
-
-	snprintf(p, sizeof(p), "%s", dir);
-	for (char *s = p + 1; *s != '\0'; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(p, 0755) != 0 && errno != EEXIST)
-			return false;
-		*s = '/';
-	}
-	return mkdir(p, 0700) == 0 || errno == EEXIST;
-}
-
 bool pjrt_cache_store(const struct pjrt_cache_key *k, const void *payload, size_t len, char *why, size_t whysz)
 {
 	char path[4200], tmp[4300], name[32];
@@ -312,7 +296,7 @@ bool pjrt_cache_store(const struct pjrt_cache_key *k, const void *payload, size_
 		snprintf(why, whysz, "the entry's %" PRIu64 " bytes pass the cache's bound of %" PRIu64, size, cache_max);
 		return false;
 	}
-	if (!make_dirs(cache_dir)) {
+	if (dirs_make(cache_dir, 0700, "pjrt", "created a folder for the compile cache") != 0) { /* the user's programs */
 		snprintf(why, whysz, "cannot create %s: %s", cache_dir, strerror(errno));
 		return false;
 	}
