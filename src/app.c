@@ -309,6 +309,19 @@ static size_t measured_from_history(struct app *app, const struct detect_snapsho
 	return n;
 }
 
+size_t app_selection_prices(struct cost *cost, const struct detect_snapshot *snap, struct select_measured *out,
+			    size_t cap)
+{
+	double *usd = xcalloc(snap->n ? snap->n : 1, sizeof(*usd));
+	struct cost_host_applied host;
+	size_t n;
+
+	cost_applied_prices(cost, snap->devices, snap->n, usd, &host);
+	n = select_prices(snap->devices, usd, snap->n, out, cap);
+	free(usd);
+	return n;
+}
+
 enum acceld_err app_select(struct app *app, const struct detect_snapshot *snap, const struct select_request *req,
 			   struct select_result *res)
 {
@@ -324,14 +337,8 @@ enum acceld_err app_select(struct app *app, const struct detect_snapshot *snap, 
 	nmeasured += measured_from_history(app, snap, kernel_name(select_kernel(req->kernel)), measured + nmeasured,
 					   64);
 	/* the prices in force (overrides, a prices file, the host's share), which the cost policies weigh */
-	if (app->cost != NULL) {
-		double *usd = xcalloc(snap->n ? snap->n : 1, sizeof(*usd));
-		struct cost_host_applied host;
-
-		cost_applied_prices(app->cost, snap->devices, snap->n, usd, &host);
-		nmeasured += select_prices(snap->devices, usd, snap->n, measured + nmeasured, cap - nmeasured);
-		free(usd);
-	}
+	if (app->cost != NULL)
+		nmeasured += app_selection_prices(app->cost, snap, measured + nmeasured, cap - nmeasured);
 	rc = select_choose(snap->devices, snap->n, req, measured, nmeasured, res);
 	free(measured);
 	return rc;

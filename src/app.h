@@ -64,6 +64,15 @@ void app_exec_records(struct app *app, struct exec_opts *opts);
 struct detect_snapshot;
 struct select_request;
 struct select_result;
+struct select_measured;
+struct cost;
+
+/*
+ * The applied price of each device of snap in cost's book (overrides, a prices file, the host's share) as the
+ * figures selection's cost policies weigh, into out[0..cap); returns how many. The service's and `acceld select`'s.
+ */
+size_t app_selection_prices(struct cost *cost, const struct detect_snapshot *snap, struct select_measured *out,
+			    size_t cap);
 
 /*
  * Chooses a device among the snapshot's for req with the measured throughput of earlier jobs from the history

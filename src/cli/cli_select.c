@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "app.h"
 #include "select/batch.h"
 #include "cli/cli.h"
 #include "core/mem.h"
@@ -132,19 +133,14 @@ static void init_batch(void *req, const struct config *cfg)
 static size_t cli_select_prices(const struct cli_request *c, struct select_measured **out)
 {
 	struct cost *book;
-	struct cost_host_applied host;
 	char err[512];
-	double *usd;
 	size_t n;
 
 	*out = NULL;
 	if (cost_new(NULL, c->cfg.prices_file, &book, err, sizeof(err)) != ACCELD_OK)
 		return 0; /* refused before: cli_load_config checks the file */
-	usd = xcalloc(c->snap->n ? c->snap->n : 1, sizeof(*usd));
-	cost_applied_prices(book, c->snap->devices, c->snap->n, usd, &host);
 	*out = xcalloc(c->snap->n ? c->snap->n : 1, sizeof(**out));
-	n = select_prices(c->snap->devices, usd, c->snap->n, *out, c->snap->n);
-	free(usd);
+	n = app_selection_prices(book, c->snap, *out, c->snap->n);
 	cost_free(book);
 	return n;
 }
