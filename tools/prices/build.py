@@ -1054,8 +1054,9 @@ DATE_NOTES = {
                 "which Karpenter's list shows from its 2025-06-23 generation: data of 2025-04-28 to 2025-06-23; "
                 "as_of the earlier",
     SRC_SP_AWS_V8: "Date: bounded by its contents: it lists c8i and c8i-flex, first in Karpenter's EC2 list generated "
-                   "2025-10-20 (not in 2025-09-01's), and no x8i, which Karpenter's list has from its 2026-01-19 "
-                   "generation: data of 2025-10-20 or later, probably before 2026-01-19; as_of the earlier",
+                   "2025-10-20 (not in 2025-09-01's), and no c8a or x8i, which Karpenter's list has from its 2025-12-08 "
+                   "and 2026-01-19 generations: data of 2025-10-20 or later, probably before 2025-12-08; as_of the "
+                   "earlier",
     SRC_SP_AZURE: "Date: bounded by its contents: it lists Standard_NC40ads_H100_v5 and NC80adis_H100_v5, first in "
                   "Karpenter's Azure list generated 2024-04-23 (not in 2023-12-18's), and none of the 261 eastus sizes "
                   "first in its 2024-12-13 generation: data of 2024-04-23 or later, probably before 2024-12-13; "
