@@ -166,7 +166,7 @@ class Gce(unittest.TestCase):
             self.assertAlmostEqual(by["cpu:0"]["usd_per_hour"], 0)
             for p in tpus:
                 self.assertAlmostEqual(p["usd_per_hour"], 2.7)
-                self.assertAlmostEqual(p["applied_usd_per_hour"], 2.59332 / 4)
+                self.assertAlmostEqual(p["applied_usd_per_hour"], 2.2914 / 4)
             # the accrued report applies the same shares
             cost = s.get("/cost").json()
             self.assertEqual(cost["host"]["instance_type"], "ct6e-standard-4t")
@@ -500,7 +500,7 @@ class Shapes(unittest.TestCase):
                        ACCELD_DEV_ROOT=os.path.join(FIXTURES, "tpu-v5e", "dev"))
         chip = row("tpu_chips", "tpu-v5e", "us-west4", column="accelerator_key")
         per, per_spot = float(chip["usd_per_chip_hour"]), float(chip["usd_per_chip_hour_spot"])
-        price = self.check(doc, 4 * per, 4 * per_spot, "skypilot-gcp@017e2502", "2026-11-24", 0)
+        price = self.check(doc, 4 * per, 4 * per_spot, "skypilot-gcp@8427bbff", "2026-02-05", 0)
         self.assertEqual((price["accelerators"], price["accelerator"]), (4, "tpu-v5e"))
         tpus = [d for d in doc["devices"] if d["type"] == "tpu"]
         self.assertEqual(len(tpus), 4)
@@ -530,8 +530,8 @@ class Shapes(unittest.TestCase):
 
     def test_azure(self):
         for size, region, priority, source, date in (
-                ("Standard_NC24ads_A100_v4", "eastus", "Spot", "skypilot-azure@098741e7", "2026-11-24"),
-                ("Standard_F32s_v2", "westus3", "Regular", "skypilot-azure@098741e7", "2026-11-24"),
+                ("Standard_NC24ads_A100_v4", "eastus", "Spot", "skypilot-azure@098741e7", "2024-04-23"),
+                ("Standard_F32s_v2", "westus3", "Regular", "skypilot-azure@098741e7", "2024-04-23"),
                 ("Standard_ND96isr_H100_v5", "westeurope", "Regular", "karpenter-azure@2b431da1", "2026-06-18"),
                 ("Standard_D8s_v5", "japaneast", "Regular", "karpenter-azure@2b431da1", "2026-06-18")):
             with self.subTest(size=size):
@@ -611,11 +611,11 @@ class Metrics(unittest.TestCase):
         self.assertIn('region="us-central1"', host[0])
         self.assertIn('zone="us-central1-b"', host[0])
         self.assertIn('billing="spot"', host[0])
-        self.assertAlmostEqual(float(host[0].split()[-1]), 2.59332, places=5)
+        self.assertAlmostEqual(float(host[0].split()[-1]), 2.2914, places=5)
         devs = {l.split('"')[1]: float(l.split()[-1]) for l in text.splitlines()
                 if l.startswith("acceld_device_price_usd_per_hour{")}
         self.assertEqual(sorted(devs), ["cpu:0", "tpu:0", "tpu:1", "tpu:2", "tpu:3"])
-        self.assertAlmostEqual(sum(devs.values()), 2.59332, places=5)
+        self.assertAlmostEqual(sum(devs.values()), 2.2914, places=5)
         info = [l for l in text.splitlines() if l.startswith("acceld_host_info{")]
         self.assertEqual(len(info), 1, info)
 

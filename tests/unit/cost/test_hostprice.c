@@ -169,8 +169,8 @@ START_TEST(hosts_on_each_cloud)
 		 "g2-standard-16"},
 		{CLOUD_GCE, "c2-standard-8", "us-central1", 8 * 0.052202, 8 * 0.02492, "cyclenerd-gce@fd66b26f",
 		 "memory included"},
-		{CLOUD_GCE, "ct6e-standard-4t", "us-central1", 10.8, 2.59332, "skypilot-gcp@017e2502",
-		 "as of 2026-11-24"},
+		{CLOUD_GCE, "ct6e-standard-4t", "us-central1", 10.8, 2.2914, "skypilot-gcp@8427bbff",
+		 "as of 2026-02-05"},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -502,13 +502,13 @@ START_TEST(applied_price_and_json)
 	o = hostprice_json(&h, &hp, &s);
 	price = json_object_get(o, "price");
 	ck_assert_str_eq(json_string_value(json_object_get(o, "billing")), "spot");
-	ck_assert_double_eq_tol(json_real_value(json_object_get(price, "applied_usd_per_hour")), 2.59332, 1e-9);
-	ck_assert_str_eq(json_string_value(json_object_get(price, "as_of")), "2026-11-24");
+	ck_assert_double_eq_tol(json_real_value(json_object_get(price, "applied_usd_per_hour")), 2.2914, 1e-9);
+	ck_assert_str_eq(json_string_value(json_object_get(price, "as_of")), "2026-02-05");
 	ck_assert_int_eq(json_integer_value(json_object_get(price, "accelerators")), 4);
 	ck_assert_double_eq_tol(json_real_value(json_object_get(price, "accelerator_usd_per_hour")), 2.7, 1e-12);
 	/* the source spelled out */
 	src = json_array_get(json_object_get(price, "sources"), 0);
-	ck_assert_str_eq(json_string_value(json_object_get(src, "source")), "skypilot-gcp@017e2502");
+	ck_assert_str_eq(json_string_value(json_object_get(src, "source")), "skypilot-gcp@8427bbff");
 	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(src, "description")), "SkyPilot"));
 	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(src, "url")), "skypilot-catalog"));
 	ck_assert_ptr_null(json_object_get(price, "hint"));

@@ -194,7 +194,8 @@ START_TEST(skypilot_aws_v8_rows_match_their_source)
 }
 END_TEST
 
-/* GCE GPU shapes from SkyPilot's v8 catalog: its VM part plus the GPUs at gce_gpus.csv's price, no Spot */
+/* GCE GPU shapes from SkyPilot's v8 catalog: its VM part plus the GPUs at gce_gpus.csv's price; Spot the file's own
+ * VM and GPU Spot prices (tests/deploy/test_price_sources.py holds every row to the file) */
 START_TEST(gce_v8_gpu_shapes)
 {
 	const struct machine *m = machines_find("gce", "a3-ultragpu-8g", "us-west1");
@@ -204,14 +205,21 @@ START_TEST(gce_v8_gpu_shapes)
 	ck_assert_uint_eq(m->accelerators, 8);
 	ck_assert_str_eq(m->accelerator_key, "nvidia-h200");
 	ck_assert_double_eq_tol(m->usd_per_hour, 12.266 + 8 * 9.31174, 1e-6);
-	ck_assert(isnan(m->usd_per_hour_spot));
+	ck_assert_double_eq_tol(m->usd_per_hour_spot, 3.56978 + 37.2472, 1e-6);
 	m = machines_find("gce", "a4-highgpu-8g", "us-central1");
 	ck_assert_ptr_nonnull(m);
 	ck_assert_str_eq(m->accelerator_key, "nvidia-b200");
 	ck_assert_double_eq_tol(m->usd_per_hour, 90.216, 1e-6);
+	ck_assert_double_eq_tol(m->usd_per_hour_spot, 32.6064, 1e-6);
 	ck_assert_ptr_nonnull(machines_find("gce", "a3-edgegpu-8g", "us-central1"));
-	/* a shape whose GPU has no price in the region is not in the table */
-	ck_assert_ptr_null(machines_find("gce", "a3-ultragpu-8g", "us-central1"));
+	/* H100 priced per GPU by the v8 file where no other source does: a3-edgegpu-8g in asia-south1 */
+	m = machines_find("gce", "a3-edgegpu-8g", "asia-south1");
+	ck_assert_ptr_nonnull(m);
+	ck_assert_double_eq_tol(m->usd_per_hour, 9.83846 + 81.50728, 1e-6);
+	ck_assert_double_eq_tol(m->usd_per_hour_spot, 2.14573 + 17.752, 1e-6);
+	/* a shape whose GPU has no price in the region is not in the table (the v8 file's H200 price in asia-south1
+	 * is its flat second set, below its own Spot price) */
+	ck_assert_ptr_null(machines_find("gce", "a3-ultragpu-8g", "asia-south1"));
 }
 END_TEST
 
