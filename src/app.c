@@ -185,6 +185,25 @@ static enum exec_presence exec_presence_of(void *ctx, const struct device *dev)
 	return p;
 }
 
+/*
+ * A device's memory now for admission (exec_opts.memory_now): the free bytes of detection's latest sample, and for an
+ * NVIDIA GPU the processes NVML lists as holding its memory (holders.c) when asked.
+ */
+static size_t exec_memory_now(void *ctx, const struct device *dev, uint64_t *available, struct holder *holders,
+			      size_t max, uint64_t *own)
+{
+	struct app *app = ctx;
+	const struct detect_snapshot *snap = detect_acquire(app->detect);
+	const struct device *now = detect_find(snap, dev->id);
+	char why[128];
+
+	*available = now != NULL && detect_same_hardware(dev, now) ? now->memory_available_bytes : 0;
+	detect_release(snap);
+	if (holders == NULL || max == 0 || dev->type != DEVICE_GPU || strcmp(dev->vendor, "NVIDIA") != 0)
+		return 0;
+	return holders_gpu_memory(&app->cfg, dev->uuid, holders, max, own, why, sizeof(why));
+}
+
 /* Whether the executor runs jobs on dev: it has a running worker for the very hardware detection now sees. */
 static bool executable_now(void *ctx, const struct device *dev)
 {
@@ -236,6 +255,8 @@ static void start_exec(struct app *app)
 	app_exec_records(app, &eopts);
 	eopts.presence = exec_presence_of;
 	eopts.presence_ctx = app->detect;
+	eopts.memory_now = exec_memory_now;
+	eopts.memory_now_ctx = app;
 	eopts.price = price_now;
 	eopts.price_ctx = app;
 	if (exec_new(&eopts, &app->exec) != ACCELD_OK)

@@ -4,6 +4,7 @@
 #include "detect/holders.h"
 
 #include <dlfcn.h>
+#include <inttypes.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <stdio.h>
@@ -52,8 +53,37 @@ static void comm_of(const struct config *cfg, long pid, char *out, size_t outsz)
 	out[strcspn(out, "\n")] = '\0';
 }
 
-size_t holders_gpu(const struct config *cfg, const char *uuid, struct holder *out, size_t max, char *why,
-		   size_t whysz)
+/* Whether pid's parent is this process (/proc/<pid>/stat's fourth field, after the parenthesised comm). */
+static bool started_here(const struct config *cfg, long pid)
+{
+	char path[512], line[512];
+	const char *close;
+	long ppid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%ld/stat", cfg->proc_root && *cfg->proc_root ? cfg->proc_root : "/proc", pid);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return false;
+	if (fgets(line, sizeof(line), f) == NULL)
+		line[0] = '\0';
+	fclose(f);
+	close = strrchr(line, ')');
+	return close != NULL && sscanf(close + 1, " %*c %ld", &ppid) == 1 && ppid == (long)getpid();
+}
+
+/* NVML's "not available" for a process's memory (NVML_VALUE_NOT_AVAILABLE) is read as unknown (0). */
+static uint64_t used_bytes(unsigned long long v)
+{
+	return v == ~0ull ? 0 : (uint64_t)v;
+}
+
+/*
+ * NVML's running processes of the GPU of uuid, others into out. own NULL: only this process is left out; else also
+ * those it started, and what they all use is summed into *own.
+ */
+static size_t list_gpu(const struct config *cfg, const char *uuid, struct holder *out, size_t max, uint64_t *own,
+		       char *why, size_t whysz)
 {
 	static const char stock[] = "libnvidia-ml.so.1";
 	const char *name = cfg->nvml_library && *cfg->nvml_library ? cfg->nvml_library : stock;
@@ -108,8 +138,10 @@ size_t holders_gpu(const struct config *cfg, const char *uuid, struct holder *ou
 			struct nvml_process_v1 old[PROCS_MAX];
 
 			rc = procs(dev, &count, old);
-			for (unsigned i = 0; rc == NVML_SUCCESS && i < count && i < PROCS_MAX; i++)
+			for (unsigned i = 0; rc == NVML_SUCCESS && i < count && i < PROCS_MAX; i++) {
 				list[i].pid = old[i].pid;
+				list[i].used_gpu_memory = old[i].used_gpu_memory;
+			}
 		} else {
 			rc = procs(dev, &count, list);
 		}
@@ -117,9 +149,15 @@ size_t holders_gpu(const struct config *cfg, const char *uuid, struct holder *ou
 	if (rc != NVML_SUCCESS && rc != NVML_ERROR_INSUFFICIENT_SIZE)
 		snprintf(why, whysz, "NVML did not list the GPU's processes (error %d)", rc);
 	for (unsigned i = 0; rc == NVML_SUCCESS && i < count && i < PROCS_MAX && n < max; i++) {
-		if ((long)list[i].pid == (long)getpid())
+		long pid = (long)list[i].pid;
+
+		if (pid == (long)getpid() || (own != NULL && started_here(cfg, pid))) {
+			if (own != NULL)
+				*own += used_bytes(list[i].used_gpu_memory);
 			continue;
-		out[n].pid = (long)list[i].pid;
+		}
+		out[n].pid = pid;
+		out[n].bytes = used_bytes(list[i].used_gpu_memory);
 		comm_of(cfg, out[n].pid, out[n].name, sizeof(out[n].name));
 		n++;
 	}
@@ -128,6 +166,19 @@ size_t holders_gpu(const struct config *cfg, const char *uuid, struct holder *ou
 out:
 	dlclose(lib);
 	return n;
+}
+
+size_t holders_gpu(const struct config *cfg, const char *uuid, struct holder *out, size_t max, char *why,
+		   size_t whysz)
+{
+	return list_gpu(cfg, uuid, out, max, NULL, why, whysz);
+}
+
+size_t holders_gpu_memory(const struct config *cfg, const char *uuid, struct holder *out, size_t max, uint64_t *own,
+			  char *why, size_t whysz)
+{
+	*own = 0;
+	return list_gpu(cfg, uuid, out, max, own, why, whysz);
 }
 
 /*
@@ -164,6 +215,7 @@ bool holders_lock_file(const struct config *cfg, const char *path, struct holder
 		    pid <= 0 || pid == (long)getpid())
 			continue;
 		out->pid = pid;
+		out->bytes = 0;
 		comm_of(cfg, pid, out->name, sizeof(out->name));
 		found = true;
 	}
@@ -182,8 +234,14 @@ void holders_text(const struct holder *h, size_t n, char *out, size_t outsz)
 					 h[i].name) :
 				snprintf(out + len, outsz - len, "%sprocess %ld", i > 0 ? ", " : "", h[i].pid);
 
-		if (w < 0)
+		if (w < 0 || (size_t)w >= outsz - len)
 			break;
 		len += (size_t)w;
+		if (h[i].bytes > 0) {
+			w = snprintf(out + len, outsz - len, " holding %" PRIu64 " bytes", h[i].bytes);
+			if (w < 0 || (size_t)w >= outsz - len)
+				break;
+			len += (size_t)w;
+		}
 	}
 }

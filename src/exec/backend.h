@@ -29,6 +29,7 @@ struct backend_timing {
 	uint64_t transfer_bytes; /* the bytes those copies moved, both ways */
 	double generate_ms; /* making generated inputs on the device (kernel_work.generate); 0 none */
 	double kernel_ms;
+	bool kernel_device_clock; /* kernel_ms from the device's own clock (OpenCL event profiling), else the host's */
 	double compile_ms;  /* building the program for this run; 0 when it came from a cache, NAN: no programs */
 	int cached;         /* 1: the program came from the backend's cache, 0: built for this run, -1: no programs */
 };

@@ -24,6 +24,7 @@
 
 #include "exec/backend.h"
 #include "detect/device.h"
+#include "detect/holders.h"
 #include "core/err.h"
 #include "exec/kernel.h"
 #include "core/reason.h"
@@ -127,6 +128,15 @@ struct exec_opts {
 	 */
 	enum exec_presence (*presence)(void *ctx, const struct device *dev);
 	void *presence_ctx;
+	/*
+	 * May be NULL (no device's memory is known to be held). A device's memory now, for admission: the bytes free by
+	 * the latest sample (detection's; 0 unknown) into *available, cheaply; and only when holders is not NULL, the
+	 * other processes that hold its memory (at most max; the count returned) and the bytes acceld's own processes
+	 * hold into *own, which is a lookup (NVML's running processes). Called with the executor's copy, under its lock.
+	 */
+	size_t (*memory_now)(void *ctx, const struct device *dev, uint64_t *available, struct holder *holders, size_t max,
+			     uint64_t *own);
+	void *memory_now_ctx;
 	/*
 	 * May be NULL (the device's own price at start). The price in force for a device when a job on it ends, USD
 	 * per hour (NAN unknown), for the job's cost; called without the executor's lock, with the executor's copy.

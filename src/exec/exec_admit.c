@@ -4,6 +4,7 @@
  */
 #include "exec/exec.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -46,6 +47,38 @@ static enum exec_presence presence(struct exec *ex, size_t d)
 }
 
 /*
+ * Whether the job's buffers fit the memory of w's device that other processes leave free: true unless the latest
+ * sample says less is free than the job needs though the device's total would hold it (more than the total is the
+ * backend's EXCEEDS_DEVICE_MEMORY), and the processes NVML lists hold the difference (what acceld's own workers hold is
+ * theirs to reuse). Then why is DEVICE_BUSY naming the holders: the job would otherwise wait for its runtime (a PJRT
+ * client and its compile) only to fail for memory. An unknown figure refuses nothing. ex->mu held.
+ */
+static bool memory_left(struct exec *ex, const struct worker *w, const struct exec_job *job, struct refusal *why)
+{
+	uint64_t len = kernel_total_len(job->req.kernel, &job->req.shape);
+	uint64_t need = len > UINT64_MAX / sizeof(float) ? UINT64_MAX : len * sizeof(float);
+	uint64_t total = w->dev.memory_total_bytes, available = 0, own = 0;
+	struct holder who[HOLDERS_MAX];
+	char names[400];
+	size_t n;
+
+	if (ex->opts.memory_now == NULL)
+		return true;
+	ex->opts.memory_now(ex->opts.memory_now_ctx, &w->dev, &available, NULL, 0, NULL);
+	if (available == 0 || total == 0 || need > total || need <= available)
+		return true;
+	n = ex->opts.memory_now(ex->opts.memory_now_ctx, &w->dev, &available, who, HOLDERS_MAX, &own);
+	if (n == 0 || available == 0 || need <= available + own)
+		return true;
+	holders_text(who, n, names, sizeof(names));
+	refusal_set(why, ACCELD_EHELD, REASON_DEVICE_BUSY,
+		    "%s's memory is held by %s (NVML's running processes): %" PRIu64 " of its %" PRIu64
+		    " bytes are free, and the job's buffers take %" PRIu64 " bytes",
+		    w->dev.id, names, available + own, total, need);
+	return false;
+}
+
+/*
  * Whether worker w can take the job with backend ops (NULL: none serves it); when not, fills why with the reason.
  * ex->mu held.
  */
@@ -77,7 +110,7 @@ static bool device_takes(struct exec *ex, const struct worker *w, const struct b
 		refusal_set(why, ACCELD_ETOOLARGE, reason, "%s", detail);
 		return false;
 	}
-	return true;
+	return !ops->on_device || memory_left(ex, w, job, why);
 }
 
 /* Builds the fallback chain from the request's devices; returns ACCELD_OK or fills why. ex->mu held. */

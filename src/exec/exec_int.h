@@ -52,6 +52,7 @@ struct exec_job {
 	uint64_t transfer_bytes;           /* bytes the transfers moved, both ways */
 	double compile_ms;                 /* NAN: the backend builds no programs */
 	int cached;                        /* the program came from the backend's cache (1), was built (0); -1 */
+	bool kernel_device_clock;          /* kernel_ms from the device's clock (backend_timing) */
 	enum kernel_precision precision;   /* what ran */
 	double flops, bytes;
 	double usd_per_hour;

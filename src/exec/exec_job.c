@@ -477,6 +477,7 @@ static json_t *job_json(struct exec_job *job, bool listed)
 		d.kernel_ms = job->kernel_ms;
 		d.compile_ms = job->compile_ms;
 		d.cached = job->cached;
+		d.kernel_clock = job->kernel_device_clock ? 1 : 0;
 		d.summary = &job->summary;
 		d.value = job->value;
 		d.output = listed ? NULL : job->output;

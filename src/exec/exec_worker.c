@@ -233,6 +233,7 @@ static enum acceld_err run_job(struct worker *w, struct pool *pool, struct exec_
 	job->transfer_bytes = timing.transfer_bytes;
 	job->compile_ms = timing.compile_ms;
 	job->cached = timing.cached;
+	job->kernel_device_clock = timing.kernel_device_clock;
 	job->precision = work.precision;
 	job->ran = true;
 	pthread_mutex_unlock(&ex->mu);

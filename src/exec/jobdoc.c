@@ -13,6 +13,7 @@ void jobdoc_init(struct jobdoc *d)
 	d->generate_ms = d->verify_ms = d->transfer_bytes = NAN;
 	d->precision = -1;
 	d->cached = -1;
+	d->kernel_clock = -1;
 	d->flops = d->bytes = NAN;
 	d->peak_gflops = d->peak_gbps = NAN;
 	d->value = NAN;
@@ -161,6 +162,8 @@ json_t *jobdoc_json(const struct jobdoc *d)
 	if (isfinite(d->transfer_bytes) && isfinite(d->transfer_ms) && d->transfer_ms > 0 && d->transfer_bytes > 0)
 		jsonval_set_num(t, "transfer_gbytes_per_s", d->transfer_bytes / (d->transfer_ms * 1e6));
 	jsonval_set_num(t, "kernel_ms", d->kernel_ms);
+	if (d->kernel_clock >= 0)
+		json_object_set_new(t, "kernel_clock", json_string(d->kernel_clock ? "device" : "host"));
 	jsonval_set_num(t, "verify_ms", d->verify_ms);
 	jsonval_set_num(t, "total_ms", d->total_ms);
 	json_object_set_new(o, "timing", t);

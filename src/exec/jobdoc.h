@@ -38,6 +38,7 @@ struct jobdoc {
 	enum kernel_precision precision_asked;
 	int precision;                  /* enum kernel_precision that ran (a matrix product); -1 unknown */
 	int cached;                     /* the backend's program came from its cache (1) or was built (0); -1 n/a */
+	int kernel_clock;               /* kernel_ms from the device's clock (1) or the host's (0); -1 unknown */
 	/* placement, where known */
 	const char *placement;          /* NULL unknown */
 	bool fell_back;

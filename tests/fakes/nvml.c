@@ -29,8 +29,11 @@
  *   FAKE_NVML_HGX_GPU=K           ... or N copies of GPU K of the four (1: a host of L4 cards, as a GCE g2 has)
  *   FAKE_NVML_NVLINK=all|pairs    nvmlDeviceGetP2PStatus says NVLink joins every GPU (an NVSwitch board) or
  *                                 GPUs 0-1, 2-3, ... (bridges); otherwise no pair (PCIe only)
- *   FAKE_NVML_PROCESSES=gpu:pid[,gpu:pid]  nvmlDeviceGetComputeRunningProcesses (v1, _v2, _v3) lists these processes
- *                                 on these GPUs (by index), each using 1 GiB; otherwise none
+ *   FAKE_NVML_PROCESSES=gpu:pid[:bytes][,...]  nvmlDeviceGetComputeRunningProcesses (v1, _v2, _v3) lists these
+ *                                 processes on these GPUs (by index), each using its bytes (default 1 GiB); otherwise
+ *                                 none
+ *   FAKE_NVML_MEMORY_USED=bytes   every GPU has this much memory in use (at most all of it), as when another process
+ *                                 holds it; otherwise a quarter of it
  * Calls for FAKE_NVML_FAIL and FAKE_NVML_NOT_SUPPORTED also include: processes clock_now throttle ecc retired remap threshold.
  * fake_nvml_calls(name) tells a test how often an entry point was called (by its exported name).
  */
@@ -461,6 +464,18 @@ nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t h, nvmlPciInfo_t *p)
 	return OK;
 }
 
+/* FAKE_NVML_MEMORY_USED (at most what is left beside reserved), else a quarter of the memory */
+static unsigned long long memory_used(nvmlDevice_t h, unsigned long long reserved)
+{
+	const char *v = getenv("FAKE_NVML_MEMORY_USED");
+	unsigned long long used;
+
+	if (v == NULL || *v == '\0')
+		return h->memory / 4;
+	used = strtoull(v, NULL, 10);
+	return used < h->memory - reserved ? used : h->memory - reserved;
+}
+
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t h, nvmlMemory_t *m)
 {
 	nvmlReturn_t rc = gate(h, "memory");
@@ -469,7 +484,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t h, nvmlMemory_t *m)
 	if (rc != OK)
 		return rc;
 	m->total = h->memory;
-	m->used = h->memory / 4;
+	m->used = memory_used(h, 0);
 	m->free = h->memory - m->used;
 	return OK;
 }
@@ -485,7 +500,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t h, nvmlMemory_v2_t *m)
 		return ERR_INVALID_ARGUMENT;
 	m->total = h->memory;
 	m->reserved = h->memory == H100_TOTAL ? H100_RESERVED : 0;
-	m->used = h->memory / 4;
+	m->used = memory_used(h, m->reserved);
 	m->free = h->memory - m->used - m->reserved;
 	return OK;
 }
@@ -710,8 +725,9 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t h, unsigned int *
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t h, unsigned int *count, nvmlProcessInfo_t *infos);
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t h, unsigned int *count, nvmlProcessInfo_t *infos);
 
-/* FAKE_NVML_PROCESSES for the GPU: its pids into pids (at most max); the number listed for it. */
-static unsigned listed_processes(const struct fake_gpu *g, unsigned *pids, unsigned max)
+/* FAKE_NVML_PROCESSES for the GPU: its pids and their bytes into pids and bytes (at most max); the number listed
+ * for it. */
+static unsigned listed_processes(const struct fake_gpu *g, unsigned *pids, unsigned long long *bytes, unsigned max)
 {
 	const char *v = getenv("FAKE_NVML_PROCESSES");
 	unsigned n = 0;
@@ -720,10 +736,13 @@ static unsigned listed_processes(const struct fake_gpu *g, unsigned *pids, unsig
 		char *end;
 		long gpu = strtol(v, &end, 10);
 		long pid = *end == ':' ? strtol(end + 1, &end, 10) : -1;
+		unsigned long long used = *end == ':' ? strtoull(end + 1, &end, 10) : GIB;
 
 		if (gpu == g->index && pid > 0) {
-			if (n < max)
+			if (n < max) {
 				pids[n] = (unsigned)pid;
+				bytes[n] = used;
+			}
 			n++;
 		}
 		v = strchr(end, ',');
@@ -736,6 +755,7 @@ static unsigned listed_processes(const struct fake_gpu *g, unsigned *pids, unsig
 static nvmlReturn_t running(nvmlDevice_t h, unsigned int *count, void *infos, int v1)
 {
 	unsigned pids[16];
+	unsigned long long bytes[16];
 	unsigned n;
 	nvmlReturn_t rc = gate(h, "processes");
 
@@ -743,16 +763,16 @@ static nvmlReturn_t running(nvmlDevice_t h, unsigned int *count, void *infos, in
 		return rc;
 	if (count == NULL)
 		return ERR_INVALID_ARGUMENT;
-	n = listed_processes(h, pids, 16);
+	n = listed_processes(h, pids, bytes, 16);
 	if (n > *count || (n > 0 && infos == NULL)) {
 		*count = n;
 		return ERR_INSUFFICIENT_SIZE;
 	}
 	for (unsigned i = 0; i < n && i < 16; i++) {
 		if (v1)
-			((nvmlProcessInfo_v1_t *)infos)[i] = (nvmlProcessInfo_v1_t){pids[i], GIB};
+			((nvmlProcessInfo_v1_t *)infos)[i] = (nvmlProcessInfo_v1_t){pids[i], bytes[i]};
 		else
-			((nvmlProcessInfo_t *)infos)[i] = (nvmlProcessInfo_t){pids[i], GIB, 0xffffffffu, 0xffffffffu};
+			((nvmlProcessInfo_t *)infos)[i] = (nvmlProcessInfo_t){pids[i], bytes[i], 0xffffffffu, 0xffffffffu};
 	}
 	*count = n;
 	return OK;

@@ -56,7 +56,9 @@
  *                             open(/dev/accel0) form; on cuda every GPU is busy (as FAKE_PJRT_BUSY_DEVICES)
  *   FAKE_PJRT_COMPILE_FAIL=1  PJRT_Client_Compile fails (INTERNAL)
  *   FAKE_PJRT_OOM=1|upload|execute   RESOURCE_EXHAUSTED from BufferFromHostBuffer (1, upload) or Execute;
- *                             either also fails whenever live bytes would pass the device's memory
+ *                             either also fails whenever live bytes would pass the device's memory; on a GPU
+ *                             in the BFC allocator's words ("Out of memory while trying to allocate 4.97GiB with
+ *                             allocator GPU_0_bfc on device 0."), elsewhere in bytes
  *   FAKE_PJRT_EXEC_FAIL=1     Execute fails (INTERNAL); =async: Execute succeeds but its outputs and
  *                             completion event carry the INTERNAL error
  *   FAKE_PJRT_SLOW_MS=N       an execution completes N ms after Execute: its events become ready only then
@@ -1926,6 +1928,48 @@ static int own_device(const PJRT_Client *c, const PJRT_Device *d)
 	return 0;
 }
 
+/* bytes as XLA's HumanReadableNumBytes writes them: "512B", "4.97GiB" */
+static void human_bytes(size_t bytes, char *out, size_t outsz)
+{
+	static const char units[] = "KMGTPE";
+	double v = (double)bytes;
+	size_t u = 0;
+
+	if (bytes < 1024) {
+		snprintf(out, outsz, "%zuB", bytes);
+		return;
+	}
+	v /= 1024.0;
+	while (v >= 1024.0 && u + 1 < sizeof(units) - 1) {
+		v /= 1024.0;
+		u++;
+	}
+	snprintf(out, outsz, "%.2f%ciB", v, units[u]);
+}
+
+/*
+ * RESOURCE_EXHAUSTED for an allocation of bytes on d: on a GPU in the words of the CUDA plugin's BFC allocator, as a
+ * job beyond free memory failed at execution on an H200 (tests/gpu/runs/2026-11-28-h200-1/check_worker.txt: "Out of
+ * memory while trying to allocate 4.97GiB with allocator GPU_0_bfc on device 0."); elsewhere in bytes.
+ */
+static PJRT_Error *out_of_memory(const PJRT_Device *d, size_t bytes, int64_t in_use, int64_t limit)
+{
+	char size[32];
+
+	if (d->client->flavour == FLAVOUR_GPU) {
+		human_bytes(bytes, size, sizeof(size));
+		return make_error(PJRT_Error_Code_RESOURCE_EXHAUSTED,
+				  "Out of memory while trying to allocate %s with allocator GPU_%d_bfc on device %d.", size,
+				  d->hw, d->hw);
+	}
+	if (limit < 0)
+		return make_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "Out of memory while trying to allocate %zu bytes.",
+				  bytes);
+	return make_error(PJRT_Error_Code_RESOURCE_EXHAUSTED,
+			  "Out of memory while trying to allocate %zu bytes. (%lld of %lld bytes in use)", bytes,
+			  (long long)in_use, (long long)limit);
+}
+
 /* Takes bytes of d's memory for a new buffer, or says why not. */
 static PJRT_Error *reserve(PJRT_Device *d, size_t bytes, const char *oom_switch)
 {
@@ -1936,8 +1980,7 @@ static PJRT_Error *reserve(PJRT_Device *d, size_t bytes, const char *oom_switch)
 	int fits;
 
 	if (forced)
-		return make_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "Out of memory while trying to allocate %zu bytes.",
-				  bytes);
+		return out_of_memory(d, bytes, -1, -1);
 	pthread_mutex_lock(&g_lock);
 	in_use = d->in_use;
 	limit = d->limit;
@@ -1951,9 +1994,7 @@ static PJRT_Error *reserve(PJRT_Device *d, size_t bytes, const char *oom_switch)
 	}
 	pthread_mutex_unlock(&g_lock);
 	if (!fits)
-		return make_error(PJRT_Error_Code_RESOURCE_EXHAUSTED,
-				  "Out of memory while trying to allocate %zu bytes. (%lld of %lld bytes in use)", bytes,
-				  (long long)in_use, (long long)limit);
+		return out_of_memory(d, bytes, in_use, limit);
 	return NULL;
 }
 

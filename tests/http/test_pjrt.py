@@ -16,7 +16,8 @@ from harness import FAKES, FIXTURES, Server, ServerTestCase, run_cli
 PLUGIN = os.path.join(FAKES, "libpjrt.so")
 FAKE_VARS = ("FAKE_PJRT_PLATFORM", "FAKE_PJRT_DEVICES", "FAKE_PJRT_KIND", "FAKE_PJRT_CC", "FAKE_PJRT_BUSY",
              "FAKE_PJRT_BUSY_DEVICES", "FAKE_PJRT_VERSION",
-             "FAKE_PJRT_SLOW_MS", "FAKE_PJRT_MEMORY", "FAKE_PJRT_COMPILE_LOG", "FAKE_NVML_PROCESSES")
+             "FAKE_PJRT_SLOW_MS", "FAKE_PJRT_MEMORY", "FAKE_PJRT_COMPILE_LOG", "FAKE_NVML_PROCESSES",
+             "FAKE_NVML_MEMORY_USED")
 
 
 def tpu_env(**extra):
@@ -204,6 +205,31 @@ class GpuHeldElsewhere(ServerTestCase):
         self.assertEqual(r.status, 200, r)
         self.assertEqual(r.json()["fallback_from"], "gpu:1")
         self.assertIn("DEVICE_BUSY", r.json()["fallback_reason"])
+
+
+class GpuMemoryHeldElsewhere(ServerTestCase):
+    """Another process (this test's, as NVML lists it) holds 79 GB of gpu:0's 85.5: a job that fits the GPU but not
+    what is free is refused up front with 409 naming the holder and what is free, rather than admitted to fail for
+    memory after its client and compile (as on an H200 beside JAX: tests/gpu/runs/2026-11-28-h200-1); a job that fits
+    runs."""
+
+    server_env = clean(gpu_env(FAKE_NVML_MEMORY_USED="80000000000",
+                               FAKE_NVML_PROCESSES=f"0:{os.getpid()}:79000000000",
+                               ACCELD_EXEC_MAX_ELEMENTS="4000000000"))
+
+    def test_a_job_beyond_the_free_memory_is_busy(self):
+        free = self.server.get("/devices/gpu:0").json()["memory"]["available_bytes"]
+        self.assertLess(free, 6 * 10**9)
+        r = self.server.request("POST", "/run", json_body={"kernel": "saxpy", "n": 500000000, "device": "gpu:0",
+                                                           "backend": "pjrt"})
+        self.assertProblem(r, 409, "DEVICE_BUSY")
+        detail = r.json()["detail"]
+        self.assertIn(f"gpu:0's memory is held by process {os.getpid()} (", detail)
+        self.assertIn("holding 79000000000 bytes", detail)
+        self.assertIn(f"{free} of its ", detail)
+        self.assertIn("the job's buffers take 6000000000 bytes", detail)
+        r = self.server.request("POST", "/run", json_body=dict(SGEMM, device="gpu:0"))
+        self.assertEqual(r.status, 200, r)
 
 
 class Timeouts(unittest.TestCase):

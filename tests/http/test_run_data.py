@@ -83,6 +83,41 @@ class DeviceData(ServerTestCase):
         self.assertProblem(r, 400, "INVALID_TYPE")
 
 
+class KernelClock(ServerTestCase):
+    """OpenCL times the kernel by the device's clock (event profiling), which PoCL keeps; the native backend by the
+    host's."""
+
+    server_env = {"ACCELD_POCL_CACHE_DIR": POCL_CACHE}
+
+    def test_opencl_kernel_time_is_the_devices(self):
+        for body in ({"kernel": "saxpy", "n": 200000}, {"kernel": "dot", "n": 200000},
+                     {"kernel": "sgemm", "m": 64, "n": 64, "k": 64}, {"kernel": "softmax", "m": 8, "n": 400}):
+            doc = run_ok(self, dict(body, device="cpu:0", backend="opencl", verify=True))
+            t = doc["timing"]
+            self.assertEqual(t["kernel_clock"], "device", doc)
+            self.assertLessEqual(t["kernel_ms"], t["total_ms"], doc)
+            self.assertTrue(doc["verified"], doc)
+
+    def test_native_kernel_time_is_the_hosts(self):
+        doc = run_ok(self, {"kernel": "saxpy", "n": 200000, "device": "cpu:0", "backend": "native"})
+        self.assertEqual(doc["timing"]["kernel_clock"], "host", doc)
+
+
+class DeviceMemoryExhausted(ServerTestCase):
+    """A job whose buffers the OpenCL device cannot allocate (the fault knob ACCELD_FAULT_DEVICE_MEMORY fails the
+    kernel's launch with CL_MEM_OBJECT_ALLOCATION_FAILURE, as NVIDIA's driver does) answers 413, not a 5xx."""
+
+    server_env = {"ACCELD_POCL_CACHE_DIR": POCL_CACHE, "ACCELD_FAULT_DEVICE_MEMORY": "1000000"}
+
+    def test_too_large_for_the_device_is_413(self):
+        r = self.server.request("POST", "/run", json_body={"kernel": "saxpy", "n": 300000, "device": "cpu:0",
+                                                           "backend": "opencl"})
+        self.assertProblem(r, 413, "EXCEEDS_DEVICE_MEMORY")
+        self.assertIn("the job's buffers take 3600000 bytes", r.json()["detail"])
+        self.assertIn("CL_MEM_OBJECT_ALLOCATION_FAILURE", r.json()["detail"])
+        run_ok(self, {"kernel": "saxpy", "n": 3000, "device": "cpu:0", "backend": "opencl"})
+
+
 class WrongElement(ServerTestCase):
     """The OpenCL backend's fault knob overwrites output element 777 after each run."""
 

@@ -2,6 +2,7 @@
 #include "exec/backend/exec_opencl.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -56,11 +57,17 @@ struct exec_ocl {
 	size_t wg;                 /* work-group size of dot and softmax */
 	bool sgemm_local;          /* the 4 x 8 work-group fits */
 	uint64_t max_alloc;
+	uint64_t global_mem;
+	bool profiling;            /* the queue keeps event times: kernel_ms from the device's clock */
 	uint64_t pool_cap;         /* bytes of idle buffers kept */
 	struct pooled pool[POOL_MAX];
 	/* a fault for tests: the output element ACCELD_FAULT_WRONG_ELEMENT names is overwritten after each run; -1
 	 * none */
 	int64_t fault_element;
+	/* a fault for tests: a run whose buffers take more than ACCELD_FAULT_DEVICE_MEMORY bytes fails at its kernel's
+	 * launch with CL_MEM_OBJECT_ALLOCATION_FAILURE, as NVIDIA's driver does when it allocates buffers at first use;
+	 * 0 none */
+	uint64_t fault_memory;
 	uint64_t buffers_made;     /* clCreateBuffer calls, for tests */
 };
 
@@ -248,7 +255,14 @@ enum acceld_err exec_ocl_open(const struct device *dev, struct exec_ocl **out, c
 		fail(err, errsz, rc, "clCreateContext");
 		goto out;
 	}
-	ocl->queue = clCreateCommandQueueWithProperties(ocl->ctx, ocl->device, NULL, &rc);
+	{ /* kernel times from the device's clock where the queue can keep them, else the host's */
+		cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_PROFILING_ENABLE, 0};
+
+		ocl->queue = clCreateCommandQueueWithProperties(ocl->ctx, ocl->device, props, &rc);
+		ocl->profiling = rc == CL_SUCCESS;
+		if (rc != CL_SUCCESS)
+			ocl->queue = clCreateCommandQueueWithProperties(ocl->ctx, ocl->device, NULL, &rc);
+	}
 	if (rc != CL_SUCCESS) {
 		fail(err, errsz, rc, "clCreateCommandQueueWithProperties");
 		goto out;
@@ -257,6 +271,7 @@ enum acceld_err exec_ocl_open(const struct device *dev, struct exec_ocl **out, c
 	clGetDeviceInfo(ocl->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof(max_alloc), &max_alloc, NULL);
 	clGetDeviceInfo(ocl->device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof(global_mem), &global_mem, NULL);
 	ocl->max_alloc = max_alloc;
+	ocl->global_mem = global_mem;
 	/*
 	 * Idle buffers kept: a quarter of the device's memory on a GPU, whose worker process lets go of it when idle;
 	 * at most 1 GiB of a CPU's, which the service itself holds. NVIDIA's OpenCL gives a new buffer its memory at
@@ -278,6 +293,9 @@ enum acceld_err exec_ocl_open(const struct device *dev, struct exec_ocl **out, c
 
 		if (fault != NULL && *fault != '\0')
 			ocl->fault_element = strtoll(fault, NULL, 10);
+		fault = getenv("ACCELD_FAULT_DEVICE_MEMORY");
+		if (fault != NULL && *fault != '\0')
+			ocl->fault_memory = strtoull(fault, NULL, 10);
 	}
 	*out = ocl;
 	ocl = NULL;
@@ -444,6 +462,10 @@ struct launch {
 	const char *what;
 	uint64_t bytes;   /* moved between host and device, both ways */
 	uint64_t gen_ns;  /* making generated inputs on the device */
+	uint64_t need;    /* bytes of the job's buffers (kernel_total_len) */
+	cl_event kev;     /* the kernel's launch, when the queue profiles; NULL none */
+	bool device_clock; /* the kernel time came from kev */
+	uint64_t launch_ns; /* the host's time from the kernel's launch to the end of its clFinish */
 };
 
 static void set_arg(struct launch *l, cl_kernel k, cl_uint idx, size_t size, const void *value)
@@ -544,6 +566,50 @@ static void enqueue(struct launch *l, cl_kernel k, cl_uint dims, const size_t *g
 		l->rc = rc;
 		l->what = "clEnqueueNDRangeKernel";
 	}
+}
+
+/* The launch of the run's kernel: with an event for its device time when the queue profiles. */
+static void enqueue_kernel(struct launch *l, cl_kernel k, cl_uint dims, const size_t *global, const size_t *local)
+{
+	cl_int rc;
+
+	if (l->rc != CL_SUCCESS)
+		return;
+	if (l->ocl->fault_memory > 0 && l->need > l->ocl->fault_memory) {
+		l->rc = CL_MEM_OBJECT_ALLOCATION_FAILURE;
+		l->what = "clEnqueueNDRangeKernel";
+		return;
+	}
+	if (l->kev != NULL) {
+		clReleaseEvent(l->kev);
+		l->kev = NULL;
+	}
+	rc = clEnqueueNDRangeKernel(l->ocl->queue, k, dims, NULL, global, local, 0, NULL,
+				    l->ocl->profiling ? &l->kev : NULL);
+	if (rc != CL_SUCCESS) {
+		l->rc = rc;
+		l->what = "clEnqueueNDRangeKernel";
+	}
+}
+
+/*
+ * The kernel's time after its clFinish: from the device's clock (its event's start to end) where the queue profiles,
+ * else the host's from t0 to t1, which adds the driver's launch and wake-up (for a sub-millisecond kernel, as much
+ * as the kernel itself).
+ */
+static uint64_t kernel_time(struct launch *l, uint64_t t0, uint64_t t1)
+{
+	cl_ulong start = 0, end = 0;
+
+	l->launch_ns = t1 - t0;
+	if (l->rc == CL_SUCCESS && l->kev != NULL &&
+	    clGetEventProfilingInfo(l->kev, CL_PROFILING_COMMAND_START, sizeof(start), &start, NULL) == CL_SUCCESS &&
+	    clGetEventProfilingInfo(l->kev, CL_PROFILING_COMMAND_END, sizeof(end), &end, NULL) == CL_SUCCESS &&
+	    end >= start && end - start <= t1 - t0) {
+		l->device_clock = true;
+		return end - start;
+	}
+	return t1 - t0;
 }
 
 static void read_back(struct launch *l, cl_mem m, float *dst, size_t count)
@@ -732,9 +798,9 @@ static uint64_t run_vector(struct launch *l, struct kernel_work *w)
 		set_arg(l, ocl->kernels[K_DOT], 1, sizeof(cl_mem), &x);
 		set_arg(l, ocl->kernels[K_DOT], 2, sizeof(cl_mem), &y);
 		set_arg(l, ocl->kernels[K_DOT], 3, sizeof(cl_mem), &out);
-		enqueue(l, ocl->kernels[K_DOT], 1, &items, &ocl->wg);
+		enqueue_kernel(l, ocl->kernels[K_DOT], 1, &items, &ocl->wg);
 		finish(l, "clFinish (dot)");
-		t1 = clock_mono_ns();
+		t1 = kernel_time(l, t0, clock_mono_ns());
 		{
 			float partial[DOT_MAX_GROUPS];
 			double sum = 0.0;
@@ -745,7 +811,7 @@ static uint64_t run_vector(struct launch *l, struct kernel_work *w)
 				sum += partial[i];
 			w->value = sum;
 		}
-		return t1 - t0;
+		return t1;
 	}
 	out = device_buffer(l, w->n);
 	finish(l, "clFinish (upload)");
@@ -768,13 +834,13 @@ static uint64_t run_vector(struct launch *l, struct kernel_work *w)
 			size_t local = ocl->wg;
 
 			items = round_up(items, local);
-			enqueue(l, k, 1, &items, &local);
+			enqueue_kernel(l, k, 1, &items, &local);
 		}
 	}
 	finish(l, "clFinish (kernel)");
-	t1 = clock_mono_ns();
+	t1 = kernel_time(l, t0, clock_mono_ns());
 	results(l, out, w, 1, w->n, w->n);
-	return t1 - t0;
+	return t1;
 }
 
 static uint64_t run_sgemm(struct launch *l, struct kernel_work *w)
@@ -829,11 +895,11 @@ static uint64_t run_sgemm(struct launch *l, struct kernel_work *w)
 	set_arg(l, ocl->kernels[K_SGEMM], 8, sizeof(float), &beta);
 	set_arg(l, ocl->kernels[K_SGEMM], 9, sizeof(cl_mem), &c);
 	set_arg(l, ocl->kernels[K_SGEMM], 10, sizeof(cl_mem), &out);
-	enqueue(l, ocl->kernels[K_SGEMM], 2, global, ocl->sgemm_local ? local : NULL);
+	enqueue_kernel(l, ocl->kernels[K_SGEMM], 2, global, ocl->sgemm_local ? local : NULL);
 	finish(l, "clFinish (sgemm)");
-	t1 = clock_mono_ns();
+	t1 = kernel_time(l, t0, clock_mono_ns());
 	results(l, out, w, w->m, w->n, np);
-	return t1 - t0;
+	return t1;
 }
 
 static uint64_t run_softmax(struct launch *l, struct kernel_work *w)
@@ -853,14 +919,14 @@ static uint64_t run_softmax(struct launch *l, struct kernel_work *w)
 	set_arg(l, ocl->kernels[K_SOFTMAX], 1, sizeof(cl_mem), &x);
 	set_arg(l, ocl->kernels[K_SOFTMAX], 2, sizeof(cl_mem), &out);
 	if (global > 0)
-		enqueue(l, ocl->kernels[K_SOFTMAX], 1, &global, &ocl->wg);
+		enqueue_kernel(l, ocl->kernels[K_SOFTMAX], 1, &global, &ocl->wg);
 	finish(l, "clFinish (softmax)");
-	t1 = clock_mono_ns();
+	t1 = kernel_time(l, t0, clock_mono_ns());
 	results(l, out, w, w->m, w->n, w->n);
-	return t1 - t0;
+	return t1;
 }
 
-/* The function that launches each kernel; it returns the kernel's device time in ns. */
+/* The function that launches each kernel; it returns the kernel's time in ns (kernel_time). */
 typedef uint64_t ocl_kernel_fn(struct launch *l, struct kernel_work *w);
 
 static ocl_kernel_fn *const ocl_kernels[KERNEL_COUNT] = {
@@ -873,12 +939,25 @@ static bool ocl_runs(enum kernel_id k)
 	return (unsigned)k < KERNEL_COUNT && ocl_kernels[k] != NULL;
 }
 
+/*
+ * Whether an error says the job's buffers do not fit the device: an allocation that failed, or ran out of resources,
+ * while buffers were created or first used (a driver may allocate them only then: NVIDIA's at the kernel's launch).
+ * CL_OUT_OF_RESOURCES once the kernel ran (at clFinish, a read) is something else: NVIDIA reports a kernel's fault so.
+ */
+static bool device_memory_error(cl_int rc, const char *what)
+{
+	if (rc == CL_MEM_OBJECT_ALLOCATION_FAILURE || rc == CL_INVALID_BUFFER_SIZE)
+		return true;
+	return rc == CL_OUT_OF_RESOURCES && strncmp(what, "clFinish", 8) != 0 && strncmp(what, "clEnqueueRead", 13) != 0;
+}
+
 enum acceld_err exec_ocl_run(struct exec_ocl *ocl, struct kernel_work *w, struct backend_timing *t, char *err,
 			     size_t errsz)
 {
 	struct launch l = {.ocl = ocl, .rc = CL_SUCCESS, .what = ""};
 	uint64_t start = clock_mono_ns();
 	uint64_t kernel_ns = 0;
+	uint64_t total = kernel_total_len(w->kernel, &(struct kernel_shape){.m = w->m, .n = w->n, .k = w->k});
 
 	if (w->kernel == KERNEL_SGEMM && (w->m > INT_MAX || w->n > INT_MAX || w->k > INT_MAX)) {
 		snprintf(err, errsz, "sgemm sizes beyond %d are not supported by the OpenCL backend", INT_MAX);
@@ -888,17 +967,35 @@ enum acceld_err exec_ocl_run(struct exec_ocl *ocl, struct kernel_work *w, struct
 		snprintf(err, errsz, "the OpenCL backend has no %s", kernel_name(w->kernel));
 		return ACCELD_EDEVICE;
 	}
+	l.need = total > UINT64_MAX / sizeof(float) ? UINT64_MAX : total * sizeof(float);
 	kernel_ns = ocl_kernels[w->kernel](&l, w);
 	pool_put_all(ocl, l.rc == CL_SUCCESS);
+	if (l.kev != NULL)
+		clReleaseEvent(l.kev);
 	if (l.rc != CL_SUCCESS) {
 		clFinish(ocl->queue);
+		if (device_memory_error(l.rc, l.what)) {
+			char name[128];
+
+			device_name(ocl->device, name, sizeof(name));
+			snprintf(err, errsz,
+				 "the job's buffers take %" PRIu64 " bytes; %s (%" PRIu64 " bytes of memory) could not "
+				 "allocate them: %s failed: %s (%d)",
+				 l.need, name[0] ? name : "the device", ocl->global_mem, l.what, exec_ocl_error_name(l.rc),
+				 (int)l.rc);
+			return ACCELD_EDEVMEM;
+		}
 		fail(err, errsz, l.rc, l.what);
 		return l.rc == CL_OUT_OF_HOST_MEMORY ? ACCELD_ENOMEM : ACCELD_EDEVICE;
 	}
 	t->kernel_ms = (double)kernel_ns / 1e6;
+	t->kernel_device_clock = l.device_clock;
 	t->generate_ms = (double)l.gen_ns / 1e6;
-	/* everything but the kernel and the generation: uploads, read-back, the gather, and the launch of the copies */
-	t->transfer_ms = (double)(clock_mono_ns() - start - kernel_ns - l.gen_ns) / 1e6;
+	/*
+	 * everything but the kernel's launch and the generation: uploads, read-back, the gather, and the launch of the
+	 * copies (what the host's clock adds to the device's kernel time is in total_ms alone)
+	 */
+	t->transfer_ms = (double)(clock_mono_ns() - start - l.launch_ns - l.gen_ns) / 1e6;
 	t->transfer_bytes = l.bytes;
 	return ACCELD_OK;
 }

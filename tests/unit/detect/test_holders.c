@@ -48,8 +48,9 @@ START_TEST(gpu_processes_from_nvml)
 	ck_assert_uint_eq(n, 1);
 	ck_assert_int_eq(h[0].pid, 4194000);
 	ck_assert_str_eq(h[0].name, ""); /* no such process here: no name */
+	ck_assert_uint_eq(h[0].bytes, 1ull << 30); /* the fake's default */
 	holders_text(h, n, text, sizeof(text));
-	ck_assert_str_eq(text, "process 4194000");
+	ck_assert_str_eq(text, "process 4194000 holding 1073741824 bytes");
 	/* none, an unknown GPU, no NVML */
 	unsetenv("FAKE_NVML_PROCESSES");
 	ck_assert_uint_eq(holders_gpu(&cfg, H100_UUID, h, HOLDERS_MAX, why, sizeof(why)), 0);
@@ -61,6 +62,46 @@ START_TEST(gpu_processes_from_nvml)
 	cfg.nvml_library = "/nonexistent/libnvidia-ml.so";
 	ck_assert_uint_eq(holders_gpu(&cfg, H100_UUID, h, HOLDERS_MAX, why, sizeof(why)), 0);
 	ck_assert_ptr_nonnull(strstr(why, "not loaded"));
+	unsetenv("FAKE_NVML_COUNT");
+}
+END_TEST
+
+/* The GPU's memory: others with their bytes; this process and those it started are acceld's own. */
+START_TEST(gpu_memory_holders)
+{
+	struct config cfg = config_for_tests();
+	struct holder h[HOLDERS_MAX];
+	char list[160], why[128], text[256];
+	uint64_t own = 7;
+	pid_t child = fork();
+	size_t n;
+
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	snprintf(list, sizeof(list), "0:%ld:5000,0:%ld:300,0:%ld:20,0:4194000", (long)getppid(), (long)getpid(),
+		 (long)child);
+	setenv("FAKE_NVML_COUNT", "2", 1);
+	setenv("FAKE_NVML_PROCESSES", list, 1);
+	n = holders_gpu_memory(&cfg, H100_UUID, h, HOLDERS_MAX, &own, why, sizeof(why));
+	ck_assert_uint_eq(n, 2);
+	ck_assert_int_eq(h[0].pid, (long)getppid());
+	ck_assert_uint_eq(h[0].bytes, 5000);
+	ck_assert_int_eq(h[1].pid, 4194000);
+	ck_assert_uint_eq(h[1].bytes, 1ull << 30);
+	ck_assert_uint_eq(own, 320);
+	/* holders_gpu leaves out this process alone */
+	ck_assert_uint_eq(holders_gpu(&cfg, H100_UUID, h, HOLDERS_MAX, why, sizeof(why)), 3);
+	h[0] = (struct holder){.pid = 12, .name = "python3", .bytes = 135677329408ull};
+	holders_text(h, 1, text, sizeof(text));
+	ck_assert_str_eq(text, "process 12 (python3) holding 135677329408 bytes");
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	unsetenv("FAKE_NVML_PROCESSES");
+	ck_assert_uint_eq(holders_gpu_memory(&cfg, H100_UUID, h, HOLDERS_MAX, &own, why, sizeof(why)), 0);
+	ck_assert_uint_eq(own, 0);
 	unsetenv("FAKE_NVML_COUNT");
 }
 END_TEST
@@ -131,6 +172,7 @@ Suite *make_suite(void)
 	TCase *tc = tcase_create("holders");
 
 	tcase_add_test(tc, gpu_processes_from_nvml);
+	tcase_add_test(tc, gpu_memory_holders);
 	tcase_add_test(tc, lock_file_owner);
 	tcase_add_test(tc, named_in_a_line);
 	suite_add_tcase(s, tc);

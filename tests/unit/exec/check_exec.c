@@ -105,7 +105,8 @@ static struct backend_ops failing_opencl = {.name = "opencl",
 						  .serves = serves_opencl_view,
 						  .open = fake_open,
 						  .run = failing_run,
-						  .close = fake_close};
+						  .close = fake_close,
+						  .on_device = true};
 
 /*
  * The real native backend, allowing inline runs, that notes the thread of each run and holds jobs of GATE_N
@@ -251,6 +252,7 @@ void make_devices(void)
 	DEVICE_SET(devs[1].id, "gpu:0");
 	devs[1].opencl.present = true;
 	devs[1].opencl.max_alloc_bytes = 1u << 22;
+	devs[1].memory_total_bytes = 1u << 30;
 	device_init(&devs[2], DEVICE_TPU);
 	DEVICE_SET(devs[2].id, "tpu:0");
 }
@@ -262,6 +264,26 @@ static enum exec_presence fake_presence(void *ctx, const struct device *dev)
 {
 	(void)ctx;
 	return strcmp(dev->id, "gpu:0") == 0 ? gpu_presence : EXEC_PRESENT;
+}
+
+/* gpu:0's memory now: the latest sample's free bytes (0 unknown), the other processes holding it (pids 4242, ...,
+ * each holding 100 MB), what acceld's own hold */
+uint64_t gpu_available, gpu_own;
+size_t gpu_holders;
+
+static size_t fake_memory_now(void *ctx, const struct device *dev, uint64_t *available, struct holder *holders,
+			      size_t max, uint64_t *own)
+{
+	size_t n = 0;
+
+	(void)ctx;
+	*available = strcmp(dev->id, "gpu:0") == 0 ? gpu_available : 0;
+	if (holders == NULL || strcmp(dev->id, "gpu:0") != 0)
+		return 0;
+	for (; n < gpu_holders && n < max; n++)
+		holders[n] = (struct holder){.pid = 4242 + (long)n, .name = "python3", .bytes = 100000000};
+	*own = gpu_own;
+	return n;
 }
 
 const struct backend_ops *ops_in_use[3];
@@ -283,6 +305,7 @@ struct exec *start(const struct backend_ops *native, unsigned depth, uint64_t ma
 		.on_job_record = record_hook_in_use,
 		.on_job_start = on_start,
 		.presence = fake_presence,
+		.memory_now = fake_memory_now,
 		.backends = ops_in_use,
 		.thread_create = thread_create_in_use,
 	};
@@ -297,6 +320,8 @@ struct exec *start(const struct backend_ops *native, unsigned depth, uint64_t ma
 	reset_counts();
 	gate_set(false);
 	gpu_presence = EXEC_PRESENT;
+	gpu_available = gpu_own = 0;
+	gpu_holders = 0;
 	ck_assert_int_eq(exec_new(&o, &ex), ACCELD_OK);
 	return ex;
 }

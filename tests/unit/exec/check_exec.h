@@ -58,6 +58,10 @@ extern struct device devs[3];
 void make_devices(void);
 /* What detection says of gpu:0 now (every other device is there); EXEC_PRESENT at start(). */
 extern enum exec_presence gpu_presence;
+/* gpu:0's memory now (1 GiB in all): the latest sample's free bytes (0 unknown), how many other processes hold it
+ * (pids 4242, ..., "python3", 100 MB each), what acceld's own processes hold; start() resets them */
+extern uint64_t gpu_available, gpu_own;
+extern size_t gpu_holders;
 /* The backends of the last start(): native, a failing OpenCL, NULL. */
 extern const struct backend_ops *ops_in_use[3];
 /* The executor's thread creator at the next start() (NULL: pthread_create). */

@@ -64,6 +64,60 @@ START_TEST(limits_are_checked_up_front)
 }
 END_TEST
 
+/*
+ * A job that fits gpu:0's memory but not what other processes leave free is DEVICE_BUSY up front, naming them; one
+ * that does not fit at all is not this check's (EXCEEDS_DEVICE_MEMORY is the backend's); nobody listed, what acceld's
+ * own workers hold, or an unknown figure refuses nothing.
+ */
+START_TEST(memory_other_processes_hold)
+{
+	struct exec *ex = start(&backend_native, 8, 1ull << 30);
+	struct exec_request r = saxpy(1u << 18, "gpu:0"); /* 3 MiB of buffers */
+	struct exec_job *job = NULL;
+	struct refusal why;
+	json_t *doc;
+
+	gpu_available = 1u << 20;
+	gpu_holders = 2;
+	ck_assert_int_eq(exec_submit(ex, &r, NULL, NULL, &job, &why), ACCELD_EHELD);
+	ck_assert_str_eq(reason_name(why.reason), "DEVICE_BUSY");
+	ck_assert_msg(strstr(why.detail, "gpu:0's memory is held by process 4242 (python3) holding 100000000 bytes, "
+				       "process 4243 (python3) holding 100000000 bytes") != NULL,
+		      "%s", why.detail);
+	ck_assert_msg(strstr(why.detail, "1048576 of its 1073741824 bytes are free, and the job's buffers take 3145728 "
+				       "bytes") != NULL,
+		      "%s", why.detail);
+	json_decref(why.extra);
+	/* with fallback it moves on, saying why */
+	r = saxpy(1u << 18, NULL);
+	rank(&r, gpu_first);
+	job = submit_ok(ex, &r);
+	exec_job_wait(job);
+	doc = exec_job_json(job);
+	ck_assert_str_eq(jstr(doc, "device"), "cpu:0");
+	ck_assert_msg(strstr(jstr(doc, "fallback_reason"), "DEVICE_BUSY") != NULL, "%s", jstr(doc, "fallback_reason"));
+	json_decref(doc);
+	exec_job_unref(job);
+	/* admitted (its run then fails on the failing GPU backend): acceld's own workers hold the rest, nobody else is
+	 * listed, the figure is unknown, or the job fits what is free */
+	gpu_own = 4u << 20;
+	r = saxpy(1u << 18, "gpu:0");
+	exec_job_unref(submit_ok(ex, &r));
+	gpu_own = 0;
+	gpu_holders = 0;
+	r = saxpy(1u << 18, "gpu:0");
+	exec_job_unref(submit_ok(ex, &r));
+	gpu_holders = 2;
+	gpu_available = 0;
+	r = saxpy(1u << 18, "gpu:0");
+	exec_job_unref(submit_ok(ex, &r));
+	gpu_available = 4u << 20;
+	r = saxpy(1u << 18, "gpu:0");
+	exec_job_unref(submit_ok(ex, &r));
+	exec_free(ex);
+}
+END_TEST
+
 START_TEST(tpu_is_unsupported_and_prefer_falls_back)
 {
 	struct exec *ex = start(&backend_native, 8, 1u << 24);
@@ -235,6 +289,7 @@ Suite *make_suite(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, limits_are_checked_up_front);
+	tcase_add_test(tc, memory_other_processes_hold);
 	tcase_add_test(tc, tpu_is_unsupported_and_prefer_falls_back);
 	tcase_add_test(tc, devices_gone_or_changed_since_start_are_not_used);
 	tcase_add_test(tc, named_backend);

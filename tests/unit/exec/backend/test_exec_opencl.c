@@ -17,6 +17,7 @@
 #include <CL/cl.h>
 
 #include "check_main.h"
+#include "core/clock.h"
 #include "core/pool.h"
 #include "exec/exec.h"
 #include "exec/backend/exec_opencl.h"
@@ -392,6 +393,61 @@ START_TEST(fault_knob_is_caught)
 }
 END_TEST
 
+/* Every kernel's time comes from the device's clock (PoCL profiles its queues), and lies within the run's wall time. */
+START_TEST(kernel_time_is_the_devices)
+{
+	float sample[KERNEL_SAMPLE_MAX];
+	struct kernel_work works[] = {
+		{.kernel = KERNEL_SAXPY, .n = 100000, .alpha = 2.0f, .seed = 1, .generate = true},
+		{.kernel = KERNEL_TRIAD, .n = 100000, .scale = 3.0f, .seed = 2, .generate = true},
+		{.kernel = KERNEL_DOT, .n = 100000, .seed = 3, .generate = true},
+		{.kernel = KERNEL_SGEMM, .m = 70, .n = 90, .k = 20, .alpha = 1.0f, .seed = 4, .generate = true},
+		{.kernel = KERNEL_SOFTMAX, .m = 8, .n = 400, .seed = 5, .generate = true},
+	};
+
+	for (size_t i = 0; i < sizeof(works) / sizeof(works[0]); i++) {
+		struct kernel_work *w = &works[i];
+		struct backend_timing t = {0};
+		char err[2048];
+		uint64_t t0 = clock_mono_ns();
+		double wall;
+
+		if (kernel_output_rank(w->kernel) > 0) {
+			w->sample = sample;
+			w->sample_step = 1;
+			w->nsample = 16;
+		}
+		ck_assert_msg(exec_ocl_run(ocl, w, &t, err, sizeof(err)) == ACCELD_OK, "%s", err);
+		wall = (double)(clock_mono_ns() - t0) / 1e6;
+		ck_assert_msg(t.kernel_device_clock, "%s: kernel_ms from the host's clock", kernel_name(w->kernel));
+		ck_assert(t.kernel_ms > 0.0);
+		ck_assert_msg(t.kernel_ms + t.transfer_ms + t.generate_ms <= wall, "%s: %.3f + %.3f + %.3f > %.3f ms",
+			      kernel_name(w->kernel), t.kernel_ms, t.transfer_ms, t.generate_ms, wall);
+	}
+}
+END_TEST
+
+/* A run whose buffers the device cannot allocate (the fault knob: as NVIDIA's driver fails at the kernel's launch)
+ * exceeds the device's memory, named in bytes; a smaller one runs on the same device. */
+START_TEST(allocation_failure_exceeds_device_memory)
+{
+	struct exec_ocl *small = NULL;
+	struct kernel_work w = {.kernel = KERNEL_SAXPY, .n = 300000, .alpha = 1.0f, .seed = 3, .generate = true};
+	struct kernel_work fits = {.kernel = KERNEL_SAXPY, .n = 3000, .alpha = 1.0f, .seed = 3, .generate = true};
+	struct backend_timing t = {0};
+	char err[512];
+
+	setenv("ACCELD_FAULT_DEVICE_MEMORY", "1000000", 1);
+	ck_assert_msg(exec_ocl_open(&dev, &small, err, sizeof(err)) == ACCELD_OK, "%s", err);
+	unsetenv("ACCELD_FAULT_DEVICE_MEMORY");
+	ck_assert_int_eq(exec_ocl_run(small, &w, &t, err, sizeof(err)), ACCELD_EDEVMEM);
+	ck_assert_msg(strstr(err, "the job's buffers take 3600000 bytes") != NULL, "%s", err);
+	ck_assert_msg(strstr(err, "CL_MEM_OBJECT_ALLOCATION_FAILURE (-4)") != NULL, "%s", err);
+	ck_assert_msg(exec_ocl_run(small, &fits, &t, err, sizeof(err)) == ACCELD_OK, "%s", err);
+	exec_ocl_close(small);
+}
+END_TEST
+
 START_TEST(missing_device_is_reported)
 {
 	struct device bad = dev;
@@ -463,6 +519,8 @@ Suite *make_suite(void)
 	tcase_add_test(tc, generated_inputs_match_the_c_twin);
 	tcase_add_test(tc, generated_job_moves_no_input_bytes);
 	tcase_add_test(tc, fault_knob_is_caught);
+	tcase_add_test(tc, kernel_time_is_the_devices);
+	tcase_add_test(tc, allocation_failure_exceeds_device_memory);
 	tcase_add_test(tc, missing_device_is_reported);
 	tcase_add_test(tc, serves_and_admits);
 	tcase_add_test(tc, error_names);

@@ -1636,6 +1636,34 @@ START_TEST(out_of_memory)
 }
 END_TEST
 
+/* On a GPU the allocator's words are the CUDA plugin's BFC allocator's, as seen on an H200 (docs/pjrt.md). */
+START_TEST(conf_gpu_out_of_memory)
+{
+	const float x[2] = {0};
+	const int64_t n = 600000, two = 2;
+	float *big = calloc((size_t)n, sizeof(float));
+	PJRT_Client *c;
+	PJRT_Device *d;
+	PJRT_Buffer *b = NULL, *more = NULL;
+	char msg[512];
+
+	setenv("FAKE_PJRT_PLATFORM", "cuda", 1);
+	setenv("FAKE_PJRT_MEMORY", "1m", 1);
+	c = client_new(NULL, 0);
+	d = device(c, 0, NULL);
+	setenv("FAKE_PJRT_OOM", "1", 1);
+	ck_assert_int_eq(take(try_upload(c, d, x, &two, 1, &b), msg, sizeof(msg)), PJRT_Error_Code_RESOURCE_EXHAUSTED);
+	ck_assert_str_eq(msg, "Out of memory while trying to allocate 8B with allocator GPU_0_bfc on device 0.");
+	unsetenv("FAKE_PJRT_OOM");
+	/* beyond the allocator's limit (0.75 of 1 MiB, rounded up to 2 MiB) */
+	ck_assert_int_eq(take(try_upload(c, d, big, &n, 1, &more), msg, sizeof(msg)), PJRT_Error_Code_RESOURCE_EXHAUSTED);
+	ck_assert_str_eq(msg, "Out of memory while trying to allocate 2.29MiB with allocator GPU_0_bfc on device 0.");
+	free(big);
+	client_free(c);
+	ck_assert_int_eq(fake_live("all"), 0);
+}
+END_TEST
+
 START_TEST(execute_failures)
 {
 	const float x[2] = {1, 2};
@@ -1858,6 +1886,7 @@ Suite *make_suite(void)
 	tcase_add_test(conformance, conf_no_visible_gpu);
 	tcase_add_test(conformance, conf_api_version);
 	tcase_add_test(conformance, conf_memory_kinds);
+	tcase_add_test(conformance, conf_gpu_out_of_memory);
 	tcase_add_test(conformance, conf_execute_options);
 	tcase_add_test(conformance, conf_tpu_process_lock);
 	tcase_add_test(conformance, conf_check_failure_aborts);
