@@ -226,7 +226,7 @@ START_TEST(a_database_that_cannot_be_used_keeps_the_check_waiting)
 	ck_assert_ptr_nonnull(cs);
 	d = doc("chk-w", "cpu:0", "succeeded", "2026-11-20T10:00:00.000Z", "2026-11-20T10:00:04.000Z");
 	ck_assert_int_eq(devcheck_store_put(cs, d, err, sizeof(err)), ACCELD_EUNAVAILABLE);
-	ck_assert_msg(strstr(err, "cannot open database") != NULL, "%s", err);
+	ck_assert_msg(strstr(err, "cannot create the folder") != NULL, "%s", err);
 	json_decref(d);
 	ck_assert_int_eq(devcheck_store_latest(cs, &docs), ACCELD_EUNAVAILABLE);
 	ck_assert_ptr_null(docs);
