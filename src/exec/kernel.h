@@ -299,7 +299,8 @@ void kernel_verify(struct pool *p, const struct kernel_work *w, struct kernel_ve
  * Checks w's sample (or, for a scalar output, its value) against the same references and tolerances: each sampled
  * element is computed in double precision from the run's inputs, read from in[] where given and otherwise made by
  * the generator (w->generate: kernel_gen_value; else an optional input left out is zeros). The host never holds a
- * whole generated input.
+ * whole generated input: sgemm's references come from the grid's R rows of A and C columns of B, made once (a
+ * chunk of k at a time), softmax's from each sampled row's maximum and sum, taken once per row.
  */
 void kernel_verify_sample(struct pool *p, const struct kernel_work *w, struct kernel_verification *v);
 

@@ -11,7 +11,7 @@
  *   sgemm(f32[], f32[m,k], f32[k,n]) -> f32[m,n]                    alpha * a @ b (no c)
  *   softmax(f32[m,n]) -> f32[m,n]                 row by row
  *   generate(ui32[]) -> f32[n] or f32[m,n]        the kernel table's generator (kernel_gen_value) of that key
- *   gather(f32[n] or f32[m,n], ui64[], ui64[]) -> f32[c]   element (first + j * step) mod len, row-major
+ *   gather(f32[n] or f32[m,n], ui64[] x 4) -> f32[c]   the grid r0, rs, c0, cs names (kernel_sample_index)
  * Buffers go up as F32, U32 or U64.
  * Anything else fails to compile with a message quoting the offending line. The op bodies are not read, but
  * the precision a dot_general asks for (`precision HIGHEST|HIGH|DEFAULT` or `precision = [HIGHEST, ...]`) is
