@@ -168,7 +168,8 @@ static enum acceld_err run_job(struct worker *w, struct pool *pool, struct exec_
 		 * (taken here from an output that came back) */
 		bool sampled = device_sample || (r->verify && !full_verify);
 
-		kernel_sample_plan(out_len, r->seed, &smp);
+		kernel_sample_of(r->kernel, &r->shape, r->seed, &smp);
+		work.grid = smp;
 		if (!sampled)
 			smp.count = 0;
 		sample = sampled ? jobdata_alloc(smp.count) : NULL;
@@ -180,8 +181,6 @@ static enum acceld_err run_job(struct worker *w, struct pool *pool, struct exec_
 			goto out;
 		}
 		work.out = out;
-		work.sample_first = smp.first;
-		work.sample_step = smp.step;
 		if (device_sample) {
 			work.sample = sample;
 			work.nsample = smp.count;
@@ -193,7 +192,7 @@ static enum acceld_err run_job(struct worker *w, struct pool *pool, struct exec_
 		goto out;
 	if (sample != NULL && !device_sample) /* the host holds the output: its sample is taken here */
 		for (size_t j = 0; j < smp.count; j++)
-			sample[j] = out[kernel_sample_index(smp.first, smp.step, smp.len, j)];
+			sample[j] = out[kernel_sample_index(&smp, j)];
 	work.sample = sample;
 	work.nsample = smp.count;
 	job->value = work.value;

@@ -646,28 +646,55 @@ static uint64_t gcd(uint64_t a, uint64_t b)
 	return a;
 }
 
-void kernel_sample_plan(uint64_t len, uint64_t seed, struct kernel_sample *s)
+/* A start in [0, len) and a step prime to len, from two draws of the seed. */
+static void sample_draw(uint64_t len, uint64_t a, uint64_t b, uint64_t *first, uint64_t *step)
 {
-	s->len = len;
-	if (len <= KERNEL_SAMPLE_MAX) {
-		s->first = 0;
-		s->step = 1;
-		s->count = (size_t)len;
+	*first = mix(a) % len;
+	*step = mix(b) % len;
+	if (*step == 0)
+		*step = 1;
+	while (gcd(*step, len) != 1)
+		*step = *step + 1 < len ? *step + 1 : 1;
+}
+
+void kernel_sample_plan(uint64_t rows, uint64_t cols, uint64_t seed, struct kernel_sample *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->rows = rows;
+	s->cols = cols;
+	s->rs = s->cs = 1;
+	kernel_sample_grid(rows, cols, &s->nrows, &s->ncols);
+	s->count = s->nrows * s->ncols;
+	if (s->count == 0) {
+		s->ncols = 1; /* no element: the index functions still divide by it */
 		return;
 	}
-	s->count = KERNEL_SAMPLE_MAX;
-	s->first = mix(seed ^ 0x5a3c9e1f0b7d2468ull) % len;
-	s->step = mix(seed + 0x2545f4914f6cdd1dull) % len;
-	if (s->step == 0)
-		s->step = 1;
-	while (gcd(s->step, len) != 1)
-		s->step = s->step + 1 < len ? s->step + 1 : 1;
+	if (s->nrows == rows && s->ncols == cols)
+		return; /* the whole output, in order */
+	/* a vector's columns are drawn as its elements always were */
+	sample_draw(cols, seed ^ 0x5a3c9e1f0b7d2468ull, seed + 0x2545f4914f6cdd1dull, &s->c0, &s->cs);
+	sample_draw(rows, seed ^ 0x3c6ef372fe94f82bull, seed + 0xa54ff53a5f1d36f1ull, &s->r0, &s->rs);
+}
+
+void kernel_sample_of(enum kernel_id k, const struct kernel_shape *sh, uint64_t seed, struct kernel_sample *s)
+{
+	bool matrix = kernel_output_rank(k) == 2;
+
+	kernel_sample_plan(matrix ? sh->m : 1, matrix ? sh->n : kernel_output_len(k, sh), seed, s);
 }
 
 struct sample_task {
 	struct verify_task *t;
 	uint32_t key[KERNEL_MAX_INPUTS];
 	bool gen[KERNEL_MAX_INPUTS];
+	/* sgemm: the sampled rows and columns, a chunk [q0, q0 + nq) of k at a time (at most kc): a holds the rows'
+	 * chunk of A (R x kc), b the columns' chunk of B (kc x C, row-major), acc and mag the R x C sums so far */
+	uint64_t *row, *col;
+	size_t kc, q0, nq;
+	float *a, *b;
+	double *acc, *mag;
+	/* softmax: each sampled row's largest input and sum of exponentials */
+	double *rmax, *rsum;
 };
 
 /* Element e of input i of the run: given, generated, or zeros. */
@@ -680,75 +707,218 @@ static double input_at(const struct sample_task *s, unsigned i, uint64_t e)
 	return s->gen[i] ? kernel_gen_value(s->key[i], e) : 0.0;
 }
 
-/* The reference of output element e and the magnitude of its terms. */
-static void sample_ref(const struct sample_task *s, uint64_t e, double *ref, double *mag)
+/* saxpy, triad: each sampled element from its two inputs. */
+static void sample_vec_part(void *arg, unsigned part, size_t b, size_t e)
 {
+	struct sample_task *s = arg;
 	const struct kernel_work *w = s->t->w;
 
-	switch (w->kernel) {
-	case KERNEL_SAXPY:
-	case KERNEL_TRIAD: {
-		double p = (w->kernel == KERNEL_SAXPY ? w->alpha : 1.0) * input_at(s, 0, e);
-		double q = (w->kernel == KERNEL_SAXPY ? 1.0 : w->scale) * input_at(s, 1, e);
+	for (size_t j = b; j < e; j++) {
+		uint64_t x = kernel_sample_index(&w->grid, j);
+		double p = (w->kernel == KERNEL_SAXPY ? w->alpha : 1.0) * input_at(s, 0, x);
+		double q = (w->kernel == KERNEL_SAXPY ? 1.0 : w->scale) * input_at(s, 1, x);
 
-		*ref = p + q;
-		*mag = fabs(p) + fabs(q);
-		return;
+		verify_note(s->t, part, w->sample[j], p + q, fabs(p) + fabs(q));
 	}
-	case KERNEL_SGEMM: {
-		uint64_t i = e / w->n, j = e % w->n;
-		double r = 0.0, m = 0.0;
+}
 
-		for (uint64_t q = 0; q < w->k; q++) {
-			double term = input_at(s, 0, i * w->k + q) * input_at(s, 1, q * w->n + j);
+#define GEMM_ROWS 4              /* sampled rows a block of the sums takes together */
+#define GEMM_COLS 4              /* sampled columns a block of the sums takes together: one panel of B */
+#define GEMM_CHUNK (1u << 22)    /* floats of A's rows and B's columns held at once */
 
-			r += term;
-			m += fabs(term);
+/* sgemm: the chunk of the sampled rows of A, element i of R x nq, row r at a + r * kc */
+static void gemm_fill_a(void *arg, unsigned part, size_t b, size_t e)
+{
+	struct sample_task *s = arg;
+	const struct kernel_work *w = s->t->w;
+
+	(void)part;
+	for (size_t i = b; i < e; i++) {
+		size_t r = i / s->nq, q = i % s->nq;
+
+		s->a[r * s->kc + q] = (float)input_at(s, 0, s->row[r] * w->k + s->q0 + q);
+	}
+}
+
+/* sgemm: the chunk of the sampled columns of B, element i of nq x C, in panels of GEMM_COLS columns: column c's
+ * element q at b + (c / GEMM_COLS * kc + q) * GEMM_COLS + c % GEMM_COLS */
+static void gemm_fill_b(void *arg, unsigned part, size_t b, size_t e)
+{
+	struct sample_task *s = arg;
+	const struct kernel_work *w = s->t->w;
+	size_t ncols = w->grid.ncols;
+
+	(void)part;
+	for (size_t i = b; i < e; i++) {
+		size_t q = i / ncols, c = i % ncols;
+
+		s->b[(c / GEMM_COLS * s->kc + q) * GEMM_COLS + c % GEMM_COLS] =
+			(float)input_at(s, 1, (s->q0 + q) * w->n + s->col[c]);
+	}
+}
+
+/* The block's arithmetic on 4 doubles at a time (GCC's vector extension), cloned for the host's widest vectors. */
+typedef double gemm_v4d __attribute__((vector_size(32)));
+typedef float gemm_v4f __attribute__((vector_size(16)));
+typedef long long gemm_v4i __attribute__((vector_size(32)));
+
+#if defined(__x86_64__) && !defined(__clang__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define GEMM_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+#endif
+#ifndef GEMM_CLONES
+#define GEMM_CLONES
+#endif
+
+/*
+ * sgemm: adds the chunk's products to the sums of blocks [b, e), each GEMM_ROWS rows by one panel of GEMM_COLS
+ * columns held in registers over the chunk, in the order of k for every element (the rows and panels are padded
+ * with zeros). Elementwise vector arithmetic rounds as the scalar loop would.
+ */
+GEMM_CLONES static void gemm_block(void *arg, unsigned part, size_t b, size_t e)
+{
+	struct sample_task *s = arg;
+	size_t ncols = s->t->w->grid.ncols;
+	size_t panels = (ncols + GEMM_COLS - 1) / GEMM_COLS;
+	const gemm_v4i nosign = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX};
+
+	(void)part;
+	for (size_t u = b; u < e; u++) {
+		size_t r0 = u / panels * GEMM_ROWS, p = u % panels;
+		const float *bp = s->b + p * s->kc * GEMM_COLS;
+		const float *ap[GEMM_ROWS];
+		gemm_v4d acc[GEMM_ROWS], mag[GEMM_ROWS];
+
+		for (size_t i = 0; i < GEMM_ROWS; i++) {
+			ap[i] = s->a + (r0 + i) * s->kc;
+			memcpy(&acc[i], s->acc + ((r0 + i) * panels + p) * GEMM_COLS, sizeof(acc[i]));
+			memcpy(&mag[i], s->mag + ((r0 + i) * panels + p) * GEMM_COLS, sizeof(mag[i]));
 		}
-		r *= w->alpha;
-		m *= fabs((double)w->alpha);
+		for (size_t q = 0; q < s->nq; q++) {
+			gemm_v4f bf;
+			gemm_v4d bv;
+
+			memcpy(&bf, bp + q * GEMM_COLS, sizeof(bf));
+			bv = __builtin_convertvector(bf, gemm_v4d);
+			for (size_t i = 0; i < GEMM_ROWS; i++) {
+				gemm_v4d term = (double)ap[i][q] * bv;
+
+				acc[i] += term;
+				mag[i] += (gemm_v4d)((gemm_v4i)term & nosign);
+			}
+		}
+		for (size_t i = 0; i < GEMM_ROWS; i++) {
+			memcpy(s->acc + ((r0 + i) * panels + p) * GEMM_COLS, &acc[i], sizeof(acc[i]));
+			memcpy(s->mag + ((r0 + i) * panels + p) * GEMM_COLS, &mag[i], sizeof(mag[i]));
+		}
+	}
+}
+
+/* sgemm: each sampled element from its sums, and beta times C's element */
+static void gemm_note(void *arg, unsigned part, size_t b, size_t e)
+{
+	struct sample_task *s = arg;
+	const struct kernel_work *w = s->t->w;
+
+	size_t ncols = w->grid.ncols, pitch = (ncols + GEMM_COLS - 1) / GEMM_COLS * GEMM_COLS;
+
+	for (size_t j = b; j < e; j++) {
+		size_t x = j / ncols * pitch + j % ncols;
+		double r = s->acc[x] * w->alpha, m = s->mag[x] * fabs((double)w->alpha);
+
 		if (w->beta != 0.0f) {
-			double c = (double)w->beta * input_at(s, 2, e);
+			double c = (double)w->beta * input_at(s, 2, kernel_sample_index(&w->grid, j));
 
 			r += c;
 			m += fabs(c);
 		}
-		*ref = r;
-		*mag = m;
-		return;
+		verify_note(s->t, part, w->sample[j], r, m);
 	}
-	case KERNEL_SOFTMAX: {
-		uint64_t row = e / w->n * w->n;
-		double mx = input_at(s, 0, row);
-		double sum = 0.0;
+}
+
+/*
+ * The sgemm sample's references: the R sampled rows of A and C sampled columns of B are made (or read) once, a
+ * chunk of k at a time, and their R x C dot products summed in double over the pool.
+ */
+static void sample_gemm(struct pool *p, struct sample_task *s)
+{
+	const struct kernel_work *w = s->t->w;
+	size_t nrows = w->grid.nrows, ncols = w->grid.ncols;
+	size_t prows = (nrows + GEMM_ROWS - 1) / GEMM_ROWS * GEMM_ROWS;
+	size_t pcols = (ncols + GEMM_COLS - 1) / GEMM_COLS * GEMM_COLS;
+
+	s->kc = GEMM_CHUNK / (prows + pcols);
+	s->kc = s->kc == 0 ? 1 : s->kc < w->k ? s->kc : w->k;
+	s->row = xcalloc(nrows, sizeof(*s->row));
+	s->col = xcalloc(ncols, sizeof(*s->col));
+	s->a = xcalloc(prows * s->kc, sizeof(*s->a)); /* the padding stays zero */
+	s->b = xcalloc(s->kc * pcols, sizeof(*s->b));
+	s->acc = xcalloc(prows * pcols, sizeof(*s->acc));
+	s->mag = xcalloc(prows * pcols, sizeof(*s->mag));
+	for (size_t r = 0; r < nrows; r++)
+		s->row[r] = kernel_sample_row(&w->grid, r * ncols);
+	for (size_t c = 0; c < ncols; c++)
+		s->col[c] = kernel_sample_col(&w->grid, c);
+	for (s->q0 = 0; s->q0 < w->k; s->q0 += s->nq) {
+		s->nq = w->k - s->q0 < s->kc ? w->k - s->q0 : s->kc;
+		pool_parallel(p, nrows * s->nq, 4096, 1, gemm_fill_a, s);
+		pool_parallel(p, s->nq * ncols, 4096, 1, gemm_fill_b, s);
+		pool_parallel(p, prows / GEMM_ROWS * (pcols / GEMM_COLS), 16, 1, gemm_block, s);
+	}
+	pool_parallel(p, w->nsample, 1024, 1, gemm_note, s);
+	free(s->row);
+	free(s->col);
+	free(s->a);
+	free(s->b);
+	free(s->acc);
+	free(s->mag);
+}
+
+/* softmax: the largest input and the sum of exponentials of sampled rows [b, e) */
+static void softmax_rows(void *arg, unsigned part, size_t b, size_t e)
+{
+	struct sample_task *s = arg;
+	const struct kernel_work *w = s->t->w;
+
+	(void)part;
+	for (size_t r = b; r < e; r++) {
+		uint64_t row = kernel_sample_row(&w->grid, r * w->grid.ncols) * w->n;
+		double mx = input_at(s, 0, row), sum = 0.0;
 
 		for (uint64_t j = 1; j < w->n; j++)
 			mx = fmax(mx, input_at(s, 0, row + j));
 		for (uint64_t j = 0; j < w->n; j++)
 			sum += exp(input_at(s, 0, row + j) - mx);
-		*ref = exp(input_at(s, 0, e) - mx) / sum;
-		*mag = *ref;
-		return;
+		s->rmax[r] = mx;
+		s->rsum[r] = sum;
 	}
-	case KERNEL_DOT:
-	case KERNEL_COUNT:
-		break;
-	}
-	*ref = *mag = 0.0;
 }
 
-static void sample_part(void *arg, unsigned part, size_t b, size_t e)
+static void softmax_note(void *arg, unsigned part, size_t b, size_t e)
 {
 	struct sample_task *s = arg;
 	const struct kernel_work *w = s->t->w;
-	uint64_t len = kernel_output_len(w->kernel, &(struct kernel_shape){w->m, w->n, w->k});
 
 	for (size_t j = b; j < e; j++) {
-		double ref, mag;
+		size_t r = j / w->grid.ncols;
+		double ref = exp(input_at(s, 0, kernel_sample_index(&w->grid, j)) - s->rmax[r]) / s->rsum[r];
 
-		sample_ref(s, kernel_sample_index(w->sample_first, w->sample_step, len, j), &ref, &mag);
-		verify_note(s->t, part, w->sample[j], ref, mag);
+		verify_note(s->t, part, w->sample[j], ref, ref);
 	}
+}
+
+/* The softmax sample's references: each sampled row's maximum and sum once, then its sampled elements. */
+static void sample_softmax(struct pool *p, struct sample_task *s)
+{
+	const struct kernel_work *w = s->t->w;
+
+	s->rmax = xcalloc(w->grid.nrows, sizeof(*s->rmax));
+	s->rsum = xcalloc(w->grid.nrows, sizeof(*s->rsum));
+	pool_parallel(p, w->grid.nrows, 2, 1, softmax_rows, s);
+	pool_parallel(p, w->nsample, 1024, 1, softmax_note, s);
+	free(s->rmax);
+	free(s->rsum);
 }
 
 void kernel_verify_sample(struct pool *p, const struct kernel_work *w, struct kernel_verification *v)
@@ -790,10 +960,20 @@ void kernel_verify_sample(struct pool *p, const struct kernel_work *w, struct ke
 	case KERNEL_COUNT:
 		break;
 	}
-	if (w->kernel != KERNEL_DOT && w->sample != NULL) {
-		pool_parallel(p, w->nsample, w->kernel == KERNEL_SGEMM || w->kernel == KERNEL_SOFTMAX ? 16 : 1024, 1,
-			      sample_part, &s);
-		snprintf(v->method, sizeof(v->method), "double-precision reference of %zu sampled elements", w->nsample);
+	if (w->kernel != KERNEL_DOT && w->sample != NULL && w->nsample == w->grid.count) {
+		if (w->kernel == KERNEL_SGEMM)
+			sample_gemm(p, &s);
+		else if (w->kernel == KERNEL_SOFTMAX)
+			sample_softmax(p, &s);
+		else
+			pool_parallel(p, w->nsample, 1024, 1, sample_vec_part, &s);
+		if (w->grid.nrows > 1)
+			snprintf(v->method, sizeof(v->method),
+				 "double-precision reference of %zu sampled elements (%zu rows x %zu columns)", w->nsample,
+				 w->grid.nrows, w->grid.ncols);
+		else
+			snprintf(v->method, sizeof(v->method), "double-precision reference of %zu sampled elements",
+				 w->nsample);
 	}
 	fold(t, v);
 	v->verified = v->worst_ratio <= 1.0 && (w->kernel == KERNEL_DOT || v->checked == w->nsample);

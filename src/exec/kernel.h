@@ -175,22 +175,68 @@ static inline float kernel_gen_value(uint32_t key, uint64_t e)
 
 /*
  * The sample of an output that sampled verification compares and a summary describes when the output stays on the
- * device: KERNEL_SAMPLE_MAX elements (every one when the output has no more), element j at
- * (first + j * step) mod len, with first and step drawn from the seed and step prime to len so that no element
- * comes twice.
+ * device: a grid of R sampled rows by C sampled columns of the output seen as rows x cols (a vector is one row of
+ * its length; a matrix is m x n), R * C at most KERNEL_SAMPLE_MAX, or every element when the output has no more.
+ * Element j of the sample is row (r0 + (j / C) * rs) mod rows, column (c0 + (j % C) * cs) mod cols, with r0, rs,
+ * c0 and cs drawn from the seed, rs prime to rows and cs prime to cols, so that no element comes twice; the sample
+ * of a small output is the output itself, in order (r0 = c0 = 0, rs = cs = 1). A matrix's sample thus reads R rows
+ * and C columns of the inputs behind it, which keeps its reference cheap; for a vector (R = 1) element j is
+ * (c0 + j * cs) mod len.
  */
 #define KERNEL_SAMPLE_MAX 4096
 
 struct kernel_sample {
-	uint64_t first, step, len;
-	size_t count;
+	uint64_t rows, cols;     /* the output's shape: 1 row for a vector or a scalar */
+	uint64_t r0, rs, c0, cs; /* the first row and the rows' step, the first column and the columns' step */
+	size_t nrows, ncols;     /* R and C */
+	size_t count;            /* R * C */
 };
 
-void kernel_sample_plan(uint64_t len, uint64_t seed, struct kernel_sample *s);
-
-static inline uint64_t kernel_sample_index(uint64_t first, uint64_t step, uint64_t len, size_t j)
+/* The grid's R (*nrows) and C (*ncols) for an output of rows x cols: the whole output when it has at most
+ * KERNEL_SAMPLE_MAX elements; else R = min(rows, 64), C = min(cols, KERNEL_SAMPLE_MAX / R), and R grown to
+ * min(rows, KERNEL_SAMPLE_MAX / C) when C took every column. */
+static inline void kernel_sample_grid(uint64_t rows, uint64_t cols, size_t *nrows, size_t *ncols)
 {
-	return (first + (uint64_t)j * step) % len;
+	uint64_t r = rows, c = cols;
+
+	if (rows == 0 || cols == 0) {
+		r = c = 0;
+	} else if (cols > KERNEL_SAMPLE_MAX || rows > KERNEL_SAMPLE_MAX / cols) {
+		r = rows < 64 ? rows : 64;
+		c = cols < KERNEL_SAMPLE_MAX / r ? cols : KERNEL_SAMPLE_MAX / r;
+		if (c == cols)
+			r = rows < KERNEL_SAMPLE_MAX / c ? rows : KERNEL_SAMPLE_MAX / c;
+	}
+	*nrows = (size_t)r;
+	*ncols = (size_t)c;
+}
+
+/* The sample of an output of rows x cols (rows 1 for a vector) for the seed. */
+void kernel_sample_plan(uint64_t rows, uint64_t cols, uint64_t seed, struct kernel_sample *s);
+
+/* The sample of kernel k's output over the run's sizes: m x n for a matrix, one row of n for a vector. */
+void kernel_sample_of(enum kernel_id k, const struct kernel_shape *sh, uint64_t seed, struct kernel_sample *s);
+
+/* The output's row and column of sample element j, and its index in the row-major output. */
+static inline uint64_t kernel_sample_row(const struct kernel_sample *s, size_t j)
+{
+	return (s->r0 + (uint64_t)(j / s->ncols) * s->rs) % s->rows;
+}
+
+static inline uint64_t kernel_sample_col(const struct kernel_sample *s, size_t j)
+{
+	return (s->c0 + (uint64_t)(j % s->ncols) * s->cs) % s->cols;
+}
+
+static inline uint64_t kernel_sample_index(const struct kernel_sample *s, size_t j)
+{
+	return kernel_sample_row(s, j) * s->cols + kernel_sample_col(s, j);
+}
+
+/* Whether the sample is the whole output in order (no gather needed). */
+static inline bool kernel_sample_whole(const struct kernel_sample *s)
+{
+	return s->count == s->rows * s->cols && s->r0 == 0 && s->rs == 1 && s->c0 == 0 && s->cs == 1;
 }
 
 /*
@@ -215,9 +261,9 @@ struct kernel_work {
 	 * the link */
 	bool generate;
 	uint64_t seed;
-	/* the sample (struct kernel_sample; nsample 0: none): sample[j] = the output's element
-	 * kernel_sample_index(sample_first, sample_step, output length, j), gathered on the device */
-	uint64_t sample_first, sample_step;
+	/* the sample (nsample 0: none; else grid.count): sample[j] = the output's element
+	 * kernel_sample_index(&grid, j), gathered on the device */
+	struct kernel_sample grid;
 	size_t nsample;
 	float *sample;  /* buffer: nsample floats, device -> host */
 	/* out NULL with an output of rank > 0 (only for a backend whose ops->on_device is set): the output stays on
@@ -253,7 +299,8 @@ void kernel_verify(struct pool *p, const struct kernel_work *w, struct kernel_ve
  * Checks w's sample (or, for a scalar output, its value) against the same references and tolerances: each sampled
  * element is computed in double precision from the run's inputs, read from in[] where given and otherwise made by
  * the generator (w->generate: kernel_gen_value; else an optional input left out is zeros). The host never holds a
- * whole generated input.
+ * whole generated input: sgemm's references come from the grid's R rows of A and C columns of B, made once (a
+ * chunk of k at a time), softmax's from each sampled row's maximum and sum, taken once per row.
  */
 void kernel_verify_sample(struct pool *p, const struct kernel_work *w, struct kernel_verification *v);
 

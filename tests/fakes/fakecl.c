@@ -649,19 +649,18 @@ static void generate(const struct _cl_kernel *k)
 			dst[i * pitch + j] = kernel_gen_value(key, i * c + j);
 }
 
-/* exec_gather (first, step, len, cols, pitch, src, dst) over global items */
+/* exec_gather (r0, rs, rows, c0, cs, cols, ncols, pitch, src, dst) over global items */
 static void gather(const struct _cl_kernel *k, size_t items)
 {
-	cl_ulong first = ulong_arg(k, 0), step = ulong_arg(k, 1), len = ulong_arg(k, 2), cols = ulong_arg(k, 3);
-	cl_ulong pitch = ulong_arg(k, 4);
-	const float *src = buf(k, 5);
-	float *dst = buf(k, 6);
+	struct kernel_sample g = {.r0 = ulong_arg(k, 0), .rs = ulong_arg(k, 1), .rows = ulong_arg(k, 2),
+				  .c0 = ulong_arg(k, 3), .cs = ulong_arg(k, 4), .cols = ulong_arg(k, 5),
+				  .ncols = ulong_arg(k, 6)};
+	cl_ulong pitch = ulong_arg(k, 7);
+	const float *src = buf(k, 8);
+	float *dst = buf(k, 9);
 
-	for (size_t j = 0; j < items; j++) {
-		cl_ulong e = kernel_sample_index(first, step, len, j);
-
-		dst[j] = src[e / cols * pitch + e % cols];
-	}
+	for (size_t j = 0; j < items; j++)
+		dst[j] = src[kernel_sample_row(&g, j) * pitch + kernel_sample_col(&g, j)];
 }
 
 static void slow_down(void)

@@ -11,7 +11,7 @@
  *   sgemm(f32[], f32[m,k], f32[k,n]) -> f32[m,n]                    alpha * a @ b (no c)
  *   softmax(f32[m,n]) -> f32[m,n]                 row by row
  *   generate(ui32[]) -> f32[n] or f32[m,n]        the kernel table's generator (kernel_gen_value) of that key
- *   gather(f32[n] or f32[m,n], ui64[], ui64[]) -> f32[c]   element (first + j * step) mod len, row-major
+ *   gather(f32[n] or f32[m,n], ui64[] x 4) -> f32[c]   the grid r0, rs, c0, cs names (kernel_sample_index)
  * Buffers go up as F32, U32 or U64.
  * Anything else fails to compile with a message quoting the offending line. The op bodies are not read, but
  * the precision a dot_general asks for (`precision HIGHEST|HIGH|DEFAULT` or `precision = [HIGHEST, ...]`) is
@@ -125,7 +125,7 @@ enum flavour { FLAVOUR_FAKE, FLAVOUR_GPU, FLAVOUR_TPU };
 enum kernel { K_SAXPY, K_TRIAD, K_DOT, K_SGEMM, K_SOFTMAX, K_GENERATE, K_GATHER, K_COUNT };
 
 static const char *const kernel_names[K_COUNT] = {"saxpy", "triad", "dot", "sgemm", "softmax", "generate", "gather"};
-static const int kernel_arity[K_COUNT] = {3, 3, 2, 5, 1, 1, 3}; /* sgemm also 3: alpha, a, b */
+static const int kernel_arity[K_COUNT] = {3, 3, 2, 5, 1, 1, 5}; /* sgemm also 3: alpha, a, b */
 
 enum elem { E_F32, E_U32, E_U64 }; /* a tensor's element type */
 
@@ -1657,7 +1657,8 @@ static int signature_fits(enum kernel k, const struct shape *a, int nargs, const
 		return rank_is(&a[0], 0) && a[0].type == E_U32 && (rank_is(r, 1) || rank_is(r, 2));
 	case K_GATHER:
 		return (rank_is(&a[0], 1) || rank_is(&a[0], 2)) && rank_is(&a[1], 0) && a[1].type == E_U64 &&
-		       rank_is(&a[2], 0) && a[2].type == E_U64 && rank_is(r, 1);
+		       rank_is(&a[2], 0) && a[2].type == E_U64 && rank_is(&a[3], 0) && a[3].type == E_U64 &&
+		       rank_is(&a[4], 0) && a[4].type == E_U64 && rank_is(r, 1);
 	case K_COUNT:
 		break;
 	}
@@ -2478,12 +2479,17 @@ static void run_kernel(const PJRT_LoadedExecutable *x, PJRT_Buffer *const *in, f
 		break;
 	}
 	case K_GATHER: {
-		uint64_t first, step;
+		/* the grid of struct kernel_sample: the output's shape, the grid's columns for it, the four scalars */
+		struct kernel_sample g = {.rows = in[0]->shape.ndims == 2 ? (uint64_t)in[0]->shape.dims[0] : 1,
+					  .cols = (uint64_t)in[0]->shape.dims[in[0]->shape.ndims - 1]};
 
-		memcpy(&first, in[1]->data, sizeof(first));
-		memcpy(&step, in[2]->data, sizeof(step));
+		memcpy(&g.r0, in[1]->data, sizeof(g.r0));
+		memcpy(&g.rs, in[2]->data, sizeof(g.rs));
+		memcpy(&g.c0, in[3]->data, sizeof(g.c0));
+		memcpy(&g.cs, in[4]->data, sizeof(g.cs));
+		kernel_sample_grid(g.rows, g.cols, &g.nrows, &g.ncols);
 		for (int64_t j = 0; j < x->result.dims[0]; j++)
-			out[j] = in[0]->data[kernel_sample_index(first, step, in[0]->count, (size_t)j)];
+			out[j] = in[0]->data[kernel_sample_index(&g, (size_t)j)];
 		break;
 	}
 	case K_COUNT:

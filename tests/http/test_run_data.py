@@ -161,10 +161,10 @@ class PjrtDeviceData(unittest.TestCase):
             doc = r.json()
             self.assertTrue(doc["verified"], doc)
             counts = read_counts(os.path.join(tmp, "counts"))
-            # up: s, the two inputs' keys, the sample's first and step; down: the sample alone
-            self.assertEqual(counts["upload_bytes"], 4 + 2 * 4 + 2 * 8, counts)
+            # up: s, the two inputs' keys, the sample's r0, rs, c0 and cs; down: the sample alone
+            self.assertEqual(counts["upload_bytes"], 4 + 2 * 4 + 4 * 8, counts)
             self.assertEqual(counts["download_bytes"], SAMPLE * 4, counts)
-            self.assertEqual(doc["timing"]["transfer_bytes"], 4 + 2 * 4 + 2 * 8 + SAMPLE * 4)
+            self.assertEqual(doc["timing"]["transfer_bytes"], 4 + 2 * 4 + 4 * 8 + SAMPLE * 4)
             self.assertEqual(doc["result"]["summary"]["of"], "sample")
 
     def test_sampled_verification_catches_the_wrong_result(self):

@@ -3,8 +3,8 @@
  * with ../shared/tools; `make test` does not build or run it).
  *
  *   programs dump DIR    writes DIR/NAME.mlir for every program (each kernel at each precision, sgemm with and
- *                        without C, the generator of a vector and of a matrix, the gather of a vector's and a
- *                        matrix's sample), the inputs each takes as .npy files made by the C twin of the generator
+ *                        without C, the generator of a vector and of a matrix, the gather of a vector's sample
+ *                        and of matrices' grids, a small one whole), the inputs each takes as .npy files made by the C twin of the generator
  *                        (kernel_gen_value) or as TYPE:VALUE scalars, and DIR/manifest.txt: one line per program,
  *                        "NAME ARG..." in the order of @main's parameters
  *   programs check DIR   reads DIR/NAME.out/result0.npy (what stablehlo-interpret computed) and compares it with
@@ -46,7 +46,9 @@ static const struct prog progs[] = {
 	{"generate_vector", 1, KERNEL_COUNT, {0}, false, 0, 0, 1000, 0},
 	{"generate_matrix", 1, KERNEL_COUNT, {0}, false, 0, 5, 7, 0},
 	{"gather_vector", 2, KERNEL_COUNT, {0}, false, 0, 0, 5000, 4096},
-	{"gather_matrix", 2, KERNEL_COUNT, {0}, false, 0, 5, 7, 35},
+	{"gather_matrix", 2, KERNEL_COUNT, {0}, false, 0, 70, 90, 4096},
+	{"gather_tall", 2, KERNEL_COUNT, {0}, false, 0, 100, 50, 4050},
+	{"gather_small", 2, KERNEL_COUNT, {0}, false, 0, 5, 7, 35},
 };
 
 #define NPROGS (sizeof(progs) / sizeof(progs[0]))
@@ -162,11 +164,12 @@ static int dump(const char *dir)
 			struct kernel_sample smp;
 			float *v = twin(kernel_gen_key(SEED, 2), (size_t)((g->rows ? g->rows : 1) * g->cols));
 
-			kernel_sample_plan((g->rows ? g->rows : 1) * g->cols, SEED, &smp);
+			kernel_sample_plan(g->rows ? g->rows : 1, g->cols, SEED, &smp);
 			snprintf(path, sizeof(path), "%s/%s.in0.npy", dir, g->name);
 			npy_write(path, v, g->rows, g->cols);
 			free(v);
-			fprintf(man, " %s.in0.npy ui64:%" PRIu64 " ui64:%" PRIu64, g->name, smp.first, smp.step);
+			fprintf(man, " %s.in0.npy ui64:%" PRIu64 " ui64:%" PRIu64 " ui64:%" PRIu64 " ui64:%" PRIu64, g->name,
+				smp.r0, smp.rs, smp.c0, smp.cs);
 		} else {
 			unsigned params = kernel_params(g->kernel);
 
@@ -219,14 +222,14 @@ static int check_one(const char *dir, const struct prog *g, struct pool *pool, c
 		bad += n != want;
 	} else if (g->what == 2) {
 		struct kernel_sample smp;
-		uint64_t len = (g->rows ? g->rows : 1) * g->cols;
 		uint32_t key = kernel_gen_key(SEED, 2);
 
-		kernel_sample_plan(len, SEED, &smp);
+		kernel_sample_plan(g->rows ? g->rows : 1, g->cols, SEED, &smp);
 		for (size_t j = 0; j < n && j < smp.count; j++)
-			bad += got[j] != kernel_gen_value(key, kernel_sample_index(smp.first, smp.step, len, j));
-		snprintf(why, whysz, "%zu sampled elements, %d differ from the output at kernel_sample_index", n, bad);
-		bad += n != smp.count;
+			bad += got[j] != kernel_gen_value(key, kernel_sample_index(&smp, j));
+		snprintf(why, whysz, "%zu sampled elements (%zu rows x %zu columns), %d differ from the output at "
+			 "kernel_sample_index", n, smp.nrows, smp.ncols, bad);
+		bad += n != smp.count || g->count != smp.count;
 	} else {
 		struct kernel_work w = {.kernel = g->kernel, .m = g->s.m, .n = g->s.n, .k = g->s.k, .alpha = ALPHA,
 				      .beta = g->with_c ? BETA : 0.0f, .scale = SCALE, .seed = SEED};

@@ -178,13 +178,16 @@ static const char exec_kernels_cl_data[] =
 	"    if (c < cols && r < rows)\n"
 	"        dst[r * pitch + c] = acc_gen(key, r * cols + c);\n"
 	"}\n"
-	/* the sample of an output (struct kernel_sample): element (first + j * step) mod len, rows of cols at a pitch */
-	"__kernel void exec_gather(const ulong first, const ulong step, const ulong len, const ulong cols,\n"
-	"                    const ulong pitch, __global const float *src, __global float *dst)\n"
+	/* the sample of an output of rows of cols at a pitch (struct kernel_sample): element j at row
+	 * (r0 + (j / ncols) * rs) mod rows, column (c0 + (j % ncols) * cs) mod cols */
+	"__kernel void exec_gather(const ulong r0, const ulong rs, const ulong rows, const ulong c0, const ulong cs,\n"
+	"                    const ulong cols, const ulong ncols, const ulong pitch, __global const float *src,\n"
+	"                    __global float *dst)\n"
 	"{\n"
 	"    const ulong j = get_global_id(0);\n"
-	"    const ulong e = (first + j * step) % len;\n"
-	"    dst[j] = src[e / cols * pitch + e % cols];\n"
+	"    const ulong r = (r0 + (j / ncols) * rs) % rows;\n"
+	"    const ulong c = (c0 + (j % ncols) * cs) % cols;\n"
+	"    dst[j] = src[r * pitch + c];\n"
 	"}\n";
 
 #endif

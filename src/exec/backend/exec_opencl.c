@@ -222,8 +222,9 @@ static enum acceld_err warm_up(struct exec_ocl *ocl, char *err, size_t errsz)
 	for (int rows = 0; rows < 2; rows++) { /* the generators (of vectors, of pitched rows) and the gather */
 		float sample[8];
 		struct kernel_work w = {.kernel = rows ? KERNEL_SGEMM : KERNEL_SAXPY, .m = 64, .n = rows ? 128 : 8, .k = 1,
-				      .alpha = 1.0f, .generate = true, .seed = 1, .sample_step = 1, .nsample = 8,
-				      .sample = sample};
+				      .alpha = 1.0f, .generate = true, .seed = 1, .nsample = 8, .sample = sample,
+				      .grid = {.rows = rows ? 64 : 1, .cols = rows ? 128 : 8, .rs = 1, .cs = 1, .nrows = 1,
+					       .ncols = 8, .count = 8}};
 		enum acceld_err rc = exec_ocl_run(ocl, &w, &t, err, errsz);
 
 		if (rc != ACCELD_OK)
@@ -718,7 +719,8 @@ static cl_mem input(struct launch *l, const struct kernel_work *w, unsigned i, s
 static void results(struct launch *l, cl_mem out, struct kernel_work *w, size_t rows, size_t cols, size_t pitch)
 {
 	struct exec_ocl *ocl = l->ocl;
-	cl_ulong len = (cl_ulong)rows * cols, c = cols, p = pitch, first = w->sample_first, step = w->sample_step;
+	cl_ulong len = (cl_ulong)rows * cols, c = cols, p = pitch, r = rows, nc = w->grid.ncols;
+	cl_ulong r0 = w->grid.r0, rs = w->grid.rs, c0 = w->grid.c0, cs = w->grid.cs;
 	size_t n = w->nsample;
 	cl_int rc;
 
@@ -736,18 +738,21 @@ static void results(struct launch *l, cl_mem out, struct kernel_work *w, size_t 
 			return;
 		}
 	}
-	if (n > 0 && w->sample != NULL && n == len && first == 0 && step == 1 && pitch == cols) {
+	if (n > 0 && w->sample != NULL && n == len && kernel_sample_whole(&w->grid) && pitch == cols) {
 		read_back(l, out, w->sample, n); /* the sample is the whole output: no gather */
 	} else if (n > 0 && w->sample != NULL) {
 		cl_mem s = device_buffer(l, n);
 
-		set_arg(l, ocl->kernels[K_GATHER], 0, sizeof(first), &first);
-		set_arg(l, ocl->kernels[K_GATHER], 1, sizeof(step), &step);
-		set_arg(l, ocl->kernels[K_GATHER], 2, sizeof(len), &len);
-		set_arg(l, ocl->kernels[K_GATHER], 3, sizeof(c), &c);
-		set_arg(l, ocl->kernels[K_GATHER], 4, sizeof(p), &p);
-		set_arg(l, ocl->kernels[K_GATHER], 5, sizeof(cl_mem), &out);
-		set_arg(l, ocl->kernels[K_GATHER], 6, sizeof(cl_mem), &s);
+		set_arg(l, ocl->kernels[K_GATHER], 0, sizeof(r0), &r0);
+		set_arg(l, ocl->kernels[K_GATHER], 1, sizeof(rs), &rs);
+		set_arg(l, ocl->kernels[K_GATHER], 2, sizeof(r), &r);
+		set_arg(l, ocl->kernels[K_GATHER], 3, sizeof(c0), &c0);
+		set_arg(l, ocl->kernels[K_GATHER], 4, sizeof(cs), &cs);
+		set_arg(l, ocl->kernels[K_GATHER], 5, sizeof(c), &c);
+		set_arg(l, ocl->kernels[K_GATHER], 6, sizeof(nc), &nc);
+		set_arg(l, ocl->kernels[K_GATHER], 7, sizeof(p), &p);
+		set_arg(l, ocl->kernels[K_GATHER], 8, sizeof(cl_mem), &out);
+		set_arg(l, ocl->kernels[K_GATHER], 9, sizeof(cl_mem), &s);
 		enqueue(l, ocl->kernels[K_GATHER], 1, &n, NULL);
 		read_back(l, s, w->sample, n);
 	}

@@ -1071,7 +1071,7 @@ static enum acceld_err download(struct pj *p, PJRT_Buffer *buf, unsigned rank, v
 static bool sample_is_output(const struct kernel_work *w)
 {
 	return w->nsample == (size_t)kernel_output_len(w->kernel, &(struct kernel_shape){w->m, w->n, w->k}) &&
-	       w->sample_first == 0 && w->sample_step == 1;
+	       kernel_sample_whole(&w->grid);
 }
 
 /* The sample of the output in out (w->nsample elements into w->sample), gathered on the device. */
@@ -1080,24 +1080,25 @@ static enum acceld_err gather(struct pj *p, struct kernel_work *w, PJRT_Buffer *
 {
 	bool matrix = kernel_output_rank(w->kernel) == 2;
 	struct kernel_shape s = {.m = matrix ? w->m : 0, .n = w->n, .k = w->nsample};
-	struct operand first = {.data = &w->sample_first, .type = PJRT_Buffer_Type_U64, .input = -1};
-	struct operand step = {.data = &w->sample_step, .type = PJRT_Buffer_Type_U64, .input = -1};
-	PJRT_Buffer *args[3] = {out, NULL, NULL};
+	uint64_t *scalar[4] = {&w->grid.r0, &w->grid.rs, &w->grid.c0, &w->grid.cs};
+	PJRT_Buffer *args[5] = {out, NULL, NULL, NULL, NULL};
 	PJRT_Buffer *sample[1] = {NULL};
-	enum acceld_err rc;
+	enum acceld_err rc = ACCELD_OK;
 
 	if (sample_is_output(w)) /* no gather */
 		return download(p, out, kernel_output_rank(w->kernel), w->sample, w->nsample, err, errsz);
-	rc = upload(p, &first, &args[1], err, errsz);
+	for (unsigned i = 0; i < 4 && rc == ACCELD_OK; i++) {
+		struct operand o = {.data = scalar[i], .type = PJRT_Buffer_Type_U64, .input = -1};
 
+		rc = upload(p, &o, &args[1 + i], err, errsz);
+	}
 	if (rc == ACCELD_OK)
-		rc = upload(p, &step, &args[2], err, errsz);
-	if (rc == ACCELD_OK) /* not waited for: the download waits for its output */
-		rc = run_aux(p, PJ_GATHER, s, args, 3, sample, false, t, err, errsz);
+		/* not waited for: the download waits for its output */
+		rc = run_aux(p, PJ_GATHER, s, args, 5, sample, false, t, err, errsz);
 	if (rc == ACCELD_OK)
 		rc = download(p, sample[0], 1, w->sample, w->nsample, err, errsz);
-	destroy_buffer(p->host->api, args[1]);
-	destroy_buffer(p->host->api, args[2]);
+	for (unsigned i = 1; i < 5; i++)
+		destroy_buffer(p->host->api, args[i]);
 	destroy_buffer(p->host->api, sample[0]);
 	return rc;
 }
@@ -1203,7 +1204,7 @@ static enum acceld_err execute(struct pj *p, struct program *prog, struct kernel
 	/* the sample is gathered on the device; the output comes back only when the host asked for it */
 	if (w->nsample > 0 && w->sample != NULL && kernel_output_rank(w->kernel) > 0) {
 		rc = gather(p, w, out[0], t, err, errsz);
-		bytes += (sample_is_output(w) ? 0 : 2 * sizeof(uint64_t)) + w->nsample * sizeof(float);
+		bytes += (sample_is_output(w) ? 0 : 4 * sizeof(uint64_t)) + w->nsample * sizeof(float);
 	}
 	if (rc == ACCELD_OK && (w->kernel == KERNEL_DOT || w->out != NULL)) {
 		size_t count = (size_t)kernel_output_len(w->kernel, &s);

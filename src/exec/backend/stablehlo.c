@@ -290,12 +290,24 @@ char *stablehlo_generator(uint64_t rows, uint64_t cols, size_t *len)
 	return buf_detach(&b, len);
 }
 
+/* %name_b: the scalar operand %name broadcast to type t */
+static void broadcast_scalar(struct buf *b, const char *name, const char *t)
+{
+	buf_printf(b,
+		   "    %%%s_b = \"stablehlo.broadcast_in_dim\"(%%%s) {broadcast_dimensions = array<i64>} : "
+		   "(tensor<ui64>) -> %s\n",
+		   name, name, t);
+}
+
 char *stablehlo_gather(uint64_t rows, uint64_t cols, size_t count, size_t *len)
 {
 	struct buf b;
 	char tin[64], tflat[64], tidx[64], tidx2[64], tsi[64], tout[64];
-	uint64_t total = (rows == 0 ? 1 : rows) * cols;
+	uint64_t nrows = rows == 0 ? 1 : rows;
+	uint64_t total = nrows * cols;
+	size_t grid_rows, grid_cols;
 
+	kernel_sample_grid(nrows, cols, &grid_rows, &grid_cols);
 	buf_init(&b, PROGRAM_MAX);
 	tensor(tin, sizeof(tin), rows, cols, "f32");
 	tensor(tflat, sizeof(tflat), 0, total, "f32");
@@ -304,21 +316,28 @@ char *stablehlo_gather(uint64_t rows, uint64_t cols, size_t count, size_t *len)
 	tensor(tidx2, sizeof(tidx2), count, 1, "i64");
 	tensor(tout, sizeof(tout), 0, count, "f32");
 	buf_printf(&b, "module @acceld_gather {\n");
-	buf_printf(&b, "  func.func public @main(%%out: %s, %%first: tensor<ui64>, %%step: tensor<ui64>) -> %s {\n", tin,
-		   tout);
+	buf_printf(&b,
+		   "  func.func public @main(%%out: %s, %%r0: tensor<ui64>, %%rs: tensor<ui64>, %%c0: tensor<ui64>, "
+		   "%%cs: tensor<ui64>) -> %s {\n",
+		   tin, tout);
 	buf_printf(&b, "    %%flat = \"stablehlo.reshape\"(%%out) : (%s) -> %s\n", tin, tflat);
 	buf_printf(&b, "    %%j = \"stablehlo.iota\"() {iota_dimension = 0 : i64} : () -> %s\n", tidx);
-	buf_printf(&b,
-		   "    %%first_b = \"stablehlo.broadcast_in_dim\"(%%first) {broadcast_dimensions = array<i64>} : "
-		   "(tensor<ui64>) -> %s\n",
-		   tidx);
-	buf_printf(&b,
-		   "    %%step_b = \"stablehlo.broadcast_in_dim\"(%%step) {broadcast_dimensions = array<i64>} : "
-		   "(tensor<ui64>) -> %s\n",
-		   tidx);
-	binary(&b, "jstep", "multiply", "j", "step_b", tidx);
-	binary(&b, "pos", "add", "first_b", "jstep", tidx);
-	with_constant(&b, "idx", "remainder", "pos", total, tidx);
+	broadcast_scalar(&b, "r0", tidx);
+	broadcast_scalar(&b, "rs", tidx);
+	broadcast_scalar(&b, "c0", tidx);
+	broadcast_scalar(&b, "cs", tidx);
+	/* the grid's row j / C and column j % C */
+	with_constant(&b, "jr", "divide", "j", grid_cols == 0 ? 1 : grid_cols, tidx);
+	with_constant(&b, "jc", "remainder", "j", grid_cols == 0 ? 1 : grid_cols, tidx);
+	/* row = (r0 + jr * rs) mod rows, column = (c0 + jc * cs) mod cols */
+	binary(&b, "rstep", "multiply", "jr", "rs_b", tidx);
+	binary(&b, "rpos", "add", "r0_b", "rstep", tidx);
+	with_constant(&b, "row", "remainder", "rpos", nrows, tidx);
+	binary(&b, "cstep", "multiply", "jc", "cs_b", tidx);
+	binary(&b, "cpos", "add", "c0_b", "cstep", tidx);
+	with_constant(&b, "col", "remainder", "cpos", cols, tidx);
+	with_constant(&b, "rowbase", "multiply", "row", cols, tidx);
+	binary(&b, "idx", "add", "rowbase", "col", tidx);
 	buf_printf(&b, "    %%idx_s = \"stablehlo.convert\"(%%idx) : (%s) -> %s\n", tidx, tsi);
 	buf_printf(&b, "    %%idx2 = \"stablehlo.reshape\"(%%idx_s) : (%s) -> %s\n", tsi, tidx2);
 	buf_printf(&b,

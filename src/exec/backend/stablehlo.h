@@ -41,8 +41,9 @@ char *stablehlo_generator(uint64_t rows, uint64_t cols, size_t *len);
 
 /*
  * The gather of an output's sample (struct kernel_sample in exec/kernel.h) as a module @acceld_gather: main(out:
- * tensor<cols x f32> (rows 0) or tensor<rows x cols x f32>, first: tensor<ui64>, step: tensor<ui64>) ->
- * tensor<count x f32>, element j the output's element (first + j * step) mod (rows * cols), row-major.
+ * tensor<cols x f32> (rows 0: a vector, one row) or tensor<rows x cols x f32>, r0, rs, c0, cs: tensor<ui64>) ->
+ * tensor<count x f32>, element j the output's element at row (r0 + (j / C) * rs) mod rows and column
+ * (c0 + (j % C) * cs) mod cols, with C the grid's columns that kernel_sample_grid gives for the output's shape.
  */
 char *stablehlo_gather(uint64_t rows, uint64_t cols, size_t count, size_t *len);
 

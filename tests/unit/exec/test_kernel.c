@@ -521,8 +521,9 @@ START_TEST(verify_softmax_sampled)
 }
 END_TEST
 
-/* The sample: every element of a small output in order; 4,096 distinct ones of a larger output, the same for the
- * same seed. Sampled verification of a correct run passes and finds a single wrong element. */
+/* The sample of a vector: every element of a small output in order; 4,096 distinct ones of a larger output,
+ * (c0 + j * cs) mod len, the same for the same seed. Sampled verification of a correct run passes and finds a
+ * single wrong element. */
 START_TEST(sample_plan_and_verification)
 {
 	static const uint64_t lens[] = {4096 * 3, 10007, 1u << 20, 4097};
@@ -534,17 +535,19 @@ START_TEST(sample_plan_and_verification)
 			      .sample = sample};
 	struct kernel_verification v;
 
-	kernel_sample_plan(100, 9, &s);
-	ck_assert(s.count == 100 && s.first == 0 && s.step == 1);
+	kernel_sample_plan(1, 100, 9, &s);
+	ck_assert(s.count == 100 && kernel_sample_whole(&s) && s.nrows == 1 && s.ncols == 100);
 	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
 		unsigned char *seen = calloc(lens[i], 1);
 
-		kernel_sample_plan(lens[i], 9, &s);
-		kernel_sample_plan(lens[i], 9, &again);
-		ck_assert(s.first == again.first && s.step == again.step && s.count == KERNEL_SAMPLE_MAX);
+		kernel_sample_plan(1, lens[i], 9, &s);
+		kernel_sample_plan(1, lens[i], 9, &again);
+		ck_assert(s.c0 == again.c0 && s.cs == again.cs && s.count == KERNEL_SAMPLE_MAX);
+		ck_assert(s.nrows == 1 && s.ncols == KERNEL_SAMPLE_MAX && !kernel_sample_whole(&s));
 		for (size_t j = 0; j < s.count; j++) {
-			uint64_t e = kernel_sample_index(s.first, s.step, s.len, j);
+			uint64_t e = kernel_sample_index(&s, j);
 
+			ck_assert(e == (s.c0 + j * s.cs) % lens[i]);
 			ck_assert(e < lens[i] && !seen[e]);
 			seen[e] = 1;
 		}
@@ -557,12 +560,11 @@ START_TEST(sample_plan_and_verification)
 		x[e] = kernel_gen_value(kernel_gen_key(w.seed, 0), e);
 		y[e] = kernel_gen_value(kernel_gen_key(w.seed, 1), e);
 	}
-	kernel_sample_plan(w.n, w.seed, &s);
-	w.sample_first = s.first;
-	w.sample_step = s.step;
+	kernel_sample_of(w.kernel, &(struct kernel_shape){.n = w.n}, w.seed, &s);
+	w.grid = s;
 	w.nsample = s.count;
 	for (size_t j = 0; j < s.count; j++) {
-		uint64_t e = kernel_sample_index(s.first, s.step, s.len, j);
+		uint64_t e = kernel_sample_index(&s, j);
 
 		sample[j] = w.alpha * x[e] + y[e];
 	}
@@ -574,6 +576,133 @@ START_TEST(sample_plan_and_verification)
 	ck_assert(!v.verified);
 	free(x);
 	free(y);
+	pool_free(p);
+}
+END_TEST
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The sample of a matrix is a grid: R distinct rows by C distinct columns, no element twice, the whole output in
+ * order when it has at most 4,096 elements, the same for the same seed. */
+START_TEST(sample_grid_of_a_matrix)
+{
+	static const struct {
+		uint64_t rows, cols;
+		size_t nrows, ncols;
+	} cases[] = {{8192, 8192, 64, 64}, {8192, 10, 409, 10},  {10, 100000, 10, 409}, {70, 90, 64, 64},
+		     {3, 8000, 3, 1365},   {5000, 1, 4096, 1},   {1, 5000, 1, 4096},    {64, 64, 64, 64},
+		     {30, 30, 30, 30},     {4097, 1, 4096, 1},   {1000003, 999983, 64, 64}, {128, 33, 124, 33}};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct kernel_sample s, again;
+		uint64_t len = cases[i].rows * cases[i].cols;
+		unsigned char *row_seen = calloc(cases[i].rows, 1), *col_seen = calloc(cases[i].cols, 1);
+		size_t nrows = 0, ncols = 0;
+		uint64_t *seen = calloc(KERNEL_SAMPLE_MAX, sizeof(*seen));
+
+		kernel_sample_plan(cases[i].rows, cases[i].cols, 77 + i, &s);
+		kernel_sample_plan(cases[i].rows, cases[i].cols, 77 + i, &again);
+		ck_assert_msg(s.nrows == cases[i].nrows && s.ncols == cases[i].ncols, "%zu: %zu x %zu", i, s.nrows,
+			      s.ncols);
+		ck_assert(s.count == s.nrows * s.ncols && s.count <= KERNEL_SAMPLE_MAX);
+		ck_assert(memcmp(&s, &again, sizeof(s)) == 0);
+		ck_assert(kernel_sample_whole(&s) == (len <= KERNEL_SAMPLE_MAX));
+		for (size_t j = 0; j < s.count; j++) {
+			uint64_t r = kernel_sample_row(&s, j), c = kernel_sample_col(&s, j), e = kernel_sample_index(&s, j);
+
+			ck_assert(r < cases[i].rows && c < cases[i].cols && e == r * cases[i].cols + c);
+			if (len <= KERNEL_SAMPLE_MAX)
+				ck_assert_uint_eq(e, j);
+			/* row j / C and column j % C of the grid */
+			ck_assert(r == kernel_sample_row(&s, j / s.ncols * s.ncols));
+			ck_assert(c == kernel_sample_col(&s, j % s.ncols));
+			nrows += !row_seen[r];
+			ncols += !col_seen[c];
+			row_seen[r] = col_seen[c] = 1;
+			seen[j] = e;
+		}
+		ck_assert_uint_eq(nrows, s.nrows);
+		ck_assert_uint_eq(ncols, s.ncols);
+		qsort(seen, s.count, sizeof(*seen), cmp_u64);
+		for (size_t j = 1; j < s.count; j++) /* no element twice */
+			ck_assert(seen[j - 1] != seen[j]);
+		free(row_seen);
+		free(col_seen);
+		free(seen);
+	}
+}
+END_TEST
+
+/* The reference of one sampled sgemm element in double, naively from the generator. */
+static double gemm_sample_ref(const struct kernel_work *w, size_t j)
+{
+	uint64_t r = kernel_sample_row(&w->grid, j), c = kernel_sample_col(&w->grid, j);
+	uint32_t ka = kernel_gen_key(w->seed, 0), kb = kernel_gen_key(w->seed, 1), kc = kernel_gen_key(w->seed, 2);
+	double sum = 0.0;
+
+	for (uint64_t q = 0; q < w->k; q++)
+		sum += (double)kernel_gen_value(ka, r * w->k + q) * kernel_gen_value(kb, q * w->n + c);
+	return w->alpha * sum + (w->beta != 0.0f ? w->beta * (double)kernel_gen_value(kc, r * w->n + c) : 0.0);
+}
+
+/* Sampled sgemm and softmax verification over the grid: a correct sample passes (sgemm over several chunks of k,
+ * and with rows and columns that fill no whole block), and one wrong element anywhere in it is caught. */
+START_TEST(sample_grid_verification)
+{
+	static const struct kernel_shape shapes[] = {{1, 100000, 2500}, {70, 90, 37}, {4099, 7, 13}, {100, 100, 64}};
+	struct pool *p = pool_new(2);
+	float *sample = malloc(KERNEL_SAMPLE_MAX * sizeof(float));
+	struct kernel_verification v;
+
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		struct kernel_work w = {.kernel = KERNEL_SGEMM, .m = shapes[i].m, .n = shapes[i].n, .k = shapes[i].k,
+				      .alpha = 1.25f, .beta = i % 2 ? 0.5f : 0.0f, .seed = 5 + i, .generate = true,
+				      .sample = sample};
+
+		kernel_sample_of(w.kernel, &shapes[i], w.seed, &w.grid);
+		w.nsample = w.grid.count;
+		for (size_t j = 0; j < w.nsample; j++)
+			sample[j] = (float)gemm_sample_ref(&w, j);
+		kernel_verify_sample(p, &w, &v);
+		ck_assert_msg(v.verified && v.sampled, "%zu: %g", i, v.worst_ratio);
+		ck_assert_uint_eq(v.checked, w.nsample);
+		ck_assert(v.worst_ratio < 0.05);
+		sample[w.nsample - 1 - i * 7] += 1.0f;
+		kernel_verify_sample(p, &w, &v);
+		ck_assert_msg(!v.verified, "%zu", i);
+	}
+	{
+		/* softmax: 3 rows of 8000 (a grid of 3 x 1365), the output made from the generator in double */
+		struct kernel_work w = {.kernel = KERNEL_SOFTMAX, .m = 3, .n = 8000, .seed = 9, .generate = true,
+				      .sample = sample};
+		uint32_t key = kernel_gen_key(w.seed, 0);
+
+		kernel_sample_of(w.kernel, &(struct kernel_shape){.m = w.m, .n = w.n}, w.seed, &w.grid);
+		ck_assert(w.grid.nrows == 3 && w.grid.ncols == 1365);
+		w.nsample = w.grid.count;
+		for (size_t j = 0; j < w.nsample; j++) {
+			uint64_t r = kernel_sample_row(&w.grid, j);
+			double mx = -1e300, sum = 0.0;
+
+			for (uint64_t q = 0; q < w.n; q++)
+				mx = fmax(mx, kernel_gen_value(key, r * w.n + q));
+			for (uint64_t q = 0; q < w.n; q++)
+				sum += exp(kernel_gen_value(key, r * w.n + q) - mx);
+			sample[j] = (float)(exp(kernel_gen_value(key, kernel_sample_index(&w.grid, j)) - mx) / sum);
+		}
+		kernel_verify_sample(p, &w, &v);
+		ck_assert(v.verified && v.checked == w.nsample);
+		ck_assert_str_eq(v.method, "double-precision reference of 4095 sampled elements (3 rows x 1365 columns)");
+		sample[2000] *= 1.01f;
+		kernel_verify_sample(p, &w, &v);
+		ck_assert(!v.verified);
+	}
+	free(sample);
 	pool_free(p);
 }
 END_TEST
@@ -603,6 +732,8 @@ Suite *make_suite(void)
 	tcase_add_test(tc, verify_softmax_every_row);
 	tcase_add_test(tc, verify_softmax_sampled);
 	tcase_add_test(tc, sample_plan_and_verification);
+	tcase_add_test(tc, sample_grid_of_a_matrix);
+	tcase_add_test(tc, sample_grid_verification);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return s;

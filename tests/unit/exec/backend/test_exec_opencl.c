@@ -9,6 +9,7 @@
  *   softmax:      |got - ref| <= (2e-6 + cols * u) * ref + 1e-30 (OpenCL's exp is within 3 ulp)
  * Sizes stay small: CI has two cores and PoCL compiles each kernel once (cached in $ACCELD_BUILD/pocl-cache).
  */
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -279,9 +280,8 @@ START_TEST(generated_inputs_match_the_c_twin)
 		struct backend_timing t = {0};
 		char err[512];
 
-		kernel_sample_plan(len, w.seed, &smp);
-		w.sample_first = smp.first;
-		w.sample_step = smp.step;
+		kernel_sample_of(w.kernel, &sh, w.seed, &smp);
+		w.grid = smp;
 		w.nsample = smp.count;
 		ck_assert_msg(exec_ocl_run(ocl, &w, &t, err, sizeof(err)) == ACCELD_OK, "%s", err);
 		ck_assert_uint_eq(t.transfer_bytes, (len + smp.count) * sizeof(float));
@@ -297,7 +297,7 @@ START_TEST(generated_inputs_match_the_c_twin)
 		ck_assert_msg(memcmp(dev_out, host_out, len * sizeof(float)) == 0, "%s: device-made inputs differ",
 			      kernel_name(w.kernel));
 		for (size_t j = 0; j < smp.count; j++)
-			ck_assert(sample[j] == dev_out[kernel_sample_index(smp.first, smp.step, len, j)]);
+			ck_assert(sample[j] == dev_out[kernel_sample_index(&smp, j)]);
 		for (unsigned i = 0; i < KERNEL_MAX_INPUTS; i++)
 			free(hin[i]);
 		free(dev_out);
@@ -320,10 +320,9 @@ START_TEST(generated_job_moves_no_input_bytes)
 	char err[512];
 	uint64_t made;
 
-	kernel_sample_plan(w.n, w.seed, &smp);
+	kernel_sample_plan(1, w.n, w.seed, &smp);
 	ck_assert_uint_eq(smp.count, KERNEL_SAMPLE_MAX);
-	w.sample_first = smp.first;
-	w.sample_step = smp.step;
+	w.grid = smp;
 	w.nsample = smp.count;
 	ck_assert_msg(exec_ocl_run(ocl, &w, &t, err, sizeof(err)) == ACCELD_OK, "%s", err);
 	made = exec_ocl_buffers_made(ocl);
@@ -339,8 +338,7 @@ START_TEST(generated_job_moves_no_input_bytes)
 	{
 		static float b[100000], c[100000];
 		struct kernel_work u = {.kernel = KERNEL_TRIAD, .n = 100000, .scale = 3.0f, .in = {b, c},
-				      .sample = sample, .sample_first = smp.first, .sample_step = smp.step,
-				      .nsample = smp.count};
+				      .sample = sample, .grid = smp, .nsample = smp.count};
 
 		for (size_t i = 0; i < 100000; i++)
 			b[i] = c[i] = (float)i;
@@ -366,11 +364,12 @@ START_TEST(fault_knob_is_caught)
 	float sample[KERNEL_SAMPLE_MAX];
 	float out[300];
 	struct kernel_work w = {.kernel = KERNEL_SAXPY, .n = 300, .alpha = 1.0f, .seed = 3, .generate = true,
-			      .out = out, .sample_step = 1, .nsample = 300, .sample = sample};
+			      .out = out, .nsample = 300, .sample = sample};
 	struct kernel_verification v;
 	struct backend_timing t = {0};
 	char err[512];
 
+	kernel_sample_plan(1, w.n, w.seed, &w.grid);
 	setenv("ACCELD_FAULT_WRONG_ELEMENT", "123", 1);
 	ck_assert_msg(exec_ocl_open(&dev, &bad, err, sizeof(err)) == ACCELD_OK, "%s", err);
 	unsetenv("ACCELD_FAULT_WRONG_ELEMENT");
@@ -414,8 +413,8 @@ START_TEST(kernel_time_is_the_devices)
 
 		if (kernel_output_rank(w->kernel) > 0) {
 			w->sample = sample;
-			w->sample_step = 1;
-			w->nsample = 16;
+			kernel_sample_of(w->kernel, &(struct kernel_shape){w->m, w->n, w->k}, w->seed, &w->grid);
+			w->nsample = w->grid.count;
 		}
 		ck_assert_msg(exec_ocl_run(ocl, w, &t, err, sizeof(err)) == ACCELD_OK, "%s", err);
 		wall = (double)(clock_mono_ns() - t0) / 1e6;
@@ -445,6 +444,39 @@ START_TEST(allocation_failure_exceeds_device_memory)
 	ck_assert_msg(strstr(err, "CL_MEM_OBJECT_ALLOCATION_FAILURE (-4)") != NULL, "%s", err);
 	ck_assert_msg(exec_ocl_run(small, &fits, &t, err, sizeof(err)) == ACCELD_OK, "%s", err);
 	exec_ocl_close(small);
+}
+END_TEST
+
+/* A matrix whose output stays on the device: the gather returns the grid's elements, and one wrong element inside
+ * the grid (the fault knob set to its index) is caught by sampled verification. */
+START_TEST(fault_inside_the_grid_is_caught)
+{
+	struct pool *p = pool_new(1);
+	struct exec_ocl *bad = NULL;
+	float sample[KERNEL_SAMPLE_MAX];
+	struct kernel_work w = {.kernel = KERNEL_SGEMM, .m = 100, .n = 90, .k = 8, .alpha = 1.0f, .seed = 4,
+			      .generate = true, .sample = sample};
+	struct kernel_verification v;
+	struct backend_timing t = {0};
+	char err[512], element[32];
+
+	kernel_sample_of(w.kernel, &(struct kernel_shape){w.m, w.n, w.k}, w.seed, &w.grid);
+	ck_assert(w.grid.nrows == 64 && w.grid.ncols == 64 && !kernel_sample_whole(&w.grid));
+	w.nsample = w.grid.count;
+	ck_assert_msg(exec_ocl_run(ocl, &w, &t, err, sizeof(err)) == ACCELD_OK, "%s", err);
+	ck_assert_uint_eq(t.transfer_bytes, w.nsample * sizeof(float));
+	kernel_verify_sample(p, &w, &v);
+	ck_assert(v.verified && v.checked == w.nsample);
+	snprintf(element, sizeof(element), "%" PRIu64, kernel_sample_index(&w.grid, 2345));
+	setenv("ACCELD_FAULT_WRONG_ELEMENT", element, 1);
+	ck_assert_msg(exec_ocl_open(&dev, &bad, err, sizeof(err)) == ACCELD_OK, "%s", err);
+	unsetenv("ACCELD_FAULT_WRONG_ELEMENT");
+	ck_assert_msg(exec_ocl_run(bad, &w, &t, err, sizeof(err)) == ACCELD_OK, "%s", err);
+	ck_assert(sample[2345] == 1e6f);
+	kernel_verify_sample(p, &w, &v);
+	ck_assert(!v.verified && v.max_abs_error > 1e5);
+	exec_ocl_close(bad);
+	pool_free(p);
 }
 END_TEST
 
@@ -521,6 +553,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, fault_knob_is_caught);
 	tcase_add_test(tc, kernel_time_is_the_devices);
 	tcase_add_test(tc, allocation_failure_exceeds_device_memory);
+	tcase_add_test(tc, fault_inside_the_grid_is_caught);
 	tcase_add_test(tc, missing_device_is_reported);
 	tcase_add_test(tc, serves_and_admits);
 	tcase_add_test(tc, error_names);

@@ -257,8 +257,9 @@ START_TEST(every_kernel_on_a_tpu_and_cached)
 END_TEST
 
 /*
- * A generated job makes its inputs on the device: only the scalars (alpha, each input's key, the sample's first
- * and step) go up, and only the sample of the output comes back unless the output is asked for.
+ * A generated job makes its inputs on the device: only the scalars (alpha, each input's key, the sample's r0, rs,
+ * c0 and cs) go up, and only the sample of the output comes back unless the output is asked for; a matrix's sample
+ * (a grid of 64 rows x 64 columns) gathered by the stand-in verifies against the host's reference.
  */
 START_TEST(generated_job_uploads_no_inputs)
 {
@@ -274,12 +275,20 @@ START_TEST(generated_job_uploads_no_inputs)
 	up = fake_bytes("upload");
 	down = fake_bytes("download");
 	doc = run_ok(ex, KERNEL_SAXPY, (struct kernel_shape){.n = 100000}, "gpu:0");
-	ck_assert_int_eq(fake_bytes("upload") - up, 4 + 2 * 4 + 2 * 8);
+	ck_assert_int_eq(fake_bytes("upload") - up, 4 + 2 * 4 + 4 * 8);
 	ck_assert_int_eq(fake_bytes("download") - down, KERNEL_SAMPLE_MAX * 4);
 	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(doc, "verification"), "checked")),
 			 KERNEL_SAMPLE_MAX);
 	ck_assert_double_eq(json_real_value(json_object_get(json_object_get(doc, "timing"), "transfer_bytes")),
-			    4 + 2 * 4 + 2 * 8 + KERNEL_SAMPLE_MAX * 4);
+			    4 + 2 * 4 + 4 * 8 + KERNEL_SAMPLE_MAX * 4);
+	json_decref(doc);
+	down = fake_bytes("download");
+	doc = run_ok(ex, KERNEL_SGEMM, (struct kernel_shape){.m = 300, .n = 200, .k = 64}, "gpu:0");
+	ck_assert_int_eq(fake_bytes("download") - down, KERNEL_SAMPLE_MAX * 4);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(doc, "verification"), "checked")),
+			 KERNEL_SAMPLE_MAX);
+	ck_assert_str_eq(member(json_object_get(doc, "verification"), "method"),
+			 "double-precision reference of 4096 sampled elements (64 rows x 64 columns)");
 	json_decref(doc);
 	/* asked for, the output comes back instead (the sample is taken from it); a full verification compares every
 	 * element */
@@ -343,7 +352,7 @@ START_TEST(generated_inputs_stay_on_the_device)
 	waits = fake_calls("PJRT_Event_Await") + fake_calls("PJRT_Event_OnReady");
 	doc = run_ok(ex, KERNEL_SAXPY, (struct kernel_shape){.n = 2u << 20}, "tpu:0");
 	ck_assert_int_eq(fake_calls("PJRT_LoadedExecutable_Execute") - execs, 2);
-	ck_assert_int_eq(fake_bytes("upload") - up, 4 + 2 * 8); /* alpha, the sample's first and step */
+	ck_assert_int_eq(fake_bytes("upload") - up, 4 + 4 * 8); /* alpha, the sample grid's r0, rs, c0, cs */
 	ck_assert_int_le(fake_calls("PJRT_Event_Await") + fake_calls("PJRT_Event_OnReady") - waits, 2);
 	json_decref(doc);
 	/* another seed is made anew */
