@@ -62,7 +62,7 @@ step "acceld report --json, CUDA_VISIBLE_DEVICES=$UUID" 60 pjrt_probe.txt \
 	env CUDA_VISIBLE_DEVICES="$UUID" LD_LIBRARY_PATH="$B/lib" "$B/acceld" report --json
 step check_nvidia 90 check_nvidia.txt sh "$B/check_nvidia.sh" "$B"
 case $SKIP in *,quick,*) ;; *)
-	for backend in opencl pjrt; do
+	for backend in opencl; do # pjrt: check_worker.sh times it, cold and warm
 		step "check quick $backend" 90 check.txt env LD_LIBRARY_PATH="$B/lib" \
 			"$B/acceld" check --device gpu:0 --level quick --backend "$backend" --json --db /tmp/acceld-check.db
 	done ;;
