@@ -34,6 +34,7 @@ extern char order[64][24];      /* "sgemm 256", "saxpy 1000": the runs in the or
 extern int norder;
 extern unsigned cold_ms;        /* the first run takes this long more, as a backend's first use does */
 extern unsigned compile_ms;     /* the first sgemm run of each size takes this long more, reported as its compile */
+extern unsigned loaded_ms;      /* the first run of each kernel and size: 1 ms of compile and this much more kernel */
 extern double reference;        /* what the backend says a healthy device reaches (0: it says nothing) */
 
 /* Closes (true) or opens the gate that runs wait at. */
