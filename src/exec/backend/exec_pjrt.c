@@ -1074,32 +1074,28 @@ static bool sample_is_output(const struct kernel_work *w)
 	       kernel_sample_whole(&w->grid);
 }
 
-/* The sample of the output in out (w->nsample elements into w->sample), gathered on the device. */
-static enum acceld_err gather(struct pj *p, struct kernel_work *w, PJRT_Buffer *out, struct backend_timing *t,
-			      char *err, size_t errsz)
+/*
+ * Starts gathering the sample of the output in out on the device (w->nsample elements): its four offsets go up and
+ * the gather is launched behind the kernel without waiting, so that nothing but the sample's copy follows the
+ * kernel. *sample gets the gather's output; scalars[0..4) the offsets' buffers (the caller destroys all five).
+ */
+static enum acceld_err gather_start(struct pj *p, struct kernel_work *w, PJRT_Buffer *out, PJRT_Buffer **sample,
+				    PJRT_Buffer *scalars[4], struct backend_timing *t, char *err, size_t errsz)
 {
 	bool matrix = kernel_output_rank(w->kernel) == 2;
 	struct kernel_shape s = {.m = matrix ? w->m : 0, .n = w->n, .k = w->nsample};
 	uint64_t *scalar[4] = {&w->grid.r0, &w->grid.rs, &w->grid.c0, &w->grid.cs};
 	PJRT_Buffer *args[5] = {out, NULL, NULL, NULL, NULL};
-	PJRT_Buffer *sample[1] = {NULL};
 	enum acceld_err rc = ACCELD_OK;
 
-	if (sample_is_output(w)) /* no gather */
-		return download(p, out, kernel_output_rank(w->kernel), w->sample, w->nsample, err, errsz);
 	for (unsigned i = 0; i < 4 && rc == ACCELD_OK; i++) {
 		struct operand o = {.data = scalar[i], .type = PJRT_Buffer_Type_U64, .input = -1};
 
 		rc = upload(p, &o, &args[1 + i], err, errsz);
 	}
 	if (rc == ACCELD_OK)
-		/* not waited for: the download waits for its output */
 		rc = run_aux(p, PJ_GATHER, s, args, 5, sample, false, t, err, errsz);
-	if (rc == ACCELD_OK)
-		rc = download(p, sample[0], 1, w->sample, w->nsample, err, errsz);
-	for (unsigned i = 1; i < 5; i++)
-		destroy_buffer(p->host->api, args[i]);
-	destroy_buffer(p->host->api, sample[0]);
+	memcpy(scalars, args + 1, 4 * sizeof(args[0]));
 	return rc;
 }
 
@@ -1142,6 +1138,8 @@ static enum acceld_err execute(struct pj *p, struct program *prog, struct kernel
 	struct kernel_shape s = {.m = w->m, .n = w->n, .k = w->k};
 	float value = 0.0f;
 	PJRT_Buffer *keys[OPERANDS_MAX] = {NULL};
+	PJRT_Buffer *sample[1] = {NULL}, *scalars[4] = {NULL};
+	bool gathering = false;
 	struct resident *res[OPERANDS_MAX] = {NULL};
 	bool made[OPERANDS_MAX] = {false};
 	uint64_t t0 = clock_mono_ns(), t1, t2, gen_ns = 0;
@@ -1180,6 +1178,12 @@ static enum acceld_err execute(struct pj *p, struct program *prog, struct kernel
 		rc = execute_failed(h, code, err, errsz);
 		goto out;
 	}
+	/* the sample is gathered on the device behind the kernel; a small output is its own sample */
+	gathering = w->nsample > 0 && w->sample != NULL && kernel_output_rank(w->kernel) > 0 && !sample_is_output(w);
+	if (gathering && (rc = gather_start(p, w, out[0], &sample[0], scalars, t, err, errsz)) != ACCELD_OK) {
+		await(api, complete[0], "the program", NULL, 0);
+		goto out;
+	}
 	if (!await_until(api, complete[0], w->deadline_ns, &code, err, errsz)) {
 		/* the job is answered as timed out already: give the worker back, leave the rest to the idler */
 		bufs[n] = out[0];
@@ -1189,9 +1193,13 @@ static enum acceld_err execute(struct pj *p, struct program *prog, struct kernel
 				resident_forget(&h->resident, res[i]);
 		abandon(h, complete[0], bufs, n + 1, prog);
 		pthread_mutex_unlock(&h->mu);
-		/* a deleted buffer's memory is freed once the programs that read it are done */
+		/* a deleted buffer's memory is freed once the programs that read it are done (the client's close waits
+		 * for the gather, as XLA's waits for all its streams' work) */
 		for (unsigned i = 0; i < n; i++)
 			destroy_buffer(api, keys[i]);
+		for (unsigned i = 0; i < 4; i++)
+			destroy_buffer(api, scalars[i]);
+		destroy_buffer(api, sample[0]);
 		snprintf(err, errsz, "the program was still running at the job's deadline and was abandoned; the PJRT "
 			 "client closes when it ends");
 		return ACCELD_ETIMEOUT;
@@ -1201,10 +1209,11 @@ static enum acceld_err execute(struct pj *p, struct program *prog, struct kernel
 		goto out;
 	}
 	t2 = clock_mono_ns();
-	/* the sample is gathered on the device; the output comes back only when the host asked for it */
+	/* the sample comes back; the output only when the host asked for it */
 	if (w->nsample > 0 && w->sample != NULL && kernel_output_rank(w->kernel) > 0) {
-		rc = gather(p, w, out[0], t, err, errsz);
-		bytes += (sample_is_output(w) ? 0 : 4 * sizeof(uint64_t)) + w->nsample * sizeof(float);
+		rc = download(p, gathering ? sample[0] : out[0], gathering ? 1 : kernel_output_rank(w->kernel), w->sample,
+			      w->nsample, err, errsz);
+		bytes += (gathering ? 4 * sizeof(uint64_t) : 0) + w->nsample * sizeof(float);
 	}
 	if (rc == ACCELD_OK && (w->kernel == KERNEL_DOT || w->out != NULL)) {
 		size_t count = (size_t)kernel_output_len(w->kernel, &s);
@@ -1234,6 +1243,9 @@ out:
 	}
 	pthread_mutex_unlock(&h->mu);
 	destroy_buffer(api, out[0]);
+	for (unsigned i = 0; i < 4; i++)
+		destroy_buffer(api, scalars[i]);
+	destroy_buffer(api, sample[0]);
 	return rc;
 }
 
