@@ -8,8 +8,8 @@
 #   tests/gpu/device_run.sh BUNDLE [OUTDIR]     (BUNDLE: what bundle.sh made; OUTDIR: default $OUT)
 #
 # The plugin is looked for below the folder that holds python3's site-packages (ACCELD_PJRT_SEARCH).
-# DEVICE_RUN_SKIP=smi,quick,long leaves out nvidia-smi -q, the quick checks and the long check (when an earlier run
-# recorded them).
+# DEVICE_RUN_SKIP=smi,probe,nvidia,quick,long leaves out nvidia-smi -q, the probes, check_nvidia.sh, the quick
+# checks and the long check (when an earlier run recorded them); CHECK_WORKER_STEPS chooses check_worker.sh's steps.
 set -eu
 
 B=$(cd "${1:-build/gpu-bundle}" && pwd)
@@ -54,13 +54,17 @@ esac
 step check_worker 300 check_worker.txt sh "$B/check_worker.sh" "$B"
 step check_pjrt 240 check_pjrt.txt sh "$B/check_pjrt.sh" "$B"
 step bench_nvidia 150 bench_nvidia.txt sh "$B/bench_nvidia.sh" "$B"
-step "pjrt_probe" 60 pjrt_probe.txt "$B/pjrt_probe" "$PLUGIN"
-step "pjrt_probe, first client visible_devices=[9]" 60 pjrt_probe.txt "$B/pjrt_probe" "$PLUGIN" 9
-step "pjrt_probe, first client visible_devices=[0]" 60 pjrt_probe.txt "$B/pjrt_probe" "$PLUGIN" 0
-step "pjrt_probe, CUDA_VISIBLE_DEVICES=''" 60 pjrt_probe.txt env CUDA_VISIBLE_DEVICES= "$B/pjrt_probe" "$PLUGIN"
-step "acceld report --json, CUDA_VISIBLE_DEVICES=$UUID" 60 pjrt_probe.txt \
-	env CUDA_VISIBLE_DEVICES="$UUID" LD_LIBRARY_PATH="$B/lib" "$B/acceld" report --json
-step check_nvidia 90 check_nvidia.txt sh "$B/check_nvidia.sh" "$B"
+case $SKIP in *,probe,*) ;; *)
+	step "pjrt_probe" 60 pjrt_probe.txt "$B/pjrt_probe" "$PLUGIN"
+	step "pjrt_probe, first client visible_devices=[9]" 60 pjrt_probe.txt "$B/pjrt_probe" "$PLUGIN" 9
+	step "pjrt_probe, first client visible_devices=[0]" 60 pjrt_probe.txt "$B/pjrt_probe" "$PLUGIN" 0
+	step "pjrt_probe, CUDA_VISIBLE_DEVICES=''" 60 pjrt_probe.txt env CUDA_VISIBLE_DEVICES= "$B/pjrt_probe" "$PLUGIN"
+	step "acceld report --json, CUDA_VISIBLE_DEVICES=$UUID" 60 pjrt_probe.txt \
+		env CUDA_VISIBLE_DEVICES="$UUID" LD_LIBRARY_PATH="$B/lib" "$B/acceld" report --json ;;
+esac
+case $SKIP in *,nvidia,*) ;; *)
+	step check_nvidia 90 check_nvidia.txt sh "$B/check_nvidia.sh" "$B" ;;
+esac
 case $SKIP in *,quick,*) ;; *)
 	for backend in opencl; do # pjrt: check_worker.sh times it, cold and warm
 		step "check quick $backend" 90 check.txt env LD_LIBRARY_PATH="$B/lib" \
