@@ -25,8 +25,12 @@ struct config;
 
 /* What a backend measured of one run. */
 struct backend_timing {
-	double transfer_ms; /* host <-> device copies; 0 for native */
-	uint64_t transfer_bytes; /* the bytes those copies moved, both ways */
+	double transfer_ms; /* host <-> device copies; 0 for native: upload_ms + download_ms */
+	uint64_t transfer_bytes; /* the bytes those copies moved, both ways: upload_bytes + download_bytes */
+	double upload_ms;   /* host to device: the inputs the host gave */
+	uint64_t upload_bytes;
+	double download_ms; /* device to host: the output asked for, the sample */
+	uint64_t download_bytes;
 	double generate_ms; /* making generated inputs on the device (kernel_work.generate); 0 none */
 	double kernel_ms;
 	double compile_ms;  /* building the program for this run; 0 when it came from a cache, NAN: no programs */

@@ -53,6 +53,22 @@ class DeviceData(ServerTestCase):
         r = self.server.request("GET", "/run/" + doc["id"])
         self.assertEqual(len(r.json()["result"]["output"]), n)
 
+    def test_inline_inputs_up_and_the_output_down(self):
+        # the inputs the host gave go up, the output asked for comes down, each counted in its direction
+        n = 5000
+        doc = run_ok(self, {"kernel": "saxpy", "device": "cpu:0", "backend": "opencl", "return": "full",
+                            "inputs": {"x": [0.5] * n, "y": [0.25] * n}})
+        timing = doc["timing"]
+        self.assertEqual(timing["upload_bytes"], 2 * n * 4, timing)
+        self.assertEqual(timing["download_bytes"], n * 4, timing)
+        self.assertEqual(timing["transfer_bytes"], 3 * n * 4, timing)
+        self.assertAlmostEqual(timing["upload_ms"] + timing["download_ms"], timing["transfer_ms"], places=3)
+        # a generated job that keeps its output on the device moves nothing up
+        doc = run_ok(self, {"kernel": "saxpy", "n": 100000, "device": "cpu:0", "backend": "opencl",
+                            "generate": {"seed": 3}})
+        self.assertEqual(doc["timing"]["upload_bytes"], 0, doc["timing"])
+        self.assertNotIn("upload_gbytes_per_s", doc["timing"])
+
     def test_full_verification_compares_every_element(self):
         doc = run_ok(self, {"kernel": "softmax", "m": 3, "n": 8000, "device": "cpu:0", "backend": "opencl",
                             "verify": "full"})
@@ -132,6 +148,23 @@ class PjrtDeviceData(unittest.TestCase):
             self.assertEqual(doc["timing"]["transfer_bytes"], 4 + 2 * 4 + 2 * 8 + SAMPLE * 4)
             self.assertEqual(doc["result"]["summary"]["of"], "sample")
 
+    def test_inline_inputs_up_and_the_output_down(self):
+        with tempfile.TemporaryDirectory() as tmp, Server(env=self.env(tmp)) as s:
+            m, n, k = 16, 24, 8
+            a = [[0.5] * k for _ in range(m)]
+            b = [[0.25] * n for _ in range(k)]
+            r = s.request("POST", "/run", json_body={"kernel": "sgemm", "m": m, "n": n, "k": k, "device": "gpu:0",
+                                                     "backend": "pjrt", "return": "full",
+                                                     "inputs": {"a": a, "b": b}})
+            self.assertEqual(r.status, 200, r)
+            timing = r.json()["timing"]
+            counts = read_counts(os.path.join(tmp, "counts"))
+            # the stand-in saw what the answer says; of it the inputs are m x k and k x n floats, the output m x n
+            self.assertEqual(timing["upload_bytes"], counts["upload_bytes"], (timing, counts))
+            self.assertEqual(timing["download_bytes"], counts["download_bytes"], (timing, counts))
+            self.assertEqual(timing["download_bytes"], m * n * 4, timing)
+            self.assertEqual(timing["upload_bytes"], (m * k + k * n) * 4 + 4, timing)  # and alpha
+
     def test_sampled_verification_catches_the_wrong_result(self):
         with tempfile.TemporaryDirectory() as tmp, Server(env=self.env(tmp, FAKE_PJRT_WRONG_RESULT="1")) as s:
             r = s.request("POST", "/run", json_body={"kernel": "softmax", "m": 8, "n": 400, "device": "gpu:0",
@@ -155,7 +188,8 @@ class TimingKept(unittest.TestCase):
             with Server(db=db, env=env) as s:
                 got = s.get("/run/" + job["id"]).json()
                 self.assertEqual(got["source"], "history")
-                for key in ("generate_ms", "transfer_ms", "transfer_bytes", "transfer_gbytes_per_s", "kernel_ms",
+                for key in ("generate_ms", "transfer_ms", "transfer_bytes", "transfer_gbytes_per_s", "upload_ms",
+                            "upload_bytes", "download_ms", "download_bytes", "download_gbytes_per_s", "kernel_ms",
                             "verify_ms", "total_ms"):
                     self.assertEqual(got["timing"][key], job["timing"][key], key)
 

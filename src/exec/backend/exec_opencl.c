@@ -409,8 +409,10 @@ struct launch {
 	struct exec_ocl *ocl;
 	cl_int rc;
 	const char *what;
-	uint64_t bytes;   /* moved between host and device, both ways */
-	uint64_t gen_ns;  /* making generated inputs on the device */
+	uint64_t up_bytes;   /* moved from the host to the device */
+	uint64_t down_bytes; /* moved from the device to the host */
+	uint64_t gen_ns;     /* making generated inputs on the device */
+	uint64_t kernel_t0;  /* when the uploads had finished and the kernel was launched */
 };
 
 static void set_arg(struct launch *l, cl_kernel k, cl_uint idx, size_t size, const void *value)
@@ -440,7 +442,7 @@ static cl_mem upload(struct launch *l, const float *src, size_t count)
 		return NULL;
 	}
 	if (src != NULL && count > 0) {
-		l->bytes += count * sizeof(float);
+		l->up_bytes += count * sizeof(float);
 		rc = clEnqueueWriteBuffer(l->ocl->queue, m, CL_FALSE, 0, count * sizeof(float), src, 0, NULL, NULL);
 		if (rc != CL_SUCCESS) {
 			l->rc = rc;
@@ -478,7 +480,7 @@ static void write_rect(struct launch *l, cl_mem m, const float *src, size_t rows
 
 	if (l->rc != CL_SUCCESS || rows == 0 || cols == 0 || src == NULL)
 		return;
-	l->bytes += rows * cols * sizeof(float);
+	l->up_bytes += rows * cols * sizeof(float);
 	rc = clEnqueueWriteBufferRect(l->ocl->queue, m, CL_FALSE, origin, origin, region, pitch * sizeof(float), 0,
 				      cols * sizeof(float), 0, src, 0, NULL, NULL);
 	if (rc != CL_SUCCESS) {
@@ -500,6 +502,15 @@ static void finish(struct launch *l, const char *what)
 	}
 }
 
+/* Waits for the uploads (and generators) to finish and marks the kernel's start: the line between the run's uploads
+ * and what follows. Returns the time. */
+static uint64_t begin_kernel(struct launch *l)
+{
+	finish(l, "clFinish (upload)");
+	l->kernel_t0 = clock_mono_ns();
+	return l->kernel_t0;
+}
+
 static void enqueue(struct launch *l, cl_kernel k, cl_uint dims, const size_t *global, const size_t *local)
 {
 	cl_int rc;
@@ -519,7 +530,7 @@ static void read_back(struct launch *l, cl_mem m, float *dst, size_t count)
 
 	if (l->rc != CL_SUCCESS || count == 0 || dst == NULL)
 		return;
-	l->bytes += count * sizeof(float);
+	l->down_bytes += count * sizeof(float);
 	rc = clEnqueueReadBuffer(l->ocl->queue, m, CL_TRUE, 0, count * sizeof(float), dst, 0, NULL, NULL);
 	if (rc != CL_SUCCESS) {
 		l->rc = rc;
@@ -641,7 +652,7 @@ static void results(struct launch *l, cl_mem out, struct kernel_work *w, size_t 
 		size_t origin[3] = {0, 0, 0};
 		size_t region[3] = {cols * sizeof(float), rows, 1};
 
-		l->bytes += len * sizeof(float);
+		l->down_bytes += len * sizeof(float);
 		rc = clEnqueueReadBufferRect(ocl->queue, out, CL_TRUE, origin, origin, region, pitch * sizeof(float), 0,
 					     cols * sizeof(float), 0, w->out, 0, NULL, NULL);
 		if (rc != CL_SUCCESS) {
@@ -672,8 +683,7 @@ static uint64_t run_vector(struct launch *l, struct kernel_work *w)
 			groups = 1;
 		items = groups * ocl->wg;
 		out = device_buffer(l, groups);
-		finish(l, "clFinish (upload)");
-		t0 = clock_mono_ns();
+		t0 = begin_kernel(l);
 		set_arg(l, ocl->kernels[K_DOT], 0, sizeof(n), &n);
 		set_arg(l, ocl->kernels[K_DOT], 1, sizeof(cl_mem), &x);
 		set_arg(l, ocl->kernels[K_DOT], 2, sizeof(cl_mem), &y);
@@ -686,7 +696,7 @@ static uint64_t run_vector(struct launch *l, struct kernel_work *w)
 			double sum = 0.0;
 
 			read_back(l, out, partial, groups);
-			l->bytes -= groups * sizeof(float); /* the partial sums are the result, not a transfer of data */
+			l->down_bytes -= groups * sizeof(float); /* the partial sums are the result, not a transfer of data */
 			for (size_t i = 0; i < groups && l->rc == CL_SUCCESS; i++)
 				sum += partial[i];
 			w->value = sum;
@@ -694,8 +704,7 @@ static uint64_t run_vector(struct launch *l, struct kernel_work *w)
 		return t1 - t0;
 	}
 	out = device_buffer(l, w->n);
-	finish(l, "clFinish (upload)");
-	t0 = clock_mono_ns();
+	t0 = begin_kernel(l);
 	{
 		cl_kernel k = ocl->kernels[w->kernel == KERNEL_SAXPY ? K_SAXPY : K_TRIAD];
 		float scalar = w->kernel == KERNEL_SAXPY ? w->alpha : w->scale;
@@ -764,8 +773,7 @@ static uint64_t run_sgemm(struct launch *l, struct kernel_work *w)
 		generate(l, b, w, 1, w->k, w->n, ldb);
 	if (use_c && generated(w, 2))
 		generate(l, c, w, 2, w->m, w->n, np);
-	finish(l, "clFinish (upload)");
-	t0 = clock_mono_ns();
+	t0 = begin_kernel(l);
 	set_arg(l, ocl->kernels[K_SGEMM], 0, sizeof(cl_int), &mi);
 	set_arg(l, ocl->kernels[K_SGEMM], 1, sizeof(cl_int), &ni);
 	set_arg(l, ocl->kernels[K_SGEMM], 2, sizeof(cl_int), &ki);
@@ -795,8 +803,7 @@ static uint64_t run_softmax(struct launch *l, struct kernel_work *w)
 	uint64_t t0;
 	uint64_t t1;
 
-	finish(l, "clFinish (upload)");
-	t0 = clock_mono_ns();
+	t0 = begin_kernel(l);
 	set_arg(l, ocl->kernels[K_SOFTMAX], 0, sizeof(cols), &cols);
 	set_arg(l, ocl->kernels[K_SOFTMAX], 1, sizeof(cl_mem), &x);
 	set_arg(l, ocl->kernels[K_SOFTMAX], 2, sizeof(cl_mem), &out);
@@ -827,6 +834,7 @@ enum acceld_err exec_ocl_run(struct exec_ocl *ocl, struct kernel_work *w, struct
 	struct launch l = {.ocl = ocl, .rc = CL_SUCCESS, .what = ""};
 	uint64_t start = clock_mono_ns();
 	uint64_t kernel_ns = 0;
+	uint64_t end;
 
 	if (w->kernel == KERNEL_SGEMM && (w->m > INT_MAX || w->n > INT_MAX || w->k > INT_MAX)) {
 		snprintf(err, errsz, "sgemm sizes beyond %d are not supported by the OpenCL backend", INT_MAX);
@@ -843,11 +851,19 @@ enum acceld_err exec_ocl_run(struct exec_ocl *ocl, struct kernel_work *w, struct
 		fail(err, errsz, l.rc, l.what);
 		return l.rc == CL_OUT_OF_HOST_MEMORY ? ACCELD_ENOMEM : ACCELD_EDEVICE;
 	}
+	end = clock_mono_ns();
+	if (l.kernel_t0 == 0)
+		l.kernel_t0 = end - kernel_ns;
 	t->kernel_ms = (double)kernel_ns / 1e6;
 	t->generate_ms = (double)l.gen_ns / 1e6;
-	/* everything but the kernel and the generation: uploads, read-back, the gather, and the launch of the copies */
-	t->transfer_ms = (double)(clock_mono_ns() - start - kernel_ns - l.gen_ns) / 1e6;
-	t->transfer_bytes = l.bytes;
+	/* everything but the kernel and the generation: before the kernel the uploads (and the launch of the copies),
+	 * after it the gather and the read-back */
+	t->upload_ms = (double)(l.kernel_t0 - start - l.gen_ns) / 1e6;
+	t->download_ms = (double)(end - l.kernel_t0 - kernel_ns) / 1e6;
+	t->transfer_ms = t->upload_ms + t->download_ms;
+	t->upload_bytes = l.up_bytes;
+	t->download_bytes = l.down_bytes;
+	t->transfer_bytes = l.up_bytes + l.down_bytes;
 	return ACCELD_OK;
 }
 

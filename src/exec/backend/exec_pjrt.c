@@ -1102,8 +1102,8 @@ static enum acceld_err execute(struct pj *p, struct program *prog, struct kernel
 	struct kernel_shape s = {.m = w->m, .n = w->n, .k = w->k};
 	float value = 0.0f;
 	PJRT_Buffer *keys[OPERANDS_MAX] = {NULL};
-	uint64_t t0 = clock_mono_ns(), t1, t2, gen_ns = 0;
-	uint64_t bytes = 0;
+	uint64_t t0 = clock_mono_ns(), t1, t2, t3, gen_ns = 0;
+	uint64_t up = 0, down = 0; /* bytes each way */
 	enum acceld_err rc = ACCELD_OK;
 	int code = PJRT_Error_Code_OK;
 
@@ -1114,11 +1114,11 @@ static enum acceld_err execute(struct pj *p, struct program *prog, struct kernel
 
 			rc = generate_input(p, w, &o[i], &bufs[i], &keys[i], t, err, errsz);
 			gen_ns += clock_mono_ns() - g0;
-			bytes += sizeof(uint32_t);
+			up += sizeof(uint32_t);
 			continue;
 		}
 		rc = upload(p, &o[i], &bufs[i], err, errsz);
-		bytes += sizeof(float) * (o[i].ndims == 0 ? 1 : (uint64_t)o[i].dims[0] * (o[i].ndims == 2 ? (uint64_t)o[i].dims[1] : 1));
+		up += sizeof(float) * (o[i].ndims == 0 ? 1 : (uint64_t)o[i].dims[0] * (o[i].ndims == 2 ? (uint64_t)o[i].dims[1] : 1));
 	}
 	if (rc != ACCELD_OK)
 		goto out;
@@ -1149,14 +1149,15 @@ static enum acceld_err execute(struct pj *p, struct program *prog, struct kernel
 	/* the sample is gathered on the device; the output comes back only when the host asked for it */
 	if (w->nsample > 0 && w->sample != NULL && kernel_output_rank(w->kernel) > 0) {
 		rc = gather(p, w, out[0], t, err, errsz);
-		bytes += (sample_is_output(w) ? 0 : 2 * sizeof(uint64_t)) + w->nsample * sizeof(float);
+		up += sample_is_output(w) ? 0 : 2 * sizeof(uint64_t); /* where the sample starts and its step */
+		down += w->nsample * sizeof(float);
 	}
 	if (rc == ACCELD_OK && (w->kernel == KERNEL_DOT || w->out != NULL)) {
 		size_t count = (size_t)kernel_output_len(w->kernel, &s);
 
 		rc = download(p, out[0], kernel_output_rank(w->kernel), w->kernel == KERNEL_DOT ? (void *)&value : w->out,
 			      count, err, errsz);
-		bytes += count * sizeof(float);
+		down += count * sizeof(float);
 	}
 	if (rc != ACCELD_OK)
 		goto out;
@@ -1164,8 +1165,14 @@ static enum acceld_err execute(struct pj *p, struct program *prog, struct kernel
 		w->value = value;
 	t->kernel_ms = (double)(t2 - t1) / 1e6;
 	t->generate_ms = (double)gen_ns / 1e6;
-	t->transfer_ms = (double)(t1 - t0 - gen_ns + clock_mono_ns() - t2) / 1e6;
-	t->transfer_bytes = bytes;
+	t3 = clock_mono_ns();
+	/* before the kernel the uploads, after it the gather and the read-back */
+	t->upload_ms = (double)(t1 - t0 - gen_ns) / 1e6;
+	t->download_ms = (double)(t3 - t2) / 1e6;
+	t->transfer_ms = t->upload_ms + t->download_ms;
+	t->upload_bytes = up;
+	t->download_bytes = down;
+	t->transfer_bytes = up + down;
 out:
 	for (unsigned i = 0; i < n; i++) {
 		destroy_buffer(api, bufs[i]);

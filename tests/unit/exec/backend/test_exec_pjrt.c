@@ -280,6 +280,11 @@ START_TEST(generated_job_uploads_no_inputs)
 			 KERNEL_SAMPLE_MAX);
 	ck_assert_double_eq(json_real_value(json_object_get(json_object_get(doc, "timing"), "transfer_bytes")),
 			    4 + 2 * 4 + 2 * 8 + KERNEL_SAMPLE_MAX * 4);
+	/* by direction, as the stand-in counted them */
+	ck_assert_double_eq(json_real_value(json_object_get(json_object_get(doc, "timing"), "upload_bytes")),
+			    4 + 2 * 4 + 2 * 8);
+	ck_assert_double_eq(json_real_value(json_object_get(json_object_get(doc, "timing"), "download_bytes")),
+			    KERNEL_SAMPLE_MAX * 4);
 	json_decref(doc);
 	/* asked for, the output comes back instead (the sample is taken from it); a full verification compares every
 	 * element */
