@@ -383,7 +383,7 @@ unsigned device_pcie_generation_of(double gts)
 	return 0;
 }
 
-static json_t *pcie_json(const struct device_pcie *p)
+json_t *device_pcie_json(const struct device_pcie *p)
 {
 	json_t *o = json_object();
 
@@ -458,7 +458,7 @@ json_t *device_to_json(const struct device *d)
 		put_obj(o, "tpu", tpu_json(&d->tpu));
 	if (d->opencl.present)
 		json_object_set_new(o, "opencl", opencl_json(&d->opencl));
-	put_obj(o, "pcie", pcie_json(&d->pcie));
+	put_obj(o, "pcie", device_pcie_json(&d->pcie));
 	put_obj(o, "price", price_json(&d->price));
 	json_object_set_new(o, "executable", json_boolean(d->executable));
 	put_obj(o, "check", check_json(&d->check));

@@ -237,6 +237,9 @@ double device_pcie_lane_gbytes_per_s(unsigned generation, unsigned width);
  */
 double device_pcie_gbytes_per_s(const struct device_pcie *p);
 
+/* The link as the API shows it (GET /devices' pcie): a new object, empty when the link is unknown. */
+json_t *device_pcie_json(const struct device_pcie *p);
+
 /* The generation whose transfer rate is gts GT/s (sysfs' "16.0 GT/s PCIe"), 0 when none is. */
 unsigned device_pcie_generation_of(double gts);
 

@@ -127,6 +127,7 @@ bool kernel_compute_bound(enum kernel_id k);
 enum kernel_figure {
 	KERNEL_FIGURE_MATRIX, /* arithmetic throughput, GFLOP/s: the figure of compute-bound work */
 	KERNEL_FIGURE_MEMORY, /* memory bandwidth, GB/s: the figure of every memory-bound kernel */
+	KERNEL_FIGURE_TRANSFER, /* the link's bandwidth each way, GB/s: one input and an output of the same size */
 };
 
 /* The kernel that measures figure f. */
