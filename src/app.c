@@ -110,6 +110,8 @@ static void store_row_of(const struct exec_record *rec, struct store_job *job)
 	snprintf(job->error, sizeof(job->error), "%s", rec->error ? rec->error : "");
 	snprintf(job->trigger, sizeof(job->trigger), "%s", rec->trigger ? rec->trigger : "");
 	snprintf(job->check_id, sizeof(job->check_id), "%s", rec->check_id ? rec->check_id : "");
+	snprintf(job->transfer_memory, sizeof(job->transfer_memory), "%s",
+		 rec->transfer_memory ? rec->transfer_memory : "");
 }
 
 /* on_job_start: a running job has its row, so one that a crash cuts short is marked interrupted at the next start. */

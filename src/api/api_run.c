@@ -481,6 +481,7 @@ static json_t *stored_job_json(const struct store_job *j)
 	d.upload_bytes = j->upload_bytes;
 	d.download_ms = j->download_ms;
 	d.download_bytes = j->download_bytes;
+	d.transfer_memory = j->transfer_memory;
 	d.kernel_ms = j->kernel_ms;
 	d.total_ms = j->total_ms;
 	d.flops = j->flops;

@@ -73,6 +73,7 @@ struct exec_record {
 	double transfer_bytes;                               /* NAN unknown */
 	double upload_ms, upload_bytes;                      /* host to device; NAN unknown */
 	double download_ms, download_bytes;                  /* device to host; NAN unknown */
+	const char *transfer_memory;                         /* "pinned", "pageable"; NULL unknown */
 	double flops;
 	double bytes;
 	double cost_usd;            /* NAN when the device's price is unknown */

@@ -52,6 +52,7 @@ struct exec_job {
 	uint64_t transfer_bytes;           /* bytes the transfers moved, both ways */
 	double upload_ms, download_ms;     /* the transfers by direction: host to device, device to host */
 	uint64_t upload_bytes, download_bytes;
+	enum backend_memory transfer_memory; /* the host memory they used */
 	double compile_ms;                 /* NAN: the backend builds no programs */
 	int cached;                        /* the program came from the backend's cache (1), was built (0); -1 */
 	enum kernel_precision precision;   /* what ran */

@@ -235,6 +235,7 @@ static enum acceld_err run_job(struct worker *w, struct pool *pool, struct exec_
 	job->upload_bytes = timing.upload_bytes;
 	job->download_ms = timing.download_ms;
 	job->download_bytes = timing.download_bytes;
+	job->transfer_memory = timing.transfer_memory;
 	job->compile_ms = timing.compile_ms;
 	job->cached = timing.cached;
 	job->precision = work.precision;

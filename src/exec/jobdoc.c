@@ -170,6 +170,8 @@ json_t *jobdoc_json(const struct jobdoc *d)
 	jsonval_set_num(t, "download_bytes", d->download_bytes);
 	if (isfinite(d->download_bytes) && isfinite(d->download_ms) && d->download_ms > 0 && d->download_bytes > 0)
 		jsonval_set_num(t, "download_gbytes_per_s", d->download_bytes / (d->download_ms * 1e6));
+	if (d->transfer_memory != NULL && d->transfer_memory[0] != '\0')
+		json_object_set_new(t, "transfer_memory", json_string(d->transfer_memory));
 	jsonval_set_num(t, "kernel_ms", d->kernel_ms);
 	jsonval_set_num(t, "verify_ms", d->verify_ms);
 	jsonval_set_num(t, "total_ms", d->total_ms);

@@ -33,6 +33,7 @@ struct store_job {
 	double upload_bytes;
 	double download_ms;         /* and device to host */
 	double download_bytes;
+	char transfer_memory[12];   /* "pinned", "pageable"; "" unknown */
 	double kernel_ms;
 	double total_ms;
 	double cost_usd;

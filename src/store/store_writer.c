@@ -110,6 +110,7 @@ int store_write_job(struct store *st, const struct store_job *j)
 	bind_num(s, 30, j->upload_bytes);
 	bind_num(s, 31, j->download_ms);
 	bind_num(s, 32, j->download_bytes);
+	bind_text(s, 33, j->transfer_memory);
 	return step_done(s);
 }
 

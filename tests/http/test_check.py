@@ -298,6 +298,20 @@ class FakeGpuCheck(CheckCase):
         self.assertEqual(job["timing"]["upload_bytes"], 1 << 20, job["timing"])
         self.assertEqual(job["timing"]["download_bytes"], 1 << 20, job["timing"])
         self.assertEqual(job["inputs"], "inline")
+        # through pinned staging buffers the (fake) GPU driver allocated
+        self.assertEqual(job["timing"]["transfer_memory"], "pinned", job["timing"])
+
+    def test_transfers_fall_back_to_pageable_memory(self):
+        s, doc = self.check_gpu(env={"FAKE_CL_NO_PINNED": "1"}, args=NO_FIGURE_RULES)
+        t = self.part(doc, "transfer")
+        self.assertTrue(t["verified"], t)
+        job = s.get("/run/" + t["last_job"]).json()
+        self.assertEqual(job["timing"]["transfer_memory"], "pageable", job["timing"])
+        # said once, by the GPU's worker
+        said = "no pinned staging buffer; transfers use pageable memory"
+        line = s.wait_for(lambda l: said in l.get("msg", "") + l.get("line", ""))
+        self.assertIn("clCreateBuffer (CL_MEM_ALLOC_HOST_PTR)", line.get("call", "") + line.get("line", ""))
+        self.assertEqual(len([l for l in s.logs if said in l.get("msg", "") + l.get("line", "")]), 1)
 
     def test_an_unknown_link_records_the_rates(self):
         _, doc = self.check_gpu(env={"FAKE_NVML_NOT_SUPPORTED": "pcie"})

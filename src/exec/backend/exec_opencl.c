@@ -23,6 +23,10 @@
 #define SGEMM_TILE_N (EXEC_SGEMM_TN * EXEC_SGEMM_LX)
 #define SGEMM_PITCH_PAD 16 /* floats added to the row pitch of A and B: one cache line */
 #define DOT_MAX_GROUPS 256
+#define STAGE_MAX 4                   /* pinned staging buffers: a run's inputs and its output */
+#define STAGE_MIN_BYTES (1u << 20)    /* a smaller copy is set by the link's latency, not by pinning */
+#define STAGE_CHUNK (8u << 20)        /* an upload copies into the stage a chunk at a time, each chunk's DMA
+					 overlapping the next one's copy */
 
 enum { K_SAXPY, K_TRIAD, K_DOT, K_SGEMM, K_SOFTMAX, K_GENERATE, K_GENERATE_ROWS, K_GATHER, K_COUNT };
 
@@ -33,6 +37,14 @@ static const char *const kernel_names[K_COUNT] = {"exec_saxpy",   "exec_triad", 
 
 struct pooled {
 	cl_mem mem;
+	size_t size;
+	bool busy;
+};
+
+/* A pinned staging buffer: allocated by the driver, mapped once for its life. */
+struct staged {
+	cl_mem mem;
+	void *ptr;
 	size_t size;
 	bool busy;
 };
@@ -53,6 +65,18 @@ struct exec_ocl {
 	 * none */
 	int64_t fault_element;
 	uint64_t buffers_made;     /* clCreateBuffer calls, for tests */
+	/*
+	 * The copies that cross the link (inputs the host gave, outputs it asked for) go through pinned memory.
+	 * NVIDIA's OpenCL pins the host memory of the buffers it allocates itself (CL_MEM_ALLOC_HOST_PTR), and its
+	 * best-practices guide has copies made from and to such a buffer, mapped once, to a device buffer; memory the
+	 * caller owns, CL_MEM_USE_HOST_PTR's included, is pageable to it and goes through the driver's own staging. So
+	 * a run's data is copied into such a stage on the host and moved from there. Off for CPU devices (PoCL: the
+	 * device's memory is the host's, and a stage would be one more copy) and after a stage could not be made or
+	 * mapped (logged once).
+	 */
+	struct staged stage[STAGE_MAX];
+	bool staging;
+	uint64_t stages_made;      /* pinned buffers made, for tests */
 };
 
 const char *exec_ocl_error_name(int code)
@@ -270,6 +294,12 @@ enum acceld_err exec_ocl_open(const struct device *dev, struct exec_ocl **out, c
 	clGetDeviceInfo(ocl->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof(ocl->max_wg), &ocl->max_wg, NULL);
 	clGetDeviceInfo(ocl->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof(max_alloc), &max_alloc, NULL);
 	clGetDeviceInfo(ocl->device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof(global_mem), &global_mem, NULL);
+	{
+		cl_device_type type = 0;
+
+		clGetDeviceInfo(ocl->device, CL_DEVICE_TYPE, sizeof(type), &type, NULL);
+		ocl->staging = !(type & CL_DEVICE_TYPE_CPU);
+	}
 	ocl->max_alloc = max_alloc;
 	ocl->pool_cap = global_mem / 4 < (1ull << 30) ? global_mem / 4 : (1ull << 30);
 	ocl->wg = EXEC_REDUCE_WG;
@@ -298,6 +328,13 @@ void exec_ocl_close(struct exec_ocl *ocl)
 {
 	if (ocl == NULL)
 		return;
+	for (int i = 0; i < STAGE_MAX; i++)
+		if (ocl->stage[i].mem) {
+			clEnqueueUnmapMemObject(ocl->queue, ocl->stage[i].mem, ocl->stage[i].ptr, 0, NULL, NULL);
+			clReleaseMemObject(ocl->stage[i].mem);
+		}
+	if (ocl->queue && ocl->stage[0].mem)
+		clFinish(ocl->queue);
 	for (int i = 0; i < POOL_MAX; i++)
 		if (ocl->pool[i].mem)
 			clReleaseMemObject(ocl->pool[i].mem);
@@ -316,6 +353,11 @@ void exec_ocl_close(struct exec_ocl *ocl)
 uint64_t exec_ocl_buffers_made(const struct exec_ocl *ocl)
 {
 	return ocl->buffers_made;
+}
+
+uint64_t exec_ocl_stages_made(const struct exec_ocl *ocl)
+{
+	return ocl->stages_made;
 }
 
 uint64_t exec_ocl_pool_bytes(const struct exec_ocl *ocl)
@@ -401,6 +443,69 @@ static void pool_put_all(struct exec_ocl *ocl)
 	for (int i = 0; i < POOL_MAX; i++)
 		ocl->pool[i].busy = false;
 	pool_trim(ocl, 0);
+	for (int i = 0; i < STAGE_MAX; i++)
+		ocl->stage[i].busy = false;
+}
+
+/* Makes stage s a pinned buffer of size bytes, mapped; false (staging turned off, said once) when it cannot. */
+static bool stage_make(struct exec_ocl *ocl, struct staged *s, size_t size)
+{
+	cl_int rc = CL_SUCCESS;
+	const char *what = "clCreateBuffer (CL_MEM_ALLOC_HOST_PTR)";
+
+	if (s->mem != NULL) { /* an idle one too small: its memory goes back first */
+		clEnqueueUnmapMemObject(ocl->queue, s->mem, s->ptr, 0, NULL, NULL);
+		clReleaseMemObject(s->mem);
+		*s = (struct staged){0};
+	}
+	s->mem = clCreateBuffer(ocl->ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, size, NULL, &rc);
+	if (s->mem != NULL) {
+		what = "clEnqueueMapBuffer";
+		s->ptr = clEnqueueMapBuffer(ocl->queue, s->mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, size, 0, NULL,
+					    NULL, &rc);
+	}
+	if (s->mem != NULL && s->ptr != NULL && rc == CL_SUCCESS) {
+		s->size = size;
+		ocl->stages_made++;
+		return true;
+	}
+	if (s->mem != NULL)
+		clReleaseMemObject(s->mem);
+	*s = (struct staged){0};
+	ocl->staging = false;
+	log_fields(LOGL_WARN, "opencl", "no pinned staging buffer; transfers use pageable memory",
+		   (struct log_field[]){LOG_S("call", what), LOG_S("error", exec_ocl_error_name(rc)),
+					LOG_I("bytes", size)},
+		   3);
+	return false;
+}
+
+/*
+ * A pinned stage of at least bytes for one copy of the run (busy until the run ends), or NULL: staging off, a copy
+ * too small to gain from it, or every stage in use. The smallest idle stage that fits is reused; else an empty or
+ * idle slot gets a new one of that size.
+ */
+static void *stage_get(struct exec_ocl *ocl, size_t bytes)
+{
+	int slot = -1;
+
+	if (!ocl->staging || bytes < STAGE_MIN_BYTES)
+		return NULL;
+	for (int i = 0; i < STAGE_MAX; i++) {
+		const struct staged *s = &ocl->stage[i];
+
+		if (s->mem != NULL && !s->busy && s->size >= bytes && (slot < 0 || s->size < ocl->stage[slot].size))
+			slot = i;
+	}
+	if (slot < 0) {
+		for (int i = 0; i < STAGE_MAX && (slot < 0 || ocl->stage[slot].mem != NULL); i++)
+			if (!ocl->stage[i].busy)
+				slot = i;
+		if (slot < 0 || !stage_make(ocl, &ocl->stage[slot], bytes))
+			return NULL;
+	}
+	ocl->stage[slot].busy = true;
+	return ocl->stage[slot].ptr;
 }
 
 /* --- launches --- */
@@ -413,6 +518,8 @@ struct launch {
 	uint64_t down_bytes; /* moved from the device to the host */
 	uint64_t gen_ns;     /* making generated inputs on the device */
 	uint64_t kernel_t0;  /* when the uploads had finished and the kernel was launched */
+	bool host_data;      /* data of the host's crossed (an input it gave, an output it asked for) */
+	bool pageable;       /* some of it crossed from or to pageable memory */
 };
 
 static void set_arg(struct launch *l, cl_kernel k, cl_uint idx, size_t size, const void *value)
@@ -442,8 +549,21 @@ static cl_mem upload(struct launch *l, const float *src, size_t count)
 		return NULL;
 	}
 	if (src != NULL && count > 0) {
-		l->up_bytes += count * sizeof(float);
-		rc = clEnqueueWriteBuffer(l->ocl->queue, m, CL_FALSE, 0, count * sizeof(float), src, 0, NULL, NULL);
+		size_t bytes = count * sizeof(float);
+		unsigned char *stage = stage_get(l->ocl, bytes);
+
+		l->up_bytes += bytes;
+		l->host_data = true;
+		l->pageable = l->pageable || stage == NULL;
+		if (stage == NULL)
+			rc = clEnqueueWriteBuffer(l->ocl->queue, m, CL_FALSE, 0, bytes, src, 0, NULL, NULL);
+		/* a chunk's copy into the stage, then its DMA, queued while the next chunk is copied */
+		for (size_t off = 0; stage != NULL && off < bytes && rc == CL_SUCCESS; off += STAGE_CHUNK) {
+			size_t n = bytes - off < STAGE_CHUNK ? bytes - off : STAGE_CHUNK;
+
+			memcpy(stage + off, (const unsigned char *)src + off, n);
+			rc = clEnqueueWriteBuffer(l->ocl->queue, m, CL_FALSE, off, n, stage + off, 0, NULL, NULL);
+		}
 		if (rc != CL_SUCCESS) {
 			l->rc = rc;
 			l->what = "clEnqueueWriteBuffer";
@@ -477,12 +597,21 @@ static void write_rect(struct launch *l, cl_mem m, const float *src, size_t rows
 	size_t origin[3] = {0, 0, 0};
 	size_t region[3] = {cols * sizeof(float), rows, 1};
 	cl_int rc;
+	const void *from = src;
 
 	if (l->rc != CL_SUCCESS || rows == 0 || cols == 0 || src == NULL)
 		return;
 	l->up_bytes += rows * cols * sizeof(float);
+	l->host_data = true;
+	{
+		void *stage = stage_get(l->ocl, rows * cols * sizeof(float));
+
+		if (stage != NULL)
+			from = memcpy(stage, src, rows * cols * sizeof(float));
+		l->pageable = l->pageable || stage == NULL;
+	}
 	rc = clEnqueueWriteBufferRect(l->ocl->queue, m, CL_FALSE, origin, origin, region, pitch * sizeof(float), 0,
-				      cols * sizeof(float), 0, src, 0, NULL, NULL);
+				      cols * sizeof(float), 0, from, 0, NULL, NULL);
 	if (rc != CL_SUCCESS) {
 		l->rc = rc;
 		l->what = "clEnqueueWriteBufferRect";
@@ -536,6 +665,38 @@ static void read_back(struct launch *l, cl_mem m, float *dst, size_t count)
 		l->rc = rc;
 		l->what = "clEnqueueReadBuffer";
 	}
+}
+
+/*
+ * Reads the output the host asked for, rows of cols at a pitch in m, into dst: through a pinned stage where there is
+ * one (then copied out of it), else straight into dst.
+ */
+static void read_output(struct launch *l, cl_mem m, float *dst, size_t rows, size_t cols, size_t pitch)
+{
+	size_t bytes = rows * cols * sizeof(float);
+	size_t origin[3] = {0, 0, 0};
+	size_t region[3] = {cols * sizeof(float), rows, 1};
+	void *stage;
+	cl_int rc;
+
+	if (l->rc != CL_SUCCESS || bytes == 0)
+		return;
+	stage = stage_get(l->ocl, bytes);
+	l->down_bytes += bytes;
+	l->host_data = true;
+	l->pageable = l->pageable || stage == NULL;
+	if (pitch == cols)
+		rc = clEnqueueReadBuffer(l->ocl->queue, m, CL_TRUE, 0, bytes, stage ? stage : dst, 0, NULL, NULL);
+	else
+		rc = clEnqueueReadBufferRect(l->ocl->queue, m, CL_TRUE, origin, origin, region, pitch * sizeof(float), 0,
+					     cols * sizeof(float), 0, stage ? stage : dst, 0, NULL, NULL);
+	if (rc != CL_SUCCESS) {
+		l->rc = rc;
+		l->what = pitch == cols ? "clEnqueueReadBuffer" : "clEnqueueReadBufferRect";
+		return;
+	}
+	if (stage != NULL)
+		memcpy(dst, stage, bytes);
 }
 
 static size_t round_up(size_t v, size_t to)
@@ -642,24 +803,8 @@ static void results(struct launch *l, cl_mem out, struct kernel_work *w, size_t 
 		enqueue(l, ocl->kernels[K_GATHER], 1, &n, NULL);
 		read_back(l, s, w->sample, n);
 	}
-	if (w->out == NULL || l->rc != CL_SUCCESS)
-		return;
-	if (pitch == cols) {
-		read_back(l, out, w->out, len);
-		return;
-	}
-	{
-		size_t origin[3] = {0, 0, 0};
-		size_t region[3] = {cols * sizeof(float), rows, 1};
-
-		l->down_bytes += len * sizeof(float);
-		rc = clEnqueueReadBufferRect(ocl->queue, out, CL_TRUE, origin, origin, region, pitch * sizeof(float), 0,
-					     cols * sizeof(float), 0, w->out, 0, NULL, NULL);
-		if (rc != CL_SUCCESS) {
-			l->rc = rc;
-			l->what = "clEnqueueReadBufferRect";
-		}
-	}
+	if (w->out != NULL)
+		read_output(l, out, w->out, rows, cols, pitch);
 }
 
 /* Runs the vector kernels; returns the kernel time in ns. */
@@ -864,6 +1009,9 @@ enum acceld_err exec_ocl_run(struct exec_ocl *ocl, struct kernel_work *w, struct
 	t->upload_bytes = l.up_bytes;
 	t->download_bytes = l.down_bytes;
 	t->transfer_bytes = l.up_bytes + l.down_bytes;
+	t->transfer_memory = !l.host_data ? BACKEND_MEMORY_UNKNOWN
+			     : l.pageable  ? BACKEND_MEMORY_PAGEABLE
+					   : BACKEND_MEMORY_PINNED;
 	return ACCELD_OK;
 }
 
