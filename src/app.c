@@ -92,6 +92,10 @@ static void store_row_of(const struct exec_record *rec, struct store_job *job)
 				  .generate_ms = rec->generate_ms,
 				  .verify_ms = rec->verify_ms,
 				  .transfer_bytes = rec->transfer_bytes,
+				  .upload_ms = rec->upload_ms,
+				  .upload_bytes = rec->upload_bytes,
+				  .download_ms = rec->download_ms,
+				  .download_bytes = rec->download_bytes,
 				  .kernel_ms = rec->kernel_ms,
 				  .total_ms = rec->total_ms,
 				  .cost_usd = rec->cost_usd,
@@ -106,6 +110,8 @@ static void store_row_of(const struct exec_record *rec, struct store_job *job)
 	snprintf(job->error, sizeof(job->error), "%s", rec->error ? rec->error : "");
 	snprintf(job->trigger, sizeof(job->trigger), "%s", rec->trigger ? rec->trigger : "");
 	snprintf(job->check_id, sizeof(job->check_id), "%s", rec->check_id ? rec->check_id : "");
+	snprintf(job->transfer_memory, sizeof(job->transfer_memory), "%s",
+		 rec->transfer_memory ? rec->transfer_memory : "");
 }
 
 /* on_job_start: a running job has its row, so one that a crash cuts short is marked interrupted at the next start. */

@@ -477,6 +477,11 @@ static json_t *stored_job_json(const struct store_job *j)
 	d.generate_ms = j->generate_ms;
 	d.verify_ms = j->verify_ms;
 	d.transfer_bytes = j->transfer_bytes;
+	d.upload_ms = j->upload_ms;
+	d.upload_bytes = j->upload_bytes;
+	d.download_ms = j->download_ms;
+	d.download_bytes = j->download_bytes;
+	d.transfer_memory = j->transfer_memory;
 	d.kernel_ms = j->kernel_ms;
 	d.total_ms = j->total_ms;
 	d.flops = j->flops;

@@ -44,6 +44,9 @@ void devcheck_settings_from_config(const struct config *cfg, struct devcheck_set
 		.max_elements = cfg->exec_max_elements,
 		.matrix_budget_ms = 2000,
 		.memory_budget_ms = 1600,
+		.transfer_budget_ms = 1500,
+		.transfer_bytes = cfg->check_transfer_bytes,
+		.transfer_percent = cfg->check_transfer_percent,
 		.max_reps = 5,
 	};
 }
@@ -102,6 +105,9 @@ void devcheck_test_init(struct devcheck_test *t, const char *name, const char *k
 	t->expected = NAN;
 	t->first = NAN;
 	t->last = NAN;
+	t->upload = NAN;
+	t->download = NAN;
+	t->link = NAN;
 }
 
 void devcheck_run_ref(struct devcheck_run *run)
@@ -352,6 +358,8 @@ static void *run_main(void *arg)
 	devcheck_test_matrix(run, &dev, c->opts.settings.matrix_budget_ms);
 	if (!devcheck_run_stopping(run))
 		devcheck_test_memory(run, &dev, c->opts.settings.memory_budget_ms);
+	if (run->has_transfer && !devcheck_run_stopping(run))
+		devcheck_test_transfer(run, &dev, c->opts.settings.transfer_budget_ms);
 	if (run->req.level == DEVCHECK_LONG && !devcheck_run_stopping(run))
 		devcheck_test_sustained(run, run->sustained_ms);
 	devcheck_run_sample(run, true, NULL);
@@ -531,6 +539,10 @@ enum acceld_err devcheck_start(struct devcheck *c, const char *device_id, const 
 	devcheck_test_init(&run->memory, kernel_name(MEMORY_KERNEL), "memory", "GB/s");
 	devcheck_test_init(&run->sustained, "sustained", "sustained", "GFLOP/s");
 	devcheck_test_init(&run->telemetry, "telemetry", "telemetry", NULL);
+	devcheck_test_init(&run->transfer, "transfer", "transfer", "GB/s");
+	/* a CPU has no link to the host: its check has no transfer test */
+	run->has_transfer = mine->type != DEVICE_CPU;
+	run->transfer.budget_ms = (double)c->opts.settings.transfer_budget_ms;
 	run->matrix.budget_ms = (double)c->opts.settings.matrix_budget_ms;
 	run->memory.budget_ms = (double)c->opts.settings.memory_budget_ms;
 	run->sustained.budget_ms = (double)run->sustained_ms;

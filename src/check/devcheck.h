@@ -59,13 +59,22 @@ struct devcheck_settings {
 	uint64_t max_elements;        /* the executor's limit of one job's elements */
 	uint64_t matrix_budget_ms;     /* device time of the matrix test */
 	uint64_t memory_budget_ms;     /* device time of the memory test */
+	uint64_t transfer_budget_ms;   /* device time of an accelerator's transfer test */
+	uint64_t transfer_bytes;       /* what the transfer test moves each way, at most; 0: 256 MiB */
+	/*
+	 * The fraction of its PCIe link's theoretical rate, in percent, that a healthy accelerator's transfers are
+	 * expected to reach each way (ACCELD_CHECK_TRANSFER_PERCENT); below it the transfer test warns (it never fails).
+	 * Uncalibrated: the default 70 % is what copies of pinned memory reach on common hosts (nvbandwidth, DCGM's
+	 * PCIe test), not a figure measured through acceld yet; 0 judges nothing.
+	 */
+	unsigned transfer_percent;
 	unsigned max_reps;            /* runs at the final size at most */
 	uint64_t matrix_max_n;         /* the largest matrix size tried; 0: 8192 */
 };
 
 struct config;
 
-/* The settings of cfg, with the quick level's budgets (matrix 2000 ms, memory 1600 ms, 5 runs). */
+/* The settings of cfg, with the quick level's budgets (matrix 2000 ms, memory 1600 ms, transfer 1500 ms, 5 runs). */
 void devcheck_settings_from_config(const struct config *cfg, struct devcheck_settings *out);
 
 struct exec;

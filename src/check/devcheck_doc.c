@@ -79,22 +79,58 @@ static const char *test_state(const struct devcheck_test *t, enum devcheck_state
 	return t->started ? "running" : "queued";
 }
 
+/* The transfer test's own figures: its size, the rates each way and the link they are judged against. */
+static void transfer_json(json_t *o, const struct devcheck_test *t)
+{
+	json_t *link = device_pcie_json(&t->pcie);
+
+	if (t->bytes > 0)
+		json_object_set_new(o, "size", json_pack("{s:I, s:I, s:I}", "bytes", (json_int_t)t->bytes, "m",
+							 (json_int_t)(t->n / TRANSFER_ROW), "n", (json_int_t)TRANSFER_ROW));
+	json_object_set_new(o, "runs", json_integer(t->runs));
+	jsonval_set_num(o, "upload_gbytes_per_s", t->upload);
+	jsonval_set_num(o, "download_gbytes_per_s", t->download);
+	if (json_object_size(link) > 0)
+		json_object_set_new(o, "link", link);
+	else
+		json_decref(link);
+	if (devcheck_usable(t->link)) {
+		jsonval_set_num(o, "upload_ratio", t->upload / t->link);
+		jsonval_set_num(o, "download_ratio", t->download / t->link);
+	}
+	jsonval_set_num(o, "expected", t->expected);
+	if (t->expected_source[0] != '\0' && isfinite(t->expected))
+		json_object_set_new(o, "expected_source", json_string(t->expected_source));
+	if (t->runs > 0) {
+		json_object_set_new(o, "verified", json_boolean(t->wrong == 0));
+		jsonval_set_num(o, "max_error_ratio", t->worst_error);
+	}
+	json_object_set_new(o, "device_ms", json_real(t->device_ms));
+	if (t->budget_ms > 0)
+		json_object_set_new(o, "budget_ms", json_real(t->budget_ms));
+	if (t->last_job[0] != '\0')
+		json_object_set_new(o, "last_job", json_string(t->last_job));
+}
+
 /* One test as the document shows it; c->mu held. */
 static json_t *test_json(const struct devcheck_test *t, enum devcheck_state check)
 {
 	json_t *o = json_object();
+	bool transfer = strcmp(t->kind, "transfer") == 0;
 
 	json_object_set_new(o, "name", json_string(t->name));
 	json_object_set_new(o, "kind", json_string(t->kind));
 	json_object_set_new(o, "state", json_string(test_state(t, check)));
 	if (t->unit != NULL)
 		json_object_set_new(o, "unit", json_string(t->unit));
-	if (t->n > 0 && strcmp(t->name, kernel_name(MEMORY_KERNEL)) == 0)
+	if (transfer)
+		transfer_json(o, t);
+	else if (t->n > 0 && strcmp(t->name, kernel_name(MEMORY_KERNEL)) == 0)
 		json_object_set_new(o, "size", json_pack("{s:I}", "n", (json_int_t)t->n));
 	else if (t->n > 0)
 		json_object_set_new(o, "size", json_pack("{s:I, s:I, s:I}", "m", (json_int_t)t->n, "n",
 							 (json_int_t)t->n, "k", (json_int_t)t->n));
-	if (t->unit != NULL) {
+	if (t->unit != NULL && !transfer) {
 		json_t *samples = json_array();
 
 		json_object_set_new(o, "runs", json_integer(t->runs));
@@ -223,6 +259,8 @@ static json_t *run_json_locked(const struct devcheck_run *run)
 		json_object_set_new(o, "duration_s", json_real((double)(end - run->started_ms) / 1000.0));
 	budget_set(budget, &run->matrix);
 	budget_set(budget, &run->memory);
+	if (run->has_transfer)
+		budget_set(budget, &run->transfer);
 	if (run->req.level == DEVCHECK_LONG)
 		json_object_set_new(budget, "sustained_ms", json_integer((json_int_t)run->sustained_ms));
 	json_object_set_new(o, "budget", budget);
@@ -234,6 +272,8 @@ static json_t *run_json_locked(const struct devcheck_run *run)
 	json_object_set_new(o, "measured", measured);
 	json_array_append_new(tests, test_json(&run->matrix, run->state));
 	json_array_append_new(tests, test_json(&run->memory, run->state));
+	if (run->has_transfer)
+		json_array_append_new(tests, test_json(&run->transfer, run->state));
 	if (run->req.level == DEVCHECK_LONG)
 		json_array_append_new(tests, test_json(&run->sustained, run->state));
 	json_array_append_new(tests, test_json(&run->telemetry, run->state));

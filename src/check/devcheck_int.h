@@ -29,6 +29,8 @@
 /* The kernels of the throughput tests, as the kernel table names them: arithmetic and memory bandwidth. */
 #define MATRIX_KERNEL kernel_for_figure(KERNEL_FIGURE_MATRIX)
 #define MEMORY_KERNEL kernel_for_figure(KERNEL_FIGURE_MEMORY)
+#define TRANSFER_KERNEL kernel_for_figure(KERNEL_FIGURE_TRANSFER)
+#define TRANSFER_ROW 4096ull   /* the transfer kernel's row length: its runs are rows of 16 KiB */
 #define SAMPLES_MAX 16         /* runs at the final size */
 #define BUCKETS 120            /* points of the sustained series */
 
@@ -71,6 +73,12 @@ struct devcheck_test {
 	/* sustained only */
 	double first, last;         /* mean of the first and the last quarter of the runs */
 	double duration_ms;
+	/* transfer only: the best rate each way (GB/s; NAN until measured) and the bytes of a run each way, against
+	 * the PCIe link the device was on (link: its theoretical GB/s per direction, NAN unknown) */
+	double upload, download;
+	uint64_t bytes;
+	double link;
+	struct device_pcie pcie;
 };
 
 /* Telemetry gathered over a check. */
@@ -111,7 +119,8 @@ struct devcheck_run {
 	uint64_t started_ns;
 	uint64_t sustained_ms;      /* the long level's phase */
 	uint64_t seed;
-	struct devcheck_test matrix, memory, sustained, telemetry;
+	struct devcheck_test matrix, memory, sustained, telemetry, transfer;
+	bool has_transfer;          /* an accelerator: the transfer test runs (quick and long) */
 	struct devcheck_telemetry tel;
 	struct bucket buckets[BUCKETS];
 	bool has_verdict;
@@ -194,6 +203,14 @@ void devcheck_test_matrix(struct devcheck_run *run, const struct device *dev, ui
 void devcheck_test_memory(struct devcheck_run *run, const struct device *dev, uint64_t budget_ms);
 void devcheck_test_sustained(struct devcheck_run *run, uint64_t duration_ms);
 
+/*
+ * An accelerator's transfer test: runs of the transfer kernel whose input the host makes and whose output comes back
+ * whole (a full verification), each moving up to settings.transfer_bytes each way (less where the job limit, the
+ * backend's largest allocation or a quarter of the device's free memory allow less), repeated while the budget
+ * lasts; the best host-to-device and device-to-host rates count, against dev's PCIe link.
+ */
+void devcheck_test_transfer(struct devcheck_run *run, const struct device *dev, uint64_t budget_ms);
+
 /* --- verdicts (devcheck_judge.c): pure, the caller holds the mutex where readers may see the run --- */
 
 /*
@@ -218,6 +235,13 @@ void devcheck_judge_sustained(const struct devcheck_settings *s, struct devcheck
  */
 void devcheck_judge_telemetry(const struct devcheck_settings *s, const struct devcheck_telemetry *x,
 			      struct devcheck_test *t);
+
+/*
+ * The transfer test: never fails. No completed run, or a wrong result, warns; with the link unknown (or
+ * s->transfer_percent 0) the rates are recorded only (pass); either direction below s->transfer_percent of the
+ * link's theoretical rate warns.
+ */
+void devcheck_judge_transfer(const struct devcheck_settings *s, struct devcheck_test *t);
 
 /*
  * Judges every test of the run's level and gives the run its worst test's verdict (the first of equals, in the

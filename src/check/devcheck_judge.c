@@ -150,9 +150,47 @@ void devcheck_judge_telemetry(const struct devcheck_settings *s, const struct de
 			    x->samples == 1 ? "" : "s");
 }
 
+void devcheck_judge_transfer(const struct devcheck_settings *s, struct devcheck_test *t)
+{
+	double up, down;
+
+	if (t->wrong > 0) {
+		set_verdict(t, DEVCHECK_WARN, "wrong result: %u transfer run%s did not match the reference (worst error "
+			    "%.3g x the tolerance); the transfer test warns only", t->wrong, t->wrong == 1 ? "" : "s",
+			    t->worst_error);
+		return;
+	}
+	if (t->runs == 0) {
+		set_verdict(t, DEVCHECK_WARN, "no transfer run completed: %s; the transfer test warns only",
+			    t->failed ? t->failure : "the check stopped first");
+		return;
+	}
+	if (!devcheck_usable(t->link)) {
+		set_verdict(t, DEVCHECK_PASS, "host to device %.4g GB/s, device to host %.4g GB/s; the PCIe link is "
+			    "unknown, so they are recorded only", t->upload, t->download);
+		return;
+	}
+	if (s->transfer_percent == 0) {
+		set_verdict(t, DEVCHECK_PASS, "host to device %.4g GB/s, device to host %.4g GB/s of the link's theoretical "
+			    "%.4g GB/s; no fraction of it is expected (transfer percent 0), so they are recorded only",
+			    t->upload, t->download, t->link);
+		return;
+	}
+	up = t->upload / t->link * 100.0;
+	down = t->download / t->link * 100.0;
+	if (!(up >= s->transfer_percent) || !(down >= s->transfer_percent))
+		set_verdict(t, DEVCHECK_WARN, "host to device %.4g GB/s (%.3g %%), device to host %.4g GB/s (%.3g %%) of "
+			    "the link's theoretical %.4g GB/s (warn below %u %%, uncalibrated)", t->upload, up, t->download,
+			    down, t->link, s->transfer_percent);
+	else
+		set_verdict(t, DEVCHECK_PASS, "host to device %.4g GB/s (%.3g %%), device to host %.4g GB/s (%.3g %%) of "
+			    "the link's theoretical %.4g GB/s (warn below %u %%, uncalibrated)", t->upload, up, t->download,
+			    down, t->link, s->transfer_percent);
+}
+
 void devcheck_judge(const struct devcheck_settings *s, struct devcheck_run *run)
 {
-	struct devcheck_test *all[4];
+	struct devcheck_test *all[5];
 	size_t n = 0;
 	struct devcheck_test *worst = NULL;
 
@@ -163,6 +201,10 @@ void devcheck_judge(const struct devcheck_settings *s, struct devcheck_run *run)
 	if (run->req.level == DEVCHECK_LONG) {
 		devcheck_judge_sustained(s, &run->sustained);
 		all[n++] = &run->sustained;
+	}
+	if (run->has_transfer) {
+		devcheck_judge_transfer(s, &run->transfer);
+		all[n++] = &run->transfer;
 	}
 	devcheck_judge_telemetry(s, &run->tel, &run->telemetry);
 	all[n++] = &run->telemetry;

@@ -30,6 +30,8 @@
 #define MEMORY_FLOOR_N 4096         /* the smallest a job limit can force */
 #define TELEMETRY_EVERY_NS 500000000ull
 #define STREAM_SCALAR 3.0f     /* STREAM's scale of the memory test's second input */
+#define TRANSFER_MIN_ROWS 16ull     /* 256 KiB each way: the smallest a job limit can force */
+#define TRANSFER_DEFAULT_BYTES (256ull << 20)
 
 static double mono_ms(uint64_t since_ns)
 {
@@ -51,6 +53,7 @@ struct run_result {
 	double compile_ms;          /* building the job's program (0 when it was cached or none is built) */
 	double run_ms;              /* the job's own time: its total less its wait in the queue and its compile */
 	double figure;              /* GFLOP/s for compute-bound kernels, GB/s for the rest */
+	double upload, download;    /* the job's transfer rates each way, GB/s; NAN when nothing moved */
 	char job[32];
 	char backend[16];
 };
@@ -64,11 +67,32 @@ static double num_at(json_t *o, const char *a, const char *b)
 	return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-/* Submits one verified run of the kernel at size n on the run's device, waits for it and reads its figures. */
-static void run_job(struct devcheck_run *run, enum kernel_id k, uint64_t n, uint64_t timeout_ms, struct run_result *r)
+/* A verified run of kernel k at shape s on the run's device, pinned there, as the check's job; inputs generated. */
+static void check_request(struct devcheck_run *run, enum kernel_id k, struct kernel_shape s, uint64_t timeout_ms,
+			  struct exec_request *req)
+{
+	exec_request_init(req);
+	req->kernel = k;
+	req->shape = s;
+	req->scale = STREAM_SCALAR;
+	exec_request_add_device(req, run->device);
+	req->pinned = true;
+	req->fallback = false;
+	snprintf(req->backend, sizeof(req->backend), "%s", run->req.backend);
+	snprintf(req->placement, sizeof(req->placement), "health check %s (%s)", run->id, kernel_name(k));
+	req->seed = run->seed + run->jobs;
+	req->verify = true;
+	req->verify_full = true; /* a health check compares every element it can (kernel_verify), as it always has */
+	req->timeout_ms = timeout_ms;
+	snprintf(req->trigger, sizeof(req->trigger), "check");
+	snprintf(req->check_id, sizeof(req->check_id), "%s", run->id);
+}
+
+/* Submits req (taken: released here), waits for its job and reads its figures into r. */
+static void submit_job(struct devcheck_run *run, struct exec_request *req, struct run_result *r)
 {
 	struct devcheck *c = run->c;
-	struct exec_request req;
+	enum kernel_id k = req->kernel;
 	struct refusal why;
 	struct exec_job *job = NULL;
 	json_t *doc;
@@ -82,35 +106,20 @@ static void run_job(struct devcheck_run *run, enum kernel_id k, uint64_t n, uint
 	r->figure = NAN;
 	r->kernel_ms = NAN;
 	r->worst = NAN;
-	exec_request_init(&req);
-	req.kernel = k;
-	/* every size the kernel takes is n: square matrices */
-	req.shape = (struct kernel_shape){.m = (kernel_params(k) & KERNEL_PARAM_M) ? n : 0, .n = n,
-					  .k = (kernel_params(k) & KERNEL_PARAM_K) ? n : 0};
-	req.scale = STREAM_SCALAR;
-	exec_request_add_device(&req, run->device);
-	req.pinned = true;
-	req.fallback = false;
-	snprintf(req.backend, sizeof(req.backend), "%s", run->req.backend);
-	snprintf(req.placement, sizeof(req.placement), "health check %s (%s)", run->id, kernel_name(k));
-	req.seed = run->seed + run->jobs;
-	req.verify = true;
-	req.verify_full = true; /* a health check compares every element it can (kernel_verify), as it always has */
-	req.timeout_ms = timeout_ms;
-	snprintf(req.trigger, sizeof(req.trigger), "check");
-	snprintf(req.check_id, sizeof(req.check_id), "%s", run->id);
+	r->upload = NAN;
+	r->download = NAN;
 	pthread_mutex_lock(&c->mu);
 	run->jobs++;
 	pthread_mutex_unlock(&c->mu);
-	if (exec_submit(c->opts.exec, &req, NULL, NULL, &job, &why) != ACCELD_OK) {
+	if (exec_submit(c->opts.exec, req, NULL, NULL, &job, &why) != ACCELD_OK) {
 		r->refused = true;
 		r->reason = why.reason;
 		snprintf(r->detail, sizeof(r->detail), "%.300s", why.detail);
 		refusal_release(&why);
-		exec_request_release(&req);
+		exec_request_release(req);
 		return;
 	}
-	exec_request_release(&req);
+	exec_request_release(req);
 	exec_job_wait(job);
 	doc = exec_job_json(job);
 	snprintf(r->job, sizeof(r->job), "%s", exec_job_id(job));
@@ -128,6 +137,8 @@ static void run_job(struct devcheck_run *run, enum kernel_id k, uint64_t n, uint
 	if (r->run_ms < 0.0)
 		r->run_ms = 0.0;
 	r->figure = num_at(doc, "throughput", kernel_compute_bound(k) ? "gflops" : "gbytes_per_s");
+	r->upload = num_at(doc, "timing", "upload_gbytes_per_s");
+	r->download = num_at(doc, "timing", "download_gbytes_per_s");
 	err = json_object_get(doc, "error");
 	if (!r->ok) {
 		s = json_string_value(json_object_get(err, "reason"));
@@ -141,22 +152,71 @@ static void run_job(struct devcheck_run *run, enum kernel_id k, uint64_t n, uint
 	exec_job_unref(job);
 }
 
+/* What a check's job runs: the kernel, its shape, and whether the host makes its inputs and takes its output back. */
+struct job_spec {
+	enum kernel_id k;
+	struct kernel_shape s;
+	bool host_data;
+};
+
+/* A value for element i of an input the host makes: cheap to make, in [-0.5, 0.5). */
+static float host_value(uint64_t i)
+{
+	return (float)(i % 1021) / 1021.0f - 0.5f;
+}
+
 /*
- * run_job, waiting for room when the device's queue is full (other jobs are no fault of the device): up to 50 tries
+ * Submits one verified run of spec on the run's device, waits for it and reads its figures. With host_data, the
+ * inputs are made on the host and go up, and a full verification brings the whole output back (and frees it: a
+ * returned output would stay in the executor's memory with the job).
+ */
+static void run_spec(struct devcheck_run *run, const struct job_spec *spec, uint64_t timeout_ms, struct run_result *r)
+{
+	struct exec_request req;
+
+	check_request(run, spec->k, spec->s, timeout_ms, &req);
+	if (spec->host_data) {
+		for (unsigned i = 0; i < KERNEL_MAX_INPUTS; i++) {
+			uint64_t len = kernel_input_len(spec->k, &spec->s, i);
+
+			if (len == 0)
+				continue;
+			req.inputs[i] = xmalloc(len * sizeof(float));
+			for (uint64_t e = 0; e < len; e++)
+				req.inputs[i][e] = host_value(e);
+		}
+		req.has_inputs = true;
+	}
+	submit_job(run, &req, r);
+}
+
+/*
+ * run_spec, waiting for room when the device's queue is full (other jobs are no fault of the device): up to 50 tries
  * 100 ms apart, then the refusal stands.
  */
-static void run_job_queued(struct devcheck_run *run, enum kernel_id k, uint64_t n, uint64_t timeout_ms,
-			   struct run_result *r)
+static void run_spec_queued(struct devcheck_run *run, const struct job_spec *spec, uint64_t timeout_ms,
+			    struct run_result *r)
 {
 	struct timespec pause = {.tv_sec = 0, .tv_nsec = 100000000L};
 
 	for (int i = 0; i < 50; i++) {
-		run_job(run, k, n, timeout_ms, r);
+		run_spec(run, spec, timeout_ms, r);
 		if (!r->refused || (r->reason != REASON_QUEUE_FULL && r->reason != REASON_BUSY) ||
 		    devcheck_run_stopping(run))
 			return;
 		nanosleep(&pause, NULL);
 	}
+}
+
+/* run_spec_queued of kernel k with every size it takes n (square matrices), its inputs generated. */
+static void run_job_queued(struct devcheck_run *run, enum kernel_id k, uint64_t n, uint64_t timeout_ms,
+			   struct run_result *r)
+{
+	struct job_spec spec = {.k = k,
+				.s = {.m = (kernel_params(k) & KERNEL_PARAM_M) ? n : 0, .n = n,
+				      .k = (kernel_params(k) & KERNEL_PARAM_K) ? n : 0}};
+
+	run_spec_queued(run, &spec, timeout_ms, r);
 }
 
 /* --- telemetry --- */
@@ -339,6 +399,44 @@ static uint64_t memory_length(const struct devcheck *c, const struct backend_ops
 		snprintf(why + len, whysz - len, ", halved to what the job limit and the memory allow");
 	}
 	return n;
+}
+
+/* The transfer kernel's shape of rows rows. */
+static struct kernel_shape transfer_shape(uint64_t rows)
+{
+	return (struct kernel_shape){.m = rows, .n = TRANSFER_ROW};
+}
+
+/*
+ * The transfer test's rows: settings.transfer_bytes each way (256 MiB unless set), halved while the job limit (the
+ * input and the output), the backend's largest allocation or a quarter of the device's free memory (both ways) leave
+ * no room. Says why in why.
+ */
+static uint64_t transfer_rows(const struct devcheck *c, const struct backend_ops *ops, const struct device *d,
+			      char *why, size_t whysz)
+{
+	uint64_t bytes = c->opts.settings.transfer_bytes ? c->opts.settings.transfer_bytes : TRANSFER_DEFAULT_BYTES;
+	uint64_t rows = bytes / sizeof(float) / TRANSFER_ROW;
+	bool capped = false;
+
+	if (rows < TRANSFER_MIN_ROWS)
+		rows = TRANSFER_MIN_ROWS;
+	snprintf(why, whysz, "%llu MiB each way", (unsigned long long)(rows * TRANSFER_ROW * sizeof(float) >> 20));
+	while (rows > TRANSFER_MIN_ROWS &&
+	       (2 * rows * TRANSFER_ROW > c->opts.settings.max_elements ||
+		!admits(ops, d, TRANSFER_KERNEL, transfer_shape(rows)) ||
+		(d->memory_available_bytes > 0 &&
+		 2 * rows * TRANSFER_ROW * sizeof(float) > d->memory_available_bytes / 4))) {
+		rows /= 2;
+		capped = true;
+	}
+	if (capped) {
+		size_t len = strlen(why);
+
+		snprintf(why + len, whysz - len, ", halved to %llu KiB, what the job limit and the memory allow",
+			 (unsigned long long)(rows * TRANSFER_ROW * sizeof(float) >> 10));
+	}
+	return rows;
 }
 
 /* --- the tests --- */
@@ -626,6 +724,70 @@ void devcheck_test_memory(struct devcheck_run *run, const struct device *dev, ui
 	summarise(&t);
 	t.finished = true;
 	publish_test(run, &run->memory, &t);
+}
+
+void devcheck_test_transfer(struct devcheck_run *run, const struct device *dev, uint64_t budget_ms)
+{
+	struct devcheck *c = run->c;
+	struct devcheck_test t = run->transfer;
+	struct job_spec spec = {.k = TRANSFER_KERNEL, .host_data = true};
+	uint64_t rows = transfer_rows(c, run_backend(run), dev, t.steady, sizeof(t.steady));
+	uint64_t wall0 = clock_mono_ns();
+	double last_run_ms = 0;
+	struct run_result r;
+
+	t.started = true;
+	t.budget_ms = (double)budget_ms;
+	t.n = rows * TRANSFER_ROW;
+	t.bytes = t.n * sizeof(float);
+	t.pcie = dev->pcie;
+	t.link = device_pcie_gbytes_per_s(&dev->pcie);
+	if (devcheck_usable(t.link) && c->opts.settings.transfer_percent > 0) {
+		t.expected = t.link * c->opts.settings.transfer_percent / 100.0;
+		devcheck_words(t.expected_source, sizeof(t.expected_source),
+			       "uncalibrated: %u %% of the PCIe link's theoretical %.4g GB/s per direction (Gen%u x%u)",
+			       c->opts.settings.transfer_percent, t.link,
+			       t.pcie.max_generation > t.pcie.generation ? t.pcie.max_generation : t.pcie.generation,
+			       t.pcie.width ? t.pcie.width : t.pcie.max_width);
+	}
+	publish_test(run, &run->transfer, &t);
+	while (t.runs == 0 ||
+	       (t.nsamples < c->opts.settings.max_reps && t.nsamples < SAMPLES_MAX &&
+		t.device_ms + last_run_ms <= (double)budget_ms && mono_ms(wall0) < 4.0 * (double)budget_ms + 10000.0)) {
+		if (devcheck_run_stopping(run))
+			break;
+		spec.s = transfer_shape(rows);
+		run_spec_queued(run, &spec, run_timeout(budget_ms), &r);
+		set_backend(run, r.backend);
+		if (r.refused && t.runs == 0 && rows > TRANSFER_MIN_ROWS &&
+		    (r.reason == REASON_JOB_TOO_LARGE || r.reason == REASON_EXCEEDS_DEVICE_ALLOCATION ||
+		     r.reason == REASON_WOULD_TIME_OUT)) {
+			rows /= 2;
+			t.n = rows * TRANSFER_ROW;
+			t.bytes = t.n * sizeof(float);
+			snprintf(t.steady, sizeof(t.steady), "halved to %llu KiB each way: %.120s",
+				 (unsigned long long)(t.bytes >> 10), r.detail);
+			continue;
+		}
+		if (r.refused) {
+			t.failed = true;
+			snprintf(t.failure, sizeof(t.failure), "%s: %s", reason_name(r.reason), r.detail);
+			break;
+		}
+		if (!note_run(&t, &r))
+			break;
+		/* the best each way: the first run of a size pays for the device's buffers */
+		if (isfinite(r.upload) && !(r.upload <= t.upload))
+			t.upload = r.upload;
+		if (isfinite(r.download) && !(r.download <= t.download))
+			t.download = r.download;
+		t.samples[t.nsamples++] = isfinite(r.upload) && isfinite(r.download) ? fmin(r.upload, r.download) : NAN;
+		last_run_ms = r.run_ms;
+		publish_test(run, &run->transfer, &t);
+		devcheck_run_sample(run, false, NULL);
+	}
+	t.finished = true;
+	publish_test(run, &run->transfer, &t);
 }
 
 void devcheck_test_sustained(struct devcheck_run *run, uint64_t duration_ms)

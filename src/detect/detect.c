@@ -181,6 +181,10 @@ static void absorb(struct device *dst, const struct device *in)
 	FILL_STR(tpu.device_node);
 	if (!dst->opencl.present && src->opencl.present)
 		dst->opencl = src->opencl;
+	/* a link is one view's reading, taken whole */
+	if (dst->pcie.generation == 0 && dst->pcie.width == 0 && dst->pcie.max_generation == 0 &&
+	    dst->pcie.max_width == 0)
+		dst->pcie = src->pcie;
 }
 
 #undef FILL_STR

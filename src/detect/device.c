@@ -342,6 +342,60 @@ static json_t *opencl_json(const struct device_opencl *c)
 	return o;
 }
 
+/* --- the PCIe link --- */
+
+/* Transfer rate per lane in GT/s and the share of it that carries data, by generation (index 0: generation 1). */
+static const struct {
+	double gts;
+	double encoding;
+} pcie_generations[] = {
+	{2.5, 8.0 / 10.0},
+	{5.0, 8.0 / 10.0},
+	{8.0, 128.0 / 130.0},
+	{16.0, 128.0 / 130.0},
+	{32.0, 128.0 / 130.0},
+	{64.0, 242.0 / 256.0}, /* FLIT mode: 242 of each 256-byte flit carry data */
+};
+
+#define PCIE_GENERATIONS (sizeof(pcie_generations) / sizeof(pcie_generations[0]))
+
+double device_pcie_lane_gbytes_per_s(unsigned generation, unsigned width)
+{
+	if (generation < 1 || generation > PCIE_GENERATIONS || width < 1 || width > 32)
+		return NAN;
+	/* a transfer moves one bit per lane per transfer: GT/s x share x lanes / 8 bits */
+	return pcie_generations[generation - 1].gts * pcie_generations[generation - 1].encoding * width / 8.0;
+}
+
+double device_pcie_gbytes_per_s(const struct device_pcie *p)
+{
+	unsigned gen = p->max_generation > p->generation ? p->max_generation : p->generation;
+	unsigned width = p->width ? p->width : p->max_width;
+
+	return device_pcie_lane_gbytes_per_s(gen, width);
+}
+
+unsigned device_pcie_generation_of(double gts)
+{
+	for (size_t i = 0; i < PCIE_GENERATIONS; i++)
+		if (fabs(gts - pcie_generations[i].gts) < 0.05)
+			return (unsigned)(i + 1);
+	return 0;
+}
+
+json_t *device_pcie_json(const struct device_pcie *p)
+{
+	json_t *o = json_object();
+
+	put_u64(o, "generation", p->generation);
+	put_u64(o, "width", p->width);
+	put_u64(o, "max_generation", p->max_generation);
+	put_u64(o, "max_width", p->max_width);
+	if (json_object_size(o) > 0)
+		jsonval_set_num(o, "gbytes_per_s", jsonval_round(device_pcie_gbytes_per_s(p), 4));
+	return o;
+}
+
 /* The last health check and the one running now; empty (left out) when the device was never checked. */
 static json_t *check_json(const struct device_check *c)
 {
@@ -404,6 +458,7 @@ json_t *device_to_json(const struct device *d)
 		put_obj(o, "tpu", tpu_json(&d->tpu));
 	if (d->opencl.present)
 		json_object_set_new(o, "opencl", opencl_json(&d->opencl));
+	put_obj(o, "pcie", device_pcie_json(&d->pcie));
 	put_obj(o, "price", price_json(&d->price));
 	json_object_set_new(o, "executable", json_boolean(d->executable));
 	put_obj(o, "check", check_json(&d->check));

@@ -148,6 +148,18 @@ struct device_opencl {
 	unsigned device_index;
 };
 
+/*
+ * The PCIe link of a PCI device (NVML for NVIDIA GPUs, sysfs for any other): generation (1..6) and lane count now
+ * and at most; 0 unknown. An idle link often drops its generation to save power (NVML's current generation is 1 on
+ * many idle GPUs), so the rate a transfer can reach is device_pcie_gbytes_per_s's, not the current generation's.
+ */
+struct device_pcie {
+	unsigned generation;
+	unsigned width;
+	unsigned max_generation;    /* what the device and its slot allow together, where the source says so */
+	unsigned max_width;
+};
+
 /* The last health check of a device (devcheck.h), as GET /devices shows it. */
 struct device_check {
 	char state[16];             /* the last check's "succeeded", "failed" or "interrupted"; "" when none ended */
@@ -184,6 +196,7 @@ struct device {
 	struct device_gpu gpu;      /* type == DEVICE_GPU */
 	struct device_tpu tpu;      /* type == DEVICE_TPU */
 	struct device_opencl opencl;
+	struct device_pcie pcie;    /* all 0 for a device without a PCIe link (CPUs) or when unknown */
 	struct device_check check;  /* the last health check (devcheck.h); state "" when there has been none */
 };
 
@@ -209,6 +222,26 @@ bool device_id_valid(const char *text);
 
 /* "a device id (cpu:N, gpu:N or tpu:N)": what device_id_valid takes, for messages. */
 #define DEVICE_ID_SYNTAX "a device id (cpu:N, gpu:N or tpu:N)"
+
+/*
+ * A PCIe link's theoretical rate in GB/s (10^9 bytes) per direction for a generation (1..6) and a lane count: the
+ * one table of transfer rates per generation (2.5, 5, 8, 16, 32, 64 GT/s) and their encodings (8b/10b for 1-2,
+ * 128b/130b for 3-5, FLIT for 6 at 242/256). NAN for an unknown generation or width.
+ */
+double device_pcie_lane_gbytes_per_s(unsigned generation, unsigned width);
+
+/*
+ * The rate a transfer over d's link can reach: the highest generation the link allows (max_generation, or the
+ * current one when the maximum is unknown or lower) at the width it trained at (the current width, or the maximum
+ * when that is unknown). NAN when the link is unknown.
+ */
+double device_pcie_gbytes_per_s(const struct device_pcie *p);
+
+/* The link as the API shows it (GET /devices' pcie): a new object, empty when the link is unknown. */
+json_t *device_pcie_json(const struct device_pcie *p);
+
+/* The generation whose transfer rate is gts GT/s (sysfs' "16.0 GT/s PCIe"), 0 when none is. */
+unsigned device_pcie_generation_of(double gts);
 
 /* The names of the source bits, in a fixed order, as a new JSON array. */
 json_t *device_sources_json(unsigned sources);

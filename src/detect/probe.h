@@ -26,6 +26,15 @@ struct probe_result {
 /* Appends a note to res->why ("; "-separated), cutting at the field's size. */
 void probe_note(struct probe_result *res, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/*
+ * Reads the PCIe link of the PCI device d->pci_bus_id names from <sysfs_root>/bus/pci/devices/<bdf>
+ * (current_link_speed "16.0 GT/s PCIe", current_link_width, max_link_speed, max_link_width) into d->pcie, leaving
+ * what is unreadable or "Unknown" at 0. The maximum generation is capped by the port above the device (the parent
+ * folder of the device's real path) where that port says its own maximum, as a Gen5 card in a Gen4 slot trains at
+ * Gen4. Fields already known stay as they are.
+ */
+void probe_pcie_sysfs(const char *sysfs_root, struct device *d);
+
 struct probe_ops {
 	const char *name;      /* "cpu", "opencl", "nvml", "sysfs-gpu", "tpu" */
 	/*

@@ -129,6 +129,10 @@ struct nvml_api {
 	nvml_dev_remap_fn remapped_rows;
 	nvml_dev_sensor_fn temperature_threshold;
 	nvml_p2p_fn p2p_status;
+	nvml_dev_uint_fn pcie_generation;       /* the link now (an idle GPU drops its generation) */
+	nvml_dev_uint_fn pcie_width;
+	nvml_dev_uint_fn pcie_max_generation;   /* what the GPU and its slot allow together */
+	nvml_dev_uint_fn pcie_max_width;
 };
 
 #define NVML_MAX_GPUS 64
@@ -214,6 +218,10 @@ static bool load_api(void *lib, struct nvml_api *a)
 	RESOLVE(lib, a->remapped_rows, "nvmlDeviceGetRemappedRows");
 	RESOLVE(lib, a->temperature_threshold, "nvmlDeviceGetTemperatureThreshold");
 	RESOLVE(lib, a->p2p_status, "nvmlDeviceGetP2PStatus");
+	RESOLVE(lib, a->pcie_generation, "nvmlDeviceGetCurrPcieLinkGeneration");
+	RESOLVE(lib, a->pcie_width, "nvmlDeviceGetCurrPcieLinkWidth");
+	RESOLVE(lib, a->pcie_max_generation, "nvmlDeviceGetMaxPcieLinkGeneration");
+	RESOLVE(lib, a->pcie_max_width, "nvmlDeviceGetMaxPcieLinkWidth");
 	return true;
 }
 
@@ -379,6 +387,33 @@ static void read_pci(const struct nvml_state *st, nvml_device h, unsigned gi, st
 		d->gpu.pci_device_id = p.pci_device_id >> 16;
 }
 
+/* One link figure: a generation (1..6) or a width (1..32) NVML gave, or 0. */
+static unsigned pcie_value(const struct nvml_state *st, nvml_dev_uint_fn fn, nvml_device h, unsigned gi,
+			   const char *what, unsigned max, struct probe_result *res)
+{
+	unsigned v = 0;
+
+	if (fn == NULL || !call_ok(st, fn(h, &v), gi, what, res) || v < 1 || v > max)
+		return 0;
+	return v;
+}
+
+/*
+ * The PCIe link from NVML; what NVML cannot say comes from sysfs (probe_pcie_sysfs), as for any PCI device. The
+ * current generation is read again on every probe, but a check judges transfers against the maximum.
+ */
+static void read_pcie(const struct nvml_state *st, const struct config *cfg, nvml_device h, unsigned gi,
+		      struct device *d, struct probe_result *res)
+{
+	const struct nvml_api *a = &st->api;
+
+	d->pcie.generation = pcie_value(st, a->pcie_generation, h, gi, "pcie generation", 6, res);
+	d->pcie.width = pcie_value(st, a->pcie_width, h, gi, "pcie width", 32, res);
+	d->pcie.max_generation = pcie_value(st, a->pcie_max_generation, h, gi, "pcie max generation", 6, res);
+	d->pcie.max_width = pcie_value(st, a->pcie_max_width, h, gi, "pcie max width", 32, res);
+	probe_pcie_sysfs(cfg->sysfs_root, d);
+}
+
 /* The facts that do not change while the driver is loaded. */
 static void read_static(const struct nvml_state *st, const struct config *cfg, nvml_device h, unsigned gi,
 			struct device *d, struct probe_result *res)
@@ -400,6 +435,7 @@ static void read_static(const struct nvml_state *st, const struct config *cfg, n
 		d->uuid[0] = '\0';
 	}
 	read_pci(st, h, gi, d, res);
+	read_pcie(st, cfg, h, gi, d, res);
 	if (a->max_clock && call_ok(st, a->max_clock(h, NVML_CLOCK_SM, &v), gi, "max sm clock", res) && v > 0 &&
 	    v < 100000) {
 		d->gpu.clock_max_mhz = v;

@@ -179,6 +179,7 @@ static bool read_card(const char *root, const char *card, struct candidate *c)
 	if (hwfile_read_line(text, sizeof(text), "%s/unique_id", c->dir) == 0 && text[0] != '\0' &&
 	    strlen(text) <= 32)
 		snprintf(d->uuid, sizeof(d->uuid), "GPU-%s", text);
+	probe_pcie_sysfs(root, d);
 	read_telemetry(c->dir, d);
 	return true;
 }

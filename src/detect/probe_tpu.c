@@ -630,6 +630,7 @@ static void tpu_probe(void **state, const struct config *cfg, struct device_list
 		d.tpu.cores_per_chip = c->id >= 0 ? tpu_ids[c->id].cores_per_chip : 0;
 		d.tpu.chip_index = index[i];
 		DEVICE_SET(d.tpu.device_node, c->node);
+		probe_pcie_sysfs(cfg->sysfs_root, &d);
 		device_list_add(out, &d);
 		res->found++;
 	}

@@ -84,6 +84,19 @@ size_t backend_work_buffers(struct kernel_work *w, struct backend_buffer *out)
 	return n;
 }
 
+const char *backend_memory_name(enum backend_memory m)
+{
+	switch (m) {
+	case BACKEND_MEMORY_PAGEABLE:
+		return "pageable";
+	case BACKEND_MEMORY_PINNED:
+		return "pinned";
+	case BACKEND_MEMORY_UNKNOWN:
+		break;
+	}
+	return NULL;
+}
+
 bool backend_runs(const struct backend_ops *ops, enum kernel_id k)
 {
 	return (unsigned)k < KERNEL_COUNT && (ops->runs == NULL || ops->runs(k));

@@ -23,10 +23,23 @@
 
 struct config;
 
+/* The host memory a run's transfers used: pinned (page-locked: the device's DMA reads and writes it directly) or
+ * pageable (the driver stages it); unknown when the run moved no data of the host's (its inputs made on the device,
+ * its output left there) or the backend does not say. */
+enum backend_memory { BACKEND_MEMORY_UNKNOWN, BACKEND_MEMORY_PAGEABLE, BACKEND_MEMORY_PINNED };
+
+/* "pageable", "pinned"; NULL for unknown. */
+const char *backend_memory_name(enum backend_memory m);
+
 /* What a backend measured of one run. */
 struct backend_timing {
-	double transfer_ms; /* host <-> device copies; 0 for native */
-	uint64_t transfer_bytes; /* the bytes those copies moved, both ways */
+	double transfer_ms; /* host <-> device copies; 0 for native: upload_ms + download_ms */
+	uint64_t transfer_bytes; /* the bytes those copies moved, both ways: upload_bytes + download_bytes */
+	double upload_ms;   /* host to device: the inputs the host gave */
+	uint64_t upload_bytes;
+	double download_ms; /* device to host: the output asked for, the sample */
+	uint64_t download_bytes;
+	enum backend_memory transfer_memory; /* the host memory those transfers used */
 	double generate_ms; /* making generated inputs on the device (kernel_work.generate); 0 none */
 	double kernel_ms;
 	bool kernel_device_clock; /* kernel_ms from the device's own clock (OpenCL event profiling), else the host's */

@@ -72,6 +72,9 @@ struct exec_record {
 	double queued_ms, transfer_ms, kernel_ms, total_ms; /* NAN unknown */
 	double setup_ms, generate_ms, verify_ms;             /* likewise */
 	double transfer_bytes;                               /* NAN unknown */
+	double upload_ms, upload_bytes;                      /* host to device; NAN unknown */
+	double download_ms, download_bytes;                  /* device to host; NAN unknown */
+	const char *transfer_memory;                         /* "pinned", "pageable"; NULL unknown */
 	double flops;
 	double bytes;
 	double cost_usd;            /* NAN when the device's price is unknown */

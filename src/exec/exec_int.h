@@ -50,6 +50,9 @@ struct exec_job {
 	double prepare_ms, transfer_ms, kernel_ms;
 	double generate_ms, verify_ms;     /* making the inputs (host or device), verifying; NAN unknown */
 	uint64_t transfer_bytes;           /* bytes the transfers moved, both ways */
+	double upload_ms, download_ms;     /* the transfers by direction: host to device, device to host */
+	uint64_t upload_bytes, download_bytes;
+	enum backend_memory transfer_memory; /* the host memory they used */
 	double compile_ms;                 /* NAN: the backend builds no programs */
 	int cached;                        /* the program came from the backend's cache (1), was built (0); -1 */
 	bool kernel_device_clock;          /* kernel_ms from the device's clock (backend_timing) */

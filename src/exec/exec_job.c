@@ -204,6 +204,11 @@ struct exec_record exec_record_of(const struct exec_job *job)
 		.generate_ms = job->ran ? job->generate_ms : NAN,
 		.verify_ms = job->ran ? job->verify_ms : NAN,
 		.transfer_bytes = job->ran ? (double)job->transfer_bytes : NAN,
+		.upload_ms = job->ran ? job->upload_ms : NAN,
+		.upload_bytes = job->ran ? (double)job->upload_bytes : NAN,
+		.download_ms = job->ran ? job->download_ms : NAN,
+		.download_bytes = job->ran ? (double)job->download_bytes : NAN,
+		.transfer_memory = job->ran ? backend_memory_name(job->transfer_memory) : NULL,
 		.kernel_ms = job->ran ? job->kernel_ms : NAN,
 		.total_ms = final ? exec_ms_between(job->created_ns, job->finished_ns) : NAN,
 		.flops = job->flops,
@@ -472,6 +477,11 @@ static json_t *job_json(struct exec_job *job, bool listed)
 		d.prepare_ms = job->prepare_ms;
 		d.transfer_ms = job->transfer_ms;
 		d.transfer_bytes = (double)job->transfer_bytes;
+		d.upload_ms = job->upload_ms;
+		d.upload_bytes = (double)job->upload_bytes;
+		d.download_ms = job->download_ms;
+		d.download_bytes = (double)job->download_bytes;
+		d.transfer_memory = backend_memory_name(job->transfer_memory);
 		d.generate_ms = job->generate_ms;
 		d.verify_ms = job->verify_ms;
 		d.kernel_ms = job->kernel_ms;

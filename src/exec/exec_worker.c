@@ -230,6 +230,11 @@ static enum acceld_err run_job(struct worker *w, struct pool *pool, struct exec_
 	job->kernel_ms = timing.kernel_ms;
 	job->transfer_ms = timing.transfer_ms;
 	job->transfer_bytes = timing.transfer_bytes;
+	job->upload_ms = timing.upload_ms;
+	job->upload_bytes = timing.upload_bytes;
+	job->download_ms = timing.download_ms;
+	job->download_bytes = timing.download_bytes;
+	job->transfer_memory = timing.transfer_memory;
 	job->compile_ms = timing.compile_ms;
 	job->cached = timing.cached;
 	job->kernel_device_clock = timing.kernel_device_clock;

@@ -11,6 +11,7 @@ void jobdoc_init(struct jobdoc *d)
 	memset(d, 0, sizeof(*d));
 	d->queued_ms = d->prepare_ms = d->compile_ms = d->transfer_ms = d->kernel_ms = d->total_ms = NAN;
 	d->generate_ms = d->verify_ms = d->transfer_bytes = NAN;
+	d->upload_ms = d->upload_bytes = d->download_ms = d->download_bytes = NAN;
 	d->precision = -1;
 	d->cached = -1;
 	d->kernel_clock = -1;
@@ -161,6 +162,17 @@ json_t *jobdoc_json(const struct jobdoc *d)
 	jsonval_set_num(t, "transfer_bytes", d->transfer_bytes);
 	if (isfinite(d->transfer_bytes) && isfinite(d->transfer_ms) && d->transfer_ms > 0 && d->transfer_bytes > 0)
 		jsonval_set_num(t, "transfer_gbytes_per_s", d->transfer_bytes / (d->transfer_ms * 1e6));
+	/* the same by direction: what the host gave going up, what it asked for coming back */
+	jsonval_set_num(t, "upload_ms", d->upload_ms);
+	jsonval_set_num(t, "upload_bytes", d->upload_bytes);
+	if (isfinite(d->upload_bytes) && isfinite(d->upload_ms) && d->upload_ms > 0 && d->upload_bytes > 0)
+		jsonval_set_num(t, "upload_gbytes_per_s", d->upload_bytes / (d->upload_ms * 1e6));
+	jsonval_set_num(t, "download_ms", d->download_ms);
+	jsonval_set_num(t, "download_bytes", d->download_bytes);
+	if (isfinite(d->download_bytes) && isfinite(d->download_ms) && d->download_ms > 0 && d->download_bytes > 0)
+		jsonval_set_num(t, "download_gbytes_per_s", d->download_bytes / (d->download_ms * 1e6));
+	if (d->transfer_memory != NULL && d->transfer_memory[0] != '\0')
+		json_object_set_new(t, "transfer_memory", json_string(d->transfer_memory));
 	jsonval_set_num(t, "kernel_ms", d->kernel_ms);
 	if (d->kernel_clock >= 0)
 		json_object_set_new(t, "kernel_clock", json_string(d->kernel_clock ? "device" : "host"));

@@ -49,6 +49,9 @@ struct jobdoc {
 	double queued_ms, prepare_ms, compile_ms, transfer_ms, kernel_ms, total_ms;
 	double generate_ms, verify_ms;  /* making the inputs, verifying the result */
 	double transfer_bytes;          /* bytes the transfers moved, both ways (NAN unknown) */
+	double upload_ms, upload_bytes; /* of them host to device (NAN unknown) */
+	double download_ms, download_bytes; /* and device to host */
+	const char *transfer_memory;    /* the host memory they used: "pinned", "pageable"; NULL unknown */
 	/* the work of the run, for throughput; the device's peak figures it was measured against (NAN unknown) */
 	double flops, bytes;
 	double peak_gflops, peak_gbps;

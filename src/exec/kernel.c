@@ -82,6 +82,7 @@ static const struct kernel_row {
 static const enum kernel_id figures[] = {
 	[KERNEL_FIGURE_MATRIX] = KERNEL_SGEMM,
 	[KERNEL_FIGURE_MEMORY] = KERNEL_TRIAD,
+	[KERNEL_FIGURE_TRANSFER] = KERNEL_SOFTMAX,
 };
 
 /* The request fields of the enum kernel_param bits, in bit order. */

@@ -127,6 +127,7 @@ bool kernel_compute_bound(enum kernel_id k);
 enum kernel_figure {
 	KERNEL_FIGURE_MATRIX, /* arithmetic throughput, GFLOP/s: the figure of compute-bound work */
 	KERNEL_FIGURE_MEMORY, /* memory bandwidth, GB/s: the figure of every memory-bound kernel */
+	KERNEL_FIGURE_TRANSFER, /* the link's bandwidth each way, GB/s: one input and an output of the same size */
 };
 
 /* The kernel that measures figure f. */
@@ -268,6 +269,11 @@ struct kernel_work {
 	float *sample;  /* buffer: nsample floats, device -> host */
 	/* out NULL with an output of rank > 0 (only for a backend whose ops->on_device is set): the output stays on
 	 * the device and is freed there; only the sample comes back */
+	/* the shared memory in[], out and sample lie in (a worker's mapping of its job's memory: page-aligned,
+	 * host_mem_size bytes), which a backend may register with its device for the run's transfers; NULL: the
+	 * buffers are the caller's own */
+	void *host_mem;
+	size_t host_mem_size;
 };
 
 /*

@@ -78,6 +78,11 @@ size_t journal_encode(const struct store_job *job, char *buf, size_t cap)
 	jsonval_set_num(o, "generate_ms", job->generate_ms);
 	jsonval_set_num(o, "verify_ms", job->verify_ms);
 	jsonval_set_num(o, "transfer_bytes", job->transfer_bytes);
+	jsonval_set_num(o, "upload_ms", job->upload_ms);
+	jsonval_set_num(o, "upload_bytes", job->upload_bytes);
+	jsonval_set_num(o, "download_ms", job->download_ms);
+	jsonval_set_num(o, "download_bytes", job->download_bytes);
+	set_text(o, "transfer_memory", job->transfer_memory);
 	jsonval_set_num(o, "kernel_ms", job->kernel_ms);
 	jsonval_set_num(o, "total_ms", job->total_ms);
 	jsonval_set_num(o, "cost_usd", job->cost_usd);
@@ -149,6 +154,11 @@ bool journal_decode(const char *line, size_t len, struct store_job *out)
 		out->generate_ms = get_num(o, "generate_ms");
 		out->verify_ms = get_num(o, "verify_ms");
 		out->transfer_bytes = get_num(o, "transfer_bytes");
+		out->upload_ms = get_num(o, "upload_ms");
+		out->upload_bytes = get_num(o, "upload_bytes");
+		out->download_ms = get_num(o, "download_ms");
+		out->download_bytes = get_num(o, "download_bytes");
+		get_text(o, "transfer_memory", out->transfer_memory, sizeof(out->transfer_memory));
 		out->kernel_ms = get_num(o, "kernel_ms");
 		out->total_ms = get_num(o, "total_ms");
 		out->cost_usd = get_num(o, "cost_usd");

@@ -89,7 +89,8 @@ enum stmt_id {
 #define STORE_JOB_COLUMNS                                                                                       \
 	"id, device, kernel, backend, state, submitted_at, started_at, finished_at, n, m, k, flops, bytes, "    \
 	"kernel_ms, total_ms, cost_usd, error, reason, queued_ms, transfer_ms, trigger, check_id, peak_gflops, " \
-	"peak_gbytes_per_s, setup_ms, generate_ms, verify_ms, transfer_bytes"
+	"peak_gbytes_per_s, setup_ms, generate_ms, verify_ms, transfer_bytes, upload_ms, upload_bytes, "        \
+	"download_ms, download_bytes, transfer_memory"
 
 /* Every SQL text acceld runs against the store, by statement id (store_sql.c). */
 extern const char *const store_stmt_sql[S_COUNT];

@@ -29,6 +29,11 @@ struct store_job {
 	double generate_ms;         /* making the generated inputs */
 	double verify_ms;
 	double transfer_bytes;      /* what the transfers moved, both ways */
+	double upload_ms;           /* of them host to device */
+	double upload_bytes;
+	double download_ms;         /* and device to host */
+	double download_bytes;
+	char transfer_memory[12];   /* "pinned", "pageable"; "" unknown */
 	double kernel_ms;
 	double total_ms;
 	double cost_usd;

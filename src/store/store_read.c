@@ -502,6 +502,11 @@ static void job_of_row(sqlite3_stmt *s, struct store_job *out)
 	out->generate_ms = col_num(s, 25);
 	out->verify_ms = col_num(s, 26);
 	out->transfer_bytes = col_num(s, 27);
+	out->upload_ms = col_num(s, 28);
+	out->upload_bytes = col_num(s, 29);
+	out->download_ms = col_num(s, 30);
+	out->download_bytes = col_num(s, 31);
+	col_text(s, 32, out->transfer_memory, sizeof(out->transfer_memory));
 }
 
 enum acceld_err store_job_get(struct store *st, const char *id, struct store_job *out)

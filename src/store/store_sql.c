@@ -52,9 +52,10 @@ const char *const store_stmt_sql[S_COUNT] = {
 		     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
 	[S_JOB] = "INSERT INTO jobs (id, device, kernel, backend, state, submitted_at, started_at, finished_at, n, m, "
 		  "k, flops, bytes, kernel_ms, total_ms, cost_usd, error, reason, queued_ms, transfer_ms, trigger, "
-		  "check_id, peak_gflops, peak_gbytes_per_s, setup_ms, generate_ms, verify_ms, transfer_bytes) VALUES "
+		  "check_id, peak_gflops, peak_gbytes_per_s, setup_ms, generate_ms, verify_ms, transfer_bytes, "
+		  "upload_ms, upload_bytes, download_ms, download_bytes, transfer_memory) VALUES "
 		  "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, "
-		  "?23, ?24, ?25, ?26, ?27, ?28) "
+		  "?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33) "
 		  "ON CONFLICT (id) DO UPDATE SET device = excluded.device, "
 		  "kernel = excluded.kernel, backend = coalesce(excluded.backend, backend), "
 		  /* a final state is never taken back by a late "running" */
@@ -75,7 +76,12 @@ const char *const store_stmt_sql[S_COUNT] = {
 		  "setup_ms = coalesce(excluded.setup_ms, setup_ms), "
 		  "generate_ms = coalesce(excluded.generate_ms, generate_ms), "
 		  "verify_ms = coalesce(excluded.verify_ms, verify_ms), "
-		  "transfer_bytes = coalesce(excluded.transfer_bytes, transfer_bytes)",
+		  "transfer_bytes = coalesce(excluded.transfer_bytes, transfer_bytes), "
+		  "upload_ms = coalesce(excluded.upload_ms, upload_ms), "
+		  "upload_bytes = coalesce(excluded.upload_bytes, upload_bytes), "
+		  "download_ms = coalesce(excluded.download_ms, download_ms), "
+		  "download_bytes = coalesce(excluded.download_bytes, download_bytes), "
+		  "transfer_memory = coalesce(excluded.transfer_memory, transfer_memory)",
 	/* when it stopped is unknown: the row keeps no run time, so usage and cost do not count the downtime */
 	[S_JOBS_INTERRUPT] = "UPDATE jobs SET state = 'interrupted', finished_at = coalesce(finished_at, ?1), "
 			     "total_ms = coalesce(total_ms, 0), kernel_ms = coalesce(kernel_ms, 0), "

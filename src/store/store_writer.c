@@ -106,6 +106,11 @@ int store_write_job(struct store *st, const struct store_job *j)
 	bind_num(s, 26, j->generate_ms);
 	bind_num(s, 27, j->verify_ms);
 	bind_num(s, 28, j->transfer_bytes);
+	bind_num(s, 29, j->upload_ms);
+	bind_num(s, 30, j->upload_bytes);
+	bind_num(s, 31, j->download_ms);
+	bind_num(s, 32, j->download_bytes);
+	bind_text(s, 33, j->transfer_memory);
 	return step_done(s);
 }
 

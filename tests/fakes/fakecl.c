@@ -13,6 +13,9 @@
  *   FAKE_CL_SLOW_FILE=PATH   the slowdown applies only while PATH exists, so a test can throttle the device while
  *                            a long check runs
  *   FAKE_CL_MAX_ALLOC=BYTES  the largest buffer (default 16 MiB), which bounds the sizes a check chooses
+ *   FAKE_CL_NO_PINNED=1      a buffer asked for with CL_MEM_ALLOC_HOST_PTR (host memory the driver pins) cannot be
+ *                            made (CL_MEM_OBJECT_ALLOCATION_FAILURE); others can
+ * clEnqueueMapBuffer hands out the buffer's own memory (it lives on the host here); unmapping does nothing.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -300,9 +303,14 @@ static cl_mem CL_API_CALL create_buffer(cl_context c, cl_mem_flags flags, size_t
 {
 	struct _cl_mem *m;
 
+	const char *no_pinned = getenv("FAKE_CL_NO_PINNED");
+
 	(void)c;
-	(void)flags;
 	(void)host;
+	if ((flags & CL_MEM_ALLOC_HOST_PTR) && no_pinned != NULL && strcmp(no_pinned, "1") == 0) {
+		*rc = CL_MEM_OBJECT_ALLOCATION_FAILURE;
+		return NULL;
+	}
 	if (size == 0 || size > max_alloc()) {
 		*rc = size == 0 ? CL_INVALID_BUFFER_SIZE : CL_MEM_OBJECT_ALLOCATION_FAILURE;
 		return NULL;
@@ -326,6 +334,35 @@ static cl_int CL_API_CALL release_mem(cl_mem m)
 		free(m->data);
 	free(m);
 	return CL_SUCCESS;
+}
+
+static void *CL_API_CALL map_buffer(cl_command_queue q, cl_mem m, cl_bool block, cl_map_flags flags, size_t off,
+				     size_t n, cl_uint nwait, const cl_event *wait, cl_event *ev, cl_int *rc)
+{
+	(void)q;
+	(void)block;
+	(void)flags;
+	(void)nwait;
+	(void)wait;
+	if (ev != NULL)
+		*ev = NULL;
+	if (off + n > m->size) {
+		*rc = CL_INVALID_VALUE;
+		return NULL;
+	}
+	*rc = CL_SUCCESS;
+	return m->data + off;
+}
+
+static cl_int CL_API_CALL unmap_mem(cl_command_queue q, cl_mem m, void *p, cl_uint nwait, const cl_event *wait,
+				    cl_event *ev)
+{
+	(void)q;
+	(void)nwait;
+	(void)wait;
+	if (ev != NULL)
+		*ev = NULL;
+	return p >= (void *)m->data && p < (void *)(m->data + m->size) ? CL_SUCCESS : CL_INVALID_VALUE;
 }
 
 static cl_int CL_API_CALL write_buffer(cl_command_queue q, cl_mem m, cl_bool block, size_t off, size_t n,
@@ -742,6 +779,8 @@ __attribute__((constructor)) static void fill_dispatch(void)
 	dispatch.clEnqueueWriteBufferRect = write_rect;
 	dispatch.clEnqueueReadBufferRect = read_rect;
 	dispatch.clEnqueueFillBuffer = fill_buffer;
+	dispatch.clEnqueueMapBuffer = map_buffer;
+	dispatch.clEnqueueUnmapMemObject = unmap_mem;
 	dispatch.clFinish = finish;
 	dispatch.clCreateProgramWithSource = create_program;
 	dispatch.clBuildProgram = build_program;

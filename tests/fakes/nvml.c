@@ -34,7 +34,10 @@
  *                                 none
  *   FAKE_NVML_MEMORY_USED=bytes   every GPU has this much memory in use (at most all of it), as when another process
  *                                 holds it; otherwise a quarter of it
- * Calls for FAKE_NVML_FAIL and FAKE_NVML_NOT_SUPPORTED also include: processes clock_now throttle ecc retired remap threshold.
+ * Calls for FAKE_NVML_FAIL and FAKE_NVML_NOT_SUPPORTED also include: processes clock_now throttle ecc retired remap threshold
+ * pcie (the four PCIe link calls).
+ * The PCIe links (now / at most): the H100 Gen1 x16 / Gen5 x16 and the L4 Gen1 x16 / Gen4 x16 (idle GPUs drop their
+ * generation), the A100 Gen4 x16 / Gen4 x16, the T4 Gen3 x8 / Gen3 x16 (a card in an x8 slot).
  * fake_nvml_calls(name) tells a test how often an entry point was called (by its exported name).
  */
 #include <stdio.h>
@@ -89,6 +92,7 @@ struct fake_gpu {
 	int cc_major, cc_minor;
 	unsigned numa;
 	int index;
+	unsigned pcie_gen, pcie_width, pcie_max_gen, pcie_max_width; /* the link now and at most */
 };
 
 #define GIB (1024ull * 1024 * 1024)
@@ -98,18 +102,20 @@ struct fake_gpu {
 
 static struct fake_gpu gpus[] = {
 	{"NVIDIA H100 80GB HBM3", "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6", "00000000:65:00.0", 0x65, 0x2330,
-	 H100_TOTAL, 50, 41, 312000, 700000, 1980, 2619, 9, 0, 0, 0},
+	 H100_TOTAL, 50, 41, 312000, 700000, 1980, 2619, 9, 0, 0, 0, 1, 16, 5, 16},
 	{"NVIDIA L4", "GPU-89a1c3e0-1111-2222-3333-444455556666", "00000000:CA:00.0", 0xca, 0x27b8, 24 * GIB, 10,
-	 55, 27000, 72000, 2040, 6251, 8, 9, 1, 1},
+	 55, 27000, 72000, 2040, 6251, 8, 9, 1, 1, 1, 16, 4, 16},
 	{"NVIDIA A100-SXM4-40GB", "GPU-5e3c0c9a-aaaa-bbbb-cccc-ddddeeeeffff", "00000000:07:00.0", 0x07, 0x20b0,
-	 40 * GIB, 0, 30, 60000, 400000, 1410, 1215, 8, 0, 0, 2},
+	 40 * GIB, 0, 30, 60000, 400000, 1410, 1215, 8, 0, 0, 2, 4, 16, 4, 16},
 	{"Tesla T4", "GPU-5e3d0000-aaaa-bbbb-cccc-000000000004", "00000000:08:00.0", 0x08, 0x1eb8, 16 * GIB, 0, 30,
-	 20000, 70000, 1590, 5001, 7, 5, 0, 3},
+	 20000, 70000, 1590, 5001, 7, 5, 0, 3, 3, 8, 3, 16},
 };
 
 static struct fake_gpu migs[] = {
-	{"MIG 1g.10gb", "MIG-aaaa1111-0000-0000-0000-000000000001", "", 0, 0, 10 * GIB, 0, 0, 0, 0, 0, 0, 9, 0, 0, 100},
-	{"MIG 1g.10gb", "MIG-bbbb2222-0000-0000-0000-000000000002", "", 0, 0, 10 * GIB, 0, 0, 0, 0, 0, 0, 9, 0, 0, 101},
+	{"MIG 1g.10gb", "MIG-aaaa1111-0000-0000-0000-000000000001", "", 0, 0, 10 * GIB, 0, 0, 0, 0, 0, 0, 9, 0, 0, 100,
+	 0, 0, 0, 0},
+	{"MIG 1g.10gb", "MIG-bbbb2222-0000-0000-0000-000000000002", "", 0, 0, 10 * GIB, 0, 0, 0, 0, 0, 0, 9, 0, 0, 101,
+	 0, 0, 0, 0},
 };
 
 static int inits;
@@ -158,6 +164,10 @@ nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t h, int *pending
 nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t h, unsigned int *corr, unsigned int *unc, unsigned int *pending,
 				       unsigned int *failed);
 nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t h, int type, unsigned int *t);
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t h, unsigned int *v);
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t h, unsigned int *v);
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t h, unsigned int *v);
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t h, unsigned int *v);
 
 static void count(const char *name)
 {
@@ -791,4 +801,34 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t h, unsigned in
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t h, unsigned int *count, nvmlProcessInfo_t *infos)
 {
 	return running(h, count, infos, 0);
+}
+
+/* The PCIe link calls, one value of the GPU's each. */
+static nvmlReturn_t pcie_value(nvmlDevice_t h, unsigned int value, unsigned int *v)
+{
+	nvmlReturn_t rc = gate(h, "pcie");
+
+	if (rc == OK)
+		*v = value;
+	return rc;
+}
+
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t h, unsigned int *v)
+{
+	return pcie_value(h, h ? h->pcie_gen : 0, v);
+}
+
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t h, unsigned int *v)
+{
+	return pcie_value(h, h ? h->pcie_width : 0, v);
+}
+
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t h, unsigned int *v)
+{
+	return pcie_value(h, h ? h->pcie_max_gen : 0, v);
+}
+
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t h, unsigned int *v)
+{
+	return pcie_value(h, h ? h->pcie_max_width : 0, v);
 }

@@ -65,7 +65,14 @@
  *   FAKE_PJRT_NO_MEMSTATS=1   PJRT_Device_MemoryStats answers UNIMPLEMENTED
  *   FAKE_PJRT_WRONG_RESULT=1  the kernels' outputs are perturbed (element 0), for verification tests
  *   FAKE_PJRT_COUNTS=path     after every upload and download, the file holds "uploads N", "upload_bytes B",
- *                             "downloads N" and "download_bytes B", one a line: what crossed the link
+ *                             "downloads N" and "download_bytes B", one a line: what crossed the link; then
+ *                             "dma_maps N", "dma_unmaps N" (PJRT_Client_DmaMap and DmaUnmap calls that
+ *                             succeeded), "pinned_uploads N" and "pinned_downloads N" (transfers whose host memory
+ *                             lay in a range DmaMap registered)
+ *   FAKE_PJRT_DMA=fail|none   PJRT_Client_DmaMap fails (INTERNAL), or the table has no DmaMap and DmaUnmap (their
+ *                             slots NULL, as a plugin that predates them); otherwise DmaMap registers a page-aligned
+ *                             range (anything else is INVALID_ARGUMENT: the stand-in is stricter than CUDA's
+ *                             cuMemHostRegister) and DmaUnmap takes back only what DmaMap registered
  *   FAKE_PJRT_EXACT=1         sgemm does not round its operands on cuda or tpu
  *   FAKE_PJRT_CRASH=execute|compile|client  abort() in PJRT_LoadedExecutable_Execute, PJRT_Client_Compile or
  *                             PJRT_Client_Create, after writing "fake pjrt: FAKE_PJRT_CRASH=<where>: aborting" to
@@ -247,11 +254,12 @@ static const char *const counted[] = {
 	"PJRT_Buffer_Destroy", "PJRT_Buffer_ElementType", "PJRT_Buffer_Dimensions",
 	"PJRT_Buffer_OnDeviceSizeInBytes", "PJRT_Buffer_ToHostBuffer", "PJRT_Buffer_ReadyEvent",
 	"PJRT_Executable_Serialize", "PJRT_Executable_DeserializeAndLoad", "PJRT_Device_AddressableMemories",
-	"PJRT_Device_DefaultMemory", "PJRT_Memory_Id", "PJRT_Memory_Kind",
+	"PJRT_Device_DefaultMemory", "PJRT_Memory_Id", "PJRT_Memory_Kind", "PJRT_Client_DmaMap",
+	"PJRT_Client_DmaUnmap",
 };
 
-/* The table as JAX's CUDA plugin 0.115 has it: 1144 bytes (138 slots); acceld declares the first 73, the others stay
- * NULL here (tests/pjrt_conformance.md, api-version). */
+/* The table as JAX's CUDA plugin 0.115 has it: 1144 bytes (138 slots); acceld declares the first 73 and DmaMap and
+ * DmaUnmap (110, 111), the others stay NULL here (tests/pjrt_conformance.md, api-version). */
 #define REAL_API_MINOR 115
 #define REAL_API_SIZE 1144
 struct api_table {
@@ -275,6 +283,12 @@ static char g_opt_value[MAX_OPTIONS][64];
 static size_t g_nopts;
 static long long g_compile_opts[6] = {-1, -1, -1, -1, -1, -1};
 static long g_moved[4]; /* uploads, their bytes, downloads, their bytes */
+static long g_dma[4];   /* DmaMap and DmaUnmap calls that succeeded, uploads and downloads of registered memory */
+#define DMA_MAX 16
+static struct {
+	const char *data;
+	size_t size;
+} g_mapped[DMA_MAX];    /* the ranges DmaMap registered, g_lock held */
 static const char *const compile_opt_names[6] = {"num_replicas", "num_partitions", "device_ordinal",
 						 "replica_count", "computation_count", "device_id"};
 
@@ -295,16 +309,15 @@ static void count(const char *name)
 	pthread_mutex_unlock(&g_lock);
 }
 
-/* Counts one transfer (0 upload, 1 download) of bytes, and writes the counts to FAKE_PJRT_COUNTS's file. */
-static void moved(int way, size_t bytes)
+/* Writes the counts to FAKE_PJRT_COUNTS's file. */
+static void write_counts(void)
 {
 	const char *path = getenv("FAKE_PJRT_COUNTS");
-	long v[4];
+	long v[4], d[4];
 
 	pthread_mutex_lock(&g_lock);
-	g_moved[2 * way]++;
-	g_moved[2 * way + 1] += (long)bytes;
 	memcpy(v, g_moved, sizeof(v));
+	memcpy(d, g_dma, sizeof(d));
 	pthread_mutex_unlock(&g_lock);
 	if (path != NULL && *path != '\0') {
 		FILE *f = fopen(path, "w");
@@ -312,9 +325,35 @@ static void moved(int way, size_t bytes)
 		if (f != NULL) {
 			fprintf(f, "uploads %ld\nupload_bytes %ld\ndownloads %ld\ndownload_bytes %ld\n", v[0], v[1], v[2],
 				v[3]);
+			fprintf(f, "dma_maps %ld\ndma_unmaps %ld\npinned_uploads %ld\npinned_downloads %ld\n", d[0], d[1],
+				d[2], d[3]);
 			fclose(f);
 		}
 	}
+}
+
+/* Whether [p, p + n) lies in a range DmaMap registered; g_lock held. */
+static int registered(const void *p, size_t n)
+{
+	const char *c = p;
+
+	for (int i = 0; i < DMA_MAX; i++)
+		if (g_mapped[i].data != NULL && c >= g_mapped[i].data && n <= g_mapped[i].size &&
+		    (size_t)(c - g_mapped[i].data) <= g_mapped[i].size - n)
+			return 1;
+	return 0;
+}
+
+/* Counts one transfer (0 upload, 1 download) of bytes from or to host, and writes the counts out. */
+static void moved(int way, const void *host, size_t bytes)
+{
+	pthread_mutex_lock(&g_lock);
+	g_moved[2 * way]++;
+	g_moved[2 * way + 1] += (long)bytes;
+	if (host != NULL && registered(host, bytes))
+		g_dma[2 + way]++;
+	pthread_mutex_unlock(&g_lock);
+	write_counts();
 }
 
 long fake_pjrt_bytes(const char *what)
@@ -2062,7 +2101,7 @@ static PJRT_Error *buffer_from_host(PJRT_Client_BufferFromHostBuffer_Args *args)
 	if (err != NULL)
 		return err;
 	b = buffer_new(args->device, &s, n, now());
-	moved(0, b->bytes);
+	moved(0, args->data, b->bytes);
 	if (n > 0)
 		memcpy(b->data, args->data, b->bytes);
 	/* the copy is done: the host buffer is free at once, whatever the semantics */
@@ -2155,7 +2194,7 @@ static PJRT_Error *buffer_to_host(PJRT_Buffer_ToHostBuffer_Args *args)
 	/* until the event is seen complete dst holds NaNs, so a read before the await shows */
 	memset(args->dst, 0xff, b->bytes);
 	e = event_new(b->ready_at, b->code, b->msg);
-	moved(1, b->bytes);
+	moved(1, args->dst, b->bytes);
 	if (b->code == PJRT_Error_Code_OK && b->bytes > 0) {
 		e->core->src = xmalloc(b->bytes);
 		memcpy(e->core->src, b->data, b->bytes);
@@ -2590,6 +2629,62 @@ static PJRT_Error *loaded_execute(PJRT_LoadedExecutable_Execute_Args *args)
 	return NULL;
 }
 
+/* ------------------------------------------------------------------------------------------- DMA mapping */
+
+static PJRT_Error *client_dma_map(PJRT_Client_DmaMap_Args *args)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	const char *mode = env_str("FAKE_PJRT_DMA");
+	int slot = -1;
+
+	count("PJRT_Client_DmaMap");
+	CHECK_ARGS(args, PJRT_Client_DmaMap_Args);
+	if (mode != NULL && strcmp(mode, "fail") == 0)
+		return make_error(PJRT_Error_Code_INTERNAL, "fake plugin: FAKE_PJRT_DMA=fail: cannot register host memory");
+	if (args->client == NULL || args->data == NULL || args->size == 0)
+		return make_error(PJRT_Error_Code_INVALID_ARGUMENT, "fake plugin: DmaMap needs a client, data and a size");
+	if (page <= 0 || (uintptr_t)args->data % (uintptr_t)page != 0)
+		return make_error(PJRT_Error_Code_INVALID_ARGUMENT, "fake plugin: DmaMap needs page-aligned memory");
+	pthread_mutex_lock(&g_lock);
+	for (int i = 0; i < DMA_MAX && slot < 0; i++)
+		if (g_mapped[i].data == NULL)
+			slot = i;
+	if (slot >= 0 && !registered(args->data, 1)) {
+		g_mapped[slot].data = args->data;
+		g_mapped[slot].size = args->size;
+		g_dma[0]++;
+	}
+	pthread_mutex_unlock(&g_lock);
+	if (slot < 0)
+		return make_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "fake plugin: more than %d ranges registered",
+				  DMA_MAX);
+	write_counts();
+	return NULL;
+}
+
+static PJRT_Error *client_dma_unmap(PJRT_Client_DmaUnmap_Args *args)
+{
+	int found = 0;
+
+	count("PJRT_Client_DmaUnmap");
+	CHECK_ARGS(args, PJRT_Client_DmaUnmap_Args);
+	pthread_mutex_lock(&g_lock);
+	for (int i = 0; i < DMA_MAX && !found; i++) {
+		if (g_mapped[i].data != NULL && g_mapped[i].data == args->data) {
+			g_mapped[i].data = NULL;
+			g_mapped[i].size = 0;
+			g_dma[1]++;
+			found = 1;
+		}
+	}
+	pthread_mutex_unlock(&g_lock);
+	if (!found)
+		return make_error(PJRT_Error_Code_INVALID_ARGUMENT, "fake plugin: DmaUnmap of memory DmaMap did not "
+				  "register");
+	write_counts();
+	return NULL;
+}
+
 /* ------------------------------------------------------------------------------------------- the table */
 
 /* Two bare entries, so a caller's walk of the chain is exercised; their sizes cover no real extension body. */
@@ -2648,6 +2743,8 @@ static struct api_table table = {.head = {
 	.PJRT_Buffer_OnDeviceSizeInBytes = buffer_on_device_size,
 	.PJRT_Buffer_ToHostBuffer = buffer_to_host,
 	.PJRT_Buffer_ReadyEvent = buffer_ready_event,
+	.PJRT_Client_DmaMap = client_dma_map,
+	.PJRT_Client_DmaUnmap = client_dma_unmap,
 }};
 _Static_assert(sizeof(struct api_table) == REAL_API_SIZE, "the real CUDA plugin's table size");
 
@@ -2670,5 +2767,8 @@ const PJRT_Api *GetPjrtApi(void)
 	api.pjrt_api_version.major_version = (int)major;
 	api.pjrt_api_version.minor_version = (int)minor;
 	api.struct_size = size > 0 && size < REAL_API_SIZE ? (size_t)size : REAL_API_SIZE;
+	v = env_str("FAKE_PJRT_DMA");
+	api.PJRT_Client_DmaMap = v != NULL && strcmp(v, "none") == 0 ? NULL : client_dma_map;
+	api.PJRT_Client_DmaUnmap = v != NULL && strcmp(v, "none") == 0 ? NULL : client_dma_unmap;
 	return &api;
 }

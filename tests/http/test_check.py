@@ -19,8 +19,10 @@ from test_metrics_api import parse, promtool_check
 
 FAKE_NVML = os.path.join(FAKES, "libnvml.so")
 FAKE_CL = os.path.join(FAKES, "libfakecl.so")
-OPEN = ["--check-warn-percent", "1", "--check-fail-percent", "0", "--check-clock-percent", "0"]
-NO_FIGURE_RULES = ["--check-warn-percent", "0", "--check-fail-percent", "0"]
+OPEN = ["--check-warn-percent", "1", "--check-fail-percent", "0", "--check-clock-percent", "0",
+        "--check-transfer-percent", "0"]
+# the fake devices' transfers, through the host's memory, are judged by nothing either
+NO_FIGURE_RULES = ["--check-warn-percent", "0", "--check-fail-percent", "0", "--check-transfer-percent", "0"]
 
 
 # a check takes seconds, more under a sanitizer on a busy machine
@@ -101,6 +103,9 @@ class CpuCheck(CheckCase):
         self.assertGreaterEqual(triad["size"]["n"], 1 << 22)
         self.assertEqual(doc["measured"]["gflops"], sgemm["measured"])
         self.assertEqual(doc["measured"]["gbytes_per_s"], triad["measured"])
+        # a CPU has no link to the host: no transfer test
+        self.assertNotIn("transfer", [t["name"] for t in doc["tests"]])
+        self.assertNotIn("transfer_ms", doc["budget"])
 
         # its jobs are listed, each saying the check made it
         jobs = s.get("/run?page_size=100").json()["jobs"]
@@ -267,6 +272,55 @@ class FakeGpuCheck(CheckCase):
         self.assertEqual(dev["peak"]["fp32_gflops"], 67000)
         self.assertEqual(dev["check"]["verdict"], "fail")
 
+    def test_transfers_are_measured_against_the_link(self):
+        # the fake NVML's H100: idle at Gen1, Gen5 x16 at most; its transfers through the host's memory
+        s, doc = self.check_gpu()
+        t = self.part(doc, "transfer")
+        self.assertEqual(t["kind"], "transfer")
+        self.assertEqual(t["state"], "succeeded")
+        self.assertTrue(t["verified"], t)
+        self.assertGreaterEqual(t["runs"], 1)
+        self.assertEqual(t["size"], {"bytes": 1 << 20, "m": 64, "n": 4096})
+        self.assertEqual(t["link"], {"generation": 1, "width": 16, "max_generation": 5, "max_width": 16,
+                                     "gbytes_per_s": 63.02})
+        for way in ("upload", "download"):
+            self.assertGreater(t[way + "_gbytes_per_s"], 0)
+            self.assertAlmostEqual(t[way + "_ratio"], t[way + "_gbytes_per_s"] / 63.0154, places=3)
+        self.assertAlmostEqual(t["expected"], 0.7 * 63.0154, places=3)
+        self.assertTrue(t["expected_source"].startswith("uncalibrated: 70 % of the PCIe link"), t)
+        # it warns or passes, never fails; how fast the host copies decides which
+        self.assertIn(t["verdict"], ("pass", "warn"))
+        self.assertRegex(t["rule"], r"^host to device .* GB/s \(.* %\), device to host .* GB/s \(.* %\) of the link's "
+                                    r"theoretical 63.02 GB/s \(warn below 70 %, uncalibrated\)$")
+        self.assertEqual(doc["budget"]["transfer_ms"], 1500)
+        # its jobs moved the host's data each way, as their timing says
+        job = s.get("/run/" + t["last_job"]).json()
+        self.assertEqual(job["timing"]["upload_bytes"], 1 << 20, job["timing"])
+        self.assertEqual(job["timing"]["download_bytes"], 1 << 20, job["timing"])
+        self.assertEqual(job["inputs"], "inline")
+        # through pinned staging buffers the (fake) GPU driver allocated
+        self.assertEqual(job["timing"]["transfer_memory"], "pinned", job["timing"])
+
+    def test_transfers_fall_back_to_pageable_memory(self):
+        s, doc = self.check_gpu(env={"FAKE_CL_NO_PINNED": "1"}, args=NO_FIGURE_RULES)
+        t = self.part(doc, "transfer")
+        self.assertTrue(t["verified"], t)
+        job = s.get("/run/" + t["last_job"]).json()
+        self.assertEqual(job["timing"]["transfer_memory"], "pageable", job["timing"])
+        # said once, by the GPU's worker
+        said = "no pinned staging buffer; transfers use pageable memory"
+        line = s.wait_for(lambda l: said in l.get("msg", "") + l.get("line", ""))
+        self.assertIn("clCreateBuffer (CL_MEM_ALLOC_HOST_PTR)", line.get("call", "") + line.get("line", ""))
+        self.assertEqual(len([l for l in s.logs if said in l.get("msg", "") + l.get("line", "")]), 1)
+
+    def test_an_unknown_link_records_the_rates(self):
+        _, doc = self.check_gpu(env={"FAKE_NVML_NOT_SUPPORTED": "pcie"})
+        t = self.part(doc, "transfer")
+        self.assertNotIn("link", t)
+        self.assertNotIn("expected", t)
+        self.assertEqual(t["verdict"], "pass", t)
+        self.assertIn("the PCIe link is unknown, so they are recorded only", t["rule"])
+
     def test_wrong_results_fail(self):
         _, doc = self.check_gpu(env={"FAKE_CL_WRONG": "1"}, args=NO_FIGURE_RULES)
         self.assertEqual(doc["verdict"], "fail")
@@ -349,6 +403,11 @@ class FakeTpuCheck(CheckCase):
         triad = self.part(doc, "triad")
         self.assertEqual((triad["expected"], triad["verdict"]), (1638, "fail"), triad)
         self.assertTrue(triad["expected_source"].startswith("table tpu-v6e"), triad["expected_source"])
+        # the chip's link from its PCI files: Gen4 x16
+        transfer = self.part(doc, "transfer")
+        self.assertTrue(transfer["verified"], transfer)
+        self.assertEqual(transfer["link"]["gbytes_per_s"], 31.51)
+        self.assertIn(transfer["verdict"], ("pass", "warn"))
         self.assertEqual(doc["verdict"], "fail", doc["rule"])
         self.assertEqual(s.get("/devices/tpu:0").json()["check"]["verdict"], "fail")
 

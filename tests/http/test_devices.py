@@ -295,6 +295,14 @@ class PaddedStrings(unittest.TestCase):
         nvidia = [d for d in devs if d.get("vendor") == "NVIDIA"]
         self.assertEqual(nvidia[0]["gpu"]["driver_version"], "550.54.15")
         self.assertTrue(nvidia[0]["uuid"].startswith("GPU-"))
+        # the PCIe link: NVML's for the H100 (idle at Gen1, Gen5 x16 at most), sysfs' for the MI300X
+        h100 = next(d for d in nvidia if d["model"] == "NVIDIA H100 80GB HBM3")
+        self.assertEqual(h100["pcie"], {"generation": 1, "width": 16, "max_generation": 5, "max_width": 16,
+                                        "gbytes_per_s": 63.02})
+        amd = [d for d in devs if d["type"] == "gpu" and d.get("vendor") == "AMD"]
+        self.assertEqual(amd[0]["pcie"]["generation"], 5)
+        self.assertEqual(amd[0]["pcie"]["gbytes_per_s"], 63.02)
+        self.assertNotIn("pcie", next(d for d in devs if d["type"] == "cpu"))
 
     def test_padded_tpu_environment(self):
         env = dict(fixture_env("tpu-v6e-8"), ACCELD_DEV_ROOT=os.path.join(FIXTURES, "tpu-v6e-8", "dev"),
@@ -306,6 +314,8 @@ class PaddedStrings(unittest.TestCase):
         self.assertEqual(tpus[0]["tpu"]["name"], "my-tpu")
         self.assertEqual(tpus[0]["tpu"]["worker_id"], 0)
         self.assertIn("env", tpus[0]["seen_by"])
+        self.assertEqual(tpus[0]["pcie"], {"generation": 4, "width": 16, "max_generation": 4, "max_width": 16,
+                                           "gbytes_per_s": 31.51})
 
 
 class Report(unittest.TestCase):

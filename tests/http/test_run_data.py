@@ -53,6 +53,24 @@ class DeviceData(ServerTestCase):
         r = self.server.request("GET", "/run/" + doc["id"])
         self.assertEqual(len(r.json()["result"]["output"]), n)
 
+    def test_inline_inputs_up_and_the_output_down(self):
+        # the inputs the host gave go up, the output asked for comes down, each counted in its direction
+        n = 5000
+        doc = run_ok(self, {"kernel": "saxpy", "device": "cpu:0", "backend": "opencl", "return": "full",
+                            "inputs": {"x": [0.5] * n, "y": [0.25] * n}})
+        timing = doc["timing"]
+        self.assertEqual(timing["upload_bytes"], 2 * n * 4, timing)
+        self.assertEqual(timing["download_bytes"], n * 4, timing)
+        self.assertEqual(timing["transfer_bytes"], 3 * n * 4, timing)
+        self.assertAlmostEqual(timing["upload_ms"] + timing["download_ms"], timing["transfer_ms"], places=3)
+        self.assertIn(timing["transfer_memory"], ("pinned", "pageable"))
+        # a generated job that keeps its output on the device moves nothing up
+        doc = run_ok(self, {"kernel": "saxpy", "n": 100000, "device": "cpu:0", "backend": "opencl",
+                            "generate": {"seed": 3}})
+        self.assertEqual(doc["timing"]["upload_bytes"], 0, doc["timing"])
+        self.assertNotIn("upload_gbytes_per_s", doc["timing"])
+        self.assertNotIn("transfer_memory", doc["timing"])
+
     def test_full_verification_compares_every_element(self):
         doc = run_ok(self, {"kernel": "softmax", "m": 3, "n": 8000, "device": "cpu:0", "backend": "opencl",
                             "verify": "full"})
@@ -167,6 +185,62 @@ class PjrtDeviceData(unittest.TestCase):
             self.assertEqual(doc["timing"]["transfer_bytes"], 4 + 2 * 4 + 4 * 8 + SAMPLE * 4)
             self.assertEqual(doc["result"]["summary"]["of"], "sample")
 
+    def test_inline_inputs_up_and_the_output_down(self):
+        with tempfile.TemporaryDirectory() as tmp, Server(env=self.env(tmp)) as s:
+            m, n, k = 16, 24, 8
+            a = [[0.5] * k for _ in range(m)]
+            b = [[0.25] * n for _ in range(k)]
+            r = s.request("POST", "/run", json_body={"kernel": "sgemm", "m": m, "n": n, "k": k, "device": "gpu:0",
+                                                     "backend": "pjrt", "return": "full",
+                                                     "inputs": {"a": a, "b": b}})
+            self.assertEqual(r.status, 200, r)
+            timing = r.json()["timing"]
+            counts = read_counts(os.path.join(tmp, "counts"))
+            # the stand-in saw what the answer says; of it the inputs are m x k and k x n floats, the output m x n
+            self.assertEqual(timing["upload_bytes"], counts["upload_bytes"], (timing, counts))
+            self.assertEqual(timing["download_bytes"], counts["download_bytes"], (timing, counts))
+            self.assertEqual(timing["download_bytes"], m * n * 4, timing)
+            self.assertEqual(timing["upload_bytes"], (m * k + k * n) * 4 + 4, timing)  # and alpha
+            # the worker registered the job's shared memory for DMA, moved both inputs and the output through it,
+            # and took it back
+            self.assertEqual(timing["transfer_memory"], "pinned", timing)
+            self.assertEqual((counts["dma_maps"], counts["dma_unmaps"]), (1, 1), counts)
+            self.assertEqual((counts["pinned_uploads"], counts["pinned_downloads"]), (2, 1), counts)
+
+    def inline_sgemm(self, s):
+        r = s.request("POST", "/run", json_body={"kernel": "sgemm", "m": 8, "n": 8, "k": 8, "device": "gpu:0",
+                                                 "backend": "pjrt", "return": "full",
+                                                 "inputs": {"a": [[0.5] * 8] * 8, "b": [[0.25] * 8] * 8}})
+        self.assertEqual(r.status, 200, r)
+        doc = r.json()
+        self.assertEqual(doc["state"], "succeeded", doc)
+        return doc["timing"]
+
+    def test_pageable_when_the_plugin_cannot_register_memory(self):
+        # a refusal is said once and not asked again; a table without the call is not asked at all
+        with tempfile.TemporaryDirectory() as tmp, Server(env=self.env(tmp, FAKE_PJRT_DMA="fail")) as s:
+            self.assertEqual(self.inline_sgemm(s)["transfer_memory"], "pageable")
+            self.assertEqual(self.inline_sgemm(s)["transfer_memory"], "pageable")
+            # said once, by the GPU's worker
+            text = "would not register a job's memory for DMA"
+            s.wait_for(lambda l: text in l.get("msg", "") + l.get("line", ""))
+            said = [l for l in s.logs if text in l.get("msg", "") + l.get("line", "")]
+            self.assertEqual(len(said), 1, said)
+            counts = read_counts(os.path.join(tmp, "counts"))
+            self.assertEqual((counts["dma_maps"], counts["pinned_uploads"]), (0, 0), counts)
+        with tempfile.TemporaryDirectory() as tmp, Server(env=self.env(tmp, FAKE_PJRT_DMA="none")) as s:
+            self.assertEqual(self.inline_sgemm(s)["transfer_memory"], "pageable")
+            counts = read_counts(os.path.join(tmp, "counts"))
+            self.assertEqual(counts["dma_maps"], 0, counts)
+
+    def test_a_generated_job_registers_nothing(self):
+        with tempfile.TemporaryDirectory() as tmp, Server(env=self.env(tmp)) as s:
+            r = s.request("POST", "/run", json_body={"kernel": "triad", "n": 200000, "device": "gpu:0",
+                                                     "backend": "pjrt"})
+            self.assertEqual(r.status, 200, r)
+            self.assertNotIn("transfer_memory", r.json()["timing"])
+            self.assertEqual(read_counts(os.path.join(tmp, "counts"))["dma_maps"], 0)
+
     def test_sampled_verification_catches_the_wrong_result(self):
         with tempfile.TemporaryDirectory() as tmp, Server(env=self.env(tmp, FAKE_PJRT_WRONG_RESULT="1")) as s:
             r = s.request("POST", "/run", json_body={"kernel": "softmax", "m": 8, "n": 400, "device": "gpu:0",
@@ -187,10 +261,19 @@ class TimingKept(unittest.TestCase):
                                                          "backend": "opencl", "verify": True})
                 self.assertEqual(r.status, 200, r)
                 job = r.json()
+                r = s.request("POST", "/run", json_body={"kernel": "saxpy", "device": "cpu:0", "backend": "opencl",
+                                                         "return": "full", "inputs": {"x": [1.0] * 64, "y": [2.0] * 64}})
+                self.assertEqual(r.status, 200, r)
+                inline = r.json()
             with Server(db=db, env=env) as s:
+                got = s.get("/run/" + inline["id"]).json()
+                self.assertEqual(got["source"], "history")
+                for key in ("upload_bytes", "download_bytes", "transfer_memory"):
+                    self.assertEqual(got["timing"][key], inline["timing"][key], key)
                 got = s.get("/run/" + job["id"]).json()
                 self.assertEqual(got["source"], "history")
-                for key in ("generate_ms", "transfer_ms", "transfer_bytes", "transfer_gbytes_per_s", "kernel_ms",
+                for key in ("generate_ms", "transfer_ms", "transfer_bytes", "transfer_gbytes_per_s", "upload_ms",
+                            "upload_bytes", "download_ms", "download_bytes", "download_gbytes_per_s", "kernel_ms",
                             "verify_ms", "total_ms"):
                     self.assertEqual(got["timing"][key], job["timing"][key], key)
 

@@ -25,6 +25,10 @@
 #define SGEMM_TILE_N (EXEC_SGEMM_TN * EXEC_SGEMM_LX)
 #define SGEMM_PITCH_PAD 16 /* floats added to the row pitch of A and B: one cache line */
 #define DOT_MAX_GROUPS 256
+#define STAGE_MAX 4                   /* pinned staging buffers: a run's inputs and its output */
+#define STAGE_MIN_BYTES (1u << 20)    /* a smaller copy is set by the link's latency, not by pinning */
+#define STAGE_CHUNK (8u << 20)        /* an upload copies into the stage a chunk at a time, each chunk's DMA
+					 overlapping the next one's copy */
 
 enum { K_SAXPY, K_TRIAD, K_DOT, K_SGEMM, K_SOFTMAX, K_GENERATE, K_GENERATE_ROWS, K_GATHER, K_COUNT };
 
@@ -45,6 +49,14 @@ struct pooled {
 	bool made;
 	cl_uint key;
 	size_t rows, cols, pitch;
+};
+
+/* A pinned staging buffer: allocated by the driver, mapped once for its life. */
+struct staged {
+	cl_mem mem;
+	void *ptr;
+	size_t size;
+	bool busy;
 };
 
 struct exec_ocl {
@@ -69,6 +81,18 @@ struct exec_ocl {
 	 * 0 none */
 	uint64_t fault_memory;
 	uint64_t buffers_made;     /* clCreateBuffer calls, for tests */
+	/*
+	 * The copies that cross the link (inputs the host gave, outputs it asked for) go through pinned memory.
+	 * NVIDIA's OpenCL pins the host memory of the buffers it allocates itself (CL_MEM_ALLOC_HOST_PTR), and its
+	 * best-practices guide has copies made from and to such a buffer, mapped once, to a device buffer; memory the
+	 * caller owns, CL_MEM_USE_HOST_PTR's included, is pageable to it and goes through the driver's own staging. So
+	 * a run's data is copied into such a stage on the host and moved from there. Off for CPU devices (PoCL: the
+	 * device's memory is the host's, and a stage would be one more copy) and after a stage could not be made or
+	 * mapped (logged once).
+	 */
+	struct staged stage[STAGE_MAX];
+	bool staging;
+	uint64_t stages_made;      /* pinned buffers made, for tests */
 };
 
 const char *exec_ocl_error_name(int code)
@@ -271,6 +295,8 @@ enum acceld_err exec_ocl_open(const struct device *dev, struct exec_ocl **out, c
 	clGetDeviceInfo(ocl->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof(ocl->max_wg), &ocl->max_wg, NULL);
 	clGetDeviceInfo(ocl->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof(max_alloc), &max_alloc, NULL);
 	clGetDeviceInfo(ocl->device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof(global_mem), &global_mem, NULL);
+	clGetDeviceInfo(ocl->device, CL_DEVICE_TYPE, sizeof(type), &type, NULL);
+	ocl->staging = !(type & CL_DEVICE_TYPE_CPU);
 	ocl->max_alloc = max_alloc;
 	ocl->global_mem = global_mem;
 	/*
@@ -279,7 +305,6 @@ enum acceld_err exec_ocl_open(const struct device *dev, struct exec_ocl **out, c
 	 * the first kernel that touches it: with 1 GiB kept on an H100, each job of 1e8 elements (1.2 GB) made one
 	 * buffer anew and its kernel ran at 0.57x of a copy, where 83.5 M elements (1.0 GB, all kept) ran at 0.9x.
 	 */
-	clGetDeviceInfo(ocl->device, CL_DEVICE_TYPE, sizeof(type), &type, NULL);
 	ocl->pool_cap = (type & CL_DEVICE_TYPE_GPU) || global_mem / 4 < (1ull << 30) ? global_mem / 4 : (1ull << 30);
 	ocl->wg = EXEC_REDUCE_WG;
 	while (ocl->wg > 1 && ocl->max_wg > 0 && ocl->wg > ocl->max_wg)
@@ -310,6 +335,13 @@ void exec_ocl_close(struct exec_ocl *ocl)
 {
 	if (ocl == NULL)
 		return;
+	for (int i = 0; i < STAGE_MAX; i++)
+		if (ocl->stage[i].mem) {
+			clEnqueueUnmapMemObject(ocl->queue, ocl->stage[i].mem, ocl->stage[i].ptr, 0, NULL, NULL);
+			clReleaseMemObject(ocl->stage[i].mem);
+		}
+	if (ocl->queue && ocl->stage[0].mem)
+		clFinish(ocl->queue);
 	for (int i = 0; i < POOL_MAX; i++)
 		if (ocl->pool[i].mem)
 			clReleaseMemObject(ocl->pool[i].mem);
@@ -328,6 +360,11 @@ void exec_ocl_close(struct exec_ocl *ocl)
 uint64_t exec_ocl_buffers_made(const struct exec_ocl *ocl)
 {
 	return ocl->buffers_made;
+}
+
+uint64_t exec_ocl_stages_made(const struct exec_ocl *ocl)
+{
+	return ocl->stages_made;
 }
 
 uint64_t exec_ocl_pool_bytes(const struct exec_ocl *ocl)
@@ -453,6 +490,69 @@ static void pool_put_all(struct exec_ocl *ocl, bool ok)
 		ocl->pool[i].busy = false;
 	}
 	pool_trim(ocl, 0);
+	for (int i = 0; i < STAGE_MAX; i++)
+		ocl->stage[i].busy = false;
+}
+
+/* Makes stage s a pinned buffer of size bytes, mapped; false (staging turned off, said once) when it cannot. */
+static bool stage_make(struct exec_ocl *ocl, struct staged *s, size_t size)
+{
+	cl_int rc = CL_SUCCESS;
+	const char *what = "clCreateBuffer (CL_MEM_ALLOC_HOST_PTR)";
+
+	if (s->mem != NULL) { /* an idle one too small: its memory goes back first */
+		clEnqueueUnmapMemObject(ocl->queue, s->mem, s->ptr, 0, NULL, NULL);
+		clReleaseMemObject(s->mem);
+		*s = (struct staged){0};
+	}
+	s->mem = clCreateBuffer(ocl->ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, size, NULL, &rc);
+	if (s->mem != NULL) {
+		what = "clEnqueueMapBuffer";
+		s->ptr = clEnqueueMapBuffer(ocl->queue, s->mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, size, 0, NULL,
+					    NULL, &rc);
+	}
+	if (s->mem != NULL && s->ptr != NULL && rc == CL_SUCCESS) {
+		s->size = size;
+		ocl->stages_made++;
+		return true;
+	}
+	if (s->mem != NULL)
+		clReleaseMemObject(s->mem);
+	*s = (struct staged){0};
+	ocl->staging = false;
+	log_fields(LOGL_WARN, "opencl", "no pinned staging buffer; transfers use pageable memory",
+		   (struct log_field[]){LOG_S("call", what), LOG_S("error", exec_ocl_error_name(rc)),
+					LOG_I("bytes", size)},
+		   3);
+	return false;
+}
+
+/*
+ * A pinned stage of at least bytes for one copy of the run (busy until the run ends), or NULL: staging off, a copy
+ * too small to gain from it, or every stage in use. The smallest idle stage that fits is reused; else an empty or
+ * idle slot gets a new one of that size.
+ */
+static void *stage_get(struct exec_ocl *ocl, size_t bytes)
+{
+	int slot = -1;
+
+	if (!ocl->staging || bytes < STAGE_MIN_BYTES)
+		return NULL;
+	for (int i = 0; i < STAGE_MAX; i++) {
+		const struct staged *s = &ocl->stage[i];
+
+		if (s->mem != NULL && !s->busy && s->size >= bytes && (slot < 0 || s->size < ocl->stage[slot].size))
+			slot = i;
+	}
+	if (slot < 0) {
+		for (int i = 0; i < STAGE_MAX && (slot < 0 || ocl->stage[slot].mem != NULL); i++)
+			if (!ocl->stage[i].busy)
+				slot = i;
+		if (slot < 0 || !stage_make(ocl, &ocl->stage[slot], bytes))
+			return NULL;
+	}
+	ocl->stage[slot].busy = true;
+	return ocl->stage[slot].ptr;
 }
 
 /* --- launches --- */
@@ -461,12 +561,16 @@ struct launch {
 	struct exec_ocl *ocl;
 	cl_int rc;
 	const char *what;
-	uint64_t bytes;   /* moved between host and device, both ways */
-	uint64_t gen_ns;  /* making generated inputs on the device */
-	uint64_t need;    /* bytes of the job's buffers (kernel_total_len) */
-	cl_event kev;     /* the kernel's launch, when the queue profiles; NULL none */
-	bool device_clock; /* the kernel time came from kev */
-	uint64_t launch_ns; /* the host's time from the kernel's launch to the end of its clFinish */
+	uint64_t up_bytes;   /* moved from the host to the device */
+	uint64_t down_bytes; /* moved from the device to the host */
+	uint64_t gen_ns;     /* making generated inputs on the device */
+	uint64_t need;       /* bytes of the job's buffers (kernel_total_len) */
+	cl_event kev;        /* the kernel's launch, when the queue profiles; NULL none */
+	bool device_clock;   /* the kernel time came from kev */
+	uint64_t launch_ns;  /* the host's time from the kernel's launch to the end of its clFinish */
+	uint64_t kernel_t0;  /* when the uploads had finished and the kernel was launched */
+	bool host_data;      /* data of the host's crossed (an input it gave, an output it asked for) */
+	bool pageable;       /* some of it crossed from or to pageable memory */
 };
 
 static void set_arg(struct launch *l, cl_kernel k, cl_uint idx, size_t size, const void *value)
@@ -496,8 +600,21 @@ static cl_mem upload(struct launch *l, const float *src, size_t count)
 		return NULL;
 	}
 	if (src != NULL && count > 0) {
-		l->bytes += count * sizeof(float);
-		rc = clEnqueueWriteBuffer(l->ocl->queue, m, CL_FALSE, 0, count * sizeof(float), src, 0, NULL, NULL);
+		size_t bytes = count * sizeof(float);
+		unsigned char *stage = stage_get(l->ocl, bytes);
+
+		l->up_bytes += bytes;
+		l->host_data = true;
+		l->pageable = l->pageable || stage == NULL;
+		if (stage == NULL)
+			rc = clEnqueueWriteBuffer(l->ocl->queue, m, CL_FALSE, 0, bytes, src, 0, NULL, NULL);
+		/* a chunk's copy into the stage, then its DMA, queued while the next chunk is copied */
+		for (size_t off = 0; stage != NULL && off < bytes && rc == CL_SUCCESS; off += STAGE_CHUNK) {
+			size_t n = bytes - off < STAGE_CHUNK ? bytes - off : STAGE_CHUNK;
+
+			memcpy(stage + off, (const unsigned char *)src + off, n);
+			rc = clEnqueueWriteBuffer(l->ocl->queue, m, CL_FALSE, off, n, stage + off, 0, NULL, NULL);
+		}
 		if (rc != CL_SUCCESS) {
 			l->rc = rc;
 			l->what = "clEnqueueWriteBuffer";
@@ -531,12 +648,21 @@ static void write_rect(struct launch *l, cl_mem m, const float *src, size_t rows
 	size_t origin[3] = {0, 0, 0};
 	size_t region[3] = {cols * sizeof(float), rows, 1};
 	cl_int rc;
+	const void *from = src;
 
 	if (l->rc != CL_SUCCESS || rows == 0 || cols == 0 || src == NULL)
 		return;
-	l->bytes += rows * cols * sizeof(float);
+	l->up_bytes += rows * cols * sizeof(float);
+	l->host_data = true;
+	{
+		void *stage = stage_get(l->ocl, rows * cols * sizeof(float));
+
+		if (stage != NULL)
+			from = memcpy(stage, src, rows * cols * sizeof(float));
+		l->pageable = l->pageable || stage == NULL;
+	}
 	rc = clEnqueueWriteBufferRect(l->ocl->queue, m, CL_FALSE, origin, origin, region, pitch * sizeof(float), 0,
-				      cols * sizeof(float), 0, src, 0, NULL, NULL);
+				      cols * sizeof(float), 0, from, 0, NULL, NULL);
 	if (rc != CL_SUCCESS) {
 		l->rc = rc;
 		l->what = "clEnqueueWriteBufferRect";
@@ -554,6 +680,15 @@ static void finish(struct launch *l, const char *what)
 		l->rc = rc;
 		l->what = what;
 	}
+}
+
+/* Waits for the uploads (and generators) to finish and marks the kernel's start: the line between the run's uploads
+ * and what follows. Returns the time. */
+static uint64_t begin_kernel(struct launch *l)
+{
+	finish(l, "clFinish (upload)");
+	l->kernel_t0 = clock_mono_ns();
+	return l->kernel_t0;
 }
 
 static void enqueue(struct launch *l, cl_kernel k, cl_uint dims, const size_t *global, const size_t *local)
@@ -619,12 +754,44 @@ static void read_back(struct launch *l, cl_mem m, float *dst, size_t count)
 
 	if (l->rc != CL_SUCCESS || count == 0 || dst == NULL)
 		return;
-	l->bytes += count * sizeof(float);
+	l->down_bytes += count * sizeof(float);
 	rc = clEnqueueReadBuffer(l->ocl->queue, m, CL_TRUE, 0, count * sizeof(float), dst, 0, NULL, NULL);
 	if (rc != CL_SUCCESS) {
 		l->rc = rc;
 		l->what = "clEnqueueReadBuffer";
 	}
+}
+
+/*
+ * Reads the output the host asked for, rows of cols at a pitch in m, into dst: through a pinned stage where there is
+ * one (then copied out of it), else straight into dst.
+ */
+static void read_output(struct launch *l, cl_mem m, float *dst, size_t rows, size_t cols, size_t pitch)
+{
+	size_t bytes = rows * cols * sizeof(float);
+	size_t origin[3] = {0, 0, 0};
+	size_t region[3] = {cols * sizeof(float), rows, 1};
+	void *stage;
+	cl_int rc;
+
+	if (l->rc != CL_SUCCESS || bytes == 0)
+		return;
+	stage = stage_get(l->ocl, bytes);
+	l->down_bytes += bytes;
+	l->host_data = true;
+	l->pageable = l->pageable || stage == NULL;
+	if (pitch == cols)
+		rc = clEnqueueReadBuffer(l->ocl->queue, m, CL_TRUE, 0, bytes, stage ? stage : dst, 0, NULL, NULL);
+	else
+		rc = clEnqueueReadBufferRect(l->ocl->queue, m, CL_TRUE, origin, origin, region, pitch * sizeof(float), 0,
+					     cols * sizeof(float), 0, stage ? stage : dst, 0, NULL, NULL);
+	if (rc != CL_SUCCESS) {
+		l->rc = rc;
+		l->what = pitch == cols ? "clEnqueueReadBuffer" : "clEnqueueReadBufferRect";
+		return;
+	}
+	if (stage != NULL)
+		memcpy(dst, stage, bytes);
 }
 
 static size_t round_up(size_t v, size_t to)
@@ -756,24 +923,8 @@ static void results(struct launch *l, cl_mem out, struct kernel_work *w, size_t 
 		enqueue(l, ocl->kernels[K_GATHER], 1, &n, NULL);
 		read_back(l, s, w->sample, n);
 	}
-	if (w->out == NULL || l->rc != CL_SUCCESS)
-		return;
-	if (pitch == cols) {
-		read_back(l, out, w->out, len);
-		return;
-	}
-	{
-		size_t origin[3] = {0, 0, 0};
-		size_t region[3] = {cols * sizeof(float), rows, 1};
-
-		l->bytes += len * sizeof(float);
-		rc = clEnqueueReadBufferRect(ocl->queue, out, CL_TRUE, origin, origin, region, pitch * sizeof(float), 0,
-					     cols * sizeof(float), 0, w->out, 0, NULL, NULL);
-		if (rc != CL_SUCCESS) {
-			l->rc = rc;
-			l->what = "clEnqueueReadBufferRect";
-		}
-	}
+	if (w->out != NULL)
+		read_output(l, out, w->out, rows, cols, pitch);
 }
 
 /* Runs the vector kernels; returns the kernel time in ns. */
@@ -797,8 +948,7 @@ static uint64_t run_vector(struct launch *l, struct kernel_work *w)
 			groups = 1;
 		items = groups * ocl->wg;
 		out = device_buffer(l, groups);
-		finish(l, "clFinish (upload)");
-		t0 = clock_mono_ns();
+		t0 = begin_kernel(l);
 		set_arg(l, ocl->kernels[K_DOT], 0, sizeof(n), &n);
 		set_arg(l, ocl->kernels[K_DOT], 1, sizeof(cl_mem), &x);
 		set_arg(l, ocl->kernels[K_DOT], 2, sizeof(cl_mem), &y);
@@ -811,7 +961,7 @@ static uint64_t run_vector(struct launch *l, struct kernel_work *w)
 			double sum = 0.0;
 
 			read_back(l, out, partial, groups);
-			l->bytes -= groups * sizeof(float); /* the partial sums are the result, not a transfer of data */
+			l->down_bytes -= groups * sizeof(float); /* the partial sums are the result, not a transfer of data */
 			for (size_t i = 0; i < groups && l->rc == CL_SUCCESS; i++)
 				sum += partial[i];
 			w->value = sum;
@@ -819,8 +969,7 @@ static uint64_t run_vector(struct launch *l, struct kernel_work *w)
 		return t1;
 	}
 	out = device_buffer(l, w->n);
-	finish(l, "clFinish (upload)");
-	t0 = clock_mono_ns();
+	t0 = begin_kernel(l);
 	{
 		cl_kernel k = ocl->kernels[w->kernel == KERNEL_SAXPY ? K_SAXPY : K_TRIAD];
 		float scalar = w->kernel == KERNEL_SAXPY ? w->alpha : w->scale;
@@ -887,8 +1036,7 @@ static uint64_t run_sgemm(struct launch *l, struct kernel_work *w)
 	write_rect(l, b, w->in[1], w->k, w->n, ldb);
 	if (use_c)
 		write_rect(l, c, w->in[2], w->m, w->n, np);
-	finish(l, "clFinish (upload)");
-	t0 = clock_mono_ns();
+	t0 = begin_kernel(l);
 	set_arg(l, ocl->kernels[K_SGEMM], 0, sizeof(cl_int), &mi);
 	set_arg(l, ocl->kernels[K_SGEMM], 1, sizeof(cl_int), &ni);
 	set_arg(l, ocl->kernels[K_SGEMM], 2, sizeof(cl_int), &ki);
@@ -918,8 +1066,7 @@ static uint64_t run_softmax(struct launch *l, struct kernel_work *w)
 	uint64_t t0;
 	uint64_t t1;
 
-	finish(l, "clFinish (upload)");
-	t0 = clock_mono_ns();
+	t0 = begin_kernel(l);
 	set_arg(l, ocl->kernels[K_SOFTMAX], 0, sizeof(cols), &cols);
 	set_arg(l, ocl->kernels[K_SOFTMAX], 1, sizeof(cl_mem), &x);
 	set_arg(l, ocl->kernels[K_SOFTMAX], 2, sizeof(cl_mem), &out);
@@ -963,6 +1110,7 @@ enum acceld_err exec_ocl_run(struct exec_ocl *ocl, struct kernel_work *w, struct
 	uint64_t start = clock_mono_ns();
 	uint64_t kernel_ns = 0;
 	uint64_t total = kernel_total_len(w->kernel, &(struct kernel_shape){.m = w->m, .n = w->n, .k = w->k});
+	uint64_t end;
 
 	if (w->kernel == KERNEL_SGEMM && (w->m > INT_MAX || w->n > INT_MAX || w->k > INT_MAX)) {
 		snprintf(err, errsz, "sgemm sizes beyond %d are not supported by the OpenCL backend", INT_MAX);
@@ -993,15 +1141,26 @@ enum acceld_err exec_ocl_run(struct exec_ocl *ocl, struct kernel_work *w, struct
 		fail(err, errsz, l.rc, l.what);
 		return l.rc == CL_OUT_OF_HOST_MEMORY ? ACCELD_ENOMEM : ACCELD_EDEVICE;
 	}
+	end = clock_mono_ns();
+	if (l.kernel_t0 == 0)
+		l.kernel_t0 = end - kernel_ns;
 	t->kernel_ms = (double)kernel_ns / 1e6;
 	t->kernel_device_clock = l.device_clock;
 	t->generate_ms = (double)l.gen_ns / 1e6;
 	/*
-	 * everything but the kernel's launch and the generation: uploads, read-back, the gather, and the launch of the
-	 * copies (what the host's clock adds to the device's kernel time is in total_ms alone)
+	 * everything but the kernel's launch and the generation: before the kernel the uploads (and the launch of the
+	 * copies), after it the gather and the read-back (what the host's clock adds to the device's kernel time is in
+	 * total_ms alone)
 	 */
-	t->transfer_ms = (double)(clock_mono_ns() - start - l.launch_ns - l.gen_ns) / 1e6;
-	t->transfer_bytes = l.bytes;
+	t->upload_ms = (double)(l.kernel_t0 - start - l.gen_ns) / 1e6;
+	t->download_ms = (double)(end - l.kernel_t0 - (l.launch_ns > 0 ? l.launch_ns : kernel_ns)) / 1e6;
+	t->transfer_ms = t->upload_ms + t->download_ms;
+	t->upload_bytes = l.up_bytes;
+	t->download_bytes = l.down_bytes;
+	t->transfer_bytes = l.up_bytes + l.down_bytes;
+	t->transfer_memory = !l.host_data ? BACKEND_MEMORY_UNKNOWN
+			     : l.pageable  ? BACKEND_MEMORY_PAGEABLE
+					   : BACKEND_MEMORY_PINNED;
 	return ACCELD_OK;
 }
 

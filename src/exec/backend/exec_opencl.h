@@ -49,4 +49,7 @@ uint64_t exec_ocl_pool_bytes(const struct exec_ocl *ocl);
 /* How many device buffers the backend has created since it opened (its pool reuses them), for tests. */
 uint64_t exec_ocl_buffers_made(const struct exec_ocl *ocl);
 
+/* Pinned staging buffers made (CL_MEM_ALLOC_HOST_PTR, mapped), for tests: none on a CPU device. */
+uint64_t exec_ocl_stages_made(const struct exec_ocl *ocl);
+
 #endif

@@ -39,6 +39,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "exec/backend.h"
 #include "core/clock.h"
@@ -118,6 +119,7 @@ struct host {
 	pthread_t idler;
 	bool idler_started;
 	bool stop;
+	_Atomic bool dma_refused;     /* PJRT_Client_DmaMap failed once (said in the log): not asked again */
 };
 
 /* One device's state. */
@@ -1099,6 +1101,52 @@ static enum acceld_err gather_start(struct pj *p, struct kernel_work *w, PJRT_Bu
 	return rc;
 }
 
+/* Whether operand o is made on the device by the generator (only its key goes up). */
+static bool made_on_device(const struct kernel_work *w, const struct operand *o)
+{
+	return o->input >= 0 && w->generate && w->in[o->input] == NULL && kernel_input_generated(w, (unsigned)o->input);
+}
+
+/*
+ * Registers the memory the run's buffers lie in (a worker's shared memory: w->host_mem, page-aligned) with the
+ * client for DMA (PJRT_Client_DmaMap), so that the copies of the inputs the host gave and of the output it asked for
+ * go straight between it and the device instead of through the plugin's own pinned staging. A plugin without the
+ * call (an older table) or one that refuses it (said once, then not asked again) leaves the copies pageable. True
+ * when registered: the caller unmaps it (dma_unmap) before the memory goes.
+ */
+static bool dma_map(struct pj *p, const struct kernel_work *w)
+{
+	struct host *h = p->host;
+	const PJRT_Api *api = h->api;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	PJRT_Client_DmaMap_Args a = {.struct_size = PJRT_Client_DmaMap_Args_STRUCT_SIZE, .client = h->client,
+				     .data = w->host_mem, .size = (w->host_mem_size + page - 1) / page * page};
+	char err[512];
+
+	/* the slots as read at 0.90; an older table's tail was laid out otherwise (0.57 rearranged it) */
+	if (w->host_mem == NULL || w->host_mem_size == 0 || atomic_load(&h->dma_refused) || h->minor < 90 ||
+	    !pjrt_api_has(api, PJRT_Client_DmaMap) || !pjrt_api_has(api, PJRT_Client_DmaUnmap))
+		return false;
+	if (take(api, api->PJRT_Client_DmaMap(&a), "PJRT_Client_DmaMap", err, sizeof(err)) == PJRT_Error_Code_OK)
+		return true;
+	if (!atomic_exchange(&h->dma_refused, true))
+		log_fields(LOGL_WARN, "pjrt", "the plugin would not register a job's memory for DMA; transfers stay "
+			   "pageable", (struct log_field[]){LOG_S("plugin", h->path), LOG_S("error", err)}, 2);
+	return false;
+}
+
+static void dma_unmap(struct pj *p, const struct kernel_work *w)
+{
+	const PJRT_Api *api = p->host->api;
+	PJRT_Client_DmaUnmap_Args a = {.struct_size = PJRT_Client_DmaUnmap_Args_STRUCT_SIZE, .client = p->host->client,
+				       .data = w->host_mem};
+	char err[512];
+
+	if (take(api, api->PJRT_Client_DmaUnmap(&a), "PJRT_Client_DmaUnmap", err, sizeof(err)) != PJRT_Error_Code_OK)
+		log_fields(LOGL_WARN, "pjrt", "the plugin would not take back a job's memory from DMA",
+			   (struct log_field[]){LOG_S("plugin", p->host->path), LOG_S("error", err)}, 2);
+}
+
 /* Hands what an abandoned run holds to the idler, which destroys it once its program ends; h->mu held. */
 static void abandon(struct host *h, PJRT_Event *done, PJRT_Buffer **bufs, unsigned n, struct program *prog)
 {
@@ -1142,14 +1190,20 @@ static enum acceld_err execute(struct pj *p, struct program *prog, struct kernel
 	bool gathering = false;
 	struct resident *res[OPERANDS_MAX] = {NULL};
 	bool made[OPERANDS_MAX] = {false};
-	uint64_t t0 = clock_mono_ns(), t1, t2, gen_ns = 0;
-	uint64_t bytes = 0;
+	uint64_t t0 = clock_mono_ns(), t1, t2, t3, gen_ns = 0;
+	uint64_t up = 0, down = 0; /* bytes each way */
 	enum acceld_err rc = ACCELD_OK;
 	int code = PJRT_Error_Code_OK;
+	bool host_data = w->out != NULL; /* data of the host's crosses: an input it gave, the output it asked for */
+	bool pinned;
+	enum backend_memory mem;
 
+	for (unsigned i = 0; i < n; i++)
+		host_data = host_data || (o[i].input >= 0 && o[i].data != NULL && !made_on_device(w, &o[i]));
+	pinned = host_data && dma_map(p, w);
+	mem = !host_data ? BACKEND_MEMORY_UNKNOWN : pinned ? BACKEND_MEMORY_PINNED : BACKEND_MEMORY_PAGEABLE;
 	for (unsigned i = 0; i < n && rc == ACCELD_OK; i++) {
-		if (o[i].input >= 0 && w->generate && w->in[o[i].input] == NULL &&
-		    kernel_input_generated(w, (unsigned)o[i].input)) {
+		if (made_on_device(w, &o[i])) {
 			uint32_t key = kernel_gen_key(w->seed, (unsigned)o[i].input);
 			uint64_t g0;
 
@@ -1164,11 +1218,11 @@ static enum acceld_err execute(struct pj *p, struct program *prog, struct kernel
 			rc = generate_input(p, w, &o[i], &bufs[i], &keys[i], t, err, errsz);
 			made[i] = rc == ACCELD_OK;
 			gen_ns += clock_mono_ns() - g0;
-			bytes += sizeof(uint32_t);
+			up += sizeof(uint32_t);
 			continue;
 		}
 		rc = upload(p, &o[i], &bufs[i], err, errsz);
-		bytes += operand_bytes(&o[i]);
+		up += operand_bytes(&o[i]);
 	}
 	if (rc != ACCELD_OK)
 		goto out;
@@ -1193,6 +1247,9 @@ static enum acceld_err execute(struct pj *p, struct program *prog, struct kernel
 				resident_forget(&h->resident, res[i]);
 		abandon(h, complete[0], bufs, n + 1, prog);
 		pthread_mutex_unlock(&h->mu);
+		/* the abandoned program reads only device buffers: the host's memory can go */
+		if (pinned)
+			dma_unmap(p, w);
 		/* a deleted buffer's memory is freed once the programs that read it are done (the client's close waits
 		 * for the gather, as XLA's waits for all its streams' work) */
 		for (unsigned i = 0; i < n; i++)
@@ -1213,14 +1270,15 @@ static enum acceld_err execute(struct pj *p, struct program *prog, struct kernel
 	if (w->nsample > 0 && w->sample != NULL && kernel_output_rank(w->kernel) > 0) {
 		rc = download(p, gathering ? sample[0] : out[0], gathering ? 1 : kernel_output_rank(w->kernel), w->sample,
 			      w->nsample, err, errsz);
-		bytes += (gathering ? 4 * sizeof(uint64_t) : 0) + w->nsample * sizeof(float);
+		up += gathering ? 4 * sizeof(uint64_t) : 0; /* the sample's grid: its first row and step, column and step */
+		down += w->nsample * sizeof(float);
 	}
 	if (rc == ACCELD_OK && (w->kernel == KERNEL_DOT || w->out != NULL)) {
 		size_t count = (size_t)kernel_output_len(w->kernel, &s);
 
 		rc = download(p, out[0], kernel_output_rank(w->kernel), w->kernel == KERNEL_DOT ? (void *)&value : w->out,
 			      count, err, errsz);
-		bytes += count * sizeof(float);
+		down += count * sizeof(float);
 	}
 	if (rc != ACCELD_OK)
 		goto out;
@@ -1228,9 +1286,22 @@ static enum acceld_err execute(struct pj *p, struct program *prog, struct kernel
 		w->value = value;
 	t->kernel_ms = (double)(t2 - t1) / 1e6;
 	t->generate_ms = (double)gen_ns / 1e6;
-	t->transfer_ms = (double)(t1 - t0 - gen_ns + clock_mono_ns() - t2) / 1e6;
-	t->transfer_bytes = bytes;
+	if (pinned)
+		dma_unmap(p, w);
+	pinned = false;
+	t3 = clock_mono_ns();
+	/* before the kernel the uploads (and registering the host's memory), after it the gather, the read-back and
+	 * taking the memory back */
+	t->upload_ms = (double)(t1 - t0 - gen_ns) / 1e6;
+	t->download_ms = (double)(t3 - t2) / 1e6;
+	t->transfer_ms = t->upload_ms + t->download_ms;
+	t->upload_bytes = up;
+	t->download_bytes = down;
+	t->transfer_bytes = up + down;
+	t->transfer_memory = mem;
 out:
+	if (pinned)
+		dma_unmap(p, w);
 	pthread_mutex_lock(&h->mu);
 	for (unsigned i = 0; i < n; i++) {
 		if (res[i] != NULL)

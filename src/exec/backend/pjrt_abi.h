@@ -478,6 +478,31 @@ typedef struct PJRT_Client_BufferFromHostBuffer_Args {
 #define PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE PJRT_STRUCT_SIZE(PJRT_Client_BufferFromHostBuffer_Args, buffer)
 typedef PJRT_Error *PJRT_Client_BufferFromHostBuffer(PJRT_Client_BufferFromHostBuffer_Args *args);
 
+/*
+ * Registers host memory with the client's devices for DMA (CUDA: page-locks it), so transfers from and to it skip
+ * the plugin's own staging; data, size: a page-aligned range that stays mapped until PJRT_Client_DmaUnmap. Slots
+ * 110 and 111 of the table (after the async host-to-device transfer manager's), present when the table is that
+ * long and the slot is set: pjrt_api_has().
+ */
+typedef struct PJRT_Client_DmaMap_Args {
+	size_t struct_size;
+	PJRT_Extension_Base *extension_start;
+	PJRT_Client *client;
+	void *data;
+	size_t size;
+} PJRT_Client_DmaMap_Args;
+#define PJRT_Client_DmaMap_Args_STRUCT_SIZE PJRT_STRUCT_SIZE(PJRT_Client_DmaMap_Args, size)
+typedef PJRT_Error *PJRT_Client_DmaMap(PJRT_Client_DmaMap_Args *args);
+
+typedef struct PJRT_Client_DmaUnmap_Args {
+	size_t struct_size;
+	PJRT_Extension_Base *extension_start;
+	PJRT_Client *client;
+	void *data; /* what PJRT_Client_DmaMap registered */
+} PJRT_Client_DmaUnmap_Args;
+#define PJRT_Client_DmaUnmap_Args_STRUCT_SIZE PJRT_STRUCT_SIZE(PJRT_Client_DmaUnmap_Args, data)
+typedef PJRT_Error *PJRT_Client_DmaUnmap(PJRT_Client_DmaUnmap_Args *args);
+
 /* ---------------------------------------------------------------------------------- device descriptions */
 
 typedef struct PJRT_DeviceDescription_Id_Args {
@@ -931,6 +956,12 @@ typedef struct PJRT_Api {
 	PJRT_Buffer_ToHostBuffer *PJRT_Buffer_ToHostBuffer;
 	void *PJRT_Buffer_IsOnCpu;
 	PJRT_Buffer_ReadyEvent *PJRT_Buffer_ReadyEvent;
+
+	/* slots 73 to 109 (unsafe pointers, copy streams, topologies, PJRT_Compile, ... the async host-to-device
+	 * transfer manager): not called */
+	void *unused_73_109[37];
+	PJRT_Client_DmaMap *PJRT_Client_DmaMap;
+	PJRT_Client_DmaUnmap *PJRT_Client_DmaUnmap;
 } PJRT_Api;
 
 /* The entry point a plugin exports. */
@@ -947,7 +978,11 @@ _Static_assert(offsetof(PJRT_Api, PJRT_Device_MemoryStats) == 40 + 34 * 8, "PJRT
 _Static_assert(offsetof(PJRT_Api, PJRT_Executable_NumOutputs) == 40 + 44 * 8, "PJRT_Api slot 44");
 _Static_assert(offsetof(PJRT_Api, PJRT_LoadedExecutable_Execute) == 40 + 55 * 8, "PJRT_Api slot 55");
 _Static_assert(offsetof(PJRT_Api, PJRT_Buffer_ToHostBuffer) == 40 + 70 * 8, "PJRT_Api slot 70");
-_Static_assert(sizeof(PJRT_Api) == 40 + 73 * 8, "PJRT_Api ends at PJRT_Buffer_ReadyEvent, slot 72");
+_Static_assert(offsetof(PJRT_Api, PJRT_Buffer_ReadyEvent) == 40 + 72 * 8, "PJRT_Api slot 72");
+_Static_assert(offsetof(PJRT_Api, PJRT_Client_DmaMap) == 40 + 110 * 8, "PJRT_Api slot 110");
+_Static_assert(sizeof(PJRT_Api) == 40 + 112 * 8, "PJRT_Api ends at PJRT_Client_DmaUnmap, slot 111");
+_Static_assert(PJRT_Client_DmaMap_Args_STRUCT_SIZE == 40, "PJRT_Client_DmaMap_Args");
+_Static_assert(PJRT_Client_DmaUnmap_Args_STRUCT_SIZE == 32, "PJRT_Client_DmaUnmap_Args");
 _Static_assert(PJRT_NamedValue_STRUCT_SIZE == 56, "PJRT_NamedValue");
 _Static_assert(PJRT_Client_Create_Args_STRUCT_SIZE == 88, "PJRT_Client_Create_Args");
 _Static_assert(PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE == 120, "PJRT_Client_BufferFromHostBuffer_Args");

@@ -106,6 +106,8 @@ static void *channel_main(void *arg)
 			snprintf(a.err, sizeof(a.err), "the run's buffers do not fit its shared memory");
 		} else {
 			a.timing = (struct backend_timing){0};
+			m->run.work.host_mem = shm.map;
+			m->run.work.host_mem_size = shm.size;
 			a.rc = real->run(state, &m->run.work, &a.timing, a.err, sizeof(a.err));
 			a.value = m->run.work.value;
 			a.precision = (int32_t)m->run.work.precision;

@@ -32,6 +32,7 @@ static void setup(void)
 	devcheck_test_init(&run->memory, "triad", "memory", "GB/s");
 	devcheck_test_init(&run->sustained, "sustained", "sustained", "GFLOP/s");
 	devcheck_test_init(&run->telemetry, "telemetry", "telemetry", NULL);
+	devcheck_test_init(&run->transfer, "transfer", "transfer", "GB/s");
 	devcheck_tel_init(&run->tel);
 }
 
@@ -317,6 +318,57 @@ START_TEST(the_long_level_adds_the_sustained_test_and_its_series)
 }
 END_TEST
 
+START_TEST(an_accelerator_shows_its_transfer_test)
+{
+	json_t *doc;
+	json_t *t;
+	struct devcheck_test *x = &run->transfer;
+
+	/* a CPU has none */
+	doc = devcheck_run_json(run);
+	ck_assert_ptr_null(test_of(doc, "transfer"));
+	ck_assert_ptr_null(json_object_get(json_object_get(doc, "budget"), "transfer_ms"));
+	json_decref(doc);
+
+	run->has_transfer = true;
+	x->budget_ms = 1500;
+	doc = devcheck_run_json(run);
+	t = test_of(doc, "transfer");
+	ck_assert_str_eq(str(t, "state"), "queued");
+	ck_assert_ptr_null(json_object_get(t, "link"));
+	ck_assert_ptr_null(json_object_get(t, "measured"));
+	ck_assert_double_eq(num(json_object_get(doc, "budget"), "transfer_ms"), 1500);
+	json_decref(doc);
+
+	x->started = x->finished = true;
+	x->runs = 2;
+	x->n = 1024 * TRANSFER_ROW;
+	x->bytes = x->n * 4;
+	x->upload = 40;
+	x->download = 30;
+	x->pcie = (struct device_pcie){.generation = 1, .width = 16, .max_generation = 5, .max_width = 16};
+	x->link = device_pcie_gbytes_per_s(&x->pcie);
+	x->expected = x->link * 0.7;
+	snprintf(x->expected_source, sizeof(x->expected_source), "uncalibrated");
+	doc = devcheck_run_json(run);
+	t = test_of(doc, "transfer");
+	ck_assert_str_eq(str(t, "kind"), "transfer");
+	ck_assert_double_eq(num(json_object_get(t, "size"), "bytes"), 16 << 20);
+	ck_assert_double_eq(num(json_object_get(t, "size"), "m"), 1024);
+	ck_assert_double_eq(num(t, "upload_gbytes_per_s"), 40);
+	ck_assert_double_eq(num(t, "download_gbytes_per_s"), 30);
+	ck_assert_double_eq(num(json_object_get(t, "link"), "max_generation"), 5);
+	ck_assert_double_eq(num(json_object_get(t, "link"), "gbytes_per_s"), 63.02);
+	ck_assert_double_eq_tol(num(t, "upload_ratio"), 40 / x->link, 1e-12);
+	ck_assert_double_eq_tol(num(t, "download_ratio"), 30 / x->link, 1e-12);
+	ck_assert_str_eq(str(t, "expected_source"), "uncalibrated");
+	/* the figures of the throughput tests are not its own */
+	ck_assert_ptr_null(json_object_get(t, "samples"));
+	ck_assert_ptr_null(json_object_get(t, "ratio"));
+	json_decref(doc);
+}
+END_TEST
+
 START_TEST(telemetry_shows_what_was_sampled)
 {
 	json_t *doc;
@@ -372,6 +424,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, tests_end_in_the_words_of_a_job);
 	tcase_add_test(tc, the_long_level_adds_the_sustained_test_and_its_series);
 	tcase_add_test(tc, telemetry_shows_what_was_sampled);
+	tcase_add_test(tc, an_accelerator_shows_its_transfer_test);
 	suite_add_tcase(s, tc);
 	return s;
 }

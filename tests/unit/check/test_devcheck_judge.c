@@ -463,6 +463,71 @@ START_TEST(check_takes_its_worst_test)
 }
 END_TEST
 
+/* A transfer test after runs verified runs at up and down GB/s over a link of link GB/s (NAN: unknown). */
+static void transfer_ran(struct devcheck_test *t, unsigned runs, double up, double down, double link)
+{
+	devcheck_test_init(t, "transfer", "transfer", "GB/s");
+	t->started = true;
+	t->finished = true;
+	t->runs = runs;
+	t->upload = up;
+	t->download = down;
+	t->link = link;
+}
+
+START_TEST(transfer_warns_and_never_fails)
+{
+	struct devcheck_settings s = settings;
+	struct devcheck_test t;
+	static struct devcheck_run run;
+
+	s.transfer_percent = 70;
+	/* both ways at 70 % or more of the link pass; either way below warns */
+	transfer_ran(&t, 3, 50, 45, 63.0154);
+	devcheck_judge_transfer(&s, &t);
+	ck_assert_int_eq(t.verdict, DEVCHECK_PASS);
+	ck_assert_str_eq(t.rule, "host to device 50 GB/s (79.3 %), device to host 45 GB/s (71.4 %) of the link's "
+				 "theoretical 63.02 GB/s (warn below 70 %, uncalibrated)");
+	transfer_ran(&t, 3, 50, 20, 63.0154);
+	devcheck_judge_transfer(&s, &t);
+	ck_assert_int_eq(t.verdict, DEVCHECK_WARN);
+	ck_assert_msg(strstr(t.rule, "device to host 20 GB/s (31.7 %)") != NULL, "%s", t.rule);
+	/* far below, even nothing moved: a warning, never a failure */
+	transfer_ran(&t, 3, 0.5, 0.4, 63.0154);
+	devcheck_judge_transfer(&s, &t);
+	ck_assert_int_eq(t.verdict, DEVCHECK_WARN);
+	transfer_ran(&t, 0, NAN, NAN, 63.0154);
+	t.failed = true;
+	snprintf(t.failure, sizeof(t.failure), "DEVICE_FAILURE: lost");
+	devcheck_judge_transfer(&s, &t);
+	ck_assert_int_eq(t.verdict, DEVCHECK_WARN);
+	ck_assert_str_eq(t.rule, "no transfer run completed: DEVICE_FAILURE: lost; the transfer test warns only");
+	transfer_ran(&t, 2, 10, 10, 63.0154);
+	t.wrong = 1;
+	devcheck_judge_transfer(&s, &t);
+	ck_assert_int_eq(t.verdict, DEVCHECK_WARN);
+	/* an unknown link: the rates are recorded only */
+	transfer_ran(&t, 3, 5, 4, NAN);
+	devcheck_judge_transfer(&s, &t);
+	ck_assert_int_eq(t.verdict, DEVCHECK_PASS);
+	ck_assert_str_eq(t.rule, "host to device 5 GB/s, device to host 4 GB/s; the PCIe link is unknown, so they are "
+				 "recorded only");
+
+	/* in a check: judged when the device has a link, and its warning is the check's when nothing is worse */
+	run_ran(&run, DEVCHECK_QUICK);
+	run.has_transfer = true;
+	transfer_ran(&run.transfer, 3, 10, 10, 63.0154);
+	devcheck_judge(&s, &run);
+	ck_assert_int_eq(run.verdict, DEVCHECK_WARN);
+	ck_assert_msg(strncmp(run.rule, "transfer: host to device 10 GB/s", 32) == 0, "%s", run.rule);
+	run_ran(&run, DEVCHECK_QUICK);
+	transfer_ran(&run.transfer, 3, 10, 10, 63.0154);
+	devcheck_judge(&s, &run);
+	ck_assert_int_eq(run.verdict, DEVCHECK_PASS);
+	ck_assert(!run.transfer.has_verdict);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("devcheck_judge");
@@ -483,6 +548,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, telemetry_clock_percent_warns);
 	tcase_add_test(tc, telemetry_worst_finding_decides_and_every_one_is_said);
 	tcase_add_test(tc, check_takes_its_worst_test);
+	tcase_add_test(tc, transfer_warns_and_never_fails);
 	suite_add_tcase(s, tc);
 	return s;
 }

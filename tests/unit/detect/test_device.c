@@ -1,4 +1,5 @@
 /* Unit tests for device.c: unknowns stay absent in JSON, names, backends, trimmed strings, and the device list. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -183,6 +184,51 @@ START_TEST(hardware_strings_are_trimmed)
 }
 END_TEST
 
+START_TEST(pcie_rates)
+{
+	struct device d;
+	json_t *j, *p;
+
+	/* per direction: GT/s x encoding x lanes / 8 */
+	ck_assert_double_eq_tol(device_pcie_lane_gbytes_per_s(1, 16), 4.0, 1e-9);
+	ck_assert_double_eq_tol(device_pcie_lane_gbytes_per_s(2, 16), 8.0, 1e-9);
+	ck_assert_double_eq_tol(device_pcie_lane_gbytes_per_s(3, 16), 8.0 * 128 / 130 * 2, 1e-9);
+	ck_assert_double_eq_tol(device_pcie_lane_gbytes_per_s(4, 16), 31.5077, 1e-4);
+	ck_assert_double_eq_tol(device_pcie_lane_gbytes_per_s(5, 16), 63.0154, 1e-4);
+	ck_assert_double_eq_tol(device_pcie_lane_gbytes_per_s(6, 16), 64.0 * 242 / 256 * 2, 1e-9);
+	ck_assert_double_eq_tol(device_pcie_lane_gbytes_per_s(4, 8), 15.7538, 1e-4);
+	ck_assert(isnan(device_pcie_lane_gbytes_per_s(0, 16)));
+	ck_assert(isnan(device_pcie_lane_gbytes_per_s(7, 16)));
+	ck_assert(isnan(device_pcie_lane_gbytes_per_s(4, 0)));
+	ck_assert_uint_eq(device_pcie_generation_of(2.5), 1);
+	ck_assert_uint_eq(device_pcie_generation_of(16.0), 4);
+	ck_assert_uint_eq(device_pcie_generation_of(64.0), 6);
+	ck_assert_uint_eq(device_pcie_generation_of(20.0), 0);
+
+	/* a link idle at Gen1 is judged at its maximum; the width it trained at counts */
+	device_init(&d, DEVICE_GPU);
+	DEVICE_SET(d.id, "gpu:0");
+	j = device_to_json(&d);
+	ck_assert_ptr_null(json_object_get(j, "pcie"));
+	json_decref(j);
+	d.pcie = (struct device_pcie){.generation = 1, .width = 16, .max_generation = 5, .max_width = 16};
+	j = device_to_json(&d);
+	p = json_object_get(j, "pcie");
+	ck_assert_int_eq(json_integer_value(json_object_get(p, "generation")), 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(p, "width")), 16);
+	ck_assert_int_eq(json_integer_value(json_object_get(p, "max_generation")), 5);
+	ck_assert_int_eq(json_integer_value(json_object_get(p, "max_width")), 16);
+	ck_assert_double_eq(json_real_value(json_object_get(p, "gbytes_per_s")), 63.02);
+	json_decref(j);
+	/* only a width: no rate */
+	d.pcie = (struct device_pcie){.width = 8};
+	j = device_to_json(&d);
+	p = json_object_get(j, "pcie");
+	ck_assert_uint_eq(json_object_size(p), 1);
+	json_decref(j);
+}
+END_TEST
+
 START_TEST(list_grows)
 {
 	struct device_list l;
@@ -213,6 +259,7 @@ Suite *make_suite(void)
 	tcase_add_test(tc, tpu_and_cpu_members);
 	tcase_add_test(tc, names_and_strings);
 	tcase_add_test(tc, hardware_strings_are_trimmed);
+	tcase_add_test(tc, pcie_rates);
 	tcase_add_test(tc, list_grows);
 	suite_add_tcase(s, tc);
 	return s;

@@ -1,5 +1,8 @@
 /* Unit tests for probe.c: the notes a probe leaves in its result, and the one list of built-in probes. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check_main.h"
 #include "detect/probe.h"
@@ -54,6 +57,71 @@ START_TEST(builtin_probes_in_order_with_their_trust)
 }
 END_TEST
 
+/* Writes text into root/rel. */
+static void put(const char *root, const char *rel, const char *text)
+{
+	char path[1024];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+START_TEST(pcie_link_from_sysfs_capped_by_the_port)
+{
+	char root[] = "/tmp/acceld-pcie-XXXXXX";
+	char path[1024];
+	struct device d;
+
+	ck_assert_ptr_nonnull(mkdtemp(root));
+	/* a Gen5 card (idle at Gen1) under a Gen4 port: sys/devices/pci0000:00/<port>/<card>, linked from the bus */
+	snprintf(path, sizeof(path), "mkdir -p %s/devices/pci0000:00/0000:00:01.0/0000:01:00.0 %s/bus/pci/devices",
+		 root, root);
+	ck_assert_int_eq(system(path), 0);
+	put(root, "devices/pci0000:00/0000:00:01.0/max_link_speed", "16.0 GT/s PCIe\n");
+	put(root, "devices/pci0000:00/0000:00:01.0/0000:01:00.0/current_link_speed", "2.5 GT/s PCIe\n");
+	put(root, "devices/pci0000:00/0000:00:01.0/0000:01:00.0/current_link_width", "16\n");
+	put(root, "devices/pci0000:00/0000:00:01.0/0000:01:00.0/max_link_speed", "32.0 GT/s PCIe\n");
+	put(root, "devices/pci0000:00/0000:00:01.0/0000:01:00.0/max_link_width", "16\n");
+	snprintf(path, sizeof(path), "%s/bus/pci/devices/0000:01:00.0", root);
+	ck_assert_int_eq(symlink("../../../devices/pci0000:00/0000:00:01.0/0000:01:00.0", path), 0);
+
+	device_init(&d, DEVICE_GPU);
+	DEVICE_SET(d.pci_bus_id, "0000:01:00.0");
+	probe_pcie_sysfs(root, &d);
+	ck_assert_uint_eq(d.pcie.generation, 1);
+	ck_assert_uint_eq(d.pcie.width, 16);
+	ck_assert_uint_eq(d.pcie.max_generation, 4);
+	ck_assert_uint_eq(d.pcie.max_width, 16);
+
+	/* what a source already gave stays; garbage and "Unknown" are absent */
+	put(root, "devices/pci0000:00/0000:00:01.0/0000:01:00.0/current_link_speed", "Unknown\n");
+	put(root, "devices/pci0000:00/0000:00:01.0/0000:01:00.0/current_link_width", "255\n");
+	put(root, "devices/pci0000:00/0000:00:01.0/0000:01:00.0/max_link_speed", "fast\n");
+	device_init(&d, DEVICE_GPU);
+	DEVICE_SET(d.pci_bus_id, "0000:01:00.0");
+	d.pcie.max_width = 8;
+	probe_pcie_sysfs(root, &d);
+	ck_assert_uint_eq(d.pcie.generation, 0);
+	ck_assert_uint_eq(d.pcie.width, 0);
+	ck_assert_uint_eq(d.pcie.max_generation, 0);
+	ck_assert_uint_eq(d.pcie.max_width, 8);
+
+	/* a device without an address or without files: nothing */
+	device_init(&d, DEVICE_GPU);
+	probe_pcie_sysfs(root, &d);
+	DEVICE_SET(d.pci_bus_id, "0000:02:00.0");
+	probe_pcie_sysfs(root, &d);
+	ck_assert_uint_eq(d.pcie.generation + d.pcie.width + d.pcie.max_generation + d.pcie.max_width, 0);
+
+	snprintf(path, sizeof(path), "rm -rf %s", root);
+	ck_assert_int_eq(system(path), 0);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
 	Suite *s = suite_create("probe");
@@ -61,6 +129,7 @@ Suite *make_suite(void)
 
 	tcase_add_test(tc, notes_are_joined_and_cut);
 	tcase_add_test(tc, builtin_probes_in_order_with_their_trust);
+	tcase_add_test(tc, pcie_link_from_sysfs_capped_by_the_port);
 	suite_add_tcase(s, tc);
 	return s;
 }

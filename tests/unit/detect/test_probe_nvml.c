@@ -108,6 +108,60 @@ START_TEST(two_gpus)
 }
 END_TEST
 
+START_TEST(pcie_links)
+{
+	void *st;
+	struct device_list out;
+	struct probe_result res;
+	const struct device *h, *l;
+
+	run(&st, &out, &res);
+	h = by_model(&out, "NVIDIA H100 80GB HBM3");
+	l = by_model(&out, "NVIDIA L4");
+	ck_assert_ptr_nonnull(h);
+	ck_assert_ptr_nonnull(l);
+	/* an idle H100 runs its link at Gen1; the rate a transfer can reach is its Gen5 x16's */
+	ck_assert_uint_eq(h->pcie.generation, 1);
+	ck_assert_uint_eq(h->pcie.width, 16);
+	ck_assert_uint_eq(h->pcie.max_generation, 5);
+	ck_assert_uint_eq(h->pcie.max_width, 16);
+	ck_assert_double_eq_tol(device_pcie_gbytes_per_s(&h->pcie), 63.015, 1e-3);
+	ck_assert_uint_eq(l->pcie.max_generation, 4);
+	done(st, &out);
+
+	/* a T4 in an x8 slot: the width it trained at, not the card's widest */
+	setenv("FAKE_NVML_COUNT", "4", 1);
+	run(&st, &out, &res);
+	h = by_model(&out, "Tesla T4");
+	ck_assert_ptr_nonnull(h);
+	ck_assert_uint_eq(h->pcie.width, 8);
+	ck_assert_uint_eq(h->pcie.max_width, 16);
+	ck_assert_double_eq_tol(device_pcie_gbytes_per_s(&h->pcie), 7.877, 1e-3);
+	done(st, &out);
+
+	/* failing calls leave the link unknown on that GPU, noted; the others keep theirs */
+	setenv("FAKE_NVML_COUNT", "2", 1);
+	setenv("FAKE_NVML_FAIL", "pcie", 1);
+	run(&st, &out, &res);
+	h = by_model(&out, "NVIDIA H100 80GB HBM3");
+	l = by_model(&out, "NVIDIA L4");
+	ck_assert_uint_eq(l->pcie.generation, 0);
+	ck_assert_uint_eq(l->pcie.max_generation, 0);
+	ck_assert(isnan(device_pcie_gbytes_per_s(&l->pcie)));
+	ck_assert_ptr_nonnull(strstr(res.why, "gpu 1 pcie generation: "));
+	ck_assert_uint_eq(h->pcie.max_generation, 5);
+	done(st, &out);
+
+	/* "not supported" is silent */
+	unsetenv("FAKE_NVML_FAIL");
+	setenv("FAKE_NVML_NOT_SUPPORTED", "pcie", 1);
+	run(&st, &out, &res);
+	ck_assert_uint_eq(out.v[0].pcie.max_generation, 0);
+	ck_assert_str_eq(res.why, "");
+	done(st, &out);
+}
+END_TEST
+
 START_TEST(prefers_v2_symbols)
 {
 	void *st;
@@ -203,8 +257,8 @@ START_TEST(fails_in_the_middle_of_a_probe)
 	struct probe_result res;
 	const struct device *h, *l;
 
-	/* GPU 0 takes 22 calls (handle, 9 static, 12 telemetry); GPU 1 gets 5 before the GPU is "lost" */
-	setenv("FAKE_NVML_FAIL_AFTER", "27", 1);
+	/* GPU 0 takes 26 calls (handle, 13 static, 12 telemetry); GPU 1 gets 5 before the GPU is "lost" */
+	setenv("FAKE_NVML_FAIL_AFTER", "31", 1);
 	run(&st, &out, &res);
 	ck_assert(res.ok);
 	ck_assert_uint_eq(res.found, 2);
@@ -655,6 +709,7 @@ Suite *make_suite(void)
 
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, two_gpus);
+	tcase_add_test(tc, pcie_links);
 	tcase_add_test(tc, prefers_v2_symbols);
 	tcase_add_test(tc, failing_calls_keep_the_rest);
 	tcase_add_test(tc, not_supported_is_silent);

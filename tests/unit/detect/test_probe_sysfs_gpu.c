@@ -91,6 +91,14 @@ START_TEST(amd_mi300x)
 	ck_assert_int_eq(out.v[1].numa_node, 1);
 	ck_assert_str_eq(d->uuid, "GPU-7fc8f6d2a1b0c3e4");
 	ck_assert_str_eq(d->id, "");
+	/* the PCIe link from the device's files: GPU 0 at Gen5 x16, GPU 1 idle at Gen1 that can run at Gen5 */
+	ck_assert_uint_eq(d->pcie.generation, 5);
+	ck_assert_uint_eq(d->pcie.width, 16);
+	ck_assert_uint_eq(d->pcie.max_generation, 5);
+	ck_assert_uint_eq(d->pcie.max_width, 16);
+	ck_assert_uint_eq(out.v[1].pcie.generation, 1);
+	ck_assert_uint_eq(out.v[1].pcie.max_generation, 5);
+	ck_assert_double_eq_tol(device_pcie_gbytes_per_s(&out.v[1].pcie), 63.015, 1e-3);
 	done(st, &out);
 }
 END_TEST
@@ -117,6 +125,14 @@ START_TEST(intel)
 	ck_assert(isnan(out.v[0].telemetry.temperature_celsius));
 	ck_assert_int_eq(out.v[1].numa_node, 0);
 	ck_assert_int_eq(out.v[0].numa_node, -1);
+	/* the integrated GPU has no link; the card's current speed is "Unknown" and its width 0: absent */
+	ck_assert_uint_eq(out.v[0].pcie.max_generation, 0);
+	ck_assert_uint_eq(out.v[1].pcie.generation, 0);
+	ck_assert_uint_eq(out.v[1].pcie.width, 0);
+	ck_assert_uint_eq(out.v[1].pcie.max_generation, 4);
+	ck_assert_uint_eq(out.v[1].pcie.max_width, 16);
+	/* the rate at the widest the link allows when the width it trained at is unknown */
+	ck_assert_double_eq_tol(device_pcie_gbytes_per_s(&out.v[1].pcie), 31.508, 1e-3);
 	/* the AMD variables leave Intel GPUs alone */
 	setenv("ROCR_VISIBLE_DEVICES", "", 1);
 	done(st, &out);

@@ -58,6 +58,14 @@ static struct device dev_of(enum device_type type)
 	return d;
 }
 
+START_TEST(memory_names)
+{
+	ck_assert_str_eq(backend_memory_name(BACKEND_MEMORY_PINNED), "pinned");
+	ck_assert_str_eq(backend_memory_name(BACKEND_MEMORY_PAGEABLE), "pageable");
+	ck_assert_ptr_null(backend_memory_name(BACKEND_MEMORY_UNKNOWN));
+}
+END_TEST
+
 START_TEST(find_by_name)
 {
 	ck_assert_ptr_eq(backend_find(fakes, "alpha"), &alpha);
@@ -199,6 +207,7 @@ Suite *make_suite(void)
 	TCase *tc = tcase_create("lookups");
 
 	tcase_add_test(tc, find_by_name);
+	tcase_add_test(tc, memory_names);
 	tcase_add_test(tc, default_is_the_lowest_rank_that_serves);
 	tcase_add_test(tc, names_and_descriptions_for_messages);
 	tcase_add_test(tc, device_document_lists_the_default_first);

@@ -208,6 +208,10 @@ START_TEST(texts_from_the_table)
 	ck_assert_ptr_null(kernel_help_example(KERNEL_DOT));
 	ck_assert_int_eq(kernel_for_figure(KERNEL_FIGURE_MATRIX), KERNEL_SGEMM);
 	ck_assert_int_eq(kernel_for_figure(KERNEL_FIGURE_MEMORY), KERNEL_TRIAD);
+	/* the transfer test needs one input and an output of one size, both moved whole */
+	ck_assert_int_eq(kernel_for_figure(KERNEL_FIGURE_TRANSFER), KERNEL_SOFTMAX);
+	ck_assert_uint_eq(kernel_input_len(KERNEL_SOFTMAX, &(struct kernel_shape){.m = 3, .n = 5}, 0), 15);
+	ck_assert_uint_eq(kernel_output_len(KERNEL_SOFTMAX, &(struct kernel_shape){.m = 3, .n = 5}), 15);
 }
 END_TEST
 

@@ -20,7 +20,7 @@ START_TEST(memory_database_is_migrated_and_healthy)
 	ck_assert_int_eq(store_open(":memory:", &st, err, sizeof(err)), ACCELD_OK);
 	ck_assert_str_eq(err, "");
 	ck_assert(store_healthy(st, err, sizeof(err)));
-	ck_assert_int_eq(store_schema_version(), 8);
+	ck_assert_int_eq(store_schema_version(), 10);
 	ck_assert_str_eq(store_sqlite_version(), sqlite3_libversion());
 	store_close(st);
 }

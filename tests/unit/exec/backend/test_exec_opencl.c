@@ -285,6 +285,13 @@ START_TEST(generated_inputs_match_the_c_twin)
 		w.nsample = smp.count;
 		ck_assert_msg(exec_ocl_run(ocl, &w, &t, err, sizeof(err)) == ACCELD_OK, "%s", err);
 		ck_assert_uint_eq(t.transfer_bytes, (len + smp.count) * sizeof(float));
+		/* no input went up; the output and its sample came down, pageable on PoCL's CPU device (no staging
+		 * there: the device's memory is the host's) */
+		ck_assert_uint_eq(t.upload_bytes, 0);
+		ck_assert_int_eq(t.transfer_memory, BACKEND_MEMORY_PAGEABLE);
+		ck_assert_uint_eq(exec_ocl_stages_made(ocl), 0);
+		ck_assert_uint_eq(t.download_bytes, (len + smp.count) * sizeof(float));
+		ck_assert_double_eq_tol(t.upload_ms + t.download_ms, t.transfer_ms, 1e-9);
 		ck_assert(t.generate_ms > 0.0);
 		h.generate = false;
 		h.out = host_out;
@@ -331,6 +338,10 @@ START_TEST(generated_job_moves_no_input_bytes)
 	ck_assert_uint_eq(t.transfer_bytes, KERNEL_SAMPLE_MAX * sizeof(float));
 	/* the inputs the first run made were still there: the generator did not run again */
 	ck_assert_double_eq(t.generate_ms, 0.0);
+	ck_assert_uint_eq(t.upload_bytes, 0);
+	ck_assert_uint_eq(t.download_bytes, KERNEL_SAMPLE_MAX * sizeof(float));
+	/* no data of the host's crossed: nothing to say of its memory */
+	ck_assert_int_eq(t.transfer_memory, BACKEND_MEMORY_UNKNOWN);
 	kernel_verify_sample(p, &w, &v);
 	ck_assert(v.verified && v.sampled);
 	ck_assert_uint_eq(v.checked, KERNEL_SAMPLE_MAX);

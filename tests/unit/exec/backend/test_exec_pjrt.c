@@ -281,6 +281,11 @@ START_TEST(generated_job_uploads_no_inputs)
 			 KERNEL_SAMPLE_MAX);
 	ck_assert_double_eq(json_real_value(json_object_get(json_object_get(doc, "timing"), "transfer_bytes")),
 			    4 + 2 * 4 + 4 * 8 + KERNEL_SAMPLE_MAX * 4);
+	/* by direction, as the stand-in counted them */
+	ck_assert_double_eq(json_real_value(json_object_get(json_object_get(doc, "timing"), "upload_bytes")),
+			    4 + 2 * 4 + 4 * 8);
+	ck_assert_double_eq(json_real_value(json_object_get(json_object_get(doc, "timing"), "download_bytes")),
+			    KERNEL_SAMPLE_MAX * 4);
 	json_decref(doc);
 	down = fake_bytes("download");
 	doc = run_ok(ex, KERNEL_SGEMM, (struct kernel_shape){.m = 300, .n = 200, .k = 64}, "gpu:0");

@@ -45,7 +45,7 @@ static void setup(void)
 		"FAKE_PJRT_CREATE_FAIL", "FAKE_PJRT_BUSY",	 "FAKE_PJRT_BUSY_PID",	  "FAKE_PJRT_COMPILE_FAIL",
 		"FAKE_PJRT_OOM",	"FAKE_PJRT_EXEC_FAIL",	 "FAKE_PJRT_SLOW_MS",	  "FAKE_PJRT_NO_MEMSTATS",
 		"FAKE_PJRT_WRONG_RESULT", "FAKE_PJRT_EXACT", "FAKE_PJRT_BUSY_DEVICES", "FAKE_PJRT_EXEC_OPTIONS_SIZE",
-		"FAKE_PJRT_CORES_PER_CHIP", "FAKE_PJRT_HW_IDS", "FAKE_PJRT_COMPILE_LOG",
+		"FAKE_PJRT_CORES_PER_CHIP", "FAKE_PJRT_HW_IDS", "FAKE_PJRT_COMPILE_LOG", "FAKE_PJRT_DMA",
 	};
 	PJRT_GetPjrtApi_Fn *get;
 
@@ -1080,6 +1080,49 @@ START_TEST(conf_api_version)
 }
 END_TEST
 
+/* conf-dma-map: DmaMap registers page-aligned host memory and DmaUnmap takes back only that; a plugin without the
+ * slots, or one that refuses, is what acceld falls back from */
+START_TEST(conf_dma_map)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	char *mem = aligned_alloc(page, 4 * page);
+	PJRT_Client *c;
+	PJRT_Client_DmaMap_Args m = {.struct_size = PJRT_Client_DmaMap_Args_STRUCT_SIZE, .data = mem, .size = 4 * page};
+	PJRT_Client_DmaUnmap_Args u = {.struct_size = PJRT_Client_DmaUnmap_Args_STRUCT_SIZE, .data = mem};
+	char msg[256];
+
+	ck_assert_ptr_nonnull(mem);
+	setenv("FAKE_PJRT_PLATFORM", "cuda", 1);
+	c = client_new(NULL, 0);
+	m.client = u.client = c;
+	/* slots 110 and 111 of a 0.115 table */
+	ck_assert(pjrt_api_has(api, PJRT_Client_DmaMap) && pjrt_api_has(api, PJRT_Client_DmaUnmap));
+	ok(api->PJRT_Client_DmaMap(&m));
+	ok(api->PJRT_Client_DmaUnmap(&u));
+	ck_assert_int_eq(fake_calls("PJRT_Client_DmaMap"), 1);
+	ck_assert_int_eq(fake_calls("PJRT_Client_DmaUnmap"), 1);
+	/* only what was registered comes back; the stand-in takes page-aligned memory only */
+	ck_assert_int_eq(take(api->PJRT_Client_DmaUnmap(&u), msg, sizeof(msg)), PJRT_Error_Code_INVALID_ARGUMENT);
+	m.data = mem + 1;
+	ck_assert_int_eq(take(api->PJRT_Client_DmaMap(&m), msg, sizeof(msg)), PJRT_Error_Code_INVALID_ARGUMENT);
+	ck_assert_str_eq(msg, "fake plugin: DmaMap needs page-aligned memory");
+	m.data = mem;
+	setenv("FAKE_PJRT_DMA", "fail", 1);
+	ck_assert_int_eq(take(api->PJRT_Client_DmaMap(&m), msg, sizeof(msg)), PJRT_Error_Code_INTERNAL);
+	/* a table without them: the slots empty, or the table too short to hold them (0.94's layout as acceld read it) */
+	setenv("FAKE_PJRT_DMA", "none", 1);
+	set_version(NULL, NULL);
+	ck_assert(!pjrt_api_has(api, PJRT_Client_DmaMap));
+	unsetenv("FAKE_PJRT_DMA");
+	set_version("0.94", "624");
+	ck_assert(!pjrt_api_has(api, PJRT_Client_DmaMap));
+	set_version(NULL, NULL);
+	ck_assert(pjrt_api_has(api, PJRT_Client_DmaMap));
+	client_free(c);
+	free(mem);
+}
+END_TEST
+
 /* conf-gpu-strings: ToString and DebugString as se_gpu_topology_description.cc sets them; coords (0, 0, local id) */
 START_TEST(conf_gpu_strings)
 {
@@ -1885,6 +1928,7 @@ Suite *make_suite(void)
 	tcase_add_test(conformance, conf_gpu_strings);
 	tcase_add_test(conformance, conf_no_visible_gpu);
 	tcase_add_test(conformance, conf_api_version);
+	tcase_add_test(conformance, conf_dma_map);
 	tcase_add_test(conformance, conf_memory_kinds);
 	tcase_add_test(conformance, conf_gpu_out_of_memory);
 	tcase_add_test(conformance, conf_execute_options);
