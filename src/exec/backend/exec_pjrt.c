@@ -50,6 +50,7 @@
 #include "detect/holders.h"
 #include "exec/backend/pjrt_abi.h"
 #include "exec/backend/pjrt_cache.h"
+#include "exec/backend/pjrt_event.h"
 #include "exec/backend/pjrt_plugin.h"
 #include "exec/backend/pjrt_resident.h"
 #include "exec/backend/stablehlo.h"
@@ -154,17 +155,6 @@ static const struct config *pj_cfg; /* kept by prepare: where NVML, procfs and l
 
 /* --- small PJRT helpers --- */
 
-/* Takes a PJRT error into err as "what: message"; returns its code. */
-static int take(const PJRT_Api *api, PJRT_Error *e, const char *what, char *err, size_t errsz)
-{
-	char msg[512];
-	int code = pjrt_error_take(api, e, msg, sizeof(msg));
-
-	if (code != PJRT_Error_Code_OK)
-		snprintf(err, errsz, "%.120s: %.380s", what, msg);
-	return code;
-}
-
 /* The executor's error for a PJRT failure: another process holding the devices, memory, or a device failure. */
 static enum acceld_err classify(int code, const char *msg)
 {
@@ -176,39 +166,6 @@ static enum acceld_err classify(int code, const char *msg)
 	if (code == PJRT_Error_Code_RESOURCE_EXHAUSTED)
 		return ACCELD_EDEVMEM;
 	return ACCELD_EDEVICE;
-}
-
-static void destroy_event(const PJRT_Api *api, PJRT_Event *ev)
-{
-	PJRT_Event_Destroy_Args a = {.struct_size = PJRT_Event_Destroy_Args_STRUCT_SIZE, .event = ev};
-
-	if (ev != NULL)
-		pjrt_error_take(api, api->PJRT_Event_Destroy(&a), NULL, 0);
-}
-
-static void destroy_buffer(const PJRT_Api *api, PJRT_Buffer *b)
-{
-	PJRT_Buffer_Destroy_Args a = {.struct_size = PJRT_Buffer_Destroy_Args_STRUCT_SIZE, .buffer = b};
-
-	if (b != NULL)
-		pjrt_error_take(api, api->PJRT_Buffer_Destroy(&a), NULL, 0);
-}
-
-/* Waits for ev, destroys it, and takes its status into err; returns the code. */
-static int await(const PJRT_Api *api, PJRT_Event *ev, const char *what, char *err, size_t errsz)
-{
-	PJRT_Event_Await_Args a = {.struct_size = PJRT_Event_Await_Args_STRUCT_SIZE, .event = ev};
-	int code = take(api, api->PJRT_Event_Await(&a), what, err, errsz);
-
-	destroy_event(api, ev);
-	return code;
-}
-
-static bool event_ready(const PJRT_Api *api, PJRT_Event *ev)
-{
-	PJRT_Event_IsReady_Args a = {.struct_size = PJRT_Event_IsReady_Args_STRUCT_SIZE, .event = ev};
-
-	return pjrt_error_take(api, api->PJRT_Event_IsReady(&a), NULL, 0) != PJRT_Error_Code_OK || a.is_ready;
 }
 
 /* The named attribute of a device description, or NULL (stepped by the plugin's entry size: pjrt_abi.h). */
@@ -243,7 +200,7 @@ static void resident_destroy(void *ctx, void *buf)
 {
 	struct host *h = ctx;
 
-	destroy_buffer(h->api, buf);
+	pjrt_destroy_buffer(h->api, buf);
 }
 
 /* Closes the client (nothing in flight, no leftovers); h->mu held. */
@@ -256,7 +213,7 @@ static void client_close(struct host *h, const char *why)
 		return;
 	resident_clear(&h->resident);
 	cache_clear(h);
-	take(h->api, h->api->PJRT_Client_Destroy(&a), "PJRT_Client_Destroy", err, sizeof(err));
+	pjrt_take(h->api, h->api->PJRT_Client_Destroy(&a), "PJRT_Client_Destroy", err, sizeof(err));
 	h->client = NULL;
 	log_fields(err[0] ? LOGL_WARN : LOGL_INFO, "pjrt", "client closed",
 		   (struct log_field[]){LOG_S("plugin", h->path), LOG_S("why", why), LOG_S("error", err[0] ? err : NULL)},
@@ -299,7 +256,7 @@ static int create(struct host *h, char *err, size_t errsz)
 		c.create_options = opts;
 		c.num_options = 2;
 	}
-	code = take(h->api, h->api->PJRT_Client_Create(&c), "cannot open a PJRT client", err, errsz);
+	code = pjrt_take(h->api, h->api->PJRT_Client_Create(&c), "cannot open a PJRT client", err, errsz);
 	if (code == PJRT_Error_Code_OK)
 		h->client = c.client;
 	return code;
@@ -316,7 +273,7 @@ static void note_taken(struct host *h)
 						 .client = h->client};
 
 	if (h->kind != PJRT_KIND_CUDA || h->taken_known ||
-	    take(h->api, h->api->PJRT_Client_AddressableDevices(&d), "PJRT_Client_AddressableDevices", NULL, 0) !=
+	    pjrt_take(h->api, h->api->PJRT_Client_AddressableDevices(&d), "PJRT_Client_AddressableDevices", NULL, 0) !=
 		    PJRT_Error_Code_OK)
 		return;
 	for (unsigned i = 0; i < h->nordinals; i++) {
@@ -325,7 +282,7 @@ static void note_taken(struct host *h)
 			PJRT_Device_LocalHardwareId_Args hw = {.struct_size = PJRT_Device_LocalHardwareId_Args_STRUCT_SIZE,
 							       .device = d.addressable_devices[j], .local_hardware_id = -1};
 
-			take(h->api, h->api->PJRT_Device_LocalHardwareId(&hw), "local hardware id", NULL, 0);
+			pjrt_take(h->api, h->api->PJRT_Device_LocalHardwareId(&hw), "local hardware id", NULL, 0);
 			h->taken[i] = hw.local_hardware_id >= 0 && (unsigned)hw.local_hardware_id == h->ordinals[i];
 		}
 		if (!h->taken[i])
@@ -357,10 +314,10 @@ static enum acceld_err client_open(struct host *h, char *err, size_t errsz)
 	note_taken(h);
 	h->generation++;
 	pn.client = pv.client = h->client;
-	if (take(h->api, h->api->PJRT_Client_PlatformName(&pn), "PJRT_Client_PlatformName", NULL, 0) ==
+	if (pjrt_take(h->api, h->api->PJRT_Client_PlatformName(&pn), "PJRT_Client_PlatformName", NULL, 0) ==
 	    PJRT_Error_Code_OK)
 		copy_text(h->platform, sizeof(h->platform), pn.platform_name, pn.platform_name_size);
-	if (take(h->api, h->api->PJRT_Client_PlatformVersion(&pv), "PJRT_Client_PlatformVersion", NULL, 0) ==
+	if (pjrt_take(h->api, h->api->PJRT_Client_PlatformVersion(&pv), "PJRT_Client_PlatformVersion", NULL, 0) ==
 	    PJRT_Error_Code_OK)
 		copy_text(version, sizeof(version), pv.platform_version, pv.platform_version_size);
 	snprintf(h->platform_version, sizeof(h->platform_version), "%s", version);
@@ -403,14 +360,14 @@ static bool read_device(const struct host *h, PJRT_Device *dev, struct seen *s)
 					       .device = dev, .local_hardware_id = -1};
 	const PJRT_NamedValue *core;
 
-	if (take(h->api, h->api->PJRT_Device_GetDescription(&g), "PJRT_Device_GetDescription", NULL, 0) !=
+	if (pjrt_take(h->api, h->api->PJRT_Device_GetDescription(&g), "PJRT_Device_GetDescription", NULL, 0) !=
 	    PJRT_Error_Code_OK)
 		return false;
 	at.device_description = id.device_description = g.device_description;
-	if (take(h->api, h->api->PJRT_DeviceDescription_Attributes(&at), "attributes", NULL, 0) != PJRT_Error_Code_OK ||
-	    take(h->api, h->api->PJRT_DeviceDescription_Id(&id), "id", NULL, 0) != PJRT_Error_Code_OK)
+	if (pjrt_take(h->api, h->api->PJRT_DeviceDescription_Attributes(&at), "attributes", NULL, 0) != PJRT_Error_Code_OK ||
+	    pjrt_take(h->api, h->api->PJRT_DeviceDescription_Id(&id), "id", NULL, 0) != PJRT_Error_Code_OK)
 		return false;
-	take(h->api, h->api->PJRT_Device_LocalHardwareId(&hw), "local hardware id", NULL, 0);
+	pjrt_take(h->api, h->api->PJRT_Device_LocalHardwareId(&hw), "local hardware id", NULL, 0);
 	core = attribute(at.attributes, at.num_attributes, "core_on_chip");
 	s->device = dev;
 	s->id = id.id;
@@ -428,11 +385,11 @@ static void device_kind(const struct host *h, PJRT_Device *dev, char *out, size_
 	PJRT_DeviceDescription_Kind_Args k = {.struct_size = PJRT_DeviceDescription_Kind_Args_STRUCT_SIZE};
 
 	out[0] = '\0';
-	if (take(h->api, h->api->PJRT_Device_GetDescription(&g), "PJRT_Device_GetDescription", NULL, 0) !=
+	if (pjrt_take(h->api, h->api->PJRT_Device_GetDescription(&g), "PJRT_Device_GetDescription", NULL, 0) !=
 	    PJRT_Error_Code_OK)
 		return;
 	k.device_description = g.device_description;
-	if (take(h->api, h->api->PJRT_DeviceDescription_Kind(&k), "PJRT_DeviceDescription_Kind", NULL, 0) ==
+	if (pjrt_take(h->api, h->api->PJRT_DeviceDescription_Kind(&k), "PJRT_DeviceDescription_Kind", NULL, 0) ==
 	    PJRT_Error_Code_OK)
 		copy_text(out, outsz, k.device_kind, k.device_kind_size);
 }
@@ -510,7 +467,7 @@ static enum acceld_err match(struct pj *p, char *err, size_t errsz)
 			 "process's life", p->id, p->ordinal, p->ordinal);
 		return held(p, err, errsz) ? ACCELD_EHELD : ACCELD_EDEVICE;
 	}
-	if (take(h->api, h->api->PJRT_Client_AddressableDevices(&d), "PJRT_Client_AddressableDevices", err, errsz) !=
+	if (pjrt_take(h->api, h->api->PJRT_Client_AddressableDevices(&d), "PJRT_Client_AddressableDevices", err, errsz) !=
 	    PJRT_Error_Code_OK)
 		return ACCELD_EDEVICE;
 	if (h->kind == PJRT_KIND_TPU) {
@@ -656,7 +613,7 @@ static PJRT_LoadedExecutable *disk_load(struct host *h, const struct pjrt_cache_
 	if (r == PJRT_CACHE_HIT) {
 		d.serialized_executable = bytes;
 		d.serialized_executable_size = n;
-		if (take(h->api, h->api->PJRT_Executable_DeserializeAndLoad(&d), "PJRT_Executable_DeserializeAndLoad", why,
+		if (pjrt_take(h->api, h->api->PJRT_Executable_DeserializeAndLoad(&d), "PJRT_Executable_DeserializeAndLoad", why,
 			 sizeof(why)) != PJRT_Error_Code_OK) {
 			pjrt_cache_drop(k);
 			d.loaded_executable = NULL;
@@ -684,11 +641,11 @@ static void disk_save(struct host *h, const struct pjrt_cache_key *k, PJRT_Loade
 	if (!pjrt_cache_on() || !pjrt_api_has(h->api, PJRT_Executable_Serialize) ||
 	    !pjrt_api_has(h->api, PJRT_Executable_DeserializeAndLoad))
 		return;
-	if (take(h->api, h->api->PJRT_LoadedExecutable_GetExecutable(&g), "PJRT_LoadedExecutable_GetExecutable", why,
+	if (pjrt_take(h->api, h->api->PJRT_LoadedExecutable_GetExecutable(&g), "PJRT_LoadedExecutable_GetExecutable", why,
 		 sizeof(why)) != PJRT_Error_Code_OK)
 		goto out;
 	sa.executable = g.executable;
-	if (take(h->api, h->api->PJRT_Executable_Serialize(&sa), "PJRT_Executable_Serialize", why, sizeof(why)) ==
+	if (pjrt_take(h->api, h->api->PJRT_Executable_Serialize(&sa), "PJRT_Executable_Serialize", why, sizeof(why)) ==
 	    PJRT_Error_Code_OK) {
 		pjrt_cache_store(k, sa.serialized_bytes, sa.serialized_bytes_size, why, sizeof(why));
 		if (sa.serialized_executable_deleter != NULL)
@@ -772,7 +729,7 @@ static enum acceld_err program_for(struct pj *p, const struct kernel_work *w, bo
 	c.executable = disk_load(h, &key);
 	t->cached = c.executable != NULL;
 	code = c.executable != NULL ? PJRT_Error_Code_OK :
-	       take(h->api, h->api->PJRT_Client_Compile(&c), "cannot compile the program", err, errsz);
+	       pjrt_take(h->api, h->api->PJRT_Client_Compile(&c), "cannot compile the program", err, errsz);
 	t->compile_ms = (double)(clock_mono_ns() - t0) / 1e6;
 	free(text);
 	if (code == PJRT_Error_Code_OK && !t->cached)
@@ -784,98 +741,6 @@ static enum acceld_err program_for(struct pj *p, const struct kernel_work *w, bo
 				 .device_id = p->device_id, .busy = 1, .last_use = ++h->tick};
 	*out = slot;
 	return ACCELD_OK;
-}
-
-/* --- waiting with a deadline --- */
-
-struct waiter {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	bool done;
-	bool abandoned;              /* the run gave up: the callback destroys what it is given */
-	PJRT_Error *error;
-	const PJRT_Api *api;
-	atomic_int refs;
-};
-
-static void waiter_unref(struct waiter *wt)
-{
-	if (atomic_fetch_sub(&wt->refs, 1) != 1)
-		return;
-	pthread_cond_destroy(&wt->cv);
-	pthread_mutex_destroy(&wt->mu);
-	free(wt);
-}
-
-static void on_ready(PJRT_Error *error, void *arg)
-{
-	struct waiter *wt = arg;
-
-	pthread_mutex_lock(&wt->mu);
-	wt->done = true;
-	if (wt->abandoned)
-		pjrt_error_take(wt->api, error, NULL, 0);
-	else
-		wt->error = error;
-	pthread_cond_broadcast(&wt->cv);
-	pthread_mutex_unlock(&wt->mu);
-	waiter_unref(wt);
-}
-
-/*
- * Waits for ev until deadline_ns (0: for ever). Returns 1 when it is ready (its status taken into err: the code in
- * *code), 0 when the deadline passed first (ev is left to the caller, not destroyed).
- */
-static int await_until(const PJRT_Api *api, PJRT_Event *ev, uint64_t deadline_ns, int *code, char *err,
-		       size_t errsz)
-{
-	PJRT_Event_OnReady_Args r = {.struct_size = PJRT_Event_OnReady_Args_STRUCT_SIZE, .event = ev,
-				     .callback = on_ready};
-	struct waiter *wt;
-	pthread_condattr_t ca;
-	int ready;
-
-	if (deadline_ns == 0 || !pjrt_api_has(api, PJRT_Event_OnReady)) {
-		*code = await(api, ev, "the program failed", err, errsz);
-		return 1;
-	}
-	wt = xcalloc(1, sizeof(*wt));
-	pthread_mutex_init(&wt->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&wt->cv, &ca);
-	pthread_condattr_destroy(&ca);
-	wt->api = api;
-	atomic_init(&wt->refs, 2);
-	r.user_arg = wt;
-	if (pjrt_error_take(api, api->PJRT_Event_OnReady(&r), NULL, 0) != PJRT_Error_Code_OK) {
-		waiter_unref(wt);
-		waiter_unref(wt);
-		*code = await(api, ev, "the program failed", err, errsz);
-		return 1;
-	}
-	pthread_mutex_lock(&wt->mu);
-	while (!wt->done) {
-		uint64_t now = clock_mono_ns();
-		struct timespec ts;
-
-		if (now >= deadline_ns)
-			break;
-		ts = clock_deadline(CLOCK_MONOTONIC, deadline_ns - now);
-		pthread_cond_timedwait(&wt->cv, &wt->mu, &ts);
-	}
-	ready = wt->done;
-	if (ready) {
-		*code = take(api, wt->error, "the program failed", err, errsz);
-		wt->error = NULL;
-	} else {
-		wt->abandoned = true;
-	}
-	pthread_mutex_unlock(&wt->mu);
-	waiter_unref(wt);
-	if (ready)
-		destroy_event(api, ev);
-	return ready;
 }
 
 /* --- a run --- */
@@ -952,22 +817,22 @@ static enum acceld_err upload(struct pj *p, const struct operand *o, PJRT_Buffer
 		.device = p->device,
 	};
 	PJRT_Buffer_ReadyEvent_Args r = {.struct_size = PJRT_Buffer_ReadyEvent_Args_STRUCT_SIZE};
-	int code = take(api, api->PJRT_Client_BufferFromHostBuffer(&b), "cannot copy an input to the device", err,
+	int code = pjrt_take(api, api->PJRT_Client_BufferFromHostBuffer(&b), "cannot copy an input to the device", err,
 			errsz);
 
 	if (code != PJRT_Error_Code_OK)
 		return classify(code, err);
 	*out = b.buffer;
 	if (small) { /* the host's copy is free once the call returns */
-		destroy_event(api, b.done_with_host_buffer);
+		pjrt_destroy_event(api, b.done_with_host_buffer);
 		return ACCELD_OK;
 	}
-	code = await(api, b.done_with_host_buffer, "copy to the device", err, errsz);
+	code = pjrt_await(api, b.done_with_host_buffer, "copy to the device", err, errsz);
 	if (code == PJRT_Error_Code_OK) {
 		r.buffer = b.buffer;
-		code = take(api, api->PJRT_Buffer_ReadyEvent(&r), "PJRT_Buffer_ReadyEvent", err, errsz);
+		code = pjrt_take(api, api->PJRT_Buffer_ReadyEvent(&r), "PJRT_Buffer_ReadyEvent", err, errsz);
 		if (code == PJRT_Error_Code_OK)
-			code = await(api, r.event, "copy to the device", err, errsz);
+			code = pjrt_await(api, r.event, "copy to the device", err, errsz);
 	}
 	return code == PJRT_Error_Code_OK ? ACCELD_OK : classify(code, err);
 }
@@ -1018,10 +883,10 @@ static enum acceld_err run_aux(struct pj *p, enum kernel_id what, struct kernel_
 	if (at.cached == 0)
 		t->compile_ms = (isnan(t->compile_ms) ? 0.0 : t->compile_ms) + at.compile_ms;
 	x.executable = prog->exe;
-	code = take(api, api->PJRT_LoadedExecutable_Execute(&x), "cannot run the program", err, errsz);
+	code = pjrt_take(api, api->PJRT_LoadedExecutable_Execute(&x), "cannot run the program", err, errsz);
 	if (code != PJRT_Error_Code_OK)
 		rc = execute_failed(h, code, err, errsz);
-	else if (wait && (code = await(api, complete[0], "the program failed", err, errsz)) != PJRT_Error_Code_OK)
+	else if (wait && (code = pjrt_await(api, complete[0], "the program failed", err, errsz)) != PJRT_Error_Code_OK)
 		rc = classify(code, err);
 	pthread_mutex_lock(&h->mu);
 	prog->busy--;
@@ -1063,9 +928,9 @@ static enum acceld_err download(struct pj *p, PJRT_Buffer *buf, unsigned rank, v
 
 	row_major.tiled.minor_to_major = minor_to_major + (2 - rank);
 	row_major.tiled.minor_to_major_size = rank;
-	code = take(api, api->PJRT_Buffer_ToHostBuffer(&d), "cannot copy the output back", err, errsz);
+	code = pjrt_take(api, api->PJRT_Buffer_ToHostBuffer(&d), "cannot copy the output back", err, errsz);
 	if (code == PJRT_Error_Code_OK)
-		code = await(api, d.event, "copy from the device", err, errsz);
+		code = pjrt_await(api, d.event, "copy from the device", err, errsz);
 	return code == PJRT_Error_Code_OK ? ACCELD_OK : classify(code, err);
 }
 
@@ -1127,7 +992,7 @@ static bool dma_map(struct pj *p, const struct kernel_work *w)
 	if (w->host_mem == NULL || w->host_mem_size == 0 || atomic_load(&h->dma_refused) || h->minor < 90 ||
 	    !pjrt_api_has(api, PJRT_Client_DmaMap) || !pjrt_api_has(api, PJRT_Client_DmaUnmap))
 		return false;
-	if (take(api, api->PJRT_Client_DmaMap(&a), "PJRT_Client_DmaMap", err, sizeof(err)) == PJRT_Error_Code_OK)
+	if (pjrt_take(api, api->PJRT_Client_DmaMap(&a), "PJRT_Client_DmaMap", err, sizeof(err)) == PJRT_Error_Code_OK)
 		return true;
 	if (!atomic_exchange(&h->dma_refused, true))
 		log_fields(LOGL_WARN, "pjrt", "the plugin would not register a job's memory for DMA; transfers stay "
@@ -1142,7 +1007,7 @@ static void dma_unmap(struct pj *p, const struct kernel_work *w)
 				       .data = w->host_mem};
 	char err[512];
 
-	if (take(api, api->PJRT_Client_DmaUnmap(&a), "PJRT_Client_DmaUnmap", err, sizeof(err)) != PJRT_Error_Code_OK)
+	if (pjrt_take(api, api->PJRT_Client_DmaUnmap(&a), "PJRT_Client_DmaUnmap", err, sizeof(err)) != PJRT_Error_Code_OK)
 		log_fields(LOGL_WARN, "pjrt", "the plugin would not take back a job's memory from DMA",
 			   (struct log_field[]){LOG_S("plugin", p->host->path), LOG_S("error", err)}, 2);
 }
@@ -1227,7 +1092,7 @@ static enum acceld_err execute(struct pj *p, struct program *prog, struct kernel
 	if (rc != ACCELD_OK)
 		goto out;
 	t1 = clock_mono_ns();
-	code = take(api, api->PJRT_LoadedExecutable_Execute(&x), "cannot run the program", err, errsz);
+	code = pjrt_take(api, api->PJRT_LoadedExecutable_Execute(&x), "cannot run the program", err, errsz);
 	if (code != PJRT_Error_Code_OK) {
 		rc = execute_failed(h, code, err, errsz);
 		goto out;
@@ -1235,10 +1100,10 @@ static enum acceld_err execute(struct pj *p, struct program *prog, struct kernel
 	/* the sample is gathered on the device behind the kernel; a small output is its own sample */
 	gathering = w->nsample > 0 && w->sample != NULL && kernel_output_rank(w->kernel) > 0 && !sample_is_output(w);
 	if (gathering && (rc = gather_start(p, w, out[0], &sample[0], scalars, t, err, errsz)) != ACCELD_OK) {
-		await(api, complete[0], "the program", NULL, 0);
+		pjrt_await(api, complete[0], "the program", NULL, 0);
 		goto out;
 	}
-	if (!await_until(api, complete[0], w->deadline_ns, &code, err, errsz)) {
+	if (!pjrt_await_until(api, complete[0], w->deadline_ns, &code, err, errsz)) {
 		/* the job is answered as timed out already: give the worker back, leave the rest to the idler */
 		bufs[n] = out[0];
 		pthread_mutex_lock(&h->mu);
@@ -1253,10 +1118,10 @@ static enum acceld_err execute(struct pj *p, struct program *prog, struct kernel
 		/* a deleted buffer's memory is freed once the programs that read it are done (the client's close waits
 		 * for the gather, as XLA's waits for all its streams' work) */
 		for (unsigned i = 0; i < n; i++)
-			destroy_buffer(api, keys[i]);
+			pjrt_destroy_buffer(api, keys[i]);
 		for (unsigned i = 0; i < 4; i++)
-			destroy_buffer(api, scalars[i]);
-		destroy_buffer(api, sample[0]);
+			pjrt_destroy_buffer(api, scalars[i]);
+		pjrt_destroy_buffer(api, sample[0]);
 		snprintf(err, errsz, "the program was still running at the job's deadline and was abandoned; the PJRT "
 			 "client closes when it ends");
 		return ACCELD_ETIMEOUT;
@@ -1309,14 +1174,14 @@ out:
 		else if (!(rc == ACCELD_OK && made[i] &&
 			   resident_keep(&h->resident, p->device_id, kernel_gen_key(w->seed, (unsigned)o[i].input),
 					 o[i].dims, o[i].ndims, operand_bytes(&o[i]), bufs[i], budget)))
-			destroy_buffer(api, bufs[i]);
-		destroy_buffer(api, keys[i]);
+			pjrt_destroy_buffer(api, bufs[i]);
+		pjrt_destroy_buffer(api, keys[i]);
 	}
 	pthread_mutex_unlock(&h->mu);
-	destroy_buffer(api, out[0]);
+	pjrt_destroy_buffer(api, out[0]);
 	for (unsigned i = 0; i < 4; i++)
-		destroy_buffer(api, scalars[i]);
-	destroy_buffer(api, sample[0]);
+		pjrt_destroy_buffer(api, scalars[i]);
+	pjrt_destroy_buffer(api, sample[0]);
 	return rc;
 }
 
@@ -1387,13 +1252,13 @@ static void reap(struct host *h, bool wait)
 	while (*lp != NULL) {
 		struct leftover *l = *lp;
 
-		if (!wait && !event_ready(h->api, l->done)) {
+		if (!wait && !pjrt_event_ready(h->api, l->done)) {
 			lp = &l->next;
 			continue;
 		}
-		await(h->api, l->done, "abandoned program", NULL, 0);
+		pjrt_await(h->api, l->done, "abandoned program", NULL, 0);
 		for (unsigned i = 0; i < l->nbuffers; i++)
-			destroy_buffer(h->api, l->buffers[i]);
+			pjrt_destroy_buffer(h->api, l->buffers[i]);
 		l->program->busy--;
 		*lp = l->next;
 		free(l);
