@@ -180,11 +180,11 @@ void devcheck_judge_transfer(const struct devcheck_settings *s, struct devcheck_
 	down = t->download / t->link * 100.0;
 	if (!(up >= s->transfer_percent) || !(down >= s->transfer_percent))
 		set_verdict(t, DEVCHECK_WARN, "host to device %.4g GB/s (%.3g %%), device to host %.4g GB/s (%.3g %%) of "
-			    "the link's theoretical %.4g GB/s (warn below %u %%, uncalibrated)", t->upload, up, t->download,
+			    "the link's theoretical %.4g GB/s (warn below %u %%)", t->upload, up, t->download,
 			    down, t->link, s->transfer_percent);
 	else
 		set_verdict(t, DEVCHECK_PASS, "host to device %.4g GB/s (%.3g %%), device to host %.4g GB/s (%.3g %%) of "
-			    "the link's theoretical %.4g GB/s (warn below %u %%, uncalibrated)", t->upload, up, t->download,
+			    "the link's theoretical %.4g GB/s (warn below %u %%)", t->upload, up, t->download,
 			    down, t->link, s->transfer_percent);
 }
 

@@ -745,7 +745,8 @@ void devcheck_test_transfer(struct devcheck_run *run, const struct device *dev, 
 	if (devcheck_usable(t.link) && c->opts.settings.transfer_percent > 0) {
 		t.expected = t.link * c->opts.settings.transfer_percent / 100.0;
 		devcheck_words(t.expected_source, sizeof(t.expected_source),
-			       "uncalibrated: %u %% of the PCIe link's theoretical %.4g GB/s per direction (Gen%u x%u)",
+			       "%u %% of the PCIe link's theoretical %.4g GB/s per direction (Gen%u x%u); a healthy H200 "
+			       "reached 18.8 %% host to device and 31.7 %% back through PJRT (2026-11-28)",
 			       c->opts.settings.transfer_percent, t.link,
 			       t.pcie.max_generation > t.pcie.generation ? t.pcie.max_generation : t.pcie.generation,
 			       t.pcie.width ? t.pcie.width : t.pcie.max_width);

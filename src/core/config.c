@@ -156,8 +156,9 @@ static const struct opt opts[] = {
 	 NULL, 0, "the long check warns when sustained throughput falls below this percentage of the first runs'"},
 	{"check-clock-percent", "ACCELD_CHECK_CLOCK_PERCENT", OPT_UINT, F(check_clock_percent), "50", 0, 100, NULL, 0,
 	 "a health check warns when the device's clock under load is below this percentage of its maximum"},
-	{"check-transfer-percent", "ACCELD_CHECK_TRANSFER_PERCENT", OPT_UINT, F(check_transfer_percent), "70", 0, 100,
-	 NULL, 0, "a health check's transfer test warns below this percentage of the PCIe link's rate (uncalibrated)"},
+	{"check-transfer-percent", "ACCELD_CHECK_TRANSFER_PERCENT", OPT_UINT, F(check_transfer_percent), "10", 0, 100,
+	 NULL, 0, "a health check's transfer test warns below this percentage of the PCIe link's rate (a healthy H200 "
+	 "reached 18.8 % up and 31.7 % down through PJRT)"},
 	{"check-transfer-bytes", "ACCELD_CHECK_TRANSFER_BYTES", OPT_SIZE, F(check_transfer_bytes), "256MiB", 65536,
 	 4294967296ull, NULL, 0, "bytes a health check's transfer test moves each way between host and accelerator"},
 };

@@ -91,7 +91,7 @@ struct config {
 	unsigned check_throttle_percent; /* long level: sustained throughput below this % of the first warns */
 	unsigned check_clock_percent;   /* a clock during the check below this % of the maximum warns */
 	uint64_t check_transfer_bytes;  /* the transfer test's bytes each way, at most */
-	unsigned check_transfer_percent; /* transfers below this % of the link's rate warn (uncalibrated) */
+	unsigned check_transfer_percent; /* transfers below this % of the link's rate warn */
 };
 
 /*
