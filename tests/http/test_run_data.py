@@ -187,7 +187,8 @@ class PjrtDeviceData(unittest.TestCase):
 
     def test_inline_inputs_up_and_the_output_down(self):
         with tempfile.TemporaryDirectory() as tmp, Server(env=self.env(tmp)) as s:
-            m, n, k = 16, 24, 8
+            # an output of 1 MiB: enough of the host's data for the worker to register its memory (DMA_MIN_BYTES)
+            m, n, k = 512, 512, 8
             a = [[0.5] * k for _ in range(m)]
             b = [[0.25] * n for _ in range(k)]
             r = s.request("POST", "/run", json_body={"kernel": "sgemm", "m": m, "n": n, "k": k, "device": "gpu:0",
@@ -207,10 +208,10 @@ class PjrtDeviceData(unittest.TestCase):
             self.assertEqual((counts["dma_maps"], counts["dma_unmaps"]), (1, 1), counts)
             self.assertEqual((counts["pinned_uploads"], counts["pinned_downloads"]), (2, 1), counts)
 
-    def inline_sgemm(self, s):
-        r = s.request("POST", "/run", json_body={"kernel": "sgemm", "m": 8, "n": 8, "k": 8, "device": "gpu:0",
+    def inline_sgemm(self, s, n=512):
+        r = s.request("POST", "/run", json_body={"kernel": "sgemm", "m": n, "n": n, "k": 8, "device": "gpu:0",
                                                  "backend": "pjrt", "return": "full",
-                                                 "inputs": {"a": [[0.5] * 8] * 8, "b": [[0.25] * 8] * 8}})
+                                                 "inputs": {"a": [[0.5] * 8] * n, "b": [[0.25] * n] * 8}})
         self.assertEqual(r.status, 200, r)
         doc = r.json()
         self.assertEqual(doc["state"], "succeeded", doc)
@@ -232,6 +233,12 @@ class PjrtDeviceData(unittest.TestCase):
             self.assertEqual(self.inline_sgemm(s)["transfer_memory"], "pageable")
             counts = read_counts(os.path.join(tmp, "counts"))
             self.assertEqual(counts["dma_maps"], 0, counts)
+
+    def test_a_small_job_registers_nothing(self):
+        # registering the host's memory costs more than a few KiB of copies: under 1 MiB they stay pageable
+        with tempfile.TemporaryDirectory() as tmp, Server(env=self.env(tmp)) as s:
+            self.assertEqual(self.inline_sgemm(s, n=64)["transfer_memory"], "pageable")
+            self.assertEqual(read_counts(os.path.join(tmp, "counts"))["dma_maps"], 0)
 
     def test_a_generated_job_registers_nothing(self):
         with tempfile.TemporaryDirectory() as tmp, Server(env=self.env(tmp)) as s:
