@@ -166,17 +166,23 @@ void devcheck_run_wait(struct devcheck_run *run)
 
 /* --- the run's thread --- */
 
-/* Records the document (if a history is wired); call without c->mu. */
-static void record(struct devcheck_run *run)
+/* Records the document (if a history is wired) as it is, or in state when that is not DEVCHECK_QUEUED; call without
+ * c->mu. */
+static void record_in(struct devcheck_run *run, enum devcheck_state state)
 {
 	struct devcheck *c = run->c;
 	json_t *doc;
 
 	if (c->opts.record == NULL)
 		return;
-	doc = devcheck_run_json(run);
+	doc = state == DEVCHECK_QUEUED ? devcheck_run_json(run) : devcheck_run_json_in(run, state);
 	c->opts.record(c->opts.record_ctx, doc);
 	json_decref(doc);
+}
+
+static void record(struct devcheck_run *run)
+{
+	record_in(run, DEVCHECK_QUEUED);
 }
 
 static void changed(struct devcheck *c, const char *device)
@@ -328,17 +334,25 @@ static void *run_main(void *arg)
 	struct devcheck *c = run->c;
 	struct device dev;
 	struct device_peak basis;
+	bool queued;
 
-	/* the device shows the check before the check shows itself running */
+	/*
+	 * The device shows the check before the check shows itself running, and the history has it running before
+	 * anyone can see it so: a crash after a client saw "running" finds it there, to mark interrupted.
+	 */
 	changed(c, run->device);
 	pthread_mutex_lock(&c->mu);
-	if (run->state == DEVCHECK_QUEUED) {
-		run->state = DEVCHECK_RUNNING;
+	queued = run->state == DEVCHECK_QUEUED;
+	if (queued) {
 		run->started_ms = clock_real_ms();
 		run->started_ns = clock_mono_ns();
 	}
 	pthread_mutex_unlock(&c->mu);
-	record(run);
+	record_in(run, queued ? DEVCHECK_RUNNING : DEVCHECK_QUEUED);
+	pthread_mutex_lock(&c->mu);
+	if (run->state == DEVCHECK_QUEUED)
+		run->state = DEVCHECK_RUNNING;
+	pthread_mutex_unlock(&c->mu);
 	if (!devcheck_run_sample(run, true, &dev)) {
 		pthread_mutex_lock(&c->mu);
 		run->has_error = true;

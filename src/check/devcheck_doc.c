@@ -313,3 +313,17 @@ json_t *devcheck_run_json(struct devcheck_run *run)
 	pthread_mutex_unlock(&run->c->mu);
 	return o;
 }
+
+json_t *devcheck_run_json_in(struct devcheck_run *run, enum devcheck_state state)
+{
+	enum devcheck_state was;
+	json_t *o;
+
+	pthread_mutex_lock(&run->c->mu);
+	was = run->state;
+	run->state = state;
+	o = run_json_locked(run);
+	run->state = was;
+	pthread_mutex_unlock(&run->c->mu);
+	return o;
+}

@@ -249,4 +249,7 @@ void devcheck_judge_transfer(const struct devcheck_settings *s, struct devcheck_
  */
 void devcheck_judge(const struct devcheck_settings *s, struct devcheck_run *run);
 
+/* The check's document as it would be in state (the record of a change committed before anyone can see it). */
+json_t *devcheck_run_json_in(struct devcheck_run *run, enum devcheck_state state);
+
 #endif
