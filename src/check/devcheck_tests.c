@@ -489,14 +489,27 @@ static void summarise(struct devcheck_test *t)
 	t->median = t->nsamples % 2 ? v[t->nsamples / 2] : (v[t->nsamples / 2 - 1] + v[t->nsamples / 2]) / 2.0;
 }
 
+/* The test failed with r's reason and detail (a run refused, or one that failed). */
+static void fail_with(struct devcheck_test *t, const struct run_result *r)
+{
+	t->failed = true;
+	snprintf(t->failure, sizeof(t->failure), "%s: %s", reason_name(r->reason), r->detail);
+}
+
+/* Whether the executor refused r for its size, so that a smaller one may run. */
+static bool refused_for_size(const struct run_result *r)
+{
+	return r->refused && (r->reason == REASON_JOB_TOO_LARGE || r->reason == REASON_EXCEEDS_DEVICE_ALLOCATION ||
+			      r->reason == REASON_WOULD_TIME_OUT);
+}
+
 /* Notes one completed run in t; false when it cannot count (failed or wrong), which ends the test. */
 static bool note_run(struct devcheck_test *t, const struct run_result *r)
 {
 	if (r->job[0] != '\0')
 		snprintf(t->last_job, sizeof(t->last_job), "%s", r->job);
 	if (!r->ok) {
-		t->failed = true;
-		snprintf(t->failure, sizeof(t->failure), "%s: %s", reason_name(r->reason), r->detail);
+		fail_with(t, r);
 		return false;
 	}
 	t->runs++;
@@ -582,8 +595,7 @@ void devcheck_test_matrix(struct devcheck_run *run, const struct device *dev, ui
 					 (unsigned long long)(n * 2), reason_name(r.reason), r.detail);
 				break;
 			}
-			t.failed = true;
-			snprintf(t.failure, sizeof(t.failure), "%s: %s", reason_name(r.reason), r.detail);
+			fail_with(&t, &r);
 			goto out;
 		}
 		if (!note_run(&t, &r))
@@ -605,11 +617,8 @@ void devcheck_test_matrix(struct devcheck_run *run, const struct device *dev, ui
 
 			run_job_queued(run, MATRIX_KERNEL, n, run_timeout(budget_ms), &again);
 			if (again.refused || !note_run(&t, &again)) {
-				if (again.refused) {
-					t.failed = true;
-					snprintf(t.failure, sizeof(t.failure), "%s: %s", reason_name(again.reason),
-						 again.detail);
-				}
+				if (again.refused)
+					fail_with(&t, &again);
 				goto out;
 			}
 			t.samples[t.nsamples++] = again.figure;
@@ -661,8 +670,7 @@ void devcheck_test_matrix(struct devcheck_run *run, const struct device *dev, ui
 	       !devcheck_run_stopping(run)) {
 		run_job_queued(run, MATRIX_KERNEL, n, run_timeout(budget_ms), &r);
 		if (r.refused) {
-			t.failed = true;
-			snprintf(t.failure, sizeof(t.failure), "%s: %s", reason_name(r.reason), r.detail);
+			fail_with(&t, &r);
 			break;
 		}
 		if (!note_run(&t, &r))
@@ -699,9 +707,7 @@ void devcheck_test_memory(struct devcheck_run *run, const struct device *dev, ui
 		if (cold_program(run, &t, &r))
 			run_job_queued(run, MEMORY_KERNEL, n, run_timeout(budget_ms), &r);
 		set_backend(run, r.backend);
-		if (r.refused && t.nsamples == 0 && n > MEMORY_FLOOR_N &&
-		    (r.reason == REASON_JOB_TOO_LARGE || r.reason == REASON_EXCEEDS_DEVICE_ALLOCATION ||
-		     r.reason == REASON_WOULD_TIME_OUT)) {
+		if (refused_for_size(&r) && t.nsamples == 0 && n > MEMORY_FLOOR_N) {
 			n /= 2;
 			t.n = n;
 			snprintf(t.steady, sizeof(t.steady), "halved to %llu elements: %.120s", (unsigned long long)n,
@@ -709,8 +715,7 @@ void devcheck_test_memory(struct devcheck_run *run, const struct device *dev, ui
 			continue;
 		}
 		if (r.refused) {
-			t.failed = true;
-			snprintf(t.failure, sizeof(t.failure), "%s: %s", reason_name(r.reason), r.detail);
+			fail_with(&t, &r);
 			break;
 		}
 		if (!note_run(&t, &r))
@@ -760,9 +765,7 @@ void devcheck_test_transfer(struct devcheck_run *run, const struct device *dev, 
 		spec.s = transfer_shape(rows);
 		run_spec_queued(run, &spec, run_timeout(budget_ms), &r);
 		set_backend(run, r.backend);
-		if (r.refused && t.runs == 0 && rows > TRANSFER_MIN_ROWS &&
-		    (r.reason == REASON_JOB_TOO_LARGE || r.reason == REASON_EXCEEDS_DEVICE_ALLOCATION ||
-		     r.reason == REASON_WOULD_TIME_OUT)) {
+		if (refused_for_size(&r) && t.runs == 0 && rows > TRANSFER_MIN_ROWS) {
 			rows /= 2;
 			t.n = rows * TRANSFER_ROW;
 			t.bytes = t.n * sizeof(float);
@@ -771,8 +774,7 @@ void devcheck_test_transfer(struct devcheck_run *run, const struct device *dev, 
 			continue;
 		}
 		if (r.refused) {
-			t.failed = true;
-			snprintf(t.failure, sizeof(t.failure), "%s: %s", reason_name(r.reason), r.detail);
+			fail_with(&t, &r);
 			break;
 		}
 		if (!note_run(&t, &r))
@@ -818,8 +820,7 @@ void devcheck_test_sustained(struct devcheck_run *run, uint64_t duration_ms)
 
 		run_job_queued(run, MATRIX_KERNEL, n, run_timeout(duration_ms), &r);
 		if (r.refused) {
-			t.failed = true;
-			snprintf(t.failure, sizeof(t.failure), "%s: %s", reason_name(r.reason), r.detail);
+			fail_with(&t, &r);
 			break;
 		}
 		if (!note_run(&t, &r))

@@ -19,17 +19,24 @@
  * the job limit allows) and say what it kept out. The budget leaves the real 256^3 product (a few ms, 100 to 300 ms
  * under the sanitizers on a loaded host) room to be doubled.
  */
-START_TEST(ramp_keeps_one_off_costs_out_of_its_budget)
+/* The service anew with a 1.5 s sgemm budget and sizes up to 512 (the job limit's). */
+static void start_small_ramp(void)
 {
 	struct devcheck_settings s = settings();
-	json_t *doc;
-	json_t *sg;
 
 	devcheck_free(dc);
 	exec_free(ex);
 	s.matrix_budget_ms = 1500;
 	s.matrix_max_n = 512;
 	start_with(&s);
+}
+
+START_TEST(ramp_keeps_one_off_costs_out_of_its_budget)
+{
+	json_t *doc;
+	json_t *sg;
+
+	start_small_ramp();
 	pthread_mutex_lock(&mu);
 	cold_ms = 1800;
 	compile_ms = 900;
@@ -55,15 +62,10 @@ END_TEST
  */
 START_TEST(a_loaded_program_runs_cold_once)
 {
-	struct devcheck_settings s = settings();
 	json_t *doc;
 	json_t *sg, *tr;
 
-	devcheck_free(dc);
-	exec_free(ex);
-	s.matrix_budget_ms = 1500;
-	s.matrix_max_n = 512;
-	start_with(&s);
+	start_small_ramp();
 	pthread_mutex_lock(&mu);
 	loaded_ms = 1000;
 	pthread_mutex_unlock(&mu);
